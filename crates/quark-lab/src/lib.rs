@@ -1,0 +1,1 @@
+//! quark-lab (to be written).

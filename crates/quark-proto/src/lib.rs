@@ -1,0 +1,42 @@
+//! # quark-proto: the sans-IO QUIC v1 transport
+//!
+//! No sockets, no clocks, no threads: datagrams and the current time go in,
+//! datagrams, timer deadlines and events come out. Everything here is therefore
+//! testable in a deterministic simulated network.
+//!
+//! A map of the crate, in the order a packet meets it:
+//!
+//! | module | what lives there |
+//! |---|---|
+//! | [`endpoint`] | datagram → connection routing, new connections, Version Negotiation, Retry, stateless reset |
+//! | [`packet`] | long/short headers, packet numbers, header protection, packet building |
+//! | [`crypto`] | Initial keys, the TLS handshake (rustls), 1-RTT key updates, tokens |
+//! | [`frame`] | every frame's encoding and decoding |
+//! | [`connection`] | the connection state machine: handshake, frames in, packets out, streams, close |
+//! | [`stream`] | send buffers, receive reassembly, per-stream state, flow control |
+//! | [`recovery`] | RTT, loss detection, PTO (RFC 9002) |
+//! | [`cc`] | congestion controllers (NewReno, CUBIC) |
+//! | [`transport_params`] | transport parameters |
+//! | [`range_set`] | the range set behind ACK frames and stream bookkeeping |
+//! | [`varint`], [`coding`], [`cid`], [`types`], [`error`] | shared vocabulary |
+
+#![warn(missing_docs)]
+
+pub mod cc;
+pub mod cid;
+pub mod coding;
+pub mod crypto;
+pub mod error;
+pub mod frame;
+pub mod packet;
+pub mod range_set;
+pub mod recovery;
+pub mod stream;
+pub mod transport_params;
+pub mod types;
+pub mod varint;
+
+pub use cid::{ConnectionId, ResetToken};
+pub use error::{TransportError, TransportErrorCode};
+pub use types::{Dir, EcnCodepoint, PacketKind, Side, SpaceId, StreamId};
+pub use varint::VarInt;

@@ -1,0 +1,1 @@
+//! quark-udp (to be written).

@@ -1,0 +1,1 @@
+//! quark async API (to be written).
