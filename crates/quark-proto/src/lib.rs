@@ -25,7 +25,10 @@
 pub mod cc;
 pub mod cid;
 pub mod coding;
+pub mod config;
+pub mod connection;
 pub mod crypto;
+pub mod endpoint;
 pub mod error;
 pub mod frame;
 pub mod packet;
@@ -37,6 +40,12 @@ pub mod types;
 pub mod varint;
 
 pub use cid::{ConnectionId, ResetToken};
+pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
+pub use connection::{
+    Connection, ConnectionError, ConnectionStats, Event, StreamError, StreamEvent, Transmit,
+};
+pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
 pub use error::{TransportError, TransportErrorCode};
+pub use stream::{ReadError, ReadOutcome, WriteError};
 pub use types::{Dir, EcnCodepoint, PacketKind, Side, SpaceId, StreamId};
 pub use varint::VarInt;

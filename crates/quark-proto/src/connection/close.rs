@@ -1,0 +1,220 @@
+//! Ending a connection: CONNECTION_CLOSE, the closing and draining states
+//! (RFC 9000 §10.2), the idle timeout, and stateless resets.
+
+use std::time::Instant;
+
+use super::timers::Timer;
+use super::{Connection, Event};
+use crate::error::{TransportError, TransportErrorCode};
+use crate::types::SpaceId;
+
+/// Why a connection ended.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectionError {
+    /// We detected a protocol error and closed with this transport error.
+    #[error("closed by us: {0}")]
+    TransportError(TransportError),
+    /// The peer closed with a transport error code (CONNECTION_CLOSE 0x1c).
+    #[error("closed by peer: {code} ({reason})")]
+    ConnectionClosed {
+        /// Error code.
+        code: TransportErrorCode,
+        /// Frame type that triggered it.
+        frame_type: u64,
+        /// Reason phrase.
+        reason: String,
+    },
+    /// The peer's application closed the connection (CONNECTION_CLOSE 0x1d).
+    #[error("closed by peer application: code {code} ({reason})")]
+    ApplicationClosed {
+        /// Application error code.
+        code: u64,
+        /// Reason phrase.
+        reason: String,
+    },
+    /// Our application closed the connection.
+    #[error("closed locally")]
+    LocallyClosed,
+    /// The peer sent a stateless reset.
+    #[error("reset by peer")]
+    Reset,
+    /// Nothing was heard for the idle timeout.
+    #[error("timed out")]
+    TimedOut,
+    /// The server does not speak our version.
+    #[error("no common QUIC version")]
+    VersionMismatch,
+}
+
+/// Where the connection is in its life.
+pub(crate) enum State {
+    Handshake,
+    Established,
+    /// We sent CONNECTION_CLOSE; answer further packets with it until the deadline.
+    Closing {
+        error: ConnectionError,
+        close: CloseFrame,
+        resend: bool,
+    },
+    /// The peer closed; send nothing until the deadline.
+    Draining {
+        error: ConnectionError,
+    },
+    Drained {
+        error: Option<ConnectionError>,
+    },
+}
+
+impl State {
+    pub(crate) fn error(&self) -> Option<&ConnectionError> {
+        match self {
+            State::Closing { error, .. } | State::Draining { error } => Some(error),
+            State::Drained { error } => error.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// The CONNECTION_CLOSE we repeat while closing.
+#[derive(Clone, Debug)]
+pub(crate) struct CloseFrame {
+    pub(crate) code: u64,
+    /// `Some` for a transport close (0x1c), `None` for an application close (0x1d).
+    pub(crate) frame_type: Option<u64>,
+    pub(crate) reason: Vec<u8>,
+}
+
+/// Reason phrases are truncated so a close always fits in a packet.
+const MAX_REASON: usize = 256;
+
+impl Connection {
+    /// Close the connection with an application error code and reason. The
+    /// CONNECTION_CLOSE goes out with the next `poll_transmit`.
+    pub fn close(&mut self, now: Instant, code: u64, reason: &[u8]) {
+        if self.is_closed() {
+            return;
+        }
+        let close = CloseFrame {
+            code,
+            frame_type: None,
+            reason: truncate(reason),
+        };
+        self.enter_closing(now, ConnectionError::LocallyClosed, close);
+    }
+
+    /// A protocol error: close with a transport CONNECTION_CLOSE.
+    pub(crate) fn close_on_error(&mut self, now: Instant, error: TransportError) {
+        if self.is_closed() {
+            return;
+        }
+        tracing::debug!(side = ?self.side, %error, "closing on error");
+        let close = CloseFrame {
+            code: error.code.0,
+            frame_type: Some(error.frame_type.unwrap_or(0)),
+            reason: truncate(error.reason.as_bytes()),
+        };
+        self.enter_closing(now, ConnectionError::TransportError(error), close);
+    }
+
+    fn enter_closing(&mut self, now: Instant, error: ConnectionError, close: CloseFrame) {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-10.2
+        //# The closing and draining connection states exist to ensure that
+        //# connections close cleanly ... These states SHOULD persist for at least
+        //# three times the current PTO interval
+        let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
+        self.timers.set(Timer::Close, now + 3 * pto);
+        self.events.push_back(Event::ConnectionLost(error.clone()));
+        self.streams.on_connection_lost();
+        self.state = State::Closing {
+            error,
+            close,
+            resend: true,
+        };
+    }
+
+    /// The peer closed: drain (RFC 9000 §10.2.2).
+    pub(crate) fn enter_draining(&mut self, now: Instant, error: ConnectionError) {
+        if matches!(self.state, State::Draining { .. } | State::Drained { .. }) {
+            return;
+        }
+        let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
+        if !matches!(self.state, State::Closing { .. }) {
+            self.events.push_back(Event::ConnectionLost(error.clone()));
+            self.streams.on_connection_lost();
+        }
+        self.timers.set(Timer::Close, now + 3 * pto);
+        self.state = State::Draining { error };
+    }
+
+    /// Forget the connection at once (idle timeout, stateless reset, no version).
+    pub(crate) fn enter_drained(&mut self, error: ConnectionError) {
+        if matches!(self.state, State::Drained { .. }) {
+            return;
+        }
+        if !matches!(self.state, State::Closing { .. } | State::Draining { .. }) {
+            self.events.push_back(Event::ConnectionLost(error.clone()));
+            self.streams.on_connection_lost();
+        }
+        self.events.push_back(Event::Drained);
+        let error = self.state.error().cloned().or(Some(error));
+        self.state = State::Drained { error };
+    }
+
+    pub(crate) fn on_close_timer(&mut self) {
+        let error = self
+            .state
+            .error()
+            .cloned()
+            .unwrap_or(ConnectionError::LocallyClosed);
+        self.enter_drained(error);
+    }
+
+    pub(crate) fn on_idle_timeout(&mut self) {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-10.1
+        //# If a max_idle_timeout is specified by either endpoint in its transport
+        //# parameters, the connection is silently closed and its state is
+        //# discarded when it remains idle for longer than the minimum of the
+        //# max_idle_timeout value advertised by both endpoints.
+        self.enter_drained(ConnectionError::TimedOut);
+    }
+
+    /// A CONNECTION_CLOSE frame arrived.
+    pub(crate) fn on_peer_close(&mut self, now: Instant, f: &crate::frame::Close<'_>) {
+        let reason = String::from_utf8_lossy(f.reason).into_owned();
+        let error = match f.frame_type {
+            Some(frame_type) => ConnectionError::ConnectionClosed {
+                code: TransportErrorCode(f.error_code),
+                frame_type,
+                reason,
+            },
+            None => ConnectionError::ApplicationClosed {
+                code: f.error_code,
+                reason,
+            },
+        };
+        self.enter_draining(now, error);
+    }
+
+    /// While closing, every packet received is answered with our CONNECTION_CLOSE
+    /// again (RFC 9000 §10.2.1), at most once per received datagram.
+    pub(crate) fn on_packet_while_closing(&mut self) {
+        if let State::Closing { resend, .. } = &mut self.state {
+            *resend = true;
+        }
+    }
+
+    /// The frame to send while closing, if one is due (consumes the trigger).
+    pub(crate) fn take_close_frame(&mut self) -> Option<CloseFrame> {
+        match &mut self.state {
+            State::Closing { close, resend, .. } if *resend => {
+                *resend = false;
+                Some(close.clone())
+            }
+            _ => None,
+        }
+    }
+}
+
+fn truncate(reason: &[u8]) -> Vec<u8> {
+    reason[..reason.len().min(MAX_REASON)].to_vec()
+}

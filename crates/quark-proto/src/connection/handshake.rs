@@ -1,0 +1,256 @@
+//! The handshake: CRYPTO frames to and from TLS, installing and discarding keys,
+//! checking the peer's transport parameters, and confirming the handshake.
+
+use std::time::Instant;
+
+use super::close::State;
+use super::timers::Timer;
+use super::{Connection, Event};
+use crate::crypto::KeyChange;
+use crate::crypto::one_rtt::OneRttKeys;
+use crate::error::TransportError;
+use crate::types::SpaceId;
+
+impl Connection {
+    /// The space whose CRYPTO data TLS expects next.
+    fn crypto_read_space(&self) -> SpaceId {
+        if self.handshake_complete {
+            SpaceId::Data
+        } else if self.spaces[SpaceId::Handshake.index()].keys.is_some() {
+            SpaceId::Handshake
+        } else {
+            SpaceId::Initial
+        }
+    }
+
+    /// The space new CRYPTO data from TLS goes to.
+    fn crypto_write_space(&self) -> SpaceId {
+        if self.one_rtt.is_some() {
+            SpaceId::Data
+        } else if self.spaces[SpaceId::Handshake.index()].keys.is_some() {
+            SpaceId::Handshake
+        } else {
+            SpaceId::Initial
+        }
+    }
+
+    /// A CRYPTO frame arrived in `space`.
+    pub(crate) fn on_crypto_frame(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), TransportError> {
+        let limit = self.config.crypto_buffer as u64;
+        let read_space = self.crypto_read_space();
+        let recv = &mut self.spaces[space.index()].crypto_recv;
+        let end = offset + data.len() as u64;
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-7.5
+        //# Implementations MUST support buffering at least 4096 bytes of data
+        //# received in out-of-order CRYPTO frames. ... If an endpoint does not
+        //# expand its buffer, it MUST close the connection with a
+        //# CRYPTO_BUFFER_EXCEEDED error code.
+        if end > recv.read_offset() + limit {
+            return Err(TransportError::crypto_buffer_exceeded(
+                "too much out-of-order CRYPTO data",
+            ));
+        }
+        if space < read_space && end > recv.max_offset() {
+            //= https://www.rfc-editor.org/rfc/rfc9001#section-4.1.3
+            //# If an endpoint receives ... CRYPTO frames at an encryption level
+            //# that is older than the current one, with data beyond what was
+            //# previously received, it MUST treat this as a connection error of
+            //# type PROTOCOL_VIOLATION.
+            return Err(TransportError::protocol_violation(
+                "new CRYPTO data at an old level",
+            ));
+        }
+        recv.insert(offset, data);
+        if space == read_space {
+            self.feed_tls(now)?;
+        }
+        Ok(())
+    }
+
+    /// Pass contiguous CRYPTO data of the current read level to TLS, then collect
+    /// what TLS has to say. Repeats while the read level advances (data for the next
+    /// level may already be buffered).
+    fn feed_tls(&mut self, now: Instant) -> Result<(), TransportError> {
+        loop {
+            let space = self.crypto_read_space();
+            let mut fed = false;
+            let mut scratch = std::mem::take(&mut self.crypto_scratch);
+            loop {
+                let recv = &mut self.spaces[space.index()].crypto_recv;
+                scratch.resize(recv.readable().min(16 * 1024), 0);
+                let n = recv.read(&mut scratch);
+                if n == 0 {
+                    break;
+                }
+                fed = true;
+                if let Err(e) = self.tls.read_handshake(&scratch[..n]) {
+                    self.crypto_scratch = scratch;
+                    return Err(e);
+                }
+            }
+            self.crypto_scratch = scratch;
+            if !fed {
+                return Ok(());
+            }
+            self.drive_tls(now)?;
+            if self.crypto_read_space() == space {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Collect handshake bytes and key changes from TLS.
+    pub(crate) fn drive_tls(&mut self, now: Instant) -> Result<(), TransportError> {
+        let mut out = Vec::new();
+        loop {
+            out.clear();
+            let change = self.tls.write_handshake(&mut out);
+            if !out.is_empty() {
+                let space = self.crypto_write_space();
+                self.spaces[space.index()].crypto_send.write(&out);
+            }
+            match change {
+                Some(KeyChange::Handshake { keys }) => {
+                    self.spaces[SpaceId::Handshake.index()].keys = Some(keys);
+                }
+                Some(KeyChange::OneRtt { keys, next }) => {
+                    self.one_rtt = Some(OneRttKeys::new(keys, next));
+                }
+                None if out.is_empty() => break,
+                None => {}
+            }
+        }
+        if self.peer_params.is_none() {
+            if let Some(params) = self.tls.peer_params(self.side)? {
+                self.apply_peer_params(params)?;
+            }
+        }
+        if !self.handshake_complete && !self.tls.is_handshaking() {
+            self.on_handshake_complete(now)?;
+        }
+        Ok(())
+    }
+
+    /// Check and apply the peer's transport parameters (RFC 9000 §7.3, §7.4).
+    fn apply_peer_params(
+        &mut self,
+        params: crate::transport_params::TransportParameters,
+    ) -> Result<(), TransportError> {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-7.3
+        //# An endpoint MUST treat the absence of the initial_source_connection_id
+        //# transport parameter from either endpoint or the absence of the
+        //# original_destination_connection_id transport parameter from the server
+        //# as a connection error of type TRANSPORT_PARAMETER_ERROR.
+        //# An endpoint MUST treat the following as a connection error of type
+        //# TRANSPORT_PARAMETER_ERROR or PROTOCOL_VIOLATION:
+        //# *  absence of the retry_source_connection_id transport parameter from
+        //#    the server after receiving a Retry packet,
+        //# *  presence of the retry_source_connection_id transport parameter
+        //#    when no Retry packet was received, or
+        //# *  a mismatch between values received from a peer in these transport
+        //#    parameters and the value sent in the corresponding Destination or
+        //#    Source Connection ID fields of Initial packets.
+        if params.initial_source_connection_id != Some(self.peer_cids.active()) {
+            return Err(TransportError::transport_parameter(
+                "initial_source_connection_id mismatch",
+            ));
+        }
+        if self.side.is_client() {
+            if params.original_destination_connection_id != Some(self.orig_dst_cid) {
+                return Err(TransportError::transport_parameter(
+                    "original_destination_connection_id mismatch",
+                ));
+            }
+            if params.retry_source_connection_id != self.retry_src_cid {
+                return Err(TransportError::transport_parameter(
+                    "retry_source_connection_id mismatch",
+                ));
+            }
+            if let Some(token) = params.stateless_reset_token {
+                self.peer_cids
+                    .set_initial_reset_token(token, &mut self.cid_events);
+            }
+        }
+        self.streams.set_peer_params(&params);
+        self.local_cids
+            .set_peer_limit(params.active_connection_id_limit);
+        if let Some(min_ack_delay) = params.min_ack_delay {
+            tracing::trace!(min_ack_delay, "peer supports ACK frequency");
+        }
+        self.peer_params = Some(params);
+        Ok(())
+    }
+
+    fn on_handshake_complete(&mut self, now: Instant) -> Result<(), TransportError> {
+        if self.peer_params.is_none() {
+            return Err(TransportError::transport_parameter(
+                "peer sent no transport parameters",
+            ));
+        }
+        self.handshake_complete = true;
+        if matches!(self.state, State::Handshake) {
+            self.state = State::Established;
+        }
+        self.events.push_back(Event::Connected);
+        self.reset_idle_timer(now);
+        let mut generate = {
+            let len = self.cid_len;
+            let rng = &mut self.rng;
+            move || crate::cid::ConnectionId::random(rng, len)
+        };
+        self.local_cids
+            .top_up(&mut generate, &self.reset_key, &mut self.cid_events);
+        if self.side.is_server() {
+            //= https://www.rfc-editor.org/rfc/rfc9001#section-4.1.2
+            //# the TLS handshake is considered confirmed at the server when the
+            //# handshake completes.
+            self.handshake_done_pending = true;
+            self.confirm_handshake(now);
+        }
+        Ok(())
+    }
+
+    /// The handshake is confirmed: Handshake keys go (RFC 9001 §4.9.2).
+    pub(crate) fn confirm_handshake(&mut self, now: Instant) {
+        if self.handshake_confirmed {
+            return;
+        }
+        self.handshake_confirmed = true;
+        self.discard_space(now, SpaceId::Handshake);
+    }
+
+    /// Drop a space's keys and everything in flight in it (RFC 9001 §4.9).
+    pub(crate) fn discard_space(&mut self, now: Instant, space: SpaceId) {
+        let s = &mut self.spaces[space.index()];
+        if s.discarded {
+            return;
+        }
+        s.discarded = true;
+        s.keys = None;
+        s.crypto_send = crate::stream::SendBuffer::new();
+        s.probes = 0;
+        s.ack = super::spaces::AckState::new();
+        let path = self.path_state();
+        let mut dropped = std::mem::take(&mut self.lost_scratch);
+        self.recovery.discard_space(space, now, &path, &mut dropped);
+        dropped.clear();
+        self.lost_scratch = dropped;
+        if space == SpaceId::Initial && self.side.is_server() {
+            // Retransmitted Initials with the original DCID no longer need routing.
+            self.cid_events
+                .push_back(super::CidEvent::Retired(self.orig_dst_cid));
+        }
+    }
+
+    /// Key discard timer after a key update: keep old keys ~3 PTO (RFC 9001 §6.5).
+    pub(crate) fn schedule_key_discard(&mut self, now: Instant) {
+        let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
+        self.timers.set(Timer::KeyDiscard, now + 3 * pto);
+    }
+}

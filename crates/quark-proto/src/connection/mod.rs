@@ -1,0 +1,481 @@
+//! The connection state machine.
+//!
+//! Inputs are `handle_*` calls (a datagram, a timeout, an application action);
+//! outputs are polled: [`Connection::poll_transmit`] for datagrams,
+//! [`Connection::poll_timeout`] for the next deadline, [`Connection::poll_event`]
+//! for what the application should know. Time is always a parameter.
+//!
+//! Where things are:
+//! - `recv.rs`: a datagram in → packets decrypted → frames dispatched
+//! - `send.rs`: packets assembled, coalesced and batched for GSO
+//! - `handshake.rs`: CRYPTO frames ↔ TLS, key installation and discard, parameters
+//! - `close.rs`: CONNECTION_CLOSE, closing and draining, idle timeout
+//! - `timers.rs`: the timer table
+//! - `streams/`: streams and their frames; `cids.rs`: connection IDs;
+//!   `spaces.rs`: per-space state; `sent.rs`: what each sent packet carried
+
+mod cids;
+mod close;
+mod handshake;
+mod recv;
+mod send;
+mod sent;
+mod spaces;
+mod streams;
+mod timers;
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+pub use cids::CidEvent;
+pub use close::ConnectionError;
+pub use streams::{StreamError, StreamEvent, Streams};
+
+use crate::cid::ConnectionId;
+use crate::config::TransportConfig;
+use crate::crypto::one_rtt::OneRttKeys;
+use crate::crypto::tls::TlsSession;
+use crate::crypto::tokens::ResetKey;
+use crate::recovery::{PathState, Recovery, RecoveryConfig};
+use crate::stream::ReadOutcome;
+use crate::transport_params::TransportParameters;
+use crate::types::{Dir, EcnCodepoint, Side, SpaceId, StreamId};
+
+use cids::{LocalCids, PeerCids};
+use close::State;
+use sent::SentFrames;
+use spaces::{AckPolicy, PacketSpace};
+use streams::StreamLimits;
+use timers::Timers;
+
+/// A batch of datagrams written into the caller's buffer by
+/// [`Connection::poll_transmit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Where to send it.
+    pub destination: SocketAddr,
+    /// Bytes written into the buffer.
+    pub size: usize,
+    /// With several datagrams: each is this long except the last, which may be
+    /// shorter (the UDP GSO layout). `None` for a single datagram.
+    pub segment_size: Option<usize>,
+    /// ECN codepoint to mark the datagrams with.
+    pub ecn: Option<EcnCodepoint>,
+    /// Local address to send from (multi-homed servers).
+    pub src_ip: Option<IpAddr>,
+}
+
+/// Something the application should know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake completed: streams can be used.
+    Connected,
+    /// A stream event.
+    Stream(StreamEvent),
+    /// The connection ended; no more events follow except `Drained`.
+    ConnectionLost(ConnectionError),
+    /// All state is gone; the endpoint may forget the connection.
+    Drained,
+}
+
+/// Counters about a connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionStats {
+    /// UDP datagrams received.
+    pub datagrams_in: u64,
+    /// UDP datagrams sent.
+    pub datagrams_out: u64,
+    /// Packets decrypted and processed.
+    pub packets_in: u64,
+    /// Packets sent.
+    pub packets_out: u64,
+    /// Packets dropped (undecryptable, duplicate, no keys).
+    pub packets_dropped: u64,
+    /// UDP payload bytes received.
+    pub bytes_in: u64,
+    /// UDP payload bytes sent.
+    pub bytes_out: u64,
+    /// ACK frames received.
+    pub acks_in: u64,
+    /// ACK frames sent.
+    pub acks_out: u64,
+    /// Packets declared lost.
+    pub packets_lost: u64,
+    /// PTOs.
+    pub ptos: u64,
+    /// Key updates.
+    pub key_updates: u64,
+}
+
+/// The network path (quark does not migrate; one path per connection).
+pub(crate) struct Path {
+    pub(crate) remote: SocketAddr,
+    pub(crate) local_ip: Option<IpAddr>,
+    /// The peer proved it owns the address (server side; always true for clients).
+    pub(crate) validated: bool,
+    /// Bytes received from / sent to the path, for the 3× amplification limit.
+    pub(crate) bytes_received: u64,
+    pub(crate) bytes_sent: u64,
+    /// Datagram size we use.
+    pub(crate) mtu: u16,
+}
+
+impl Path {
+    /// Bytes the server may still send before the address is validated
+    /// (RFC 9000 §8.1: three times what it received).
+    pub(crate) fn amplification_budget(&self) -> u64 {
+        if self.validated {
+            u64::MAX
+        } else {
+            (3 * self.bytes_received).saturating_sub(self.bytes_sent)
+        }
+    }
+}
+
+/// Parameters for creating a connection (filled in by the endpoint).
+pub(crate) struct ConnectionParams {
+    pub(crate) side: Side,
+    pub(crate) version: u32,
+    pub(crate) tls: TlsSession,
+    pub(crate) config: Arc<TransportConfig>,
+    pub(crate) remote: SocketAddr,
+    pub(crate) local_ip: Option<IpAddr>,
+    /// The ID we chose for ourselves (sequence 0).
+    pub(crate) local_cid: ConnectionId,
+    /// The peer's ID (client: random, replaced by the server's; server: the client's SCID).
+    pub(crate) peer_cid: ConnectionId,
+    /// DCID of the client's first Initial: derives the Initial keys.
+    pub(crate) initial_dcid: ConnectionId,
+    pub(crate) local_params: TransportParameters,
+    pub(crate) reset_key: Arc<ResetKey>,
+    pub(crate) rng_seed: u64,
+    pub(crate) cid_len: usize,
+    /// Client: the token to put in Initials. Server: none.
+    pub(crate) token: Vec<u8>,
+    /// Server: the client's address was validated (by a Retry token).
+    pub(crate) validated: bool,
+    /// Server: SCID of the Retry we sent, to check the client's parameters.
+    pub(crate) retry_src_cid: Option<ConnectionId>,
+}
+
+/// A QUIC connection.
+pub struct Connection {
+    side: Side,
+    version: u32,
+    state: State,
+    config: Arc<TransportConfig>,
+    tls: TlsSession,
+    spaces: [PacketSpace; 3],
+    one_rtt: Option<OneRttKeys>,
+    recovery: Recovery<SentFrames>,
+    path: Path,
+    local_cids: LocalCids,
+    peer_cids: PeerCids,
+    cid_events: VecDeque<CidEvent>,
+    reset_key: Arc<ResetKey>,
+    cid_len: usize,
+    rng: StdRng,
+    streams: Streams,
+    local_params: TransportParameters,
+    peer_params: Option<TransportParameters>,
+    /// DCID of the client's first Initial (and after a Retry, the original one).
+    orig_dst_cid: ConnectionId,
+    /// Client: the token for Initials (from a Retry).
+    token: Vec<u8>,
+    /// Server: the SCID of our Retry, if we sent one.
+    retry_src_cid: Option<ConnectionId>,
+    /// Client: a Retry or first server Initial was processed.
+    received_retry: bool,
+    got_server_initial: bool,
+    /// Any packet from the peer was processed.
+    received_any: bool,
+    handshake_complete: bool,
+    handshake_confirmed: bool,
+    /// Server: HANDSHAKE_DONE still has to be (re)sent.
+    handshake_done_pending: bool,
+    /// PATH_RESPONSE payloads owed.
+    path_responses: VecDeque<[u8; 8]>,
+    /// A PING was requested (keep-alive or application).
+    ping_pending: bool,
+    /// An ack-eliciting packet was sent since the last packet was received.
+    sent_eliciting_since_recv: bool,
+    ack_policy: AckPolicy,
+    /// Highest ACK_FREQUENCY sequence number applied.
+    ack_frequency_seq: Option<u64>,
+    timers: Timers,
+    events: VecDeque<Event>,
+    stats: ConnectionStats,
+    /// Reused per ACK: packets newly acknowledged / lost (no allocation per ACK).
+    acked_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
+    lost_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
+    /// Reused buffer for handshake bytes.
+    crypto_scratch: Vec<u8>,
+}
+
+impl Connection {
+    pub(crate) fn new(p: ConnectionParams, now: Instant) -> Self {
+        let config = p.config.clone();
+        let recovery_config = RecoveryConfig {
+            initial_rtt: config.initial_rtt,
+            cc: config.congestion_control,
+            max_datagram_size: u64::from(config.initial_mtu),
+            pacing: config.pacing,
+            ..RecoveryConfig::default()
+        };
+        let limits = StreamLimits {
+            stream_window: config.stream_receive_window,
+            connection_window: config.receive_window,
+            send_buffer: config.send_buffer,
+            max_concurrent: [
+                config.max_concurrent_bidi_streams,
+                config.max_concurrent_uni_streams,
+            ],
+        };
+        let mut spaces = [PacketSpace::new(), PacketSpace::new(), PacketSpace::new()];
+        spaces[SpaceId::Initial.index()].keys =
+            Some(crate::crypto::initial_keys(&p.initial_dcid, p.side));
+        let reset_token = p.reset_key.token(&p.local_cid);
+        let mut conn = Connection {
+            side: p.side,
+            version: p.version,
+            state: State::Handshake,
+            tls: p.tls,
+            spaces,
+            one_rtt: None,
+            recovery: Recovery::new(&recovery_config),
+            path: Path {
+                remote: p.remote,
+                local_ip: p.local_ip,
+                validated: p.side.is_client() || p.validated,
+                bytes_received: 0,
+                bytes_sent: 0,
+                mtu: config.initial_mtu,
+            },
+            local_cids: LocalCids::new(p.local_cid, reset_token),
+            peer_cids: PeerCids::new(p.peer_cid, config.active_connection_id_limit),
+            cid_events: VecDeque::new(),
+            reset_key: p.reset_key,
+            cid_len: p.cid_len,
+            rng: StdRng::seed_from_u64(p.rng_seed),
+            streams: Streams::new(p.side, limits),
+            local_params: p.local_params,
+            peer_params: None,
+            orig_dst_cid: p.initial_dcid,
+            token: p.token,
+            retry_src_cid: p.retry_src_cid,
+            received_retry: false,
+            got_server_initial: false,
+            received_any: false,
+            handshake_complete: false,
+            handshake_confirmed: false,
+            handshake_done_pending: false,
+            path_responses: VecDeque::new(),
+            ping_pending: false,
+            sent_eliciting_since_recv: false,
+            ack_policy: AckPolicy {
+                threshold: config.ack_eliciting_threshold,
+                max_delay: config.max_ack_delay,
+                reordering_threshold: 1,
+            },
+            ack_frequency_seq: None,
+            timers: Timers::default(),
+            events: VecDeque::new(),
+            stats: ConnectionStats::default(),
+            acked_scratch: Vec::new(),
+            lost_scratch: Vec::new(),
+            crypto_scratch: Vec::new(),
+            config,
+        };
+        conn.reset_idle_timer(now);
+        if conn.side.is_client() {
+            // The ClientHello goes out in the first Initial.
+            if let Err(e) = conn.drive_tls(now) {
+                conn.close_on_error(now, e);
+            }
+        }
+        conn
+    }
+
+    // ----- application interface -------------------------------------------------
+
+    /// Which side we are.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// The peer's address.
+    pub fn remote_address(&self) -> SocketAddr {
+        self.path.remote
+    }
+
+    /// True once the handshake completed (streams usable).
+    pub fn is_handshake_complete(&self) -> bool {
+        self.handshake_complete
+    }
+
+    /// True once the connection is closing, draining or gone.
+    pub fn is_closed(&self) -> bool {
+        !matches!(self.state, State::Handshake | State::Established)
+    }
+
+    /// True once nothing more will ever happen on this connection.
+    pub fn is_drained(&self) -> bool {
+        matches!(self.state, State::Drained { .. })
+    }
+
+    /// Why the connection ended, once it did.
+    pub fn error(&self) -> Option<&ConnectionError> {
+        self.state.error()
+    }
+
+    /// The negotiated ALPN protocol.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        self.tls.alpn()
+    }
+
+    /// The server name the client asked for (server side).
+    pub fn server_name(&self) -> Option<&str> {
+        self.tls.server_name()
+    }
+
+    /// The negotiated TLS cipher suite.
+    pub fn cipher_suite(&self) -> Option<rustls::SupportedCipherSuite> {
+        self.tls.cipher_suite()
+    }
+
+    /// The peer's transport parameters, once known.
+    pub fn peer_params(&self) -> Option<&TransportParameters> {
+        self.peer_params.as_ref()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ConnectionStats {
+        let mut s = self.stats;
+        let r = self.recovery.stats();
+        s.packets_lost = r.lost_packets;
+        s.ptos = r.ptos;
+        s.key_updates = self.one_rtt.as_ref().map_or(0, |k| k.updates());
+        s
+    }
+
+    /// Smoothed RTT estimate.
+    pub fn rtt(&self) -> Duration {
+        self.recovery.rtt().smoothed()
+    }
+
+    /// Congestion window in bytes.
+    pub fn congestion_window(&self) -> u64 {
+        self.recovery.congestion_window()
+    }
+
+    /// Next event for the application.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(e) = self.events.pop_front() {
+            return Some(e);
+        }
+        self.streams.poll_event().map(Event::Stream)
+    }
+
+    /// Next change to mirror in the endpoint's routing table.
+    pub fn poll_cid_event(&mut self) -> Option<CidEvent> {
+        self.cid_events.pop_front()
+    }
+
+    /// Every connection ID currently routed to this connection.
+    pub fn local_cids(&self) -> Vec<ConnectionId> {
+        self.local_cids.all().collect()
+    }
+
+    /// The DCID of the client's first Initial (servers route retransmitted Initials by it).
+    pub fn original_dst_cid(&self) -> ConnectionId {
+        self.orig_dst_cid
+    }
+
+    /// Open a stream; `None` when the peer's stream limit is reached (wait for
+    /// `StreamEvent::Available`) or the handshake is not complete.
+    pub fn open_stream(&mut self, dir: Dir) -> Option<StreamId> {
+        if !self.handshake_complete || self.is_closed() {
+            return None;
+        }
+        self.streams.open(dir)
+    }
+
+    /// Take a stream the peer opened.
+    pub fn accept_stream(&mut self, dir: Dir) -> Option<StreamId> {
+        self.streams.accept(dir)
+    }
+
+    /// Write to a stream; returns bytes accepted (0: blocked, wait for Writable).
+    pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        if self.is_closed() {
+            return Err(StreamError::UnknownStream);
+        }
+        self.streams.write(id, data)
+    }
+
+    /// Finish a stream's sending side.
+    pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
+        self.streams.finish(id)
+    }
+
+    /// Reset a stream's sending side.
+    pub fn reset_stream(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        self.streams.reset(id, code)
+    }
+
+    /// Read from a stream.
+    pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadOutcome, StreamError> {
+        self.streams.read(id, buf)
+    }
+
+    /// Ask the peer to stop sending on a stream.
+    pub fn stop_sending(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        self.streams.stop_sending(id, code)
+    }
+
+    /// Whether a write to the stream would take data now.
+    pub fn is_writable(&self, id: StreamId) -> bool {
+        self.streams.is_writable(id)
+    }
+
+    /// Whether a read would return data, the end or an error now.
+    pub fn is_readable(&self, id: StreamId) -> bool {
+        self.streams.is_readable(id)
+    }
+
+    /// Send a PING (e.g. to measure the RTT or keep the path alive).
+    pub fn ping(&mut self) {
+        self.ping_pending = true;
+    }
+
+    /// Start a 1-RTT key update (RFC 9001 §6) if allowed now.
+    pub fn initiate_key_update(&mut self) -> bool {
+        self.one_rtt.as_mut().is_some_and(|k| k.initiate_update())
+    }
+
+    // ----- shared helpers ----------------------------------------------------------
+
+    fn path_state(&self) -> PathState {
+        PathState {
+            handshake_confirmed: self.handshake_confirmed,
+            peer_completed_address_validation: self.side.is_server()
+                || self.handshake_confirmed
+                || self.spaces[SpaceId::Handshake.index()]
+                    .ack
+                    .largest
+                    .is_some()
+                || self.recovery.largest_acked(SpaceId::Handshake).is_some(),
+            amplification_blocked: self.path.amplification_budget() == 0,
+            has_handshake_keys: self.spaces[SpaceId::Handshake.index()].keys.is_some(),
+            max_ack_delay: self
+                .peer_params
+                .as_ref()
+                .map_or(Duration::ZERO, |p| p.max_ack_delay),
+        }
+    }
+}

@@ -1,0 +1,508 @@
+//! Packets out: choose what each packet-number space has to send, assemble
+//! packets into the caller's buffer, coalesce long-header packets into one
+//! datagram, and batch equal-sized 1-RTT datagrams for UDP GSO.
+
+use std::time::Instant;
+
+use super::close::{CloseFrame, State};
+use super::sent::{Control, SentFrames};
+use super::timers::Timer;
+use super::{Connection, Transmit};
+use crate::frame::{self, Close, Frame, NewConnectionId};
+use crate::packet::{HeaderParams, MIN_INITIAL_SIZE, PacketBuilder};
+use crate::types::{PacketKind, SpaceId};
+
+/// Below this many bytes of room, don't start another packet in a datagram.
+const MIN_PACKET_ROOM: usize = 48;
+/// Worst-case CRYPTO header: type, 8-byte offset, 2-byte length.
+const MAX_CRYPTO_HEADER: usize = 11;
+/// ACK ranges written per ACK frame at most.
+const MAX_ACK_RANGES: usize = 64;
+
+impl Connection {
+    /// Write up to `max_datagrams` datagrams into `buf` (cleared first). Several
+    /// datagrams come back as one GSO batch: all of `segment_size` bytes but the last.
+    /// Call until it returns `None`, then wait for [`Connection::poll_timeout`] or input.
+    #[must_use]
+    pub fn poll_transmit(
+        &mut self,
+        now: Instant,
+        max_datagrams: usize,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
+        buf.clear();
+        match self.state {
+            State::Drained { .. } | State::Draining { .. } => return None,
+            State::Closing { .. } => return self.transmit_close(now, buf),
+            _ => {}
+        }
+        let mtu = usize::from(self.path.mtu);
+        let mut count = 0;
+        let mut segment = mtu;
+        while count < max_datagrams.max(1) {
+            let budget = self.path.amplification_budget().min(segment as u64) as usize;
+            if budget < MIN_PACKET_ROOM {
+                break;
+            }
+            let start = buf.len();
+            let long = self.write_datagram(now, buf, budget);
+            let size = buf.len() - start;
+            if size == 0 {
+                break;
+            }
+            count += 1;
+            if count == 1 {
+                segment = size;
+            }
+            // A short datagram must be the last of a GSO batch; handshake
+            // datagrams go one at a time.
+            if long || size < budget || size < mtu {
+                break;
+            }
+        }
+        if count == 0 {
+            return None;
+        }
+        self.stats.datagrams_out += count as u64;
+        self.stats.bytes_out += buf.len() as u64;
+        Some(Transmit {
+            destination: self.path.remote,
+            size: buf.len(),
+            segment_size: (count > 1).then_some(segment),
+            ecn: None,
+            src_ip: self.path.local_ip,
+        })
+    }
+
+    /// May ack-eliciting packets go now (congestion window and pacer)?
+    fn congestion_allows(&mut self, now: Instant) -> bool {
+        if self.recovery.send_allowance() == 0 {
+            return false;
+        }
+        match self.recovery.pacing_delay(now, u64::from(self.path.mtu)) {
+            Some(at) if at > now => {
+                self.timers.set(Timer::Pacing, at);
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether `space` has something to put in a packet now.
+    fn space_ready(&self, space: SpaceId, now: Instant, cc_ok: bool) -> bool {
+        let s = &self.spaces[space.index()];
+        let keys = match space {
+            SpaceId::Data => self.one_rtt.is_some() && self.handshake_complete,
+            _ => s.keys.is_some(),
+        };
+        if !keys || s.discarded {
+            return false;
+        }
+        if s.ack.due(now) || s.probes > 0 {
+            return true;
+        }
+        if !cc_ok {
+            return false;
+        }
+        if s.crypto_send.has_pending() {
+            return true;
+        }
+        space == SpaceId::Data
+            && (self.handshake_done_pending
+                || self.ping_pending
+                || !self.path_responses.is_empty()
+                || self.local_cids.has_announcement()
+                || !self.peer_cids.to_retire.is_empty()
+                || self.streams.wants_to_send())
+    }
+
+    /// Build one datagram of at most `limit` bytes. Returns whether it holds
+    /// long-header packets.
+    fn write_datagram(&mut self, now: Instant, buf: &mut Vec<u8>, limit: usize) -> bool {
+        let start = buf.len();
+        let end = start + limit;
+        let cc_ok = self.congestion_allows(now);
+        let ready: Vec<SpaceId> = SpaceId::ALL
+            .into_iter()
+            .filter(|&s| self.space_ready(s, now, cc_ok))
+            .collect();
+        let Some(&last) = ready.last() else {
+            return false;
+        };
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-14.1
+        //# A client MUST expand the payload of all UDP datagrams carrying Initial
+        //# packets to at least the smallest allowed maximum datagram size of 1200
+        //# bytes ... a server MUST expand the payload of all UDP datagrams carrying
+        //# ack-eliciting Initial packets to at least the smallest allowed maximum
+        //# datagram size of 1200 bytes.
+        let pad = ready.contains(&SpaceId::Initial)
+            && (self.side.is_client() || {
+                let s = &self.spaces[SpaceId::Initial.index()];
+                s.crypto_send.has_pending() || s.probes > 0
+            });
+        for &space in &ready {
+            if end - buf.len() < MIN_PACKET_ROOM {
+                break;
+            }
+            let min_size = if pad && space == last {
+                MIN_INITIAL_SIZE.saturating_sub(buf.len() - start)
+            } else {
+                0
+            };
+            self.write_packet(now, space, buf, end, min_size, cc_ok);
+        }
+        ready[0] != SpaceId::Data && buf.len() > start
+    }
+
+    /// Start a packet in `space`: header written, returns the builder.
+    fn begin_packet(
+        &mut self,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        end: usize,
+    ) -> Option<PacketBuilder> {
+        let kind = match space {
+            SpaceId::Initial => PacketKind::Initial,
+            SpaceId::Handshake => PacketKind::Handshake,
+            SpaceId::Data => PacketKind::OneRtt,
+        };
+        let tag_len = match space {
+            SpaceId::Data => self.one_rtt.as_ref()?.local_packet().tag_len(),
+            _ => self.spaces[space.index()]
+                .keys
+                .as_ref()?
+                .local
+                .packet
+                .tag_len(),
+        };
+        let key_phase = self.one_rtt.as_ref().is_some_and(|k| k.key_phase());
+        let dst_cid = self.peer_cids.active();
+        let src_cid = self.local_cids.handshake_cid();
+        let token: &[u8] = if kind == PacketKind::Initial {
+            &self.token
+        } else {
+            &[]
+        };
+        let header = HeaderParams {
+            kind,
+            version: self.version,
+            dst_cid: &dst_cid,
+            src_cid: &src_cid,
+            token,
+            pn: self.spaces[space.index()].next_pn,
+            largest_acked: self.recovery.largest_acked(space),
+            key_phase,
+            spin: false,
+        };
+        Some(PacketBuilder::start(buf, &header, end - buf.len(), tag_len))
+    }
+
+    /// Seal a packet and record it.
+    #[allow(clippy::too_many_arguments)]
+    fn end_packet(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        builder: PacketBuilder,
+        buf: &mut Vec<u8>,
+        min_size: usize,
+        sent: SentFrames,
+        ack_eliciting: bool,
+    ) {
+        let pn = builder.pn;
+        let size = match space {
+            SpaceId::Data => {
+                let keys = self.one_rtt.as_ref().expect("1-RTT keys");
+                builder.finish(buf, min_size, keys.local_packet(), keys.local_header())
+            }
+            _ => {
+                let keys = self.spaces[space.index()]
+                    .keys
+                    .as_ref()
+                    .expect("space keys");
+                builder.finish(
+                    buf,
+                    min_size,
+                    keys.local.packet.as_ref(),
+                    keys.local.header.as_ref(),
+                )
+            }
+        };
+        self.spaces[space.index()].next_pn += 1;
+        let in_flight = ack_eliciting || min_size > 0;
+        let path = self.path_state();
+        self.recovery.on_packet_sent(
+            now,
+            space,
+            pn,
+            size as u16,
+            ack_eliciting,
+            in_flight,
+            sent,
+            &path,
+        );
+        if space == SpaceId::Data {
+            if let Some(keys) = self.one_rtt.as_mut() {
+                keys.on_packet_sent(pn);
+            }
+        }
+        self.path.bytes_sent += size as u64;
+        self.stats.packets_out += 1;
+        if ack_eliciting && !self.sent_eliciting_since_recv {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-10.1
+            //# An endpoint also restarts its idle timer when sending an ack-eliciting
+            //# packet if no other ack-eliciting packets have been sent since last
+            //# receiving and processing a packet.
+            self.sent_eliciting_since_recv = true;
+            self.reset_idle_timer(now);
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9001#section-4.9.1
+        //# a client MUST discard Initial keys when it first sends a Handshake packet
+        if self.side.is_client() && space == SpaceId::Handshake {
+            self.discard_space(now, SpaceId::Initial);
+        }
+    }
+
+    /// Write one packet in `space`. Returns whether anything was written.
+    fn write_packet(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        end: usize,
+        min_size: usize,
+        cc_ok: bool,
+    ) -> bool {
+        if space == SpaceId::Data {
+            if let Some(keys) = self.one_rtt.as_mut() {
+                if keys.should_update() && keys.initiate_update() {
+                    tracing::debug!("key update for the confidentiality limit");
+                }
+            }
+        }
+        let Some(builder) = self.begin_packet(space, buf, end) else {
+            return false;
+        };
+        let max_end = builder.max_end;
+        let payload_start = buf.len();
+        let mut sent = SentFrames::new(space);
+        self.write_ack(now, space, buf, max_end, &mut sent);
+        let probing = self.spaces[space.index()].probes > 0;
+        let mut eliciting = false;
+        if cc_ok || probing {
+            if space == SpaceId::Data {
+                eliciting |= self.write_data_control(buf, max_end, &mut sent);
+            }
+            eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
+            if space == SpaceId::Data && self.handshake_complete {
+                let before = buf.len();
+                self.streams.write_stream_frames(buf, max_end, &mut sent);
+                eliciting |= buf.len() > before;
+            }
+            let ping = probing || (space == SpaceId::Data && self.ping_pending);
+            if !eliciting && ping && buf.len() < max_end {
+                Frame::Ping.encode(buf);
+                eliciting = true;
+            }
+            if eliciting {
+                if space == SpaceId::Data {
+                    self.ping_pending = false;
+                }
+                let s = &mut self.spaces[space.index()];
+                s.probes = s.probes.saturating_sub(1);
+            }
+        }
+        if buf.len() == payload_start {
+            buf.truncate(builder.start);
+            return false;
+        }
+        self.end_packet(now, space, builder, buf, min_size, sent, eliciting);
+        true
+    }
+
+    /// Piggyback (or send) an ACK for `space` if there is anything new to report.
+    fn write_ack(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        sent: &mut SentFrames,
+    ) {
+        let exponent = match space {
+            SpaceId::Data => self.config.ack_delay_exponent,
+            _ => 3,
+        };
+        let ack = &mut self.spaces[space.index()].ack;
+        if !ack.dirty || ack.ranges.is_empty() {
+            return;
+        }
+        let delay = ack.largest.map_or(0, |(_, at)| {
+            now.saturating_duration_since(at).as_micros() as u64
+        }) >> exponent;
+        let ecn = ack.ecn_seen.then_some(&ack.ecn);
+        let room = max_end.saturating_sub(buf.len());
+        let n = frame::encode_ack(
+            buf,
+            ack.ranges.iter().rev(),
+            delay,
+            ecn,
+            MAX_ACK_RANGES,
+            room,
+        );
+        if n > 0 {
+            sent.ack_largest = ack.ranges.max();
+            ack.on_ack_sent();
+            self.stats.acks_out += 1;
+        }
+    }
+
+    /// One CRYPTO frame, if handshake data is waiting.
+    fn write_crypto(
+        &mut self,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        sent: &mut SentFrames,
+    ) -> bool {
+        let crypto = &mut self.spaces[space.index()].crypto_send;
+        let room = max_end.saturating_sub(buf.len());
+        if room <= MAX_CRYPTO_HEADER || !crypto.has_pending() {
+            return false;
+        }
+        let Some(range) = crypto.next_range(room - MAX_CRYPTO_HEADER) else {
+            return false;
+        };
+        frame::encode_crypto_header(buf, range.offset, range.len);
+        crypto.copy_range(range.offset, range.len, buf);
+        sent.crypto = Some((range.offset, range.len as u32));
+        true
+    }
+
+    /// Connection-level control frames of the 1-RTT space. Returns whether any was written.
+    fn write_data_control(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        sent: &mut SentFrames,
+    ) -> bool {
+        let before = buf.len();
+        let fits = |buf: &Vec<u8>, f: &Frame<'_>| buf.len() + f.encoded_len() <= max_end;
+        while let Some(&data) = self.path_responses.front() {
+            let f = Frame::PathResponse(data);
+            if !fits(buf, &f) {
+                break;
+            }
+            f.encode(buf);
+            self.path_responses.pop_front();
+        }
+        if self.handshake_done_pending && fits(buf, &Frame::HandshakeDone) {
+            Frame::HandshakeDone.encode(buf);
+            self.handshake_done_pending = false;
+            sent.handshake_done = true;
+        }
+        while self.local_cids.has_announcement() && max_end - buf.len() > 64 {
+            let Some((seq, cid, token)) = self.local_cids.next_announcement() else {
+                break;
+            };
+            let f = NewConnectionId {
+                seq,
+                retire_prior_to: 0,
+                cid,
+                reset_token: token.0,
+            };
+            Frame::NewConnectionId(f).encode(buf);
+            sent.control.push(Control::NewConnectionId(seq));
+        }
+        while let Some(&seq) = self.peer_cids.to_retire.front() {
+            let f = Frame::RetireConnectionId { seq };
+            if !fits(buf, &f) {
+                break;
+            }
+            f.encode(buf);
+            self.peer_cids.to_retire.pop_front();
+            sent.control.push(Control::RetireConnectionId(seq));
+        }
+        self.streams.write_control(buf, max_end, sent);
+        buf.len() > before
+    }
+
+    /// While closing: a datagram with CONNECTION_CLOSE in every space we can
+    /// still encrypt for (the peer may not have 1-RTT keys yet).
+    fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let close = self.take_close_frame()?;
+        let limit = (self
+            .path
+            .amplification_budget()
+            .min(u64::from(self.path.mtu))) as usize;
+        let spaces: Vec<SpaceId> = SpaceId::ALL
+            .into_iter()
+            .filter(|&s| match s {
+                SpaceId::Data => self.one_rtt.is_some() && self.handshake_complete,
+                _ => self.spaces[s.index()].keys.is_some() && !self.handshake_complete,
+            })
+            .collect();
+        let last = *spaces.last()?;
+        for &space in &spaces {
+            let min_size =
+                if self.side.is_client() && spaces[0] == SpaceId::Initial && space == last {
+                    MIN_INITIAL_SIZE.saturating_sub(buf.len())
+                } else {
+                    0
+                };
+            let Some(builder) = self.begin_packet(space, buf, limit) else {
+                continue;
+            };
+            let frame = close_frame(&close, space, builder.max_end.saturating_sub(buf.len()));
+            frame.encode(buf);
+            self.end_packet(
+                now,
+                space,
+                builder,
+                buf,
+                min_size,
+                SentFrames::new(space),
+                false,
+            );
+        }
+        if buf.is_empty() {
+            return None;
+        }
+        self.stats.datagrams_out += 1;
+        self.stats.bytes_out += buf.len() as u64;
+        Some(Transmit {
+            destination: self.path.remote,
+            size: buf.len(),
+            segment_size: None,
+            ecn: None,
+            src_ip: self.path.local_ip,
+        })
+    }
+}
+
+/// The CONNECTION_CLOSE to send in `space`, its reason cut to fit `room`.
+fn close_frame(close: &CloseFrame, space: SpaceId, room: usize) -> Frame<'_> {
+    //= https://www.rfc-editor.org/rfc/rfc9000#section-10.2.3
+    //# Sending a CONNECTION_CLOSE of type 0x1d in an Initial or Handshake packet
+    //# could expose application state or be used to alter application state.
+    //# A CONNECTION_CLOSE of type 0x1d MUST be replaced by a CONNECTION_CLOSE of
+    //# type 0x1c when sending the frame in Initial or Handshake packets.
+    //# ... the error code MUST be set to APPLICATION_ERROR
+    let (error_code, frame_type) = match (close.frame_type, space) {
+        (None, SpaceId::Initial | SpaceId::Handshake) => {
+            (crate::TransportErrorCode::APPLICATION_ERROR.0, Some(0))
+        }
+        (ft, _) => (close.code, ft),
+    };
+    let reason: &[u8] = if space == SpaceId::Data {
+        &close.reason
+    } else {
+        &[]
+    };
+    let reason = &reason[..reason.len().min(room.saturating_sub(32))];
+    Frame::Close(Close {
+        error_code,
+        frame_type,
+        reason,
+    })
+}

@@ -1,0 +1,199 @@
+//! Per packet-number-space state: keys, packet numbers, the CRYPTO stream and
+//! what we owe the peer in ACK frames.
+
+use std::time::{Duration, Instant};
+
+use crate::crypto::Keys;
+use crate::frame::EcnCounts;
+use crate::range_set::RangeSet;
+use crate::stream::{RecvBuffer, SendBuffer};
+use crate::types::{EcnCodepoint, SpaceId};
+
+/// Most ACK ranges we remember per space; older ones are forgotten (the peer will
+/// have declared those packets lost or received their acknowledgement long ago).
+const MAX_ACK_RANGES: usize = 256;
+
+/// One packet-number space.
+pub(crate) struct PacketSpace {
+    /// Initial and Handshake keys (1-RTT keys live in the connection).
+    pub(crate) keys: Option<Keys>,
+    /// Next packet number to send.
+    pub(crate) next_pn: u64,
+    /// Outgoing handshake bytes.
+    pub(crate) crypto_send: SendBuffer,
+    /// Incoming handshake bytes, reassembled.
+    pub(crate) crypto_recv: RecvBuffer,
+    /// What we must acknowledge.
+    pub(crate) ack: AckState,
+    /// Probe packets requested by a PTO.
+    pub(crate) probes: u8,
+    /// The space's keys were dropped for good.
+    pub(crate) discarded: bool,
+}
+
+impl PacketSpace {
+    pub(crate) fn new() -> Self {
+        PacketSpace {
+            keys: None,
+            next_pn: 0,
+            crypto_send: SendBuffer::new(),
+            crypto_recv: RecvBuffer::new(),
+            ack: AckState::new(),
+            probes: 0,
+            discarded: false,
+        }
+    }
+}
+
+/// Receive-side ACK bookkeeping (RFC 9000 §13.2).
+pub(crate) struct AckState {
+    /// Packet numbers to report.
+    pub(crate) ranges: RangeSet,
+    /// Largest packet number received and when (for ACK Delay).
+    pub(crate) largest: Option<(u64, Instant)>,
+    /// Packets below this are treated as duplicates: their acknowledgement was
+    /// itself acknowledged and the ranges forgotten.
+    pub(crate) floor: u64,
+    /// Ack-eliciting packets received since we last sent an ACK.
+    pub(crate) unacked_eliciting: u64,
+    /// New packet numbers arrived since the last ACK we sent.
+    pub(crate) dirty: bool,
+    /// An ACK must go out in the next packet.
+    pub(crate) immediate: bool,
+    /// Send an ACK by this time at the latest.
+    pub(crate) deadline: Option<Instant>,
+    /// ECN counts of received packets.
+    pub(crate) ecn: EcnCounts,
+    /// Whether any ECN-marked packet was received (send ACK_ECN then).
+    pub(crate) ecn_seen: bool,
+}
+
+/// How eagerly to acknowledge, as negotiated (RFC 9000 defaults, or ACK_FREQUENCY).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AckPolicy {
+    /// Ack-eliciting packets received before an ACK is due.
+    pub(crate) threshold: u64,
+    /// Longest an ACK may be delayed.
+    pub(crate) max_delay: Duration,
+    /// Out-of-order arrivals trigger an immediate ACK when the gap exceeds this
+    /// (0: never; 1: any gap, the RFC 9000 default).
+    pub(crate) reordering_threshold: u64,
+}
+
+impl AckState {
+    pub(crate) fn new() -> Self {
+        AckState {
+            ranges: RangeSet::new(),
+            largest: None,
+            floor: 0,
+            unacked_eliciting: 0,
+            dirty: false,
+            immediate: false,
+            deadline: None,
+            ecn: EcnCounts::default(),
+            ecn_seen: false,
+        }
+    }
+
+    /// Largest packet number received, for packet-number decoding.
+    pub(crate) fn largest_pn(&self) -> Option<u64> {
+        self.largest.map(|(pn, _)| pn)
+    }
+
+    /// Whether `pn` was already received (or is too old to tell).
+    pub(crate) fn is_duplicate(&self, pn: u64) -> bool {
+        pn < self.floor || self.ranges.contains(pn)
+    }
+
+    /// Record a packet that decrypted and whose frames were processed.
+    pub(crate) fn on_packet(
+        &mut self,
+        space: SpaceId,
+        pn: u64,
+        ack_eliciting: bool,
+        ecn: Option<EcnCodepoint>,
+        now: Instant,
+        policy: &AckPolicy,
+    ) {
+        let previous_largest = self.largest_pn();
+        self.ranges.insert_one(pn);
+        if self.ranges.len() > MAX_ACK_RANGES {
+            self.ranges.truncate_low(MAX_ACK_RANGES);
+        }
+        self.dirty = true;
+        if previous_largest.is_none_or(|l| pn > l) {
+            self.largest = Some((pn, now));
+        }
+        match ecn {
+            Some(EcnCodepoint::Ect0) => self.ecn.ect0 += 1,
+            Some(EcnCodepoint::Ect1) => self.ecn.ect1 += 1,
+            Some(EcnCodepoint::Ce) => {
+                self.ecn.ce += 1;
+                //= https://www.rfc-editor.org/rfc/rfc9000#section-13.2.1
+                //# An endpoint SHOULD immediately acknowledge ... packets marked with ECN CE
+                self.immediate |= ack_eliciting;
+            }
+            None => {}
+        }
+        self.ecn_seen |= ecn.is_some();
+        if !ack_eliciting {
+            return;
+        }
+        self.unacked_eliciting += 1;
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-13.2.1
+        //# When the ACK frame is sent, an endpoint SHOULD ... [acknowledge] Initial and
+        //# Handshake packets immediately.
+        if space != SpaceId::Data || self.unacked_eliciting >= policy.threshold {
+            self.immediate = true;
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-13.2.1
+        //# In order to assist loss detection at the sender, an endpoint SHOULD
+        //# generate and send an ACK frame without delay when it receives an ack-
+        //# eliciting packet either: when the received packet has a packet number
+        //# less than another ack-eliciting packet that has been received, or when
+        //# the packet has a packet number larger than the highest-numbered ack-
+        //# eliciting packet that has been received and there are missing packets
+        //# between that packet and this packet.
+        if policy.reordering_threshold > 0 {
+            if let Some(l) = previous_largest {
+                let out_of_order = pn < l || pn - l > policy.reordering_threshold;
+                self.immediate |= out_of_order;
+            }
+        }
+        if self.deadline.is_none() {
+            self.deadline = Some(now + policy.max_delay);
+        }
+    }
+
+    /// Whether an ACK-only packet is due now.
+    pub(crate) fn due(&self, now: Instant) -> bool {
+        self.dirty && (self.immediate || self.deadline.is_some_and(|d| d <= now))
+    }
+
+    /// An ACK frame was written: reset the triggers.
+    pub(crate) fn on_ack_sent(&mut self) {
+        self.unacked_eliciting = 0;
+        self.immediate = false;
+        self.deadline = None;
+        self.dirty = false;
+    }
+
+    /// The peer acknowledged a packet carrying our ACK whose largest value was
+    /// `largest`: it knows about everything up to there, so stop repeating it.
+    pub(crate) fn on_ack_acked(&mut self, largest: u64) {
+        if largest < self.floor {
+            return;
+        }
+        self.ranges.remove(0..largest + 1);
+        self.floor = largest + 1;
+    }
+
+    /// The delayed-ACK timer.
+    pub(crate) fn timer(&self) -> Option<Instant> {
+        if self.dirty && !self.immediate {
+            self.deadline
+        } else {
+            None
+        }
+    }
+}

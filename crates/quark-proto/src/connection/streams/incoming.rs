@@ -1,0 +1,215 @@
+//! Stream-related frames received from the peer.
+
+use super::{StreamEvent, Streams, dir_index};
+use crate::error::TransportError;
+use crate::frame::{ResetStream, StopSending};
+use crate::types::{Dir, StreamId};
+
+impl Streams {
+    /// Find a stream a peer frame refers to, opening peer streams implicitly.
+    /// `Ok(None)` means the stream existed once and is gone: ignore the frame.
+    fn stream_for_frame(&mut self, id: StreamId) -> Result<Option<StreamId>, TransportError> {
+        if self.map.contains_key(&id) {
+            return Ok(Some(id));
+        }
+        let d = dir_index(id.dir());
+        if id.initiator() == self.side {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-19.8
+            //# An endpoint MUST terminate the connection with error STREAM_STATE_ERROR
+            //# if it receives a STREAM frame for a locally initiated stream that has
+            //# not yet been created
+            if id.index() >= self.next_local[d] {
+                return Err(TransportError::stream_state(
+                    "frame for an unopened local stream",
+                ));
+            }
+            return Ok(None);
+        }
+        if id.index() < self.next_remote[d] {
+            return Ok(None); // closed and freed
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-4.6
+        //# Endpoints MUST NOT exceed the limit set by their peer.  An endpoint
+        //# that receives a frame with a stream ID exceeding the limit it has sent
+        //# MUST treat this as a connection error of type STREAM_LIMIT_ERROR
+        if id.index() >= self.max_remote[d] {
+            return Err(TransportError::stream_limit("peer exceeded MAX_STREAMS"));
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-3.2
+        //# ... a stream ... of a given type ... implicitly opens all lower-numbered
+        //# streams of the same type
+        for index in self.next_remote[d]..=id.index() {
+            let new = StreamId::new(self.side.peer(), id.dir(), index);
+            self.insert_stream(new);
+            self.accept_queue[d].push_back(new);
+        }
+        self.next_remote[d] = id.index() + 1;
+        self.events.push_back(StreamEvent::Opened(id.dir()));
+        Ok(Some(id))
+    }
+
+    /// STREAM frame.
+    pub(crate) fn on_stream_frame(
+        &mut self,
+        id: StreamId,
+        offset: u64,
+        data: &[u8],
+        fin: bool,
+    ) -> Result<(), TransportError> {
+        if id.dir() == Dir::Uni && id.initiator() == self.side {
+            return Err(TransportError::stream_state(
+                "STREAM frame on a send-only stream",
+            ));
+        }
+        let Some(id) = self.stream_for_frame(id)? else {
+            return Ok(());
+        };
+        let entry = self.map.get_mut(&id).expect("stream present");
+        let recv = entry.recv.as_mut().expect("receiving half exists");
+        let grew = recv.on_data(offset, data, fin)?;
+        self.recv_flow.on_received(grew)?;
+        if entry.stop_code.is_some() {
+            // Nobody will read it: hand the credit straight back.
+            self.recv_flow.on_consumed(grew);
+            self.maybe_free(id);
+        } else if recv.is_readable() {
+            Self::signal_readable(&mut self.events, entry, id);
+        }
+        Ok(())
+    }
+
+    /// RESET_STREAM frame.
+    pub(crate) fn on_reset_stream(&mut self, f: &ResetStream) -> Result<(), TransportError> {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-19.4
+        //# An endpoint that receives a RESET_STREAM frame for a send-only stream
+        //# MUST terminate the connection with error STREAM_STATE_ERROR.
+        if f.id.dir() == Dir::Uni && f.id.initiator() == self.side {
+            return Err(TransportError::stream_state(
+                "RESET_STREAM on a send-only stream",
+            ));
+        }
+        let Some(id) = self.stream_for_frame(f.id)? else {
+            return Ok(());
+        };
+        let entry = self.map.get_mut(&id).expect("stream present");
+        let recv = entry.recv.as_mut().expect("receiving half exists");
+        let unread_before = recv.buffer().max_offset() - recv.read_offset();
+        let grew = recv.on_reset(f.error_code, f.final_size)?;
+        self.recv_flow.on_received(grew)?;
+        // The stream's data will never be read: return all of it to the window.
+        self.recv_flow.on_consumed(unread_before + grew);
+        if self.recv_flow.take_max_data().is_some() {
+            self.pending.max_data = true;
+        }
+        if entry.stop_code.is_some() {
+            self.maybe_free(id);
+        } else {
+            Self::signal_readable(&mut self.events, entry, id);
+        }
+        Ok(())
+    }
+
+    /// STOP_SENDING frame.
+    pub(crate) fn on_stop_sending(&mut self, f: &StopSending) -> Result<(), TransportError> {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-19.5
+        //# An endpoint that receives a STOP_SENDING frame for a receive-only
+        //# stream MUST terminate the connection with error STREAM_STATE_ERROR.
+        if f.id.dir() == Dir::Uni && f.id.initiator() != self.side {
+            return Err(TransportError::stream_state(
+                "STOP_SENDING on a receive-only stream",
+            ));
+        }
+        let Some(id) = self.stream_for_frame(f.id)? else {
+            return Ok(());
+        };
+        let entry = self.map.get_mut(&id).expect("stream present");
+        let send = entry.send.as_mut().expect("sending half exists");
+        if send.on_stop_sending(f.error_code).is_some() {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-3.5
+            //# An endpoint that receives a STOP_SENDING frame MUST send a
+            //# RESET_STREAM frame if the stream is in the "Ready" or "Send" state.
+            entry.reset_code = Some(f.error_code);
+            self.pending.reset.push_back(id);
+        }
+        self.events
+            .push_back(StreamEvent::Stopped(id, f.error_code));
+        Ok(())
+    }
+
+    /// MAX_STREAM_DATA frame.
+    pub(crate) fn on_max_stream_data(
+        &mut self,
+        id: StreamId,
+        max: u64,
+    ) -> Result<(), TransportError> {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-19.10
+        //# An endpoint that receives a MAX_STREAM_DATA frame for a receive-only
+        //# stream MUST terminate the connection with error STREAM_STATE_ERROR.
+        if id.dir() == Dir::Uni && id.initiator() != self.side {
+            return Err(TransportError::stream_state(
+                "MAX_STREAM_DATA on a receive-only stream",
+            ));
+        }
+        let Some(id) = self.stream_for_frame(id)? else {
+            return Ok(());
+        };
+        let entry = self.map.get_mut(&id).expect("stream present");
+        let send = entry.send.as_mut().expect("sending half exists");
+        if send.on_max_stream_data(max) && send.is_writable() {
+            self.events.push_back(StreamEvent::Writable(id));
+        }
+        Ok(())
+    }
+
+    /// STREAM_DATA_BLOCKED frame: the peer is waiting for credit on a stream we
+    /// receive on. Opens the stream implicitly; credit follows our reads.
+    pub(crate) fn on_stream_data_blocked(&mut self, id: StreamId) -> Result<(), TransportError> {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-19.13
+        //# An endpoint that receives a STREAM_DATA_BLOCKED frame for a send-only
+        //# stream MUST terminate the connection with error STREAM_STATE_ERROR.
+        if id.dir() == Dir::Uni && id.initiator() == self.side {
+            return Err(TransportError::stream_state(
+                "STREAM_DATA_BLOCKED on a send-only stream",
+            ));
+        }
+        self.stream_for_frame(id)?;
+        Ok(())
+    }
+
+    /// MAX_DATA frame.
+    pub(crate) fn on_max_data(&mut self, max: u64) {
+        if self.send_flow.on_max_data(max) {
+            let writable: Vec<StreamId> = self
+                .map
+                .iter()
+                .filter(|(_, e)| e.send.as_ref().is_some_and(|s| s.is_writable()))
+                .map(|(id, _)| *id)
+                .collect();
+            self.events
+                .extend(writable.into_iter().map(StreamEvent::Writable));
+        }
+    }
+
+    /// MAX_STREAMS frame.
+    pub(crate) fn on_max_streams(&mut self, dir: Dir, max: u64) {
+        let d = dir_index(dir);
+        if max > self.max_local[d] {
+            self.max_local[d] = max;
+            self.events.push_back(StreamEvent::Available(dir));
+        }
+    }
+
+    /// The connection is gone: wake every stream so readers and writers see it.
+    pub(crate) fn on_connection_lost(&mut self) {
+        let ids: Vec<StreamId> = self.map.keys().copied().collect();
+        for id in ids {
+            self.events.push_back(StreamEvent::Readable(id));
+            self.events.push_back(StreamEvent::Writable(id));
+        }
+        for dir in DIRS_ALL {
+            self.events.push_back(StreamEvent::Available(dir));
+        }
+    }
+}
+
+const DIRS_ALL: [Dir; 2] = [Dir::Bi, Dir::Uni];

@@ -1,0 +1,396 @@
+//! The connection's streams: opening and accepting, stream-ID limits
+//! (MAX_STREAMS), the application's reads and writes, and the bookkeeping that
+//! turns them into frames (`outgoing.rs`) and frames into them (`incoming.rs`).
+
+mod incoming;
+mod outgoing;
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::stream::{
+    ReadError, ReadOutcome, RecvFlow, RecvState, RecvStream, SendFlow, SendState, SendStream,
+    WriteError,
+};
+use crate::transport_params::TransportParameters;
+use crate::types::{Dir, Side, StreamId};
+
+/// Stream IDs are small integers chosen within limits we set, so a trivial hash
+/// is both fast and safe here.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type IdMap<V> = HashMap<StreamId, V, BuildHasherDefault<IdHasher>>;
+
+/// Something the application should hear about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// The peer opened a stream of this direction: `accept` it.
+    Opened(Dir),
+    /// Data (or the end, or a reset) can be read.
+    Readable(StreamId),
+    /// Flow-control credit or buffer space opened up.
+    Writable(StreamId),
+    /// Everything we wrote, and the FIN, was acknowledged.
+    Finished(StreamId),
+    /// The peer asked us to stop sending (STOP_SENDING with this code).
+    Stopped(StreamId, u64),
+    /// More streams of this direction may be opened.
+    Available(Dir),
+}
+
+/// Why a stream operation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    /// No such stream (never opened, or already closed and forgotten).
+    #[error("unknown stream")]
+    UnknownStream,
+    /// The operation does not apply to this direction of the stream.
+    #[error("stream has no such direction")]
+    WrongDirection,
+    /// Writing failed.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// Reading failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
+pub(crate) struct StreamEntry {
+    pub(crate) send: Option<SendStream>,
+    pub(crate) recv: Option<RecvStream>,
+    /// In the queue of streams with data to send.
+    queued: bool,
+    /// Code of the RESET_STREAM we sent (to repeat it if lost).
+    reset_code: Option<u64>,
+    /// Code of the STOP_SENDING we sent (to repeat it if lost).
+    stop_code: Option<u64>,
+    /// A Readable event is outstanding (avoid one per packet).
+    readable_signalled: bool,
+}
+
+/// Local settings for streams.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StreamLimits {
+    pub(crate) stream_window: u64,
+    pub(crate) connection_window: u64,
+    pub(crate) send_buffer: usize,
+    pub(crate) max_concurrent: [u64; 2],
+}
+
+const fn dir_index(dir: Dir) -> usize {
+    match dir {
+        Dir::Bi => 0,
+        Dir::Uni => 1,
+    }
+}
+
+const DIRS: [Dir; 2] = [Dir::Bi, Dir::Uni];
+
+/// All streams of a connection.
+pub struct Streams {
+    side: Side,
+    limits: StreamLimits,
+    map: IdMap<StreamEntry>,
+    /// Next index for streams we open, per direction.
+    next_local: [u64; 2],
+    /// The peer's MAX_STREAMS for our streams.
+    max_local: [u64; 2],
+    /// Streams the peer has opened (highest index + 1), per direction.
+    next_remote: [u64; 2],
+    /// MAX_STREAMS we advertised.
+    max_remote: [u64; 2],
+    /// Peer streams that finished and were freed.
+    closed_remote: [u64; 2],
+    accept_queue: [VecDeque<StreamId>; 2],
+    send_queue: VecDeque<StreamId>,
+    pub(crate) send_flow: SendFlow,
+    pub(crate) recv_flow: RecvFlow,
+    /// The peer's initial per-stream limits: bidi streams it opens, bidi we open, uni we open.
+    peer_window: [u64; 3],
+    pending: Pending,
+    events: VecDeque<StreamEvent>,
+}
+
+/// Control frames waiting to be sent.
+#[derive(Default)]
+struct Pending {
+    max_data: bool,
+    max_stream_data: VecDeque<StreamId>,
+    max_streams: [bool; 2],
+    streams_blocked: [Option<u64>; 2],
+    stream_data_blocked: VecDeque<(StreamId, u64)>,
+    data_blocked: Option<u64>,
+    reset: VecDeque<StreamId>,
+    stop: VecDeque<StreamId>,
+}
+
+impl Streams {
+    pub(crate) fn new(side: Side, limits: StreamLimits) -> Self {
+        Streams {
+            side,
+            limits,
+            map: IdMap::default(),
+            next_local: [0; 2],
+            max_local: [0; 2],
+            next_remote: [0; 2],
+            max_remote: limits.max_concurrent,
+            closed_remote: [0; 2],
+            accept_queue: Default::default(),
+            send_queue: VecDeque::new(),
+            send_flow: SendFlow::new(0),
+            recv_flow: RecvFlow::new(limits.connection_window),
+            peer_window: [0; 3],
+            pending: Pending::default(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// Apply the peer's transport parameters (its initial limits for us).
+    pub(crate) fn set_peer_params(&mut self, p: &TransportParameters) {
+        self.max_local = [p.initial_max_streams_bidi, p.initial_max_streams_uni];
+        self.send_flow = SendFlow::new(p.initial_max_data);
+        self.peer_window = [
+            p.initial_max_stream_data_bidi_local,
+            p.initial_max_stream_data_bidi_remote,
+            p.initial_max_stream_data_uni,
+        ];
+        for dir in DIRS {
+            if self.max_local[dir_index(dir)] > 0 {
+                self.events.push_back(StreamEvent::Available(dir));
+            }
+        }
+    }
+
+    /// Open a stream if the peer's limit allows; otherwise note that we are
+    /// blocked (STREAMS_BLOCKED) and return `None`.
+    pub fn open(&mut self, dir: Dir) -> Option<StreamId> {
+        let d = dir_index(dir);
+        if self.next_local[d] >= self.max_local[d] {
+            self.pending.streams_blocked[d] = Some(self.max_local[d]);
+            return None;
+        }
+        let id = StreamId::new(self.side, dir, self.next_local[d]);
+        self.next_local[d] += 1;
+        self.insert_stream(id);
+        Some(id)
+    }
+
+    /// Take the next stream the peer opened.
+    pub fn accept(&mut self, dir: Dir) -> Option<StreamId> {
+        self.accept_queue[dir_index(dir)].pop_front()
+    }
+
+    /// Write application data; returns how much was taken (0: blocked, wait for
+    /// a Writable event).
+    pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
+        let send = entry.send.as_mut().ok_or(StreamError::WrongDirection)?;
+        let credit = self.send_flow.credit();
+        let n = send.write(data, credit)?;
+        if let Some(limit) = send.take_blocked() {
+            self.pending.stream_data_blocked.push_back((id, limit));
+        }
+        self.send_flow.consume(n as u64);
+        if n < data.len() && self.send_flow.credit() == 0 {
+            self.send_flow.set_blocked();
+            if let Some(limit) = self.send_flow.take_blocked() {
+                self.pending.data_blocked = Some(limit);
+            }
+        }
+        if n > 0 && !entry.queued {
+            entry.queued = true;
+            self.send_queue.push_back(id);
+        }
+        Ok(n)
+    }
+
+    /// Finish the sending side (FIN).
+    pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
+        let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
+        entry
+            .send
+            .as_mut()
+            .ok_or(StreamError::WrongDirection)?
+            .finish()?;
+        if !entry.queued {
+            entry.queued = true;
+            self.send_queue.push_back(id);
+        }
+        Ok(())
+    }
+
+    /// Abandon the sending side with an application error code (RESET_STREAM).
+    pub fn reset(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
+        let send = entry.send.as_mut().ok_or(StreamError::WrongDirection)?;
+        if send.reset().is_some() {
+            entry.reset_code = Some(code);
+            self.pending.reset.push_back(id);
+        }
+        Ok(())
+    }
+
+    /// Read received data.
+    pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadOutcome, StreamError> {
+        let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
+        let recv = entry.recv.as_mut().ok_or(StreamError::WrongDirection)?;
+        let before = recv.read_offset();
+        let outcome = recv.read(buf);
+        self.recv_flow.on_consumed(recv.read_offset() - before);
+        if recv.take_max_stream_data().is_some() {
+            self.pending.max_stream_data.push_back(id);
+        }
+        if self.recv_flow.take_max_data().is_some() {
+            self.pending.max_data = true;
+        }
+        let outcome = match outcome {
+            Ok(ReadOutcome::Blocked) => {
+                entry.readable_signalled = false;
+                Ok(ReadOutcome::Blocked)
+            }
+            Ok(ReadOutcome::Data(n)) => Ok(ReadOutcome::Data(n)),
+            Ok(ReadOutcome::Finished) => {
+                self.maybe_free(id);
+                Ok(ReadOutcome::Finished)
+            }
+            Err(e) => {
+                self.maybe_free(id);
+                Err(e.into())
+            }
+        };
+        outcome
+    }
+
+    /// Tell the peer we no longer want data (STOP_SENDING).
+    pub fn stop_sending(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
+        let recv = entry.recv.as_mut().ok_or(StreamError::WrongDirection)?;
+        let unread = recv
+            .buffer()
+            .max_offset()
+            .saturating_sub(recv.read_offset());
+        if recv.stop() {
+            entry.stop_code = Some(code);
+            self.pending.stop.push_back(id);
+        }
+        // Data that will never be read must not hold the connection window.
+        self.recv_flow.on_consumed(unread);
+        self.maybe_free(id);
+        Ok(())
+    }
+
+    /// Whether the stream exists and can take more data now.
+    pub fn is_writable(&self, id: StreamId) -> bool {
+        self.map
+            .get(&id)
+            .and_then(|e| e.send.as_ref())
+            .is_some_and(|s| s.is_writable() && self.send_flow.credit() > 0)
+    }
+
+    /// Whether a read would return something other than `Blocked`.
+    pub fn is_readable(&self, id: StreamId) -> bool {
+        self.map
+            .get(&id)
+            .and_then(|e| e.recv.as_ref())
+            .is_some_and(|r| r.is_readable())
+    }
+
+    /// Next event for the application.
+    pub fn poll_event(&mut self) -> Option<StreamEvent> {
+        self.events.pop_front()
+    }
+
+    /// Number of live streams (for tests and metrics).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when no stream is live.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Whether any stream or control frame is waiting to be sent.
+    pub(crate) fn wants_to_send(&self) -> bool {
+        !self.send_queue.is_empty() || self.has_control()
+    }
+
+    fn insert_stream(&mut self, id: StreamId) {
+        let ours = id.initiator() == self.side;
+        let send = match (id.dir(), ours) {
+            (Dir::Uni, false) => None,
+            (Dir::Bi, false) => Some(self.peer_window[0]),
+            (Dir::Bi, true) => Some(self.peer_window[1]),
+            (Dir::Uni, true) => Some(self.peer_window[2]),
+        }
+        .map(|max| SendStream::new(max, self.limits.send_buffer));
+        let recv =
+            (id.dir() == Dir::Bi || !ours).then(|| RecvStream::new(self.limits.stream_window));
+        self.map.insert(
+            id,
+            StreamEntry {
+                send,
+                recv,
+                queued: false,
+                reset_code: None,
+                stop_code: None,
+                readable_signalled: false,
+            },
+        );
+    }
+
+    /// Forget a stream whose both halves are done; a freed peer stream makes room
+    /// for the peer to open another (MAX_STREAMS).
+    fn maybe_free(&mut self, id: StreamId) {
+        let Some(entry) = self.map.get(&id) else {
+            return;
+        };
+        let send_done = entry
+            .send
+            .as_ref()
+            .is_none_or(|s| matches!(s.state(), SendState::DataRecvd | SendState::ResetRecvd));
+        let recv_done = entry.recv.as_ref().is_none_or(|r| {
+            matches!(r.state(), RecvState::DataRead | RecvState::ResetRead)
+                || (entry.stop_code.is_some()
+                    && matches!(r.state(), RecvState::DataRecvd | RecvState::ResetRecvd))
+        });
+        if !(send_done && recv_done) || entry.queued {
+            return;
+        }
+        self.map.remove(&id);
+        if id.initiator() != self.side {
+            let d = dir_index(id.dir());
+            self.closed_remote[d] += 1;
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-4.6
+            //# an endpoint ... SHOULD send MAX_STREAMS frames to increase the limit as
+            //# streams are closed. Batch increases to an eighth of the limit.
+            let target = self.closed_remote[d] + self.limits.max_concurrent[d];
+            if target - self.max_remote[d] >= (self.limits.max_concurrent[d] / 8).max(1) {
+                self.max_remote[d] = target;
+                self.pending.max_streams[d] = true;
+            }
+        }
+    }
+
+    fn signal_readable(events: &mut VecDeque<StreamEvent>, entry: &mut StreamEntry, id: StreamId) {
+        if !entry.readable_signalled {
+            entry.readable_signalled = true;
+            events.push_back(StreamEvent::Readable(id));
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Stream frames and stream-related control frames we send, and what happens
+//! when they are acknowledged or lost.
+
+use super::{StreamEvent, Streams, dir_index};
+use crate::connection::sent::{Control, SentFrames, StreamChunk};
+use crate::frame::{self, Frame, ResetStream, StopSending};
+use crate::stream::{RecvState, SendState};
+use crate::types::{Dir, StreamId};
+use crate::varint::varint_size;
+
+/// Worst-case STREAM header: type, ID, an 8-byte offset, a 2-byte length.
+fn max_stream_header(id: StreamId) -> usize {
+    1 + varint_size(id.0) + 8 + 2
+}
+
+impl Streams {
+    pub(crate) fn has_control(&self) -> bool {
+        let p = &self.pending;
+        p.max_data
+            || !p.max_stream_data.is_empty()
+            || p.max_streams.iter().any(|b| *b)
+            || p.streams_blocked.iter().any(Option::is_some)
+            || !p.stream_data_blocked.is_empty()
+            || p.data_blocked.is_some()
+            || !p.reset.is_empty()
+            || !p.stop.is_empty()
+    }
+
+    /// Write pending control frames while they fit before `max_end`.
+    pub(crate) fn write_control(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        sent: &mut SentFrames,
+    ) {
+        let mut emit = |buf: &mut Vec<u8>, frame: Frame<'_>, ctl: Control| -> bool {
+            if buf.len() + frame.encoded_len() > max_end {
+                return false;
+            }
+            frame.encode(buf);
+            sent.control.push(ctl);
+            true
+        };
+        if self.pending.max_data
+            && emit(
+                buf,
+                Frame::MaxData(self.recv_flow.max_data()),
+                Control::MaxData,
+            )
+        {
+            self.pending.max_data = false;
+        }
+        for dir in [Dir::Bi, Dir::Uni] {
+            let d = dir_index(dir);
+            if self.pending.max_streams[d]
+                && emit(
+                    buf,
+                    Frame::MaxStreams {
+                        dir,
+                        max: self.max_remote[d],
+                    },
+                    Control::MaxStreams(dir),
+                )
+            {
+                self.pending.max_streams[d] = false;
+            }
+            if let Some(limit) = self.pending.streams_blocked[d] {
+                if emit(
+                    buf,
+                    Frame::StreamsBlocked { dir, limit },
+                    Control::StreamsBlocked(dir, limit),
+                ) {
+                    self.pending.streams_blocked[d] = None;
+                }
+            }
+        }
+        if let Some(limit) = self.pending.data_blocked {
+            if emit(
+                buf,
+                Frame::DataBlocked { limit },
+                Control::DataBlocked(limit),
+            ) {
+                self.pending.data_blocked = None;
+            }
+        }
+        while let Some(&id) = self.pending.max_stream_data.front() {
+            let Some(recv) = self.map.get(&id).and_then(|e| e.recv.as_ref()) else {
+                self.pending.max_stream_data.pop_front();
+                continue;
+            };
+            let frame = Frame::MaxStreamData {
+                id,
+                max: recv.max_stream_data(),
+            };
+            if !emit(buf, frame, Control::MaxStreamData(id)) {
+                break;
+            }
+            self.pending.max_stream_data.pop_front();
+        }
+        while let Some(&(id, limit)) = self.pending.stream_data_blocked.front() {
+            if !emit(
+                buf,
+                Frame::StreamDataBlocked { id, limit },
+                Control::StreamDataBlocked(id, limit),
+            ) {
+                break;
+            }
+            self.pending.stream_data_blocked.pop_front();
+        }
+        while let Some(&id) = self.pending.reset.front() {
+            let Some(entry) = self.map.get(&id) else {
+                self.pending.reset.pop_front();
+                continue;
+            };
+            let (Some(send), Some(code)) = (entry.send.as_ref(), entry.reset_code) else {
+                self.pending.reset.pop_front();
+                continue;
+            };
+            let frame = Frame::ResetStream(ResetStream {
+                id,
+                error_code: code,
+                final_size: send.written(),
+            });
+            if !emit(buf, frame, Control::ResetStream(id)) {
+                break;
+            }
+            self.pending.reset.pop_front();
+        }
+        while let Some(&id) = self.pending.stop.front() {
+            let Some(code) = self.map.get(&id).and_then(|e| e.stop_code) else {
+                self.pending.stop.pop_front();
+                continue;
+            };
+            if !emit(
+                buf,
+                Frame::StopSending(StopSending {
+                    id,
+                    error_code: code,
+                }),
+                Control::StopSending(id),
+            ) {
+                break;
+            }
+            self.pending.stop.pop_front();
+        }
+    }
+
+    /// Write STREAM frames while they fit, taking streams round-robin; each
+    /// stream fills what it can of the packet before the next one gets a turn.
+    pub(crate) fn write_stream_frames(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        sent: &mut SentFrames,
+    ) {
+        for _ in 0..self.send_queue.len() {
+            let Some(id) = self.send_queue.pop_front() else {
+                break;
+            };
+            let Some(entry) = self.map.get_mut(&id) else {
+                continue;
+            };
+            let Some(send) = entry.send.as_mut() else {
+                entry.queued = false;
+                continue;
+            };
+            let header = max_stream_header(id);
+            while buf.len() + header < max_end {
+                let Some(range) = send.next_range(max_end - buf.len() - header) else {
+                    break;
+                };
+                frame::encode_stream_header(buf, id, range.offset, range.len, range.fin, true);
+                send.copy_range(range.offset, range.len, buf);
+                let chunk = StreamChunk {
+                    id,
+                    offset: range.offset,
+                    len: range.len as u32,
+                    fin: range.fin,
+                };
+                sent.streams.push(chunk);
+            }
+            if send.has_pending() {
+                self.send_queue.push_back(id);
+                if buf.len() + header >= max_end {
+                    break; // packet full; this stream continues in the next one
+                }
+            } else {
+                entry.queued = false;
+                self.maybe_free(id);
+            }
+        }
+    }
+
+    /// A packet carrying these frames was acknowledged.
+    pub(crate) fn on_acked(&mut self, sent: &SentFrames) {
+        for chunk in &sent.streams {
+            let Some(entry) = self.map.get_mut(&chunk.id) else {
+                continue;
+            };
+            let Some(send) = entry.send.as_mut() else {
+                continue;
+            };
+            let was_writable = send.is_writable();
+            if send.on_ack(chunk.offset, chunk.len as usize, chunk.fin) {
+                self.events.push_back(StreamEvent::Finished(chunk.id));
+                self.maybe_free(chunk.id);
+            } else if !was_writable && send.is_writable() {
+                // Buffer space freed up.
+                self.events.push_back(StreamEvent::Writable(chunk.id));
+            }
+        }
+        for ctl in &sent.control {
+            if let Control::ResetStream(id) = *ctl {
+                if let Some(send) = self.map.get_mut(&id).and_then(|e| e.send.as_mut()) {
+                    send.on_reset_acked();
+                    self.maybe_free(id);
+                }
+            }
+        }
+    }
+
+    /// A packet carrying these frames was lost: queue what still matters.
+    pub(crate) fn on_lost(&mut self, sent: &SentFrames) {
+        for chunk in &sent.streams {
+            let Some(entry) = self.map.get_mut(&chunk.id) else {
+                continue;
+            };
+            let Some(send) = entry.send.as_mut() else {
+                continue;
+            };
+            send.on_lost(chunk.offset, chunk.len as usize, chunk.fin);
+            if send.has_pending() && !entry.queued {
+                entry.queued = true;
+                self.send_queue.push_back(chunk.id);
+            }
+        }
+        for ctl in &sent.control {
+            match *ctl {
+                Control::MaxData => self.pending.max_data = true,
+                Control::MaxStreams(dir) => self.pending.max_streams[dir_index(dir)] = true,
+                Control::MaxStreamData(id) => {
+                    let still_receiving = self
+                        .map
+                        .get(&id)
+                        .and_then(|e| e.recv.as_ref())
+                        .is_some_and(|r| r.state() == RecvState::Recv);
+                    if still_receiving {
+                        self.pending.max_stream_data.push_back(id);
+                    }
+                }
+                Control::ResetStream(id) => {
+                    let unacked = self
+                        .map
+                        .get(&id)
+                        .and_then(|e| e.send.as_ref())
+                        .is_some_and(|s| s.state() == SendState::ResetSent);
+                    if unacked {
+                        self.pending.reset.push_back(id);
+                    }
+                }
+                Control::StopSending(id) => {
+                    let still_open =
+                        self.map
+                            .get(&id)
+                            .and_then(|e| e.recv.as_ref())
+                            .is_some_and(|r| {
+                                matches!(r.state(), RecvState::Recv | RecvState::SizeKnown)
+                            });
+                    if still_open {
+                        self.pending.stop.push_back(id);
+                    }
+                }
+                // Blocked frames are advisory; a fresh one is sent if still blocked.
+                Control::DataBlocked(_)
+                | Control::StreamDataBlocked(..)
+                | Control::StreamsBlocked(..) => {}
+                Control::NewConnectionId(_) | Control::RetireConnectionId(_) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The connection's timers. The loss-detection and delayed-ACK deadlines live in
+//! recovery and the packet spaces; the rest are here.
+
+use std::time::Instant;
+
+use super::Connection;
+use super::close::State;
+use crate::types::SpaceId;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Timer {
+    /// No activity for the idle timeout.
+    Idle,
+    /// The closing or draining period ends.
+    Close,
+    /// Send a PING to keep the connection alive.
+    KeepAlive,
+    /// Forget the previous 1-RTT receive keys.
+    KeyDiscard,
+    /// The pacer lets the next packet go.
+    Pacing,
+}
+
+const TIMER_COUNT: usize = 5;
+
+#[derive(Default)]
+pub(crate) struct Timers {
+    deadlines: [Option<Instant>; TIMER_COUNT],
+}
+
+impl Timers {
+    pub(crate) fn set(&mut self, t: Timer, at: Instant) {
+        self.deadlines[t as usize] = Some(at);
+    }
+    pub(crate) fn stop(&mut self, t: Timer) {
+        self.deadlines[t as usize] = None;
+    }
+    pub(crate) fn get(&self, t: Timer) -> Option<Instant> {
+        self.deadlines[t as usize]
+    }
+    /// Whether `t` is set and due; if so it is cleared.
+    pub(crate) fn expired(&mut self, t: Timer, now: Instant) -> bool {
+        match self.deadlines[t as usize] {
+            Some(at) if at <= now => {
+                self.deadlines[t as usize] = None;
+                true
+            }
+            _ => false,
+        }
+    }
+    fn earliest(&self) -> Option<Instant> {
+        self.deadlines.iter().flatten().min().copied()
+    }
+}
+
+impl Connection {
+    /// The next time [`Connection::handle_timeout`] must be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.state {
+            State::Drained { .. } => return None,
+            State::Closing { .. } | State::Draining { .. } => return self.timers.get(Timer::Close),
+            _ => {}
+        }
+        let acks = SpaceId::ALL
+            .iter()
+            .filter_map(|s| self.spaces[s.index()].ack.timer());
+        [self.timers.earliest(), self.recovery.loss_detection_timer()]
+            .into_iter()
+            .flatten()
+            .chain(acks)
+            .min()
+    }
+
+    /// Let timers that are due fire.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.timers.expired(Timer::Close, now) {
+            self.on_close_timer();
+            return;
+        }
+        if self.is_closed() {
+            return;
+        }
+        if self.timers.expired(Timer::Idle, now) {
+            self.on_idle_timeout();
+            return;
+        }
+        if self.timers.expired(Timer::KeyDiscard, now) {
+            if let Some(keys) = self.one_rtt.as_mut() {
+                keys.discard_previous();
+            }
+        }
+        if self.timers.expired(Timer::KeepAlive, now) {
+            self.ping_pending = true;
+        }
+        self.timers.expired(Timer::Pacing, now);
+        if self
+            .recovery
+            .loss_detection_timer()
+            .is_some_and(|t| t <= now)
+        {
+            self.on_loss_timer(now);
+        }
+        for space in SpaceId::ALL {
+            let ack = &mut self.spaces[space.index()].ack;
+            if ack.timer().is_some_and(|t| t <= now) {
+                ack.immediate = true;
+            }
+        }
+    }
+
+    /// Activity happened: push the idle deadline back (RFC 9000 §10.1).
+    pub(crate) fn reset_idle_timer(&mut self, now: Instant) {
+        let local = self.config.max_idle_timeout;
+        let peer = self
+            .peer_params
+            .as_ref()
+            .map_or(std::time::Duration::ZERO, |p| p.max_idle_timeout);
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-10.1
+        //# Each endpoint advertises a max_idle_timeout, but the effective value
+        //# at an endpoint is computed as the minimum of the two advertised values
+        let timeout = match (local.is_zero(), peer.is_zero()) {
+            (true, true) => {
+                self.timers.stop(Timer::Idle);
+                return;
+            }
+            (false, true) => local,
+            (true, false) => peer,
+            (false, false) => local.min(peer),
+        };
+        //# To avoid excessively small idle timeout periods, endpoints MUST
+        //# increase the idle timeout period to be at least three times the
+        //# current Probe Timeout (PTO).
+        let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
+        self.timers.set(Timer::Idle, now + timeout.max(3 * pto));
+        if let Some(interval) = self.config.keep_alive {
+            self.timers.set(Timer::KeepAlive, now + interval);
+        }
+    }
+}

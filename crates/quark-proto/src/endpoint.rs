@@ -1,0 +1,513 @@
+//! The endpoint: routes datagrams to connections by connection ID, creates
+//! server connections from Initial packets, and answers what belongs to no
+//! connection (Version Negotiation, Retry, stateless reset).
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use slab::Slab;
+
+use crate::cid::{ConnectionId, ResetToken};
+use crate::config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
+use crate::connection::{CidEvent, Connection, ConnectionParams, Transmit};
+use crate::crypto::tls::{TlsSession, TlsSetupError};
+use crate::crypto::tokens::{ResetKey, TokenContents, TokenKey};
+use crate::packet::{self, HeaderType, MIN_INITIAL_SIZE, PacketDecodeError, PartialDecode};
+use crate::transport_params::TransportParameters;
+use crate::types::{EcnCodepoint, PacketKind, Side};
+
+/// Identifies a connection within its endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionHandle(pub usize);
+
+/// What a datagram did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatagramEvent {
+    /// A new server connection was created; it is also queued for [`Endpoint::accept`].
+    NewConnection(ConnectionHandle),
+    /// The datagram went to this existing connection.
+    Connection(ConnectionHandle),
+    /// A stateless response was queued (Version Negotiation, Retry, reset).
+    Response,
+}
+
+/// Why `connect` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// TLS could not be set up (bad server name, configuration).
+    #[error(transparent)]
+    Tls(#[from] TlsSetupError),
+    /// The version is not one this endpoint supports.
+    #[error("unsupported QUIC version {0:#x}")]
+    UnsupportedVersion(u32),
+}
+
+/// A stateless datagram waiting to be sent.
+struct Response {
+    destination: SocketAddr,
+    src_ip: Option<IpAddr>,
+    data: Vec<u8>,
+}
+
+/// A set of connections sharing a socket.
+pub struct Endpoint {
+    config: Arc<EndpointConfig>,
+    server: Option<Arc<ServerConfig>>,
+    conns: Slab<Connection>,
+    routes: HashMap<ConnectionId, ConnectionHandle>,
+    reset_tokens: HashMap<ResetToken, ConnectionHandle>,
+    reset_key: Arc<ResetKey>,
+    token_key: Option<TokenKey>,
+    rng: StdRng,
+    responses: VecDeque<Response>,
+    accept_queue: VecDeque<ConnectionHandle>,
+    /// The first `now` seen: token issue times are measured from it.
+    epoch: Option<Instant>,
+}
+
+impl Endpoint {
+    /// An endpoint; with `server`, it accepts connections.
+    pub fn new(config: Arc<EndpointConfig>, server: Option<Arc<ServerConfig>>) -> Self {
+        let rng = match config.rng_seed {
+            Some(seed) => StdRng::seed_from_u64(seed),
+            None => StdRng::from_os_rng(),
+        };
+        let token_key = server.as_ref().map(|s| TokenKey::new(&s.token_key));
+        Endpoint {
+            reset_key: Arc::new(ResetKey::new(&config.reset_key)),
+            config,
+            server,
+            conns: Slab::new(),
+            routes: HashMap::new(),
+            reset_tokens: HashMap::new(),
+            token_key,
+            rng,
+            responses: VecDeque::new(),
+            accept_queue: VecDeque::new(),
+            epoch: None,
+        }
+    }
+
+    /// Start accepting connections (or change how).
+    pub fn set_server_config(&mut self, server: Option<Arc<ServerConfig>>) {
+        self.token_key = server.as_ref().map(|s| TokenKey::new(&s.token_key));
+        self.server = server;
+    }
+
+    /// Open a client connection to `remote`, verifying the server as `server_name`.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        config: &ClientConfig,
+        remote: SocketAddr,
+        server_name: &str,
+    ) -> Result<ConnectionHandle, ConnectError> {
+        if !self.config.supported_versions.contains(&config.version) {
+            return Err(ConnectError::UnsupportedVersion(config.version));
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-7.2
+        //# When an Initial packet is sent by a client that has not previously
+        //# received an Initial or Retry packet from the server, the client
+        //# populates the Destination Connection ID field with an unpredictable
+        //# value.  This Destination Connection ID MUST be at least 8 bytes in length.
+        let dcid = ConnectionId::random(&mut self.rng, 16);
+        let local_cid = self.new_cid();
+        let mut params = local_params(&config.transport);
+        params.initial_source_connection_id = Some(local_cid);
+        let tls = TlsSession::client(config.tls.clone(), server_name, &params)?;
+        let conn = Connection::new(
+            ConnectionParams {
+                side: Side::Client,
+                version: config.version,
+                tls,
+                config: config.transport.clone(),
+                remote,
+                local_ip: None,
+                local_cid,
+                peer_cid: dcid,
+                initial_dcid: dcid,
+                local_params: params,
+                reset_key: self.reset_key.clone(),
+                rng_seed: self.rng.random(),
+                cid_len: self.config.cid_len,
+                token: Vec::new(),
+                validated: true,
+                retry_src_cid: None,
+            },
+            now,
+        );
+        let h = ConnectionHandle(self.conns.insert(conn));
+        self.routes.insert(local_cid, h);
+        self.sync(h);
+        Ok(h)
+    }
+
+    /// Process a datagram received from `remote` (sent to our `local_ip`).
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        local_ip: Option<IpAddr>,
+        ecn: Option<EcnCodepoint>,
+        data: &mut [u8],
+    ) -> Option<DatagramEvent> {
+        self.epoch.get_or_insert(now);
+        let pd = match PartialDecode::new(data, self.config.cid_len) {
+            Ok(pd) => pd,
+            Err(PacketDecodeError::UnsupportedVersion {
+                dst_cid, src_cid, ..
+            }) => {
+                return self.version_negotiation(remote, local_ip, data.len(), &dst_cid, &src_cid);
+            }
+            Err(PacketDecodeError::Invalid(_)) => return None,
+        };
+        if let Some(&h) = self.routes.get(&pd.dst_cid) {
+            self.conns[h.0].handle_datagram(now, remote, ecn, data);
+            self.sync(h);
+            return Some(DatagramEvent::Connection(h));
+        }
+        if !pd.is_long() {
+            return self.unroutable_short(now, remote, local_ip, ecn, data, &pd);
+        }
+        match pd.ty {
+            HeaderType::Frames(PacketKind::Initial) if self.server.is_some() => {
+                self.accept_initial(now, remote, local_ip, ecn, data, &pd)
+            }
+            _ => None,
+        }
+    }
+
+    /// A short-header datagram for no known connection: maybe a stateless reset
+    /// for one of ours, or a packet for a connection we forgot (answer with one).
+    fn unroutable_short(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        local_ip: Option<IpAddr>,
+        ecn: Option<EcnCodepoint>,
+        data: &mut [u8],
+        pd: &PartialDecode,
+    ) -> Option<DatagramEvent> {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-10.3
+        //# the endpoint ... MUST use at least 21 bytes
+        if data.len() < 21 {
+            return None;
+        }
+        let tail: [u8; 16] = data[data.len() - 16..].try_into().ok()?;
+        if let Some(&h) = self.reset_tokens.get(&ResetToken(tail)) {
+            // Let the connection check the token itself (constant time).
+            self.conns[h.0].handle_datagram(now, remote, ecn, data);
+            self.sync(h);
+            return Some(DatagramEvent::Connection(h));
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-10.3
+        //# An endpoint MUST NOT send a Stateless Reset that is three times or
+        //# more larger than the packet it receives to avoid being used for
+        //# amplification.
+        //# ... An endpoint that sends a Stateless Reset in response to a packet that
+        //# is 43 bytes or shorter SHOULD send a Stateless Reset that is one byte
+        //# shorter than the packet it responds to.
+        if self.responses.len() >= self.config.max_stateless_responses {
+            return None;
+        }
+        let len = if data.len() <= 43 {
+            data.len() - 1
+        } else {
+            43.max(data.len() / 2).min(64)
+        };
+        if len < 21 {
+            return None;
+        }
+        let token = self.reset_key.token(&pd.dst_cid);
+        let mut random = [0u8; 64];
+        self.rng.fill(&mut random[..]);
+        let mut out = Vec::with_capacity(len);
+        packet::write_stateless_reset(&mut out, &token, len, &random[..len]);
+        self.responses.push_back(Response {
+            destination: remote,
+            src_ip: local_ip,
+            data: out,
+        });
+        Some(DatagramEvent::Response)
+    }
+
+    fn version_negotiation(
+        &mut self,
+        remote: SocketAddr,
+        local_ip: Option<IpAddr>,
+        len: usize,
+        dst_cid: &ConnectionId,
+        src_cid: &ConnectionId,
+    ) -> Option<DatagramEvent> {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-6.1
+        //# A server MUST NOT send more than one Version Negotiation packet in
+        //# response to a single UDP datagram. ... servers SHOULD NOT [respond to]
+        //# ... datagrams smaller than the smallest allowed maximum datagram size
+        if self.server.is_none()
+            || len < MIN_INITIAL_SIZE
+            || self.responses.len() >= self.config.max_stateless_responses
+        {
+            return None;
+        }
+        let mut out = Vec::new();
+        let versions = self.config.supported_versions.clone();
+        packet::write_version_negotiation(&mut out, dst_cid, src_cid, &versions, self.rng.random());
+        self.responses.push_back(Response {
+            destination: remote,
+            src_ip: local_ip,
+            data: out,
+        });
+        Some(DatagramEvent::Response)
+    }
+
+    fn accept_initial(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        local_ip: Option<IpAddr>,
+        ecn: Option<EcnCodepoint>,
+        data: &mut [u8],
+        pd: &PartialDecode,
+    ) -> Option<DatagramEvent> {
+        let server = self.server.clone()?;
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-14.1
+        //# A server MUST discard an Initial packet that is carried in a UDP
+        //# datagram with a payload that is smaller than the smallest allowed
+        //# maximum datagram size of 1200 bytes.
+        if data.len() < MIN_INITIAL_SIZE || pd.dst_cid.len() < 8 {
+            return None;
+        }
+        if self.conns.len() >= server.max_connections {
+            tracing::debug!(%remote, "connection limit reached; Initial dropped");
+            return None;
+        }
+        let token = &data[pd.token.clone()];
+        let (orig_dcid, retry_scid, validated) = if server.retry {
+            if token.is_empty() {
+                return self.send_retry(now, remote, local_ip, pd);
+            }
+            let key = self.token_key.as_ref()?;
+            let contents = key.open(remote, token)?;
+            let (orig, retry_scid) = contents.retry?;
+            let age = self.elapsed(now).saturating_sub(contents.issued);
+            if retry_scid != pd.dst_cid || age > server.retry_token_lifetime {
+                return None;
+            }
+            (orig, Some(retry_scid), true)
+        } else {
+            (pd.dst_cid, None, false)
+        };
+        let local_cid = self.new_cid();
+        let mut params = local_params(&server.transport);
+        params.original_destination_connection_id = Some(orig_dcid);
+        params.initial_source_connection_id = Some(local_cid);
+        params.retry_source_connection_id = retry_scid;
+        params.stateless_reset_token = Some(self.reset_key.token(&local_cid));
+        let tls = match TlsSession::server(server.tls.clone(), &params) {
+            Ok(tls) => tls,
+            Err(e) => {
+                tracing::warn!(%e, "server TLS setup failed");
+                return None;
+            }
+        };
+        let conn = Connection::new(
+            ConnectionParams {
+                side: Side::Server,
+                version: pd.version,
+                tls,
+                config: server.transport.clone(),
+                remote,
+                local_ip,
+                local_cid,
+                peer_cid: pd.src_cid,
+                initial_dcid: pd.dst_cid,
+                local_params: params,
+                reset_key: self.reset_key.clone(),
+                rng_seed: self.rng.random(),
+                cid_len: self.config.cid_len,
+                token: Vec::new(),
+                validated,
+                retry_src_cid: retry_scid,
+            },
+            now,
+        );
+        let h = ConnectionHandle(self.conns.insert(conn));
+        self.routes.insert(local_cid, h);
+        self.routes.insert(pd.dst_cid, h);
+        self.conns[h.0].handle_datagram(now, remote, ecn, data);
+        self.sync(h);
+        self.accept_queue.push_back(h);
+        Some(DatagramEvent::NewConnection(h))
+    }
+
+    fn send_retry(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        local_ip: Option<IpAddr>,
+        pd: &PartialDecode,
+    ) -> Option<DatagramEvent> {
+        if self.responses.len() >= self.config.max_stateless_responses {
+            return None;
+        }
+        let retry_scid = self.new_cid();
+        let mut nonce = [0u8; 12];
+        self.rng.fill(&mut nonce);
+        let contents = TokenContents {
+            retry: Some((pd.dst_cid, retry_scid)),
+            issued: self.elapsed(now),
+        };
+        let token = self.token_key.as_ref()?.seal(remote, &contents, nonce);
+        let mut out = Vec::new();
+        packet::write_retry(
+            &mut out,
+            &pd.src_cid,
+            &retry_scid,
+            &pd.dst_cid,
+            &token,
+            self.rng.random(),
+        );
+        self.responses.push_back(Response {
+            destination: remote,
+            src_ip: local_ip,
+            data: out,
+        });
+        Some(DatagramEvent::Response)
+    }
+
+    fn elapsed(&self, now: Instant) -> Duration {
+        self.epoch
+            .map_or(Duration::ZERO, |e| now.saturating_duration_since(e))
+    }
+
+    fn new_cid(&mut self) -> ConnectionId {
+        loop {
+            let cid = ConnectionId::random(&mut self.rng, self.config.cid_len);
+            if !self.routes.contains_key(&cid) {
+                return cid;
+            }
+        }
+    }
+
+    /// Next stateless datagram to send (Version Negotiation, Retry, reset).
+    pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let r = self.responses.pop_front()?;
+        buf.clear();
+        buf.extend_from_slice(&r.data);
+        Some(Transmit {
+            destination: r.destination,
+            size: buf.len(),
+            segment_size: None,
+            ecn: None,
+            src_ip: r.src_ip,
+        })
+    }
+
+    /// Mirror a connection's connection-ID changes in the routing table. Call after
+    /// anything that may have changed them (the endpoint's own calls do it).
+    pub fn sync(&mut self, h: ConnectionHandle) {
+        let Some(conn) = self.conns.get_mut(h.0) else {
+            return;
+        };
+        while let Some(event) = conn.poll_cid_event() {
+            match event {
+                CidEvent::Issued(cid) => {
+                    self.routes.insert(cid, h);
+                }
+                CidEvent::Retired(cid) => {
+                    if self.routes.get(&cid) == Some(&h) {
+                        self.routes.remove(&cid);
+                    }
+                }
+                CidEvent::PeerResetToken(token) => {
+                    self.reset_tokens.insert(token, h);
+                }
+            }
+        }
+    }
+
+    /// Next server connection not yet accepted.
+    pub fn accept(&mut self) -> Option<ConnectionHandle> {
+        while let Some(h) = self.accept_queue.pop_front() {
+            if self.conns.contains(h.0) {
+                return Some(h);
+            }
+        }
+        None
+    }
+
+    /// A connection.
+    pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
+        self.conns.get(h.0)
+    }
+
+    /// A connection, for application calls (streams, close). Calls that may
+    /// change connection IDs (`handle_*`) should go through the endpoint or be
+    /// followed by [`Endpoint::sync`].
+    pub fn connection_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
+        self.conns.get_mut(h.0)
+    }
+
+    /// Let a connection's due timers fire.
+    pub fn handle_timeout(&mut self, h: ConnectionHandle, now: Instant) {
+        if let Some(conn) = self.conns.get_mut(h.0) {
+            conn.handle_timeout(now);
+            self.sync(h);
+        }
+    }
+
+    /// Forget a connection (after it drained and the application let go of it).
+    pub fn remove(&mut self, h: ConnectionHandle) -> Option<Connection> {
+        let conn = self.conns.try_remove(h.0)?;
+        self.routes.retain(|_, v| *v != h);
+        self.reset_tokens.retain(|_, v| *v != h);
+        Some(conn)
+    }
+
+    /// Handles of all live connections.
+    pub fn handles(&self) -> impl Iterator<Item = ConnectionHandle> + '_ {
+        self.conns.iter().map(|(i, _)| ConnectionHandle(i))
+    }
+
+    /// Number of connections.
+    pub fn len(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// True with no connections.
+    pub fn is_empty(&self) -> bool {
+        self.conns.is_empty()
+    }
+
+    /// Length of the connection IDs this endpoint issues.
+    pub fn cid_len(&self) -> usize {
+        self.config.cid_len
+    }
+}
+
+/// The transport parameters we announce for a configuration.
+pub fn local_params(config: &TransportConfig) -> TransportParameters {
+    TransportParameters {
+        max_idle_timeout: config.max_idle_timeout,
+        max_udp_payload_size: u64::from(config.max_udp_payload_size),
+        initial_max_data: config.receive_window,
+        initial_max_stream_data_bidi_local: config.stream_receive_window,
+        initial_max_stream_data_bidi_remote: config.stream_receive_window,
+        initial_max_stream_data_uni: config.stream_receive_window,
+        initial_max_streams_bidi: config.max_concurrent_bidi_streams,
+        initial_max_streams_uni: config.max_concurrent_uni_streams,
+        ack_delay_exponent: config.ack_delay_exponent,
+        max_ack_delay: config.max_ack_delay,
+        disable_active_migration: true,
+        active_connection_id_limit: config.active_connection_id_limit,
+        //= https://datatracker.ietf.org/doc/html/draft-ietf-quic-ack-frequency
+        //# min_ack_delay: the minimum amount of time, in microseconds, that the
+        //# endpoint sending this value is willing to delay an acknowledgment.
+        min_ack_delay: config.ack_frequency.then_some(1000),
+        ..TransportParameters::default()
+    }
+}
