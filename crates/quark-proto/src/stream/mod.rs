@@ -3,13 +3,23 @@
 //! flow-control counters (RFC 9000 §4). The connection's stream manager
 //! (`connection/streams.rs`) ties them to frames and to the application.
 //!
-//! CONTRACT (filled in by the streams work): public items fixed; bodies and private
-//! items the implementer's.
+//! Connection-level accounting, for the stream manager:
+//! - sending: [`SendStream::write`] takes `SendFlow::credit()` and returns what it
+//!   accepted, which the caller passes to [`SendFlow::consume`] (and calls
+//!   [`SendFlow::set_blocked`] when the connection credit was what stopped it);
+//! - receiving: the growth returned by [`RecvStream::on_data`] and
+//!   [`RecvStream::on_reset`] goes to [`RecvFlow::on_received`]; every increase of
+//!   [`RecvStream::read_offset`] (reads, and data discarded by a reset or `stop`) goes
+//!   to [`RecvFlow::on_consumed`].
 
 pub mod flow;
+mod ranges;
 pub mod recv;
 pub mod send;
 
 pub use flow::{RecvFlow, SendFlow};
 pub use recv::{ReadError, ReadOutcome, RecvBuffer, RecvState, RecvStream};
 pub use send::{SendBuffer, SendRange, SendState, SendStream, WriteError};
+
+#[cfg(test)]
+mod tests;

@@ -1,8 +1,11 @@
-//! Outgoing stream data: buffered until acknowledged, retransmitted when lost.
-//!
-//! CONTRACT (filled in by the streams work).
+//! Outgoing stream data: buffered until acknowledged, retransmitted when lost, and
+//! the sending half of a stream (RFC 9000 §3.1) with its flow control (§4.1).
 
 use bytes::BufMut;
+
+mod buffer;
+
+pub use buffer::SendBuffer;
 
 /// A range of stream data chosen for one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,87 +18,6 @@ pub struct SendRange {
     pub fin: bool,
     /// True if this is data sent before and declared lost.
     pub retransmit: bool,
-}
-
-/// Bytes written by the application and not yet acknowledged, with bookkeeping
-/// of what is unsent, in flight, lost and acknowledged. Used for streams and for the
-/// CRYPTO stream of each packet-number space. Memory is freed as the acknowledged
-/// prefix advances; writes are coalesced into contiguous storage (no allocation per
-/// write once capacity is reached).
-pub struct SendBuffer {
-    // implementer's fields
-    _todo: (),
-}
-
-impl Default for SendBuffer {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SendBuffer {
-    /// An empty buffer.
-    pub fn new() -> Self {
-        todo!("send buffer")
-    }
-
-    /// Append bytes (no limit here; callers bound what they accept).
-    pub fn write(&mut self, data: &[u8]) {
-        let _ = data;
-        todo!("send buffer")
-    }
-
-    /// Mark the end of the stream after everything written so far.
-    pub fn finish(&mut self) {
-        todo!("send buffer")
-    }
-
-    /// Total bytes written (the final size once finished).
-    pub fn written(&self) -> u64 {
-        todo!("send buffer")
-    }
-
-    /// Bytes held (written and not yet acknowledged).
-    pub fn buffered(&self) -> usize {
-        todo!("send buffer")
-    }
-
-    /// Whether something is waiting to be sent: lost data, unsent data or an unsent FIN.
-    pub fn has_pending(&self) -> bool {
-        todo!("send buffer")
-    }
-
-    /// Choose the next range to send, at most `max_len` bytes: lost data first, then
-    /// new data. Marks it in flight. Returns a bare FIN (len 0) when only FIN is left.
-    pub fn next_range(&mut self, max_len: usize) -> Option<SendRange> {
-        let _ = max_len;
-        todo!("send buffer")
-    }
-
-    /// Append the bytes of `offset..offset+len` (which must still be buffered) to `dst`.
-    pub fn copy_range<B: BufMut>(&self, offset: u64, len: usize, dst: &mut B) {
-        let _ = (offset, len, dst);
-        todo!("send buffer")
-    }
-
-    /// The peer acknowledged a frame that carried this range. Returns true when every
-    /// byte and the FIN (if finished) have now been acknowledged.
-    pub fn on_ack(&mut self, offset: u64, len: usize, fin: bool) -> bool {
-        let _ = (offset, len, fin);
-        todo!("send buffer")
-    }
-
-    /// A frame that carried this range was declared lost: queue whatever part of it is
-    /// not yet acknowledged for retransmission.
-    pub fn on_lost(&mut self, offset: u64, len: usize, fin: bool) {
-        let _ = (offset, len, fin);
-        todo!("send buffer")
-    }
-
-    /// Drop all data (after RESET_STREAM): nothing more will be sent.
-    pub fn clear(&mut self) {
-        todo!("send buffer")
-    }
 }
 
 /// Sending part of a stream (RFC 9000 §3.1).
@@ -125,110 +47,237 @@ pub enum WriteError {
 }
 
 /// The sending half of a stream with its flow control.
+#[derive(Debug)]
 pub struct SendStream {
-    // implementer's fields
-    _todo: (),
+    buf: SendBuffer,
+    state: SendState,
+    /// The peer's MAX_STREAM_DATA: no byte at or above it may be written.
+    max_stream_data: u64,
+    /// Most unacknowledged bytes we hold.
+    buffer_limit: usize,
+    /// The STOP_SENDING code, once received.
+    stopped: Option<u64>,
+    /// A write was refused by stream credit at this limit.
+    blocked_at: Option<u64>,
+    /// The last limit reported in STREAM_DATA_BLOCKED.
+    blocked_reported: Option<u64>,
 }
 
 impl SendStream {
     /// A stream the peer lets us send `max_stream_data` bytes on; we buffer at most
     /// `buffer_limit` unacknowledged bytes.
     pub fn new(max_stream_data: u64, buffer_limit: usize) -> Self {
-        let _ = (max_stream_data, buffer_limit);
-        todo!("send stream")
+        SendStream {
+            buf: SendBuffer::new(),
+            state: SendState::Send,
+            max_stream_data,
+            buffer_limit,
+            stopped: None,
+            blocked_at: None,
+            blocked_reported: None,
+        }
+    }
+
+    /// Stream credit left: bytes the peer still lets us write.
+    fn stream_credit(&self) -> u64 {
+        self.max_stream_data.saturating_sub(self.buf.written())
+    }
+
+    /// Room left under the buffer limit.
+    fn buffer_room(&self) -> usize {
+        self.buffer_limit.saturating_sub(self.buf.buffered())
+    }
+
+    fn check_open(&self) -> Result<(), WriteError> {
+        if let Some(code) = self.stopped {
+            return Err(WriteError::Stopped(code));
+        }
+        if self.state != SendState::Send {
+            return Err(WriteError::Closed);
+        }
+        Ok(())
     }
 
     /// Accept up to `data.len()` bytes, limited by the stream's flow-control credit, the
     /// buffer limit and `conn_credit` (the connection-level credit the caller has left).
-    /// Returns how many were taken (0 when blocked).
+    /// Returns how many were taken (0 when blocked). The caller consumes the returned
+    /// count from its connection-level credit.
     pub fn write(&mut self, data: &[u8], conn_credit: u64) -> Result<usize, WriteError> {
-        let _ = (data, conn_credit);
-        todo!("send stream")
+        self.check_open()?;
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-4.1
+        //# Senders MUST NOT send data in excess of either limit.
+        let stream_credit = self.stream_credit();
+        let n = (data.len() as u64)
+            .min(stream_credit)
+            .min(conn_credit)
+            .min(self.buffer_room() as u64) as usize;
+        if n < data.len() && n as u64 == stream_credit {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-4.1
+            //# A sender SHOULD send a
+            //# STREAM_DATA_BLOCKED or DATA_BLOCKED frame to indicate to the receiver
+            //# that it has data to write but is blocked by flow control limits.
+            self.blocked_at = Some(self.max_stream_data);
+        }
+        self.buf.write(&data[..n]);
+        Ok(n)
     }
 
     /// Finish the stream (FIN after the written data).
     pub fn finish(&mut self) -> Result<(), WriteError> {
-        todo!("send stream")
+        self.check_open()?;
+        self.buf.finish();
+        self.state = SendState::DataSent;
+        Ok(())
     }
 
     /// Abandon the stream. Returns the final size to put in RESET_STREAM, or `None` if
     /// it is already reset or fully acknowledged (nothing to send).
     pub fn reset(&mut self) -> Option<u64> {
-        todo!("send stream")
+        match self.state {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-3.1
+            //# From any state that is one of "Ready", "Send", or "Data Sent", an
+            //# application can signal that it wishes to abandon transmission of
+            //# stream data.
+            SendState::Send | SendState::DataSent => {
+                // Every written byte consumed the peer's credit, so the final size is
+                // what was written, sent or not (RFC 9000 §4.5).
+                let final_size = self.buf.written();
+                self.buf.clear();
+                self.state = SendState::ResetSent;
+                Some(final_size)
+            }
+            SendState::DataRecvd | SendState::ResetSent | SendState::ResetRecvd => None,
+        }
     }
 
     /// The peer sent STOP_SENDING. Returns the final size for the RESET_STREAM we must
-    /// answer with (RFC 9000 §3.5), or `None` if no reset is needed.
+    /// answer with (RFC 9000 §3.5), or `None` if no reset is needed (already reset, or
+    /// everything acknowledged).
     pub fn on_stop_sending(&mut self, error_code: u64) -> Option<u64> {
-        let _ = error_code;
-        todo!("send stream")
+        if self.stopped.is_none() {
+            self.stopped = Some(error_code);
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-3.5
+        //# An endpoint that receives a STOP_SENDING frame
+        //# MUST send a RESET_STREAM frame if the stream is in the "Ready" or
+        //# "Send" state.
+        // In "Data Sent" we reset at once too rather than defer (which the RFC allows):
+        // the peer does not want the bytes still in flight.
+        self.reset()
     }
 
     /// The peer raised MAX_STREAM_DATA. Returns true if credit grew.
     pub fn on_max_stream_data(&mut self, max: u64) -> bool {
-        let _ = max;
-        todo!("send stream")
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-4.1
+        //# A sender MUST ignore any MAX_STREAM_DATA or MAX_DATA frames that do
+        //# not increase flow control limits.
+        if max <= self.max_stream_data {
+            return false;
+        }
+        self.max_stream_data = max;
+        true
     }
 
     /// The limit we are blocked at, if a write was refused for stream-level flow
     /// control and no STREAM_DATA_BLOCKED was reported at this limit yet; reporting it
     /// here counts as sending it.
     pub fn take_blocked(&mut self) -> Option<u64> {
-        todo!("send stream")
+        let limit = self.blocked_at?;
+        // Stale once credit grew, or once the stream no longer sends new data.
+        if limit != self.max_stream_data
+            || self.state != SendState::Send
+            || self.blocked_reported == Some(limit)
+        {
+            return None;
+        }
+        self.blocked_reported = Some(limit);
+        Some(limit)
+    }
+
+    fn is_resetting(&self) -> bool {
+        matches!(self.state, SendState::ResetSent | SendState::ResetRecvd)
     }
 
     /// Whether there is anything to (re)transmit.
     pub fn has_pending(&self) -> bool {
-        todo!("send stream")
+        !self.is_resetting() && self.buf.has_pending()
     }
 
-    /// See [`SendBuffer::next_range`].
+    /// See [`SendBuffer::next_range`]. `None` once reset.
     pub fn next_range(&mut self, max_len: usize) -> Option<SendRange> {
-        let _ = max_len;
-        todo!("send stream")
+        if self.is_resetting() {
+            return None;
+        }
+        self.buf.next_range(max_len)
     }
 
     /// See [`SendBuffer::copy_range`].
     pub fn copy_range<B: BufMut>(&self, offset: u64, len: usize, dst: &mut B) {
-        let _ = (offset, len, dst);
-        todo!("send stream")
+        self.buf.copy_range(offset, len, dst)
     }
 
-    /// A STREAM frame was acknowledged. Returns true when the stream reached DataRecvd.
+    /// A STREAM frame was acknowledged. Returns true when the stream reached DataRecvd
+    /// with this acknowledgement (once).
     pub fn on_ack(&mut self, offset: u64, len: usize, fin: bool) -> bool {
-        let _ = (offset, len, fin);
-        todo!("send stream")
+        if self.is_resetting() {
+            return false;
+        }
+        let all_acked = self.buf.on_ack(offset, len, fin);
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-3.1
+        //# Once all stream data has been successfully acknowledged, the sending
+        //# part of the stream enters the "Data Recvd" state, which is a terminal
+        //# state.
+        if all_acked && self.state == SendState::DataSent {
+            self.state = SendState::DataRecvd;
+            return true;
+        }
+        false
     }
 
     /// A STREAM frame was lost.
     pub fn on_lost(&mut self, offset: u64, len: usize, fin: bool) {
-        let _ = (offset, len, fin);
-        todo!("send stream")
+        if !self.is_resetting() {
+            self.buf.on_lost(offset, len, fin);
+        }
     }
 
     /// Our RESET_STREAM was acknowledged (ResetRecvd).
     pub fn on_reset_acked(&mut self) {
-        todo!("send stream")
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-3.1
+        //# Once a packet containing a RESET_STREAM has been acknowledged, the
+        //# sending part of the stream enters the "Reset Recvd" state, which is a
+        //# terminal state.
+        if self.state == SendState::ResetSent {
+            self.state = SendState::ResetRecvd;
+        }
     }
 
     /// Current state.
     pub fn state(&self) -> SendState {
-        todo!("send stream")
+        self.state
     }
 
     /// Bytes written so far.
     pub fn written(&self) -> u64 {
-        todo!("send stream")
+        self.buf.written()
+    }
+
+    /// Bytes held: written and not yet acknowledged.
+    pub fn buffered(&self) -> usize {
+        self.buf.buffered()
     }
 
     /// The STOP_SENDING code, if the peer stopped us.
     pub fn stopped(&self) -> Option<u64> {
-        todo!("send stream")
+        self.stopped
     }
 
     /// True if a write of at least one byte would succeed now (ignoring the
     /// connection-level credit).
     pub fn is_writable(&self) -> bool {
-        todo!("send stream")
+        self.check_open().is_ok() && self.stream_credit() > 0 && self.buffer_room() > 0
     }
 }
+
+#[cfg(test)]
+mod tests;
