@@ -1,1 +1,41 @@
-//! quark async API (to be written).
+//! # quark: QUIC on tokio with a socket-like API
+//!
+//! Listeners, connections and streams, as the VPP and in-kernel QUIC papers
+//! describe them:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use quark::{Endpoint, tls};
+//! let identity = tls::Identity::self_signed(&["localhost"])?;
+//! let server = Endpoint::server(tls::server_config(&identity, &[b"hq-interop"])?, "127.0.0.1:4433".parse()?)?;
+//! let client = Endpoint::client("127.0.0.1:0".parse()?)?;
+//! let config = tls::client_config(tls::Verify::Roots(vec![identity.cert.clone()]), &[b"hq-interop"])?;
+//! let conn = client.connect(config, server.local_addr()?, "localhost")?.await?;
+//! let (mut send, mut recv) = conn.open_bi().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! | module | what lives there |
+//! |---|---|
+//! | [`endpoint`] | `Endpoint`: bind, `accept` (the listener), `connect` |
+//! | [`connection`] | `Connection`: open / accept streams, close |
+//! | [`stream`] | `SendStream` (`AsyncWrite`), `RecvStream` (`AsyncRead`) |
+//! | [`tls`] | certificates and rustls configurations (CA file, `--insecure`, cipher suites) |
+//! | `driver` | the task that moves datagrams between the socket and the protocol core |
+
+#![warn(missing_docs)]
+
+pub mod connection;
+mod driver;
+pub mod endpoint;
+mod shared;
+pub mod stream;
+pub mod tls;
+
+pub use connection::{Connecting, Connection};
+pub use endpoint::Endpoint;
+pub use quark_proto::{
+    ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, ServerConfig, StreamId,
+    TransportConfig,
+};
+pub use stream::{ReadError, RecvStream, SendStream, WriteError};

@@ -368,6 +368,11 @@ impl Connection {
         self.recovery.rtt().smoothed()
     }
 
+    /// Size of the datagrams this connection sends.
+    pub fn max_datagram_size(&self) -> usize {
+        usize::from(self.path.mtu)
+    }
+
     /// Congestion window in bytes.
     pub fn congestion_window(&self) -> u64 {
         self.recovery.congestion_window()

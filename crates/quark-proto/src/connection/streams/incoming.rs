@@ -66,14 +66,18 @@ impl Streams {
         };
         let entry = self.map.get_mut(&id).expect("stream present");
         let recv = entry.recv.as_mut().expect("receiving half exists");
+        let before = recv.read_offset();
         let grew = recv.on_data(offset, data, fin)?;
         self.recv_flow.on_received(grew)?;
-        if entry.stop_code.is_some() {
-            // Nobody will read it: hand the credit straight back.
-            self.recv_flow.on_consumed(grew);
-            self.maybe_free(id);
-        } else if recv.is_readable() {
+        // A stopped stream discards what arrives: that counts as consumed.
+        let consumed = recv.read_offset() - before;
+        if entry.stop_code.is_none() && recv.is_readable() {
             Self::signal_readable(&mut self.events, entry, id);
+        }
+        let stopped = entry.stop_code.is_some();
+        self.on_consumed(consumed);
+        if stopped {
+            self.maybe_free(id);
         }
         Ok(())
     }
@@ -93,18 +97,18 @@ impl Streams {
         };
         let entry = self.map.get_mut(&id).expect("stream present");
         let recv = entry.recv.as_mut().expect("receiving half exists");
-        let unread_before = recv.buffer().max_offset() - recv.read_offset();
+        let before = recv.read_offset();
         let grew = recv.on_reset(f.error_code, f.final_size)?;
         self.recv_flow.on_received(grew)?;
-        // The stream's data will never be read: return all of it to the window.
-        self.recv_flow.on_consumed(unread_before + grew);
-        if self.recv_flow.take_max_data().is_some() {
-            self.pending.max_data = true;
-        }
-        if entry.stop_code.is_some() {
-            self.maybe_free(id);
-        } else {
+        // Discarded data counts as consumed (read_offset covers it).
+        let consumed = recv.read_offset() - before;
+        let stopped = entry.stop_code.is_some();
+        if !stopped {
             Self::signal_readable(&mut self.events, entry, id);
+        }
+        self.on_consumed(consumed);
+        if stopped {
+            self.maybe_free(id);
         }
         Ok(())
     }

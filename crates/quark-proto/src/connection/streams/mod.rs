@@ -251,29 +251,30 @@ impl Streams {
         let recv = entry.recv.as_mut().ok_or(StreamError::WrongDirection)?;
         let before = recv.read_offset();
         let outcome = recv.read(buf);
-        self.recv_flow.on_consumed(recv.read_offset() - before);
+        let consumed = recv.read_offset() - before;
         if recv.take_max_stream_data().is_some() {
             self.pending.max_stream_data.push_back(id);
         }
+        if let Ok(ReadOutcome::Blocked) = outcome {
+            entry.readable_signalled = false;
+        }
+        self.on_consumed(consumed);
+        if matches!(outcome, Ok(ReadOutcome::Finished) | Err(_)) {
+            self.maybe_free(id);
+        }
+        outcome.map_err(StreamError::from)
+    }
+
+    /// Bytes of some stream were read or discarded: return them to the
+    /// connection-level window.
+    pub(crate) fn on_consumed(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.recv_flow.on_consumed(n);
         if self.recv_flow.take_max_data().is_some() {
             self.pending.max_data = true;
         }
-        let outcome = match outcome {
-            Ok(ReadOutcome::Blocked) => {
-                entry.readable_signalled = false;
-                Ok(ReadOutcome::Blocked)
-            }
-            Ok(ReadOutcome::Data(n)) => Ok(ReadOutcome::Data(n)),
-            Ok(ReadOutcome::Finished) => {
-                self.maybe_free(id);
-                Ok(ReadOutcome::Finished)
-            }
-            Err(e) => {
-                self.maybe_free(id);
-                Err(e.into())
-            }
-        };
-        outcome
     }
 
     /// Tell the peer we no longer want data (STOP_SENDING).

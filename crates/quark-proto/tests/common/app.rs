@@ -1,0 +1,145 @@
+//! A small application over the simulated pair: the client sends requests on
+//! bidirectional streams, the server echoes each one back after its FIN.
+
+use std::collections::HashMap;
+
+use quark_proto::{Connection, ConnectionHandle, Dir, ReadOutcome, StreamId};
+
+use super::Sim;
+
+/// One stream's progress on one side.
+#[derive(Default)]
+struct Half {
+    out: Vec<u8>,
+    written: usize,
+    finished: bool,
+    input: Vec<u8>,
+    eof: bool,
+}
+
+/// Write what fits, finishing after the last byte.
+fn pump_write(conn: &mut Connection, id: StreamId, h: &mut Half) {
+    while h.written < h.out.len() {
+        match conn.write(id, &h.out[h.written..]) {
+            Ok(0) => return,
+            Ok(n) => h.written += n,
+            Err(e) => panic!("write on {id:?}: {e}"),
+        }
+    }
+    if !h.finished {
+        conn.finish(id).unwrap();
+        h.finished = true;
+    }
+}
+
+/// Read what arrived.
+fn pump_read(conn: &mut Connection, id: StreamId, h: &mut Half) {
+    let mut buf = [0u8; 16 * 1024];
+    while !h.eof {
+        match conn.read(id, &mut buf) {
+            Ok(ReadOutcome::Data(n)) => h.input.extend_from_slice(&buf[..n]),
+            Ok(ReadOutcome::Finished) => h.eof = true,
+            Ok(ReadOutcome::Blocked) => return,
+            Err(e) => panic!("read on {id:?}: {e}"),
+        }
+    }
+}
+
+/// Echo traffic: `requests` streams from the client, each echoed by the server.
+pub struct Echo {
+    client: ConnectionHandle,
+    server: Option<ConnectionHandle>,
+    pending: Vec<Vec<u8>>,
+    client_streams: HashMap<StreamId, Half>,
+    server_streams: HashMap<StreamId, Half>,
+    expected: HashMap<StreamId, Vec<u8>>,
+    pub completed: usize,
+    total: usize,
+}
+
+impl Echo {
+    pub fn new(client: ConnectionHandle, requests: Vec<Vec<u8>>) -> Self {
+        let total = requests.len();
+        let mut pending = requests;
+        pending.reverse();
+        Echo {
+            client,
+            server: None,
+            pending,
+            client_streams: HashMap::new(),
+            server_streams: HashMap::new(),
+            expected: HashMap::new(),
+            completed: 0,
+            total,
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.completed == self.total
+    }
+
+    /// Make progress on both sides; call between simulation steps.
+    pub fn drive(&mut self, sim: &mut Sim) {
+        if self.server.is_none() {
+            self.server = sim.server_handles.first().copied();
+        }
+        let c = sim.client.connection_mut(self.client).unwrap();
+        while c.is_handshake_complete() {
+            let Some(body) = self.pending.last() else { break };
+            let Some(id) = c.open_stream(Dir::Bi) else { break };
+            let body = body.clone();
+            self.pending.pop();
+            self.expected.insert(id, body.clone());
+            self.client_streams.insert(id, Half { out: body, ..Half::default() });
+        }
+        let mut finished = Vec::new();
+        for (&id, h) in self.client_streams.iter_mut() {
+            pump_write(c, id, h);
+            pump_read(c, id, h);
+            if h.eof {
+                assert_eq!(h.input.len(), self.expected[&id].len(), "echo length on {id:?}");
+                assert!(h.input == self.expected[&id], "echo bytes differ on {id:?}");
+                finished.push(id);
+            }
+        }
+        for id in finished {
+            self.client_streams.remove(&id);
+            self.completed += 1;
+        }
+        let Some(sh) = self.server else { return };
+        let Some(s) = sim.server.connection_mut(sh) else { return };
+        while let Some(id) = s.accept_stream(Dir::Bi) {
+            self.server_streams.insert(id, Half::default());
+        }
+        let mut done = Vec::new();
+        for (&id, h) in self.server_streams.iter_mut() {
+            pump_read(s, id, h);
+            if h.eof && h.out.is_empty() && !h.finished {
+                h.out = std::mem::take(&mut h.input);
+            }
+            if h.eof {
+                pump_write(s, id, h);
+                if h.finished && h.written == h.out.len() {
+                    done.push(id);
+                }
+            }
+        }
+        for id in done {
+            self.server_streams.remove(&id);
+        }
+    }
+}
+
+/// Run the echo to completion.
+pub fn run_echo(sim: &mut Sim, echo: &mut Echo, max_steps: usize) {
+    for _ in 0..max_steps {
+        echo.drive(sim);
+        if echo.done() {
+            return;
+        }
+        if !sim.step() {
+            break;
+        }
+    }
+    panic!("echo incomplete: {}/{} requests after the simulation stopped", echo.completed, echo.total);
+}

@@ -1,0 +1,201 @@
+//! `Connection`: open and accept streams, close, inspect.
+
+use std::future::{Future, poll_fn};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use quark_proto::{ConnectionError, ConnectionHandle, ConnectionStats, Dir, StreamId};
+
+use crate::shared::{SharedRef, dir_index};
+use crate::stream::{RecvStream, SendStream};
+
+/// A QUIC connection. Cheap to clone; when the last clone (and every stream of
+/// it) is dropped, the connection is closed with code 0.
+pub struct Connection {
+    pub(crate) shared: SharedRef,
+    pub(crate) handle: ConnectionHandle,
+}
+
+impl Connection {
+    pub(crate) fn new(shared: SharedRef, handle: ConnectionHandle) -> Self {
+        if let Some(e) = shared.lock().conns.get_mut(&handle) {
+            e.refs += 1;
+        }
+        Connection { shared, handle }
+    }
+
+    async fn open(&self, dir: Dir) -> Result<StreamId, ConnectionError> {
+        poll_fn(|cx| {
+            let mut state = self.shared.lock();
+            let state = &mut *state;
+            let entry = state.conns.get_mut(&self.handle).expect("connection entry");
+            if let Some(e) = &entry.error {
+                return Poll::Ready(Err(e.clone()));
+            }
+            let conn = state.proto.connection_mut(self.handle).expect("connection");
+            if let Some(id) = conn.open_stream(dir) {
+                return Poll::Ready(Ok(id));
+            }
+            // Blocked by the peer's MAX_STREAMS: a STREAMS_BLOCKED goes out.
+            entry.wakers.open[dir_index(dir)] = Some(cx.waker().clone());
+            state.touch(self.handle);
+            Poll::Pending
+        })
+        .await
+    }
+
+    async fn accept(&self, dir: Dir) -> Result<StreamId, ConnectionError> {
+        poll_fn(|cx| {
+            let mut state = self.shared.lock();
+            let state = &mut *state;
+            let entry = state.conns.get_mut(&self.handle).expect("connection entry");
+            let conn = state.proto.connection_mut(self.handle);
+            if let Some(id) = conn.and_then(|c| c.accept_stream(dir)) {
+                return Poll::Ready(Ok(id));
+            }
+            if let Some(e) = &entry.error {
+                return Poll::Ready(Err(e.clone()));
+            }
+            entry.wakers.accept[dir_index(dir)] = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Open a bidirectional stream (waits while the peer's stream limit is reached).
+    pub async fn open_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
+        let id = self.open(Dir::Bi).await?;
+        Ok((SendStream::new(self.clone(), id), RecvStream::new(self.clone(), id)))
+    }
+
+    /// Open a unidirectional stream.
+    pub async fn open_uni(&self) -> Result<SendStream, ConnectionError> {
+        let id = self.open(Dir::Uni).await?;
+        Ok(SendStream::new(self.clone(), id))
+    }
+
+    /// Wait for the peer to open a bidirectional stream.
+    pub async fn accept_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
+        let id = self.accept(Dir::Bi).await?;
+        Ok((SendStream::new(self.clone(), id), RecvStream::new(self.clone(), id)))
+    }
+
+    /// Wait for the peer to open a unidirectional stream.
+    pub async fn accept_uni(&self) -> Result<RecvStream, ConnectionError> {
+        let id = self.accept(Dir::Uni).await?;
+        Ok(RecvStream::new(self.clone(), id))
+    }
+
+    /// Close with an application error code and reason.
+    pub fn close(&self, code: u64, reason: &[u8]) {
+        let mut state = self.shared.lock();
+        if let Some(conn) = state.proto.connection_mut(self.handle) {
+            conn.close(Instant::now(), code, reason);
+        }
+        state.touch(self.handle);
+    }
+
+    /// Wait until the connection has ended, and say why.
+    pub async fn closed(&self) -> ConnectionError {
+        poll_fn(|cx| {
+            let mut state = self.shared.lock();
+            let Some(entry) = state.conns.get_mut(&self.handle) else {
+                return Poll::Ready(ConnectionError::LocallyClosed);
+            };
+            if let Some(e) = &entry.error {
+                return Poll::Ready(e.clone());
+            }
+            entry.wakers.closed.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// The peer's address.
+    pub fn remote_address(&self) -> SocketAddr {
+        self.inspect(|c| c.remote_address()).unwrap_or_else(|| ([0, 0, 0, 0], 0).into())
+    }
+
+    /// Negotiated ALPN protocol.
+    pub fn alpn(&self) -> Option<Vec<u8>> {
+        self.inspect(|c| c.alpn().map(<[u8]>::to_vec)).flatten()
+    }
+
+    /// Negotiated TLS cipher suite, e.g. "TLS13_AES_128_GCM_SHA256".
+    pub fn cipher_suite(&self) -> Option<String> {
+        self.inspect(|c| c.cipher_suite().map(|s| format!("{:?}", s.suite()))).flatten()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ConnectionStats {
+        self.inspect(|c| c.stats()).unwrap_or_default()
+    }
+
+    /// Smoothed RTT.
+    pub fn rtt(&self) -> Duration {
+        self.inspect(|c| c.rtt()).unwrap_or_default()
+    }
+
+    fn inspect<R>(&self, f: impl FnOnce(&quark_proto::Connection) -> R) -> Option<R> {
+        let state = self.shared.lock();
+        state.proto.connection(self.handle).map(f)
+    }
+}
+
+impl Clone for Connection {
+    fn clone(&self) -> Self {
+        Connection::new(self.shared.clone(), self.handle)
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        let Some(entry) = state.conns.get_mut(&self.handle) else { return };
+        entry.refs -= 1;
+        if entry.refs == 0 {
+            if let Some(conn) = state.proto.connection_mut(self.handle) {
+                conn.close(Instant::now(), 0, b"");
+            }
+            state.touch(self.handle);
+        }
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").field("handle", &self.handle).finish()
+    }
+}
+
+/// A connection whose handshake is under way.
+pub struct Connecting {
+    conn: Option<Connection>,
+}
+
+impl Connecting {
+    pub(crate) fn new(conn: Connection) -> Self {
+        Connecting { conn: Some(conn) }
+    }
+}
+
+impl Future for Connecting {
+    type Output = Result<Connection, ConnectionError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let conn = self.conn.as_ref().expect("polled after completion");
+        let mut state = conn.shared.lock();
+        let entry = state.conns.get_mut(&conn.handle).expect("connection entry");
+        if let Some(e) = &entry.error {
+            return Poll::Ready(Err(e.clone()));
+        }
+        if entry.connected {
+            drop(state);
+            return Poll::Ready(Ok(self.conn.take().expect("present")));
+        }
+        entry.wakers.connected = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}

@@ -1,0 +1,333 @@
+//! The driver task: receive a batch of datagrams, feed them to the protocol,
+//! fire timers, collect every connection's outgoing datagrams into GSO batches and
+//! send them with one system call, then wake whoever waits. One driver per
+//! endpoint; it ends when the endpoint and all its connections are gone.
+
+use std::future::Future;
+use std::io::IoSliceMut;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use quark_proto::{ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent, Transmit};
+use quark_udp::{RecvMeta, UdpSocket};
+use smallvec::SmallVec;
+
+use crate::shared::{ConnEntry, SharedRef, State, dir_index};
+
+/// Datagram buffers handed to one `recvmmsg`.
+const RECV_BATCH: usize = 16;
+/// Room for a full GRO batch per buffer.
+const RECV_BUF_SIZE: usize = 64 * 1024;
+/// Transmits collected before one `sendmmsg`.
+const SEND_BATCH: usize = 32;
+/// Upper bound on bytes in one GSO super-datagram.
+const MAX_GSO_BYTES: usize = 64_000;
+/// Loop iterations before yielding to other tasks.
+const POLL_BUDGET: usize = 32;
+
+pub(crate) struct Driver {
+    shared: SharedRef,
+    timer: Pin<Box<tokio::time::Sleep>>,
+    timer_at: Option<Instant>,
+    recv_bufs: Vec<Vec<u8>>,
+    metas: Vec<RecvMeta>,
+    /// Datagram batches built but not yet accepted by the socket.
+    outgoing: Vec<(Transmit, Vec<u8>)>,
+    pool: Vec<Vec<u8>>,
+    /// Connections to poll this round.
+    touched: Vec<ConnectionHandle>,
+}
+
+impl Driver {
+    pub(crate) fn new(shared: SharedRef) -> Self {
+        Driver {
+            shared,
+            timer: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
+            timer_at: None,
+            recv_bufs: (0..RECV_BATCH).map(|_| vec![0; RECV_BUF_SIZE]).collect(),
+            metas: vec![RecvMeta::default(); RECV_BATCH],
+            outgoing: Vec::new(),
+            pool: Vec::new(),
+            touched: Vec::new(),
+        }
+    }
+
+    fn touch(&mut self, state: &mut State, h: ConnectionHandle) {
+        if let Some(entry) = state.conns.get_mut(&h) {
+            if !entry.touched {
+                entry.touched = true;
+                self.touched.push(h);
+            }
+        }
+    }
+
+    /// Read datagram batches until the socket is empty (bounded). Returns whether
+    /// anything arrived.
+    fn receive(&mut self, cx: &mut Context<'_>, socket: &UdpSocket, state: &mut State, now: Instant) -> bool {
+        let mut any = false;
+        for _ in 0..4 {
+            let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_BATCH]> =
+                self.recv_bufs.iter_mut().map(|b| IoSliceMut::new(&mut b[..])).collect();
+            let n = match socket.poll_recv(cx, &mut iovs, &mut self.metas) {
+                Poll::Ready(Ok(n)) => n,
+                Poll::Ready(Err(e)) => {
+                    // ICMP errors surface here on unconnected sockets; they are not fatal.
+                    tracing::debug!(error = %e, "receive error");
+                    continue;
+                }
+                Poll::Pending => break,
+            };
+            drop(iovs);
+            any |= n > 0;
+            for i in 0..n {
+                let meta = self.metas[i];
+                let stride = meta.stride.max(1);
+                let ecn = EcnCodepoint::from_bits(meta.ecn);
+                let mut start = 0;
+                while start < meta.len {
+                    let end = (start + stride).min(meta.len);
+                    let data = &mut self.recv_bufs[i][start..end];
+                    start = end;
+                    match state.proto.handle_datagram(now, meta.addr, meta.dst_ip, ecn, data) {
+                        Some(DatagramEvent::NewConnection(h)) => {
+                            state.conns.insert(h, ConnEntry::new(true));
+                            self.touch(state, h);
+                        }
+                        Some(DatagramEvent::Connection(h)) => self.touch(state, h),
+                        Some(DatagramEvent::Response) | None => {}
+                    }
+                }
+            }
+        }
+        any
+    }
+
+    /// Fire due timers.
+    fn timers(&mut self, state: &mut State, now: Instant) {
+        let due: SmallVec<[ConnectionHandle; 16]> = state
+            .conns
+            .iter()
+            .filter(|(_, e)| e.timeout.is_some_and(|t| t <= now))
+            .map(|(h, _)| *h)
+            .collect();
+        for h in due {
+            state.proto.handle_timeout(h, now);
+            if let Some(e) = state.conns.get_mut(&h) {
+                e.timeout = None;
+            }
+            self.touch(state, h);
+        }
+    }
+
+    /// Send what is queued. Returns false if the socket is full.
+    fn flush(&mut self, cx: &mut Context<'_>, socket: &UdpSocket) -> bool {
+        while !self.outgoing.is_empty() {
+            let batch: SmallVec<[quark_udp::Transmit<'_>; SEND_BATCH]> = self
+                .outgoing
+                .iter()
+                .take(SEND_BATCH)
+                .map(|(t, buf)| quark_udp::Transmit {
+                    destination: t.destination,
+                    ecn: t.ecn.map_or(0, EcnCodepoint::bits),
+                    contents: &buf[..t.size],
+                    segment_size: t.segment_size,
+                    src_ip: t.src_ip,
+                })
+                .collect();
+            match socket.poll_send(cx, &batch) {
+                Poll::Ready(Ok(n)) => {
+                    drop(batch);
+                    let n = n.max(1).min(self.outgoing.len());
+                    for (_, buf) in self.outgoing.drain(..n) {
+                        self.pool.push(buf);
+                    }
+                }
+                Poll::Ready(Err(e)) => {
+                    // A datagram the kernel refuses (e.g. unreachable) is dropped, as the
+                    // network would; recovery retransmits.
+                    drop(batch);
+                    tracing::debug!(error = %e, "send error");
+                    let (_, buf) = self.outgoing.remove(0);
+                    self.pool.push(buf);
+                }
+                Poll::Pending => return false,
+            }
+        }
+        true
+    }
+
+    /// Collect datagrams from touched connections. Returns whether any were produced.
+    fn transmit(&mut self, state: &mut State, socket: &UdpSocket, now: Instant) -> bool {
+        let mut any = false;
+        loop {
+            let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
+            let Some(t) = state.proto.poll_transmit(&mut buf) else {
+                self.pool.push(buf);
+                break;
+            };
+            self.outgoing.push((t, buf));
+            any = true;
+        }
+        let mut i = 0;
+        while i < self.touched.len() && self.outgoing.len() < SEND_BATCH {
+            let h = self.touched[i];
+            let Some(conn) = state.proto.connection_mut(h) else {
+                i += 1;
+                continue;
+            };
+            let max = socket.max_gso_segments().min(MAX_GSO_BYTES / conn.max_datagram_size()).max(1);
+            let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
+            match conn.poll_transmit(now, max, &mut buf) {
+                Some(t) => {
+                    self.outgoing.push((t, buf));
+                    any = true;
+                }
+                None => {
+                    self.pool.push(buf);
+                    i += 1;
+                }
+            }
+        }
+        any
+    }
+
+    /// Deliver protocol events to waiting tasks; drop finished connections.
+    fn dispatch(&mut self, state: &mut State) {
+        for h in std::mem::take(&mut self.touched) {
+            state.proto.sync(h);
+            let Some(conn) = state.proto.connection_mut(h) else { continue };
+            let timeout = conn.poll_timeout();
+            let mut events: SmallVec<[Event; 8]> = SmallVec::new();
+            while let Some(ev) = conn.poll_event() {
+                events.push(ev);
+            }
+            let Some(entry) = state.conns.get_mut(&h) else { continue };
+            entry.touched = false;
+            entry.timeout = timeout;
+            let mut ready = false;
+            for ev in events {
+                ready |= handle_event(entry, ev);
+            }
+            if ready {
+                state.ready.push_back(h);
+                state.accept_wakers.drain(..).for_each(|w| w.wake());
+            }
+            if entry.drained && entry.refs == 0 {
+                state.conns.remove(&h);
+                state.proto.remove(h);
+            }
+        }
+        if state.conns.values().all(|e| e.drained) {
+            state.idle_wakers.drain(..).for_each(|w| w.wake());
+        }
+    }
+}
+
+/// Apply one event. Returns true if a server connection just became ready for `accept`.
+fn handle_event(entry: &mut ConnEntry, ev: Event) -> bool {
+    let w = &mut entry.wakers;
+    match ev {
+        Event::Connected => {
+            entry.connected = true;
+            if let Some(waker) = w.connected.take() {
+                waker.wake();
+            }
+            return entry.incoming;
+        }
+        Event::Stream(StreamEvent::Readable(id)) => {
+            if let Some(waker) = w.readers.remove(&id) {
+                waker.wake();
+            }
+        }
+        Event::Stream(StreamEvent::Writable(id)) => {
+            if let Some(waker) = w.writers.remove(&id) {
+                waker.wake();
+            }
+        }
+        Event::Stream(StreamEvent::Finished(id)) => {
+            entry.finished_streams.insert(id, None);
+            if let Some(waker) = w.finishers.remove(&id) {
+                waker.wake();
+            }
+        }
+        Event::Stream(StreamEvent::Stopped(id, code)) => {
+            entry.finished_streams.insert(id, Some(code));
+            for waker in [w.finishers.remove(&id), w.writers.remove(&id)].into_iter().flatten() {
+                waker.wake();
+            }
+        }
+        Event::Stream(StreamEvent::Opened(dir)) => {
+            if let Some(waker) = w.accept[dir_index(dir)].take() {
+                waker.wake();
+            }
+        }
+        Event::Stream(StreamEvent::Available(dir)) => {
+            if let Some(waker) = w.open[dir_index(dir)].take() {
+                waker.wake();
+            }
+        }
+        Event::ConnectionLost(e) => {
+            entry.error = Some(e);
+            w.wake_all();
+        }
+        Event::Drained => {
+            entry.drained = true;
+            w.wake_all();
+        }
+    }
+    false
+}
+
+impl Future for Driver {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        let shared = this.shared.clone();
+        let mut state = shared.lock();
+        state.driver = Some(cx.waker().clone());
+        for _ in 0..POLL_BUDGET {
+            let now = Instant::now();
+            while let Some(h) = state.dirty.pop_front() {
+                this.touch(&mut state, h);
+            }
+            let sent_all = this.flush(cx, &shared.socket);
+            let received = this.receive(cx, &shared.socket, &mut state, now);
+            this.timers(&mut state, now);
+            let produced = sent_all && this.transmit(&mut state, &shared.socket, now);
+            this.dispatch(&mut state);
+            let sent_more = produced && this.flush(cx, &shared.socket);
+            if !(received || produced || sent_more) && state.dirty.is_empty() {
+                return this.park(cx, &mut state);
+            }
+        }
+        // Out of budget: let other tasks run, then continue.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl Driver {
+    /// Nothing to do now: arm the timer and wait, or finish if everything is gone.
+    fn park(&mut self, cx: &mut Context<'_>, state: &mut State) -> Poll<()> {
+        if state.endpoint_refs == 0 && state.conns.is_empty() && self.outgoing.is_empty() {
+            return Poll::Ready(());
+        }
+        let next = state.conns.values().filter_map(|e| e.timeout).min();
+        match next {
+            Some(at) => {
+                if self.timer_at != Some(at) {
+                    self.timer.as_mut().reset(at.into());
+                    self.timer_at = Some(at);
+                }
+                if self.timer.as_mut().poll(cx).is_ready() {
+                    self.timer_at = None;
+                    cx.waker().wake_by_ref();
+                }
+            }
+            None => self.timer_at = None,
+        }
+        Poll::Pending
+    }
+}

@@ -1,0 +1,165 @@
+//! `Endpoint`: a UDP socket with its connections. A server endpoint is the
+//! listener (`accept`); any endpoint can `connect`.
+
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Instant;
+
+use quark_proto::{ClientConfig, ConnectError, EndpointConfig, ServerConfig};
+use quark_udp::UdpSocket;
+
+use crate::connection::{Connecting, Connection};
+use crate::driver::Driver;
+use crate::shared::{ConnEntry, Shared, SharedRef, State};
+
+/// A QUIC endpoint bound to one UDP socket. Cheap to clone.
+pub struct Endpoint {
+    shared: SharedRef,
+}
+
+impl Endpoint {
+    /// Bind a server endpoint (it can also connect). Must be called in a tokio runtime.
+    pub fn server(config: ServerConfig, addr: SocketAddr) -> io::Result<Self> {
+        Self::with_config(EndpointConfig::default(), Some(config), addr)
+    }
+
+    /// Bind a client-only endpoint (use port 0 for an ephemeral port).
+    pub fn client(addr: SocketAddr) -> io::Result<Self> {
+        Self::with_config(EndpointConfig::default(), None, addr)
+    }
+
+    /// Bind with explicit endpoint settings.
+    pub fn with_config(
+        config: EndpointConfig,
+        server: Option<ServerConfig>,
+        addr: SocketAddr,
+    ) -> io::Result<Self> {
+        let socket = UdpSocket::bind(addr)?;
+        Self::with_socket(config, server, socket)
+    }
+
+    /// Use an existing socket.
+    pub fn with_socket(
+        config: EndpointConfig,
+        server: Option<ServerConfig>,
+        socket: UdpSocket,
+    ) -> io::Result<Self> {
+        let proto = quark_proto::Endpoint::new(Arc::new(config), server.map(Arc::new));
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                proto,
+                conns: Default::default(),
+                dirty: Default::default(),
+                ready: Default::default(),
+                accept_wakers: Vec::new(),
+                idle_wakers: Vec::new(),
+                driver: None,
+                endpoint_refs: 1,
+                closed: false,
+                socket_error: None,
+            }),
+            socket,
+        });
+        tokio::spawn(Driver::new(shared.clone()));
+        Ok(Endpoint { shared })
+    }
+
+    /// The local address of the socket.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.shared.socket.local_addr()
+    }
+
+    /// Start a connection. The returned future resolves once the handshake completes.
+    pub fn connect(
+        &self,
+        config: ClientConfig,
+        addr: SocketAddr,
+        server_name: &str,
+    ) -> Result<Connecting, ConnectError> {
+        let mut state = self.shared.lock();
+        let h = state.proto.connect(Instant::now(), &config, addr, server_name)?;
+        state.conns.insert(h, ConnEntry::new(false));
+        state.touch(h);
+        drop(state);
+        Ok(Connecting::new(Connection::new(self.shared.clone(), h)))
+    }
+
+    /// Wait for the next incoming connection whose handshake has completed.
+    /// `None` once the endpoint is closed.
+    pub async fn accept(&self) -> Option<Connection> {
+        poll_fn(|cx| {
+            let mut state = self.shared.lock();
+            while let Some(h) = state.ready.pop_front() {
+                let Some(entry) = state.conns.get_mut(&h) else { continue };
+                if !entry.incoming || !entry.connected {
+                    continue;
+                }
+                entry.incoming = false;
+                drop(state);
+                return Poll::Ready(Some(Connection::new(self.shared.clone(), h)));
+            }
+            if state.closed || state.socket_error.is_some() {
+                return Poll::Ready(None);
+            }
+            state.accept_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Close every connection with `code` and stop accepting new ones.
+    pub fn close(&self, code: u64, reason: &[u8]) {
+        let mut state = self.shared.lock();
+        state.closed = true;
+        state.proto.set_server_config(None);
+        let now = Instant::now();
+        let handles: Vec<_> = state.conns.keys().copied().collect();
+        for h in handles {
+            if let Some(conn) = state.proto.connection_mut(h) {
+                conn.close(now, code, reason);
+            }
+            state.touch(h);
+        }
+        state.accept_wakers.drain(..).for_each(|w| w.wake());
+    }
+
+    /// Wait until every connection has fully closed (after `close`, or as they end).
+    pub async fn wait_idle(&self) {
+        poll_fn(|cx| {
+            let mut state = self.shared.lock();
+            if state.conns.values().all(|e| e.drained) {
+                return Poll::Ready(());
+            }
+            state.idle_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// How many connections the endpoint holds.
+    pub fn connection_count(&self) -> usize {
+        self.shared.lock().conns.len()
+    }
+}
+
+impl Clone for Endpoint {
+    fn clone(&self) -> Self {
+        self.shared.lock().endpoint_refs += 1;
+        Endpoint { shared: self.shared.clone() }
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.endpoint_refs -= 1;
+        if state.endpoint_refs == 0 {
+            state.closed = true;
+            state.accept_wakers.drain(..).for_each(|w| w.wake());
+            state.wake_driver();
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! State shared by the driver task and the application's handles: the protocol
+//! endpoint behind one lock, plus the wakers of everyone waiting on it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Waker;
+use std::time::Instant;
+
+use quark_proto::{ConnectionError, ConnectionHandle, Dir, Endpoint as ProtoEndpoint, StreamId};
+use quark_udp::UdpSocket;
+
+/// Everything the application may wait for on one connection.
+#[derive(Default)]
+pub(crate) struct ConnWakers {
+    pub(crate) readers: HashMap<StreamId, Waker>,
+    pub(crate) writers: HashMap<StreamId, Waker>,
+    /// Waiting for a stream to be acknowledged in full or stopped.
+    pub(crate) finishers: HashMap<StreamId, Waker>,
+    pub(crate) accept: [Option<Waker>; 2],
+    pub(crate) open: [Option<Waker>; 2],
+    pub(crate) connected: Option<Waker>,
+    pub(crate) closed: Vec<Waker>,
+}
+
+impl ConnWakers {
+    pub(crate) fn wake_all(&mut self) {
+        let all = self
+            .readers
+            .drain()
+            .chain(self.writers.drain())
+            .chain(self.finishers.drain())
+            .map(|(_, w)| w)
+            .chain(self.accept.iter_mut().filter_map(Option::take))
+            .chain(self.open.iter_mut().filter_map(Option::take))
+            .chain(self.connected.take())
+            .chain(self.closed.drain(..));
+        all.for_each(Waker::wake);
+    }
+}
+
+/// Per-connection bookkeeping beside the protocol state.
+pub(crate) struct ConnEntry {
+    pub(crate) wakers: ConnWakers,
+    /// Handshake finished.
+    pub(crate) connected: bool,
+    /// Why it ended.
+    pub(crate) error: Option<ConnectionError>,
+    /// Protocol state is gone.
+    pub(crate) drained: bool,
+    /// Application handles (Connection and streams) alive.
+    pub(crate) refs: usize,
+    /// Server side: not yet handed to `accept`.
+    pub(crate) incoming: bool,
+    /// Streams whose sending side was fully acknowledged (or stopped).
+    pub(crate) finished_streams: HashMap<StreamId, Option<u64>>,
+    /// When the protocol next wants a timeout.
+    pub(crate) timeout: Option<Instant>,
+    /// Queued for the driver's current round.
+    pub(crate) touched: bool,
+}
+
+impl ConnEntry {
+    pub(crate) fn new(incoming: bool) -> Self {
+        ConnEntry {
+            wakers: ConnWakers::default(),
+            connected: false,
+            error: None,
+            drained: false,
+            refs: 0,
+            incoming,
+            finished_streams: HashMap::new(),
+            timeout: None,
+            touched: false,
+        }
+    }
+}
+
+pub(crate) fn dir_index(dir: Dir) -> usize {
+    match dir {
+        Dir::Bi => 0,
+        Dir::Uni => 1,
+    }
+}
+
+/// The lock-protected state.
+pub(crate) struct State {
+    pub(crate) proto: ProtoEndpoint,
+    pub(crate) conns: HashMap<ConnectionHandle, ConnEntry>,
+    /// Connections with work for the driver (new input from the application).
+    pub(crate) dirty: VecDeque<ConnectionHandle>,
+    /// Server connections whose handshake completed, for `accept`.
+    pub(crate) ready: VecDeque<ConnectionHandle>,
+    pub(crate) accept_wakers: Vec<Waker>,
+    pub(crate) idle_wakers: Vec<Waker>,
+    pub(crate) driver: Option<Waker>,
+    /// Endpoint handles alive; the driver stops when none are and no connection is left.
+    pub(crate) endpoint_refs: usize,
+    /// No new connections are accepted.
+    pub(crate) closed: bool,
+    /// The socket failed for good.
+    pub(crate) socket_error: Option<String>,
+}
+
+impl State {
+    pub(crate) fn wake_driver(&mut self) {
+        if let Some(w) = self.driver.take() {
+            w.wake();
+        }
+    }
+
+    /// Note that the application touched a connection, so the driver should poll it.
+    pub(crate) fn touch(&mut self, h: ConnectionHandle) {
+        self.dirty.push_back(h);
+        self.wake_driver();
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    pub(crate) socket: UdpSocket,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves consistent-enough state for
+        // shutdown; don't turn one panic into a cascade.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub(crate) type SharedRef = Arc<Shared>;

@@ -1,0 +1,302 @@
+//! Streams: `SendStream` implements `AsyncWrite`, `RecvStream` implements `AsyncRead`.
+//! Received data is credited back to the peer's flow control only as it is read.
+
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use quark_proto::{ConnectionError, ReadOutcome, StreamError, StreamId};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::connection::Connection;
+
+/// Why a write failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// The peer asked us to stop (STOP_SENDING) with this code.
+    #[error("stopped by peer with code {0}")]
+    Stopped(u64),
+    /// The stream was already finished or reset.
+    #[error("stream closed")]
+    ClosedStream,
+    /// The connection ended.
+    #[error(transparent)]
+    ConnectionLost(#[from] ConnectionError),
+}
+
+/// Why a read failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The peer reset the stream with this code.
+    #[error("reset by peer with code {0}")]
+    Reset(u64),
+    /// We stopped the stream.
+    #[error("stream stopped")]
+    Stopped,
+    /// The connection ended.
+    #[error(transparent)]
+    ConnectionLost(#[from] ConnectionError),
+    /// `read_to_end` exceeded its limit.
+    #[error("stream longer than {0} bytes")]
+    TooLong(usize),
+}
+
+impl From<WriteError> for io::Error {
+    fn from(e: WriteError) -> Self {
+        let kind = match e {
+            WriteError::Stopped(_) | WriteError::ClosedStream => io::ErrorKind::BrokenPipe,
+            WriteError::ConnectionLost(_) => io::ErrorKind::ConnectionAborted,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+impl From<ReadError> for io::Error {
+    fn from(e: ReadError) -> Self {
+        let kind = match e {
+            ReadError::Reset(_) => io::ErrorKind::ConnectionReset,
+            ReadError::Stopped | ReadError::TooLong(_) => io::ErrorKind::Other,
+            ReadError::ConnectionLost(_) => io::ErrorKind::ConnectionAborted,
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+/// The sending half of a stream.
+pub struct SendStream {
+    conn: Connection,
+    id: StreamId,
+    finished: bool,
+}
+
+impl SendStream {
+    pub(crate) fn new(conn: Connection, id: StreamId) -> Self {
+        SendStream { conn, id, finished: false }
+    }
+
+    /// The stream ID.
+    pub fn id(&self) -> StreamId {
+        self.id
+    }
+
+    /// Write some of `buf`, waiting for flow-control credit or buffer space.
+    pub fn poll_write_buf(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<Result<usize, WriteError>> {
+        let mut guard = self.conn.shared.lock();
+        let state = &mut *guard;
+        let entry = state.conns.get_mut(&self.conn.handle).expect("connection entry");
+        if let Some(e) = &entry.error {
+            return Poll::Ready(Err(WriteError::ConnectionLost(e.clone())));
+        }
+        let conn = state.proto.connection_mut(self.conn.handle).expect("connection");
+        match conn.write(self.id, buf) {
+            Ok(0) if !buf.is_empty() => {
+                entry.wakers.writers.insert(self.id, cx.waker().clone());
+                // A blocked write may owe the peer a *_BLOCKED frame.
+                state.touch(self.conn.handle);
+                Poll::Pending
+            }
+            Ok(n) => {
+                state.touch(self.conn.handle);
+                Poll::Ready(Ok(n))
+            }
+            Err(e) => Poll::Ready(Err(write_error(e))),
+        }
+    }
+
+    /// Write all of `buf`.
+    pub async fn write_all(&mut self, mut buf: &[u8]) -> Result<(), WriteError> {
+        while !buf.is_empty() {
+            let n = poll_fn(|cx| self.poll_write_buf(cx, buf)).await?;
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    /// Finish the stream: FIN after what was written. Returns at once; use
+    /// [`SendStream::stopped`] to wait for the peer to acknowledge everything.
+    pub fn finish(&mut self) -> Result<(), WriteError> {
+        if self.finished {
+            return Ok(());
+        }
+        let mut state = self.conn.shared.lock();
+        let conn = state.proto.connection_mut(self.conn.handle).ok_or(WriteError::ClosedStream)?;
+        conn.finish(self.id).map_err(write_error)?;
+        self.finished = true;
+        state.touch(self.conn.handle);
+        Ok(())
+    }
+
+    /// Abandon the stream with an application error code.
+    pub fn reset(&mut self, code: u64) -> Result<(), WriteError> {
+        let mut state = self.conn.shared.lock();
+        let conn = state.proto.connection_mut(self.conn.handle).ok_or(WriteError::ClosedStream)?;
+        conn.reset_stream(self.id, code).map_err(write_error)?;
+        self.finished = true;
+        state.touch(self.conn.handle);
+        Ok(())
+    }
+
+    /// Wait until the peer acknowledged all data (`Ok(None)`) or sent
+    /// STOP_SENDING (`Ok(Some(code))`).
+    pub async fn stopped(&mut self) -> Result<Option<u64>, ConnectionError> {
+        poll_fn(|cx| {
+            let mut guard = self.conn.shared.lock();
+            let entry = guard.conns.get_mut(&self.conn.handle).expect("connection entry");
+            if let Some(outcome) = entry.finished_streams.get(&self.id) {
+                return Poll::Ready(Ok(*outcome));
+            }
+            if let Some(e) = &entry.error {
+                return Poll::Ready(Err(e.clone()));
+            }
+            entry.wakers.finishers.insert(self.id, cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+fn write_error(e: StreamError) -> WriteError {
+    match e {
+        StreamError::Write(quark_proto::WriteError::Stopped(code)) => WriteError::Stopped(code),
+        _ => WriteError::ClosedStream,
+    }
+}
+
+impl AsyncWrite for SendStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_write_buf(cx, buf).map_err(Into::into)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Data is handed to the transport as it is written; nothing is held back here.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.get_mut().finish().map_err(Into::into))
+    }
+}
+
+impl Drop for SendStream {
+    fn drop(&mut self) {
+        // Like closing a TCP socket: what was written is still delivered.
+        if !self.finished {
+            let _ = self.finish();
+        }
+    }
+}
+
+/// The receiving half of a stream.
+pub struct RecvStream {
+    conn: Connection,
+    id: StreamId,
+    /// The end was reached (or an error reported): nothing to stop on drop.
+    done: bool,
+}
+
+impl RecvStream {
+    pub(crate) fn new(conn: Connection, id: StreamId) -> Self {
+        RecvStream { conn, id, done: false }
+    }
+
+    /// The stream ID.
+    pub fn id(&self) -> StreamId {
+        self.id
+    }
+
+    /// Read into `buf`: `Some(n)` bytes, or `None` at the end of the stream.
+    pub fn poll_read_buf(&mut self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<Result<Option<usize>, ReadError>> {
+        if self.done {
+            return Poll::Ready(Ok(None));
+        }
+        let mut guard = self.conn.shared.lock();
+        let state = &mut *guard;
+        let entry = state.conns.get_mut(&self.conn.handle).expect("connection entry");
+        let Some(conn) = state.proto.connection_mut(self.conn.handle) else {
+            return Poll::Ready(Err(ReadError::ConnectionLost(
+                entry.error.clone().unwrap_or(ConnectionError::LocallyClosed),
+            )));
+        };
+        match conn.read(self.id, buf) {
+            Ok(ReadOutcome::Data(n)) => {
+                // Reading may have opened flow-control credit worth announcing.
+                state.touch(self.conn.handle);
+                Poll::Ready(Ok(Some(n)))
+            }
+            Ok(ReadOutcome::Finished) => {
+                self.done = true;
+                Poll::Ready(Ok(None))
+            }
+            Ok(ReadOutcome::Blocked) => {
+                if let Some(e) = &entry.error {
+                    return Poll::Ready(Err(ReadError::ConnectionLost(e.clone())));
+                }
+                entry.wakers.readers.insert(self.id, cx.waker().clone());
+                Poll::Pending
+            }
+            Err(StreamError::Read(quark_proto::ReadError::Reset(code))) => {
+                self.done = true;
+                Poll::Ready(Err(ReadError::Reset(code)))
+            }
+            Err(_) => {
+                self.done = true;
+                Poll::Ready(Err(ReadError::Stopped))
+            }
+        }
+    }
+
+    /// Read some bytes: `Some(n)`, or `None` at the end.
+    pub async fn read(&mut self, buf: &mut [u8]) -> Result<Option<usize>, ReadError> {
+        poll_fn(|cx| self.poll_read_buf(cx, buf)).await
+    }
+
+    /// Read the whole stream, refusing more than `limit` bytes.
+    pub async fn read_to_end(&mut self, limit: usize) -> Result<Vec<u8>, ReadError> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Some(n) = self.read(&mut buf).await? {
+            if out.len() + n > limit {
+                let _ = self.stop(0);
+                return Err(ReadError::TooLong(limit));
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        Ok(out)
+    }
+
+    /// Tell the peer we will not read any more (STOP_SENDING with `code`).
+    pub fn stop(&mut self, code: u64) -> Result<(), ReadError> {
+        self.done = true;
+        let mut state = self.conn.shared.lock();
+        if let Some(conn) = state.proto.connection_mut(self.conn.handle) {
+            let _ = conn.stop_sending(self.id, code);
+        }
+        state.touch(self.conn.handle);
+        Ok(())
+    }
+}
+
+impl AsyncRead for RecvStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let dst = buf.initialize_unfilled();
+        match this.poll_read_buf(cx, dst) {
+            Poll::Ready(Ok(Some(n))) => {
+                buf.advance(n);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Ok(None)) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for RecvStream {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.stop(0);
+        }
+    }
+}
