@@ -7,6 +7,8 @@
 
 pub mod one_rtt;
 pub(crate) mod retry;
+#[cfg(test)]
+pub(crate) mod test_pair;
 pub mod tls;
 pub mod tokens;
 

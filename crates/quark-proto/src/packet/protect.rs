@@ -185,4 +185,34 @@ mod tests {
         let pd = PartialDecode::new(&retry, 0).unwrap();
         assert!(remove_header_protection(&mut retry, &pd, hp, None).is_err());
     }
+
+    proptest::proptest! {
+        /// Whatever arrives, parsing and unprotecting return errors, never panic.
+        #[test]
+        fn never_panics(
+            mut bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            first in proptest::prelude::any::<u8>(),
+            largest in proptest::option::of(proptest::prelude::any::<u64>()),
+            v1: bool,
+        ) {
+            let (_, s) = keys();
+            if let Some(b) = bytes.first_mut() {
+                *b = first | 0x40;
+            }
+            if v1 && bytes.len() > 7 {
+                // a v1 long header with short CIDs, so parsing gets further
+                bytes[0] |= 0x80;
+                bytes[1..5].copy_from_slice(&VERSION_1.to_be_bytes());
+                bytes[5] &= 0x07;
+            }
+            if let Ok(pd) = PartialDecode::new(&bytes, 4) {
+                let hp = s.remote.header.as_ref();
+                if let Ok(h) = remove_header_protection(&mut bytes, &pd, hp, largest) {
+                    proptest::prop_assert!(h.header_len <= pd.len);
+                    let pkt = &mut bytes[..pd.len];
+                    let _ = decrypt_payload(pkt, &h, s.remote.packet.as_ref());
+                }
+            }
+        }
+    }
 }
