@@ -4,11 +4,11 @@
 //! quark writes no cryptographic primitive: AEAD, header protection and HKDF come
 //! from rustls (with the ring provider); Retry integrity, token sealing and reset
 //! token derivation use ring directly.
-//!
-//! CONTRACT (filled in by the packet/crypto work): public items fixed, bodies and
-//! private items the implementer's.
 
 pub mod one_rtt;
+pub(crate) mod retry;
+#[cfg(test)]
+pub(crate) mod test_pair;
 pub mod tls;
 pub mod tokens;
 
@@ -18,9 +18,26 @@ use crate::types::Side;
 
 /// Initial packet protection keys for QUIC v1 (RFC 9001 §5.2), derived from the
 /// Destination Connection ID of the client's first Initial.
+//= https://www.rfc-editor.org/rfc/rfc9001#section-5.2
+//# Initial packets apply the packet protection process, but use a secret
+//# derived from the Destination Connection ID field from the client's
+//# first Initial packet.
+//#
+//# This secret is determined by using HKDF-Extract (see Section 2.2 of
+//# [HKDF]) with a salt and the Destination Connection ID, using the hash
+//# function specified for TLS_AES_128_GCM_SHA256 and AEAD_AES_128_GCM.
 pub fn initial_keys(client_dst_cid: &[u8], side: Side) -> Keys {
-    let _ = (client_dst_cid, side);
-    todo!("crypto")
+    let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .expect("a TLS 1.3 suite");
+    let quic = suite.quic.expect("ring's TLS 1.3 suites all support QUIC");
+    Keys::initial(
+        rustls::quic::Version::V1,
+        suite,
+        quic,
+        client_dst_cid,
+        rustls_side(side),
+    )
 }
 
 /// Map our [`Side`] to rustls'.

@@ -1,7 +1,5 @@
 //! 1-RTT keys and key updates (RFC 9001 §6).
 //!
-//! CONTRACT (filled in by the packet/crypto work).
-//!
 //! Rules this type enforces: header protection keys never change; a packet whose
 //! Key Phase differs from the current phase is tried with the next keys when its
 //! packet number is above every packet of the current phase, and with the previous
@@ -9,14 +7,45 @@
 //! both directions forward (a peer-initiated update). We may initiate an update only
 //! once a packet sent in the current phase has been acknowledged (§6.1); a peer that
 //! updates twice without that is a KEY_UPDATE_ERROR (§6.2).
+//!
+//! The next keys are derived as soon as a phase begins (never while a packet waits),
+//! so a forged Key Phase bit costs the receiver one failed decryption, like any other
+//! forged packet (§6.3). Not done here, because it needs frame-level knowledge or a
+//! clock: waiting for handshake confirmation before the first update (§6.1), and the
+//! ACK-in-old-keys check of §6.2's last paragraph; the connection owns those.
+
+use rustls::quic::PacketKeySet;
 
 use crate::crypto::{HeaderProtectionKey, Keys, PacketKey, Secrets};
 use crate::error::TransportError;
 
 /// 1-RTT packet protection for one connection.
 pub struct OneRttKeys {
-    // implementer's fields
-    _todo: (),
+    local_hp: Box<dyn HeaderProtectionKey>,
+    remote_hp: Box<dyn HeaderProtectionKey>,
+    /// Keys of the current phase.
+    local: Box<dyn PacketKey>,
+    remote: Box<dyn PacketKey>,
+    /// Keys of the next phase, derived ahead of need.
+    next: PacketKeySet,
+    /// Secrets for the phase after `next`.
+    secrets: Secrets,
+    /// Receive key of the previous phase, until `discard_previous`.
+    prev_remote: Option<Box<dyn PacketKey>>,
+    /// Key Phase bit of the current phase.
+    phase: bool,
+    /// Lowest and highest packet numbers received in the current phase.
+    recv_range: Option<(u64, u64)>,
+    /// Lowest packet number sent in the current phase.
+    first_sent: Option<u64>,
+    /// A packet was sent in this phase after one was received in it, so the peer can
+    /// have seen an acknowledgment of one of its current-phase packets.
+    sent_after_recv: bool,
+    /// Largest packet number the peer acknowledged in the data space.
+    largest_acked: Option<u64>,
+    /// Packets encrypted with the current local key.
+    sent_with_key: u64,
+    updates: u64,
 }
 
 /// Why a 1-RTT packet could not be decrypted.
@@ -30,31 +59,55 @@ pub enum OneRttError {
     Fatal(TransportError),
 }
 
+/// Which receive key a packet calls for.
+enum Which {
+    Current,
+    Next,
+    Previous,
+    /// Previous keys for a packet numbered above one already received with newer keys.
+    PreviousOutOfOrder,
+}
+
 impl OneRttKeys {
     /// From the keys and secrets of `KeyChange::OneRtt`.
-    pub fn new(keys: Keys, next: Secrets) -> Self {
-        let _ = (keys, next);
-        todo!("one_rtt")
+    pub fn new(keys: Keys, mut next: Secrets) -> Self {
+        let next_keys = next.next_packet_keys();
+        OneRttKeys {
+            local_hp: keys.local.header,
+            remote_hp: keys.remote.header,
+            local: keys.local.packet,
+            remote: keys.remote.packet,
+            next: next_keys,
+            secrets: next,
+            prev_remote: None,
+            phase: false,
+            recv_range: None,
+            first_sent: None,
+            sent_after_recv: false,
+            largest_acked: None,
+            sent_with_key: 0,
+            updates: 0,
+        }
     }
 
     /// Header protection for packets we send.
     pub fn local_header(&self) -> &dyn HeaderProtectionKey {
-        todo!("one_rtt")
+        self.local_hp.as_ref()
     }
 
     /// Header protection for packets we receive.
     pub fn remote_header(&self) -> &dyn HeaderProtectionKey {
-        todo!("one_rtt")
+        self.remote_hp.as_ref()
     }
 
     /// Packet key for packets we send now.
     pub fn local_packet(&self) -> &dyn PacketKey {
-        todo!("one_rtt")
+        self.local.as_ref()
     }
 
     /// Key Phase bit for packets we send now.
     pub fn key_phase(&self) -> bool {
-        todo!("one_rtt")
+        self.phase
     }
 
     /// Decrypt in place a packet with `header` (associated data) and `payload`
@@ -66,45 +119,352 @@ impl OneRttKeys {
         header: &[u8],
         payload: &mut [u8],
     ) -> Result<usize, OneRttError> {
-        let _ = (pn, key_phase, header, payload);
-        todo!("one_rtt")
+        let which = self.select(pn, key_phase);
+        let key = match which {
+            Which::Current => &self.remote,
+            Which::Next => &self.next.remote,
+            Which::Previous | Which::PreviousOutOfOrder => match &self.prev_remote {
+                Some(key) => key,
+                None => return Err(OneRttError::Decrypt),
+            },
+        };
+        let len = key
+            .decrypt_in_place(pn, header, payload)
+            .map_err(|_| OneRttError::Decrypt)?
+            .len();
+
+        match which {
+            Which::Current => self.note_received(pn),
+            Which::Previous => {}
+            //= https://www.rfc-editor.org/rfc/rfc9001#section-6.4
+            //# An endpoint that successfully removes protection with old
+            //# keys when newer keys were used for packets with lower packet numbers
+            //# MUST treat this as a connection error of type KEY_UPDATE_ERROR.
+            Which::PreviousOutOfOrder => {
+                return Err(OneRttError::Fatal(TransportError::key_update(
+                    "packet protected with old keys after newer keys",
+                )));
+            }
+            Which::Next => {
+                //= https://www.rfc-editor.org/rfc/rfc9001#section-6.2
+                //# If an endpoint detects a second update before it has
+                //# sent any packets with updated keys containing an acknowledgment for
+                //# the packet that initiated the key update, it indicates that its peer
+                //# has updated keys twice without awaiting confirmation.  An endpoint
+                //# MAY treat such consecutive key updates as a connection error of type
+                //# KEY_UPDATE_ERROR.
+                if !self.sent_after_recv {
+                    return Err(OneRttError::Fatal(TransportError::key_update(
+                        "peer updated keys again before its update was acknowledged",
+                    )));
+                }
+                //# If a packet is successfully processed using the next key and IV, then
+                //# the peer has initiated a key update.  The endpoint MUST update its
+                //# send keys to the corresponding key phase in response
+                self.roll();
+                self.note_received(pn);
+            }
+        }
+        Ok(len)
+    }
+
+    /// Choose the receive key for a packet (RFC 9001 §6.5).
+    //= https://www.rfc-editor.org/rfc/rfc9001#section-6.5
+    //# A recovered packet number that is lower than any
+    //# packet number from the current key phase uses the previous packet
+    //# protection keys; a recovered packet number that is higher than any
+    //# packet number from the current key phase requires the use of the next
+    //# packet protection keys.
+    fn select(&self, pn: u64, key_phase: bool) -> Which {
+        if key_phase == self.phase {
+            return Which::Current;
+        }
+        match self.recv_range {
+            Some((low, _)) if pn < low => Which::Previous,
+            Some((_, high)) if pn < high => Which::PreviousOutOfOrder,
+            Some(_) => Which::Next,
+            // Nothing received in this phase yet: after our own update, a packet with
+            // the other bit is a late one from the previous phase; otherwise the peer
+            // is starting an update.
+            None if self.prev_remote.is_some() => Which::Previous,
+            None => Which::Next,
+        }
+    }
+
+    fn note_received(&mut self, pn: u64) {
+        self.recv_range = Some(match self.recv_range {
+            Some((low, high)) => (low.min(pn), high.max(pn)),
+            None => (pn, pn),
+        });
+    }
+
+    /// Move both directions to the next phase and derive the one after it.
+    //= https://www.rfc-editor.org/rfc/rfc9001#section-6.1
+    //# The endpoint toggles the value of the Key Phase bit and uses the
+    //# updated key and IV to protect all subsequent packets.
+    fn roll(&mut self) {
+        let next = std::mem::replace(&mut self.next, self.secrets.next_packet_keys());
+        self.local = next.local;
+        self.prev_remote = Some(std::mem::replace(&mut self.remote, next.remote));
+        self.phase = !self.phase;
+        self.recv_range = None;
+        self.first_sent = None;
+        self.sent_after_recv = false;
+        self.sent_with_key = 0;
+        self.updates += 1;
     }
 
     /// Record that packet `pn` was sent with the current keys.
     pub fn on_packet_sent(&mut self, pn: u64) {
-        let _ = pn;
-        todo!("one_rtt")
+        self.first_sent.get_or_insert(pn);
+        self.sent_with_key += 1;
+        if self.recv_range.is_some() {
+            self.sent_after_recv = true;
+        }
     }
 
     /// Record the largest packet number the peer acknowledged in the data space.
     pub fn on_ack(&mut self, largest_acked: u64) {
-        let _ = largest_acked;
-        todo!("one_rtt")
+        self.largest_acked = Some(
+            self.largest_acked
+                .map_or(largest_acked, |a| a.max(largest_acked)),
+        );
     }
 
     /// Start a key update if allowed (returns whether it started).
+    ///
+    /// The caller must also have confirmed the handshake (RFC 9001 §6.1). While the
+    /// previous receive keys are still kept the update waits, which also gives the
+    /// peer the three PTOs of §6.5 to drop its own old keys.
+    //= https://www.rfc-editor.org/rfc/rfc9001#section-6.1
+    //# An endpoint MUST NOT initiate a
+    //# subsequent key update unless it has received an acknowledgment for a
+    //# packet that was sent protected with keys from the current key phase.
+    //# This ensures that keys are available to both peers before another key
+    //# update can be initiated.  This can be implemented by tracking the
+    //# lowest packet number sent with each key phase and the highest
+    //# acknowledged packet number in the 1-RTT space: once the latter is
+    //# higher than or equal to the former, another key update can be
+    //# initiated.
     pub fn initiate_update(&mut self) -> bool {
-        todo!("one_rtt")
+        let acked = matches!(
+            (self.first_sent, self.largest_acked),
+            (Some(first), Some(acked)) if acked >= first
+        );
+        if !acked || self.prev_remote.is_some() {
+            return false;
+        }
+        self.roll();
+        true
     }
 
     /// True when the current local key is near its confidentiality limit, so the
     /// connection should update keys now.
+    //= https://www.rfc-editor.org/rfc/rfc9001#section-6.6
+    //# Endpoints MUST initiate a key update
+    //# before sending more protected packets than the confidentiality limit
+    //# for the selected AEAD permits.
     pub fn should_update(&self) -> bool {
-        todo!("one_rtt")
+        let limit = self.local.confidentiality_limit();
+        // Three quarters of the limit leaves time for the update to be allowed.
+        self.sent_with_key >= limit - limit / 4
     }
 
     /// Forget the previous receive keys (call about 3 PTO after an update).
     pub fn discard_previous(&mut self) {
-        todo!("one_rtt")
+        self.prev_remote = None;
     }
 
     /// True while previous receive keys are kept (so the caller can arm a timer).
     pub fn has_previous(&self) -> bool {
-        todo!("one_rtt")
+        self.prev_remote.is_some()
     }
 
     /// Number of key updates so far (both initiators).
     pub fn updates(&self) -> u64 {
-        todo!("one_rtt")
+        self.updates
+    }
+
+    /// Number of packets that may fail authentication on this connection before it
+    /// must close with AEAD_LIMIT_REACHED (RFC 9001 §6.6).
+    pub fn integrity_limit(&self) -> u64 {
+        self.remote.integrity_limit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crypto::test_pair::handshake;
+    use crate::error::TransportErrorCode;
+    use rustls::SupportedCipherSuite;
+    use rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
+
+    fn pair(suite: SupportedCipherSuite) -> (OneRttKeys, OneRttKeys) {
+        let (client, server) = handshake(suite);
+        let (ck, cn) = client.one_rtt.unwrap();
+        let (sk, sn) = server.one_rtt.unwrap();
+        (OneRttKeys::new(ck, cn), OneRttKeys::new(sk, sn))
+    }
+
+    /// A sealed packet: (pn, key phase bit, header, payload + tag).
+    struct Sealed(u64, bool, Vec<u8>, Vec<u8>);
+
+    fn send(from: &mut OneRttKeys, pn: u64) -> Sealed {
+        let header = vec![0x40 | (u8::from(from.key_phase()) << 2), pn as u8];
+        let mut payload = pn.to_be_bytes().to_vec();
+        let tag = from
+            .local_packet()
+            .encrypt_in_place(pn, &header, &mut payload)
+            .unwrap();
+        payload.extend_from_slice(tag.as_ref());
+        from.on_packet_sent(pn);
+        Sealed(pn, from.key_phase(), header, payload)
+    }
+
+    fn recv(to: &mut OneRttKeys, p: &Sealed) -> Result<u64, OneRttError> {
+        let mut payload = p.3.clone();
+        let len = to.decrypt(p.0, p.1, &p.2, &mut payload)?;
+        assert_eq!(len, 8);
+        Ok(u64::from_be_bytes(payload[..8].try_into().unwrap()))
+    }
+
+    fn key_update_error(r: Result<u64, OneRttError>) -> bool {
+        matches!(r, Err(OneRttError::Fatal(e)) if e.code == TransportErrorCode::KEY_UPDATE_ERROR)
+    }
+
+    #[test]
+    fn client_initiates_server_follows() {
+        let (mut c, mut s) = pair(TLS13_AES_128_GCM_SHA256);
+        assert!(!c.key_phase() && !s.key_phase());
+        // Nothing sent yet, so nothing acknowledged: no update.
+        assert!(!c.initiate_update());
+
+        let p0 = send(&mut c, 0);
+        let late = send(&mut c, 1); // delayed in the network
+        assert_eq!(recv(&mut s, &p0), Ok(0));
+        let ack = send(&mut s, 0);
+        assert_eq!(recv(&mut c, &ack), Ok(0));
+        assert!(!c.initiate_update(), "packet 0 not acknowledged yet");
+        c.on_ack(0);
+        assert!(c.initiate_update());
+        assert!(c.key_phase());
+        assert_eq!(c.updates(), 1);
+        assert!(c.has_previous());
+
+        // The server notices the new phase and follows.
+        let p2 = send(&mut c, 2);
+        assert!(p2.1);
+        assert_eq!(recv(&mut s, &p2), Ok(2));
+        assert!(s.key_phase());
+        assert_eq!(s.updates(), 1);
+        assert!(s.has_previous());
+
+        // A packet of the old phase still opens with the previous keys...
+        assert_eq!(recv(&mut s, &late), Ok(1));
+        // ...until they are discarded.
+        s.discard_previous();
+        assert!(!s.has_previous());
+        assert_eq!(recv(&mut s, &late), Err(OneRttError::Decrypt));
+
+        // The server's replies use the new keys and the client reads them.
+        let r = send(&mut s, 1);
+        assert!(r.1);
+        assert_eq!(recv(&mut c, &r), Ok(1));
+        assert_eq!(c.updates(), 1, "no further update on the client");
+    }
+
+    #[test]
+    fn second_update_needs_an_ack_of_the_current_phase() {
+        let (mut c, mut s) = pair(TLS13_AES_128_GCM_SHA256);
+        let p = send(&mut c, 0);
+        recv(&mut s, &p).unwrap();
+        let a = send(&mut s, 0);
+        recv(&mut c, &a).unwrap();
+        c.on_ack(0);
+        assert!(c.initiate_update());
+        // The previous keys are still kept and nothing of phase 1 is acknowledged.
+        assert!(!c.initiate_update());
+        c.discard_previous();
+        assert!(!c.initiate_update(), "nothing sent in phase 1");
+        let p1 = send(&mut c, 1);
+        c.on_ack(0);
+        assert!(!c.initiate_update(), "only a phase-0 packet acknowledged");
+        recv(&mut s, &p1).unwrap();
+        c.on_ack(1);
+        assert!(c.initiate_update());
+        assert!(!c.key_phase());
+        assert_eq!(c.updates(), 2);
+    }
+
+    #[test]
+    fn peer_updating_twice_without_ack_is_key_update_error() {
+        let (mut c, mut s) = pair(TLS13_AES_128_GCM_SHA256);
+        let p = send(&mut c, 0);
+        recv(&mut s, &p).unwrap();
+        let a = send(&mut s, 0);
+        recv(&mut c, &a).unwrap();
+        c.on_ack(0);
+        assert!(c.initiate_update());
+        let p1 = send(&mut c, 1);
+        assert_eq!(recv(&mut s, &p1), Ok(1));
+        // A misbehaving client acknowledges itself and updates again before the
+        // server has sent anything in phase 1.
+        c.discard_previous();
+        c.on_ack(1);
+        assert!(c.initiate_update());
+        let p2 = send(&mut c, 2);
+        assert!(key_update_error(recv(&mut s, &p2)));
+    }
+
+    #[test]
+    fn old_keys_after_newer_keys_is_key_update_error() {
+        let (mut c, mut s) = pair(TLS13_AES_128_GCM_SHA256);
+        let p = send(&mut c, 0);
+        recv(&mut s, &p).unwrap();
+        let a = send(&mut s, 0);
+        recv(&mut c, &a).unwrap();
+        c.on_ack(0);
+        let old7 = send(&mut c, 7); // phase 0, numbered above packets of phase 1
+        assert!(c.initiate_update());
+        let new5 = send(&mut c, 5);
+        let new9 = send(&mut c, 9);
+        recv(&mut s, &new5).unwrap();
+        recv(&mut s, &new9).unwrap();
+        assert!(key_update_error(recv(&mut s, &old7)));
+    }
+
+    #[test]
+    fn forged_phase_bit_does_not_update() {
+        let (mut c, mut s) = pair(TLS13_AES_128_GCM_SHA256);
+        let p = send(&mut c, 0);
+        recv(&mut s, &p).unwrap();
+        let mut forged = send(&mut c, 1);
+        forged.1 = !forged.1;
+        assert_eq!(recv(&mut s, &forged), Err(OneRttError::Decrypt));
+        assert!(!s.key_phase());
+        assert_eq!(s.updates(), 0);
+        // damaged ciphertext
+        let mut bad = send(&mut c, 2);
+        bad.3[0] ^= 1;
+        assert_eq!(recv(&mut s, &bad), Err(OneRttError::Decrypt));
+    }
+
+    #[test]
+    fn should_update_near_the_confidentiality_limit() {
+        let (mut c, _) = pair(TLS13_AES_128_GCM_SHA256);
+        let limit = c.local_packet().confidentiality_limit();
+        assert_eq!(limit, 1 << 23, "AES-128-GCM in QUIC (RFC 9001 §6.6)");
+        let threshold = limit - limit / 4;
+        for pn in 0..threshold - 1 {
+            c.on_packet_sent(pn);
+        }
+        assert!(!c.should_update());
+        c.on_packet_sent(threshold);
+        assert!(c.should_update());
+        c.on_ack(0);
+        assert!(c.initiate_update());
+        assert!(!c.should_update(), "the new key starts from zero");
+        assert!(c.integrity_limit() > 0);
     }
 }

@@ -1,9 +1,6 @@
 //! Packet headers, packet numbers, protection, and the special packets
 //! (Version Negotiation, Retry, Stateless Reset).
 //!
-//! CONTRACT (filled in by the packet/crypto work): the public items below are fixed;
-//! bodies, private helpers and submodules are the implementer's.
-//!
 //! Receive path: [`PartialDecode::new`] reads the invariant and long-header fields
 //! of the first packet in a datagram (a datagram may hold several, coalesced:
 //! `len` says where the next one starts); the endpoint routes on `dst_cid`; the
@@ -16,16 +13,25 @@
 //! [`PacketBuilder::finish_plaintext`] + [`SealJob::seal`] so a batch of packets
 //! can be built first and encrypted together just before the send system call.
 
+mod build;
+mod header;
 pub mod number;
+mod protect;
+mod special;
+#[cfg(test)]
+mod vectors;
 
 use std::ops::Range;
 
-use rustls::quic::{HeaderProtectionKey, PacketKey};
-
-use crate::cid::{ConnectionId, ResetToken};
+use crate::cid::ConnectionId;
 use crate::types::PacketKind;
 
 pub use number::{decode_packet_number, packet_number_len};
+pub use protect::{decrypt_payload, remove_header_protection};
+pub use special::{
+    retry_integrity_ok, version_negotiation_versions, write_retry, write_stateless_reset,
+    write_version_negotiation,
+};
 
 /// QUIC version 1.
 pub const VERSION_1: u32 = 0x0000_0001;
@@ -87,20 +93,6 @@ pub enum PacketDecodeError {
     Invalid(&'static str),
 }
 
-impl PartialDecode {
-    /// Parse the first packet of `datagram`. `local_cid_len` is the length of the
-    /// connection IDs this endpoint issues (short headers carry no length).
-    pub fn new(datagram: &[u8], local_cid_len: usize) -> Result<Self, PacketDecodeError> {
-        let _ = (datagram, local_cid_len);
-        todo!("packet")
-    }
-
-    /// True for long-header packets.
-    pub fn is_long(&self) -> bool {
-        self.first & 0x80 != 0
-    }
-}
-
 /// The header after header protection has been removed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unprotected {
@@ -115,30 +107,6 @@ pub struct Unprotected {
     /// The reserved bits were zero. If not, and the packet decrypts, the
     /// connection must close with PROTOCOL_VIOLATION (RFC 9000 §17.2, §17.3.1).
     pub reserved_bits_zero: bool,
-}
-
-/// Remove header protection in place. `packet` is exactly this packet
-/// (`&mut datagram[..pd.len]`); `largest_pn` is the largest packet number
-/// successfully processed in its space, for packet-number decoding.
-pub fn remove_header_protection(
-    packet: &mut [u8],
-    pd: &PartialDecode,
-    hp: &dyn HeaderProtectionKey,
-    largest_pn: Option<u64>,
-) -> Result<Unprotected, PacketDecodeError> {
-    let _ = (packet, pd, hp, largest_pn);
-    todo!("packet")
-}
-
-/// Decrypt the payload of a packet whose header protection has been removed.
-/// Returns the range of `packet` holding the plaintext frames.
-pub fn decrypt_payload(
-    packet: &mut [u8],
-    header: &Unprotected,
-    key: &dyn PacketKey,
-) -> Result<Range<usize>, rustls::Error> {
-    let _ = (packet, header, key);
-    todo!("packet")
 }
 
 /// What a packet's header needs when it is written.
@@ -199,99 +167,4 @@ pub struct SealJob {
     pub end: usize,
     /// Packet number.
     pub pn: u64,
-}
-
-impl PacketBuilder {
-    /// Append a header to `buf`. The packet, including the `tag_len`-byte AEAD tag,
-    /// will be at most `max_size` bytes.
-    pub fn start(buf: &mut Vec<u8>, h: &HeaderParams<'_>, max_size: usize, tag_len: usize) -> Self {
-        let _ = (buf, h, max_size, tag_len);
-        todo!("packet")
-    }
-
-    /// Payload bytes that still fit.
-    pub fn remaining(&self, buf: &[u8]) -> usize {
-        self.max_end.saturating_sub(buf.len())
-    }
-
-    /// Pad with PADDING frames so the packet (with tag) is at least `min_size` bytes and
-    /// long enough to sample for header protection, write the Length field, and reserve
-    /// the tag. Encryption is left to the returned job.
-    pub fn finish_plaintext(self, buf: &mut Vec<u8>, min_size: usize, tag_len: usize) -> SealJob {
-        let _ = (buf, min_size, tag_len);
-        todo!("packet")
-    }
-
-    /// `finish_plaintext` and `seal` in one step. Returns the packet's size.
-    pub fn finish(
-        self,
-        buf: &mut Vec<u8>,
-        min_size: usize,
-        key: &dyn PacketKey,
-        hp: &dyn HeaderProtectionKey,
-    ) -> usize {
-        let job = self.finish_plaintext(buf, min_size, key.tag_len());
-        job.seal(buf, key, hp);
-        job.end + key.tag_len() - job.start
-    }
-}
-
-impl SealJob {
-    /// Encrypt the payload in place, write the tag and apply header protection.
-    pub fn seal(&self, buf: &mut [u8], key: &dyn PacketKey, hp: &dyn HeaderProtectionKey) {
-        let _ = (buf, key, hp);
-        todo!("packet")
-    }
-}
-
-/// Append a Version Negotiation packet answering a client that sent
-/// `client_dst` / `client_src` (RFC 9000 §17.2.1): the IDs swapped, our versions
-/// listed, first byte's unused bits from `random`.
-pub fn write_version_negotiation(
-    buf: &mut Vec<u8>,
-    client_dst: &ConnectionId,
-    client_src: &ConnectionId,
-    versions: &[u32],
-    random: u8,
-) {
-    let _ = (buf, client_dst, client_src, versions, random);
-    todo!("packet")
-}
-
-/// The versions listed in a Version Negotiation packet (`pd.ty` must be
-/// `VersionNegotiation`). Empty or misaligned lists are invalid.
-pub fn version_negotiation_versions(
-    packet: &[u8],
-    pd: &PartialDecode,
-) -> Result<Vec<u32>, PacketDecodeError> {
-    let _ = (packet, pd);
-    todo!("packet")
-}
-
-/// Append a Retry packet (RFC 9000 §17.2.5) with its integrity tag (RFC 9001 §5.8).
-/// `dst_cid` is the client's SCID, `src_cid` the server's new CID, `orig_dst_cid`
-/// the DCID of the client's first Initial.
-pub fn write_retry(
-    buf: &mut Vec<u8>,
-    dst_cid: &ConnectionId,
-    src_cid: &ConnectionId,
-    orig_dst_cid: &ConnectionId,
-    token: &[u8],
-    random: u8,
-) {
-    let _ = (buf, dst_cid, src_cid, orig_dst_cid, token, random);
-    todo!("packet")
-}
-
-/// Check a received Retry packet's integrity tag against the DCID the client sent.
-pub fn retry_integrity_ok(orig_dst_cid: &ConnectionId, packet: &[u8]) -> bool {
-    let _ = (orig_dst_cid, packet);
-    todo!("packet")
-}
-
-/// Append a Stateless Reset (RFC 9000 §10.3) of `len` bytes (at least 21):
-/// a short-header-looking first byte, unpredictable bytes, then the token.
-pub fn write_stateless_reset(buf: &mut Vec<u8>, token: &ResetToken, len: usize, random: &[u8]) {
-    let _ = (buf, token, len, random);
-    todo!("packet")
 }
