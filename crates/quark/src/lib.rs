@@ -28,12 +28,14 @@
 pub mod connection;
 mod driver;
 pub mod endpoint;
+pub mod hq;
 mod shared;
 pub mod stream;
 pub mod tls;
 
 pub use connection::{Connecting, Connection};
 pub use endpoint::Endpoint;
+pub use quark_proto::cc::CcAlgorithm;
 pub use quark_proto::{
     ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, ServerConfig, StreamId,
     TransportConfig,

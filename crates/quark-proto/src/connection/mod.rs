@@ -213,6 +213,8 @@ pub struct Connection {
     /// Reused per ACK: packets newly acknowledged / lost (no allocation per ACK).
     acked_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
     lost_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
+    /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
+    decrypt_failures: u64,
     /// Reused buffer for handshake bytes.
     crypto_scratch: Vec<u8>,
 }
@@ -289,6 +291,7 @@ impl Connection {
             acked_scratch: Vec::new(),
             lost_scratch: Vec::new(),
             crypto_scratch: Vec::new(),
+            decrypt_failures: 0,
             config,
         };
         conn.reset_idle_timer(now);
@@ -458,9 +461,20 @@ impl Connection {
         self.ping_pending = true;
     }
 
-    /// Start a 1-RTT key update (RFC 9001 §6) if allowed now.
-    pub fn initiate_key_update(&mut self) -> bool {
-        self.one_rtt.as_mut().is_some_and(|k| k.initiate_update())
+    /// Start a 1-RTT key update (RFC 9001 §6) if allowed now: the handshake is
+    /// confirmed and the previous update has settled.
+    pub fn initiate_key_update(&mut self, now: Instant) -> bool {
+        //= https://www.rfc-editor.org/rfc/rfc9001#section-6
+        //# An endpoint MUST NOT initiate a key update prior to having confirmed the
+        //# handshake
+        if !self.handshake_confirmed {
+            return false;
+        }
+        let started = self.one_rtt.as_mut().is_some_and(|k| k.initiate_update());
+        if started {
+            self.schedule_key_discard(now);
+        }
+        started
     }
 
     // ----- shared helpers ----------------------------------------------------------

@@ -259,7 +259,19 @@ impl Connection {
                         }
                         Some((hdr, hdr.header_len..hdr.header_len + n))
                     }
-                    Err(OneRttError::Decrypt) => None,
+                    Err(OneRttError::Decrypt) => {
+                        //= https://www.rfc-editor.org/rfc/rfc9001#section-6.6
+                        //# If the total number of received packets that fail authentication
+                        //# within the connection, across all keys, exceeds the integrity
+                        //# limit for the selected AEAD, the endpoint MUST immediately close
+                        //# the connection with a connection error of type
+                        //# AEAD_LIMIT_REACHED
+                        self.decrypt_failures += 1;
+                        if self.decrypt_failures > keys.integrity_limit() {
+                            self.close_on_error(now, TransportError::aead_limit_reached("integrity limit"));
+                        }
+                        None
+                    }
                     Err(OneRttError::Fatal(e)) => {
                         self.close_on_error(now, e);
                         None

@@ -273,11 +273,12 @@ impl Connection {
         min_size: usize,
         cc_ok: bool,
     ) -> bool {
-        if space == SpaceId::Data {
-            if let Some(keys) = self.one_rtt.as_mut() {
-                if keys.should_update() && keys.initiate_update() {
-                    tracing::debug!("key update for the confidentiality limit");
-                }
+        if space == SpaceId::Data && self.one_rtt.as_ref().is_some_and(|k| k.should_update()) {
+            //= https://www.rfc-editor.org/rfc/rfc9001#section-6.6
+            //# Endpoints MUST initiate a key update before the confidentiality limit
+            //# is reached
+            if self.initiate_key_update(now) {
+                tracing::debug!("key update for the confidentiality limit");
             }
         }
         let Some(builder) = self.begin_packet(space, buf, end) else {

@@ -1,0 +1,230 @@
+//! `quark get`: fetch URLs over hq-interop, in parallel as streams of one connection.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use quark::tls::{self, Verify};
+use quark::{Connection, Endpoint};
+use tokio::io::AsyncWriteExt;
+
+use crate::options::TransportArgs;
+
+/// Fetch files over hq-interop.
+#[derive(Args, Debug)]
+pub struct GetArgs {
+    /// URLs like https://host:port/path, all on the same server.
+    #[arg(required = true)]
+    pub urls: Vec<String>,
+    /// Output directory, or `-` for standard output.
+    #[arg(short, long, default_value = ".")]
+    pub output: String,
+    /// Trust the certificates in this PEM file.
+    #[arg(long, conflicts_with = "insecure")]
+    pub ca: Option<PathBuf>,
+    /// Do not verify the server certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Give up connecting after this many seconds.
+    #[arg(long, default_value_t = 10)]
+    pub connect_timeout: u64,
+    /// No progress bar or summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub transport: TransportArgs,
+}
+
+/// A parsed `https://host[:port]/path` URL.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Url {
+    pub host: String,
+    pub port: u16,
+    pub path: String,
+}
+
+pub fn parse_url(url: &str) -> anyhow::Result<Url> {
+    let rest = url
+        .strip_prefix("https://")
+        .ok_or_else(|| anyhow!("{url}: only https:// URLs are supported"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, p) = v6.split_once(']').ok_or_else(|| anyhow!("{url}: bad IPv6 address"))?;
+        (h.to_string(), p.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        bail!("{url}: missing host");
+    }
+    let port = match port {
+        Some(p) => p.parse().map_err(|_| anyhow!("{url}: bad port '{p}'"))?,
+        None => 443,
+    };
+    Ok(Url { host, port, path: path.to_string() })
+}
+
+fn output_name(path: &str) -> String {
+    let name = path.split(['?', '#']).next().unwrap_or_default().rsplit('/').next().unwrap_or_default();
+    if name.is_empty() || name == "." || name == ".." { "index.html".into() } else { name.into() }
+}
+
+pub async fn run(args: GetArgs) -> anyhow::Result<()> {
+    let urls: Vec<Url> = args.urls.iter().map(|u| parse_url(u)).collect::<Result<_, _>>()?;
+    let first = &urls[0];
+    if let Some(other) = urls.iter().find(|u| u.host != first.host || u.port != first.port) {
+        bail!("all URLs must name the same server ({}:{} vs {}:{})", first.host, first.port, other.host, other.port);
+    }
+    let to_stdout = args.output == "-";
+    let out_dir = PathBuf::from(&args.output);
+    if !to_stdout && !out_dir.is_dir() {
+        bail!("-o {}: not a directory", out_dir.display());
+    }
+    let addr: SocketAddr = tokio::net::lookup_host((first.host.as_str(), first.port))
+        .await
+        .with_context(|| format!("cannot resolve {}", first.host))?
+        .next()
+        .ok_or_else(|| anyhow!("cannot resolve {}", first.host))?;
+    let verify = match (&args.ca, args.insecure) {
+        (_, true) => Verify::Insecure,
+        (Some(ca), false) => Verify::CaFile(ca.clone()),
+        (None, false) => bail!("no way to verify the server: give --ca FILE (or --insecure)"),
+    };
+    let suites = args.transport.cipher_suites()?;
+    let mut config = tls::client_config_with(verify, &[quark::hq::ALPN], &suites)?;
+    config.transport = Arc::new(args.transport.transport_config());
+    let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
+    let endpoint = Endpoint::client(bind).context("cannot open a UDP socket")?;
+    let start = Instant::now();
+    let connecting = endpoint.connect(config, addr, &first.host)?;
+    let conn = tokio::time::timeout(Duration::from_secs(args.connect_timeout), connecting)
+        .await
+        .map_err(|_| anyhow!("{addr}: no answer from the server within {}s", args.connect_timeout))?
+        .map_err(|e| anyhow!("{addr}: connection failed: {e}"))?;
+    let handshake = start.elapsed();
+
+    let bar = progress_bar(args.quiet, urls.len());
+    let mut tasks = Vec::new();
+    for url in &urls {
+        let (conn, path, bar) = (conn.clone(), url.path.clone(), bar.clone());
+        let dest = (!to_stdout).then(|| out_dir.join(output_name(&url.path)));
+        tasks.push(tokio::spawn(async move { fetch_one(conn, path, dest, bar).await }));
+    }
+    let mut total = 0u64;
+    let mut failures = 0;
+    let mut stdout = tokio::io::stdout();
+    for (url, task) in urls.iter().zip(tasks) {
+        match task.await? {
+            Ok(Fetched::File(n)) => total += n,
+            Ok(Fetched::Memory(body)) => {
+                total += body.len() as u64;
+                stdout.write_all(&body).await?;
+            }
+            Err(e) => {
+                failures += 1;
+                bar.suspend(|| eprintln!("error: {}: {e}", url.path));
+            }
+        }
+    }
+    stdout.flush().await?;
+    bar.finish_and_clear();
+    let elapsed = start.elapsed();
+    conn.close(0, b"done");
+    let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+    if !args.quiet {
+        let secs = elapsed.as_secs_f64();
+        eprintln!(
+            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}]",
+            urls.len() - failures,
+            urls.len(),
+            total,
+            secs,
+            handshake.as_secs_f64() * 1e3,
+            total as f64 * 8.0 / secs / 1e6,
+            conn.cipher_suite().unwrap_or_default(),
+        );
+    }
+    if failures > 0 {
+        bail!("{failures} of {} downloads failed", urls.len());
+    }
+    Ok(())
+}
+
+enum Fetched {
+    File(u64),
+    Memory(Vec<u8>),
+}
+
+async fn fetch_one(conn: Connection, path: String, dest: Option<PathBuf>, bar: ProgressBar) -> Result<Fetched, String> {
+    let progress = |n: usize| bar.inc(n as u64);
+    let result = match &dest {
+        Some(dest) => {
+            let mut file = tokio::fs::File::create(dest).await.map_err(|e| format!("{}: {e}", dest.display()))?;
+            quark::hq::fetch(&conn, &path, &mut file, progress).await.map(Fetched::File)
+        }
+        None => {
+            let mut body = Vec::new();
+            quark::hq::fetch(&conn, &path, &mut body, progress).await.map(|_| Fetched::Memory(body))
+        }
+    };
+    if result.is_err() {
+        if let Some(dest) = &dest {
+            let _ = std::fs::remove_file(dest);
+        }
+    }
+    bar.set_message(format!("{} done", short(&path)));
+    result.map_err(|e| e.describe())
+}
+
+fn short(path: &str) -> &str {
+    Path::new(path).file_name().and_then(|f| f.to_str()).unwrap_or(path)
+}
+
+fn progress_bar(quiet: bool, files: usize) -> ProgressBar {
+    if quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_message(format!("{files} files"));
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            parse_url("https://localhost:4433/a/b").unwrap(),
+            Url { host: "localhost".into(), port: 4433, path: "/a/b".into() }
+        );
+        assert_eq!(parse_url("https://[::1]:9/x").unwrap().host, "::1");
+        assert_eq!(parse_url("https://h").unwrap(), Url { host: "h".into(), port: 443, path: "/".into() });
+        assert!(parse_url("http://h/").is_err());
+        assert!(parse_url("https://h:99999/").is_err());
+        assert!(parse_url("https://:1/").is_err());
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(output_name("/a/b.bin"), "b.bin");
+        assert_eq!(output_name("/"), "index.html");
+        assert_eq!(output_name("/x?y=1"), "x");
+    }
+}

@@ -1,0 +1,33 @@
+//! Options shared by the QUIC subcommands.
+
+use clap::Args;
+use quark::TransportConfig;
+use quark::CcAlgorithm;
+
+/// Transport tuning common to `serve` and `get`.
+#[derive(Args, Debug, Clone)]
+pub struct TransportArgs {
+    /// Congestion controller: cubic or newreno.
+    #[arg(long, default_value = "cubic")]
+    pub cc: CcAlgorithm,
+    /// TLS 1.3 cipher suites to offer (aes128, aes256, chacha20); default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub cipher: Vec<String>,
+    /// Idle timeout in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub idle_timeout: u64,
+}
+
+impl TransportArgs {
+    pub fn transport_config(&self) -> TransportConfig {
+        TransportConfig {
+            congestion_control: self.cc,
+            max_idle_timeout: std::time::Duration::from_secs(self.idle_timeout),
+            ..TransportConfig::default()
+        }
+    }
+
+    pub fn cipher_suites(&self) -> anyhow::Result<Vec<rustls::SupportedCipherSuite>> {
+        self.cipher.iter().map(|c| Ok(quark::tls::cipher_suite(c)?)).collect()
+    }
+}

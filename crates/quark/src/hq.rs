@@ -1,0 +1,240 @@
+//! hq-interop: HTTP/0.9 over QUIC, the file-transfer protocol of the QUIC
+//! interop community. A client opens a bidirectional stream, sends
+//! `GET /path\r\n` and FIN; the server answers with the file's bytes and FIN.
+//! Errors have no status line in HTTP/0.9, so the server resets the stream with
+//! one of the codes below.
+
+use std::path::{Component, Path, PathBuf};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::connection::Connection;
+use crate::stream::{ReadError, WriteError};
+
+/// The ALPN protocol name.
+pub const ALPN: &[u8] = b"hq-interop";
+
+/// Reset code: the request was malformed.
+pub const BAD_REQUEST: u64 = 0x400;
+/// Reset code: the path is not allowed (e.g. contains `..`).
+pub const FORBIDDEN: u64 = 0x403;
+/// Reset code: no such file.
+pub const NOT_FOUND: u64 = 0x404;
+/// Reset code: the server failed while sending.
+pub const SERVER_ERROR: u64 = 0x500;
+
+/// Longest request line accepted.
+pub const MAX_REQUEST: usize = 8 * 1024;
+
+/// What went wrong with a request.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RequestError {
+    /// Not `GET /path`.
+    #[error("malformed request")]
+    Malformed,
+    /// A path escaping the root, or otherwise refused.
+    #[error("forbidden path")]
+    Forbidden,
+}
+
+impl RequestError {
+    /// The stream reset code for this error.
+    pub fn code(&self) -> u64 {
+        match self {
+            RequestError::Malformed => BAD_REQUEST,
+            RequestError::Forbidden => FORBIDDEN,
+        }
+    }
+}
+
+/// The path of a request `GET /path` (with `\r\n`, `\n` or nothing after it).
+pub fn parse_request(request: &[u8]) -> Result<&str, RequestError> {
+    let line = request.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = std::str::from_utf8(line).map_err(|_| RequestError::Malformed)?;
+    let path = line.strip_prefix("GET ").ok_or(RequestError::Malformed)?.trim();
+    if !path.starts_with('/') || path.contains(char::is_whitespace) {
+        return Err(RequestError::Malformed);
+    }
+    Ok(path)
+}
+
+/// Map a request path onto a file under `root`, refusing anything that could
+/// leave it (`..`, NUL, backslashes); a trailing `/` means `index.html`.
+pub fn resolve(root: &Path, path: &str) -> Result<PathBuf, RequestError> {
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    if path.contains(['\0', '\\']) {
+        return Err(RequestError::Forbidden);
+    }
+    let mut out = root.to_path_buf();
+    for component in Path::new(path.trim_start_matches('/')).components() {
+        match component {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(RequestError::Forbidden);
+            }
+        }
+    }
+    if path.ends_with('/') || path.is_empty() {
+        out.push("index.html");
+    }
+    Ok(out)
+}
+
+/// Serve every request of one connection from files under `root`.
+pub async fn serve_connection(conn: Connection, root: PathBuf) {
+    while let Ok((send, recv)) = conn.accept_bi().await {
+        let root = root.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_stream(send, recv, &root).await {
+                tracing::debug!(error = %e, "hq request failed");
+            }
+        });
+    }
+}
+
+/// Why serving one request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Reading the request failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// Sending the response failed.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// The request was refused with this code.
+    #[error("refused request: {0}")]
+    Refused(RequestError),
+    /// The file could not be opened.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+async fn serve_stream(
+    mut send: crate::SendStream,
+    mut recv: crate::RecvStream,
+    root: &Path,
+) -> Result<(), ServeError> {
+    let request = match recv.read_to_end(MAX_REQUEST).await {
+        Ok(r) => r,
+        Err(ReadError::TooLong(_)) => {
+            send.reset(BAD_REQUEST)?;
+            return Err(ServeError::Refused(RequestError::Malformed));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let file = match parse_request(&request).and_then(|p| resolve(root, p)) {
+        Ok(f) => f,
+        Err(e) => {
+            send.reset(e.code())?;
+            return Err(ServeError::Refused(e));
+        }
+    };
+    let mut file = match tokio::fs::File::open(&file).await {
+        Ok(f) if f.metadata().await.is_ok_and(|m| m.is_file()) => f,
+        _ => {
+            send.reset(NOT_FOUND)?;
+            return Ok(());
+        }
+    };
+    if let Err(e) = copy(&mut file, &mut send).await {
+        let _ = send.reset(SERVER_ERROR);
+        return Err(e);
+    }
+    send.finish()?;
+    Ok(())
+}
+
+async fn copy(file: &mut (impl AsyncRead + Unpin), send: &mut crate::SendStream) -> Result<(), ServeError> {
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        send.write_all(&buf[..n]).await?;
+    }
+}
+
+/// Why a fetch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The connection or stream failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// Sending the request failed.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// The connection ended.
+    #[error(transparent)]
+    Connection(#[from] quark_proto::ConnectionError),
+    /// Writing the output failed.
+    #[error("output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+impl FetchError {
+    /// A one-line explanation, naming hq reset codes.
+    pub fn describe(&self) -> String {
+        match self {
+            FetchError::Read(ReadError::Reset(code)) => match *code {
+                NOT_FOUND => "not found (server reset the stream with 0x404)".into(),
+                FORBIDDEN => "forbidden path (server reset the stream with 0x403)".into(),
+                BAD_REQUEST => "bad request (server reset the stream with 0x400)".into(),
+                other => format!("server reset the stream with code {other:#x}"),
+            },
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Fetch `path` on `conn`, writing the body to `out`. Calls `progress` with each
+/// chunk's size. Returns the body length.
+pub async fn fetch(
+    conn: &Connection,
+    path: &str,
+    out: &mut (impl AsyncWrite + Unpin),
+    mut progress: impl FnMut(usize),
+) -> Result<u64, FetchError> {
+    let (mut send, mut recv) = conn.open_bi().await?;
+    send.write_all(format!("GET {path}\r\n").as_bytes()).await?;
+    send.finish()?;
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total = 0u64;
+    while let Some(n) = recv.read(&mut buf).await? {
+        out.write_all(&buf[..n]).await?;
+        total += n as u64;
+        progress(n);
+    }
+    out.flush().await?;
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests() {
+        assert_eq!(parse_request(b"GET /a/b.txt\r\n"), Ok("/a/b.txt"));
+        assert_eq!(parse_request(b"GET /x"), Ok("/x"));
+        assert_eq!(parse_request(b"GET /x\n"), Ok("/x"));
+        assert_eq!(parse_request(b"POST /x\r\n"), Err(RequestError::Malformed));
+        assert_eq!(parse_request(b"GET x\r\n"), Err(RequestError::Malformed));
+        assert_eq!(parse_request(b"GET /a b\r\n"), Err(RequestError::Malformed));
+        assert_eq!(parse_request(&[0xff, 0xfe]), Err(RequestError::Malformed));
+    }
+
+    #[test]
+    fn paths_stay_under_the_root() {
+        let root = Path::new("/srv");
+        assert_eq!(resolve(root, "/a/b"), Ok(PathBuf::from("/srv/a/b")));
+        assert_eq!(resolve(root, "/"), Ok(PathBuf::from("/srv/index.html")));
+        assert_eq!(resolve(root, "/./a"), Ok(PathBuf::from("/srv/a")));
+        assert_eq!(resolve(root, "/a?x=1"), Ok(PathBuf::from("/srv/a")));
+        for bad in ["/../etc/passwd", "/a/../../b", "/a\\..\\b", "/a\0"] {
+            assert_eq!(resolve(root, bad), Err(RequestError::Forbidden), "{bad}");
+        }
+    }
+}
