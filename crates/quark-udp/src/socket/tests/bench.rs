@@ -1,5 +1,15 @@
 //! Measurements, not assertions (`#[ignore]`d; run them with
 //! `cargo test -p quark-udp --release --lib -- --ignored --nocapture bench::`).
+//!
+//! One run on the lab machine (2 shared vCPUs, load average ~9, so only the ratios
+//! mean much), 1200-byte datagrams, 32 per send call, 200 000 datagrams:
+//!
+//! | GSO | GRO | sent dgram/s | received dgram/s | send / recv syscalls |
+//! |---|---|---|---|---|
+//! | off | off | 72 000 | 72 000 | 6 250 / 80 000 |
+//! | on | off | 231 000 | 183 000 (81 % of sent) | 6 250 / 5 000 |
+//! | off | on | 75 000 | 75 000 | 6 250 / 81 000 |
+//! | on | on | 2 124 000 | 2 396 000 (all) | 6 250 / 3 700 |
 
 use std::io::IoSliceMut;
 use std::sync::Arc;
@@ -7,7 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use super::{bind, datagram, payload};
-use crate::{BATCH_SIZE, RecvMeta, Transmit, stats};
+use crate::stats::{self, Timer};
+use crate::{BATCH_SIZE, RecvMeta, Transmit};
 
 const SIZE: usize = 1200;
 
@@ -105,6 +116,19 @@ fn bench_stats_overhead() {
         std::hint::black_box(Instant::now().elapsed());
     }
     println!("Instant::now() pair: {:?}", start.elapsed() / N);
+    let was = stats::enabled();
+    for enabled in [false, true] {
+        stats::set_enabled(enabled);
+        let start = Instant::now();
+        for _ in 0..N {
+            Timer::start().stop().sent(1, 1, SIZE);
+        }
+        println!(
+            "counter bookkeeping per system call, stats {enabled:5}: {:?}",
+            start.elapsed() / N
+        );
+    }
+    stats::set_enabled(was);
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -115,7 +139,6 @@ fn bench_stats_overhead() {
         let tx = bind("127.0.0.1:0");
         let p = payload(0, SIZE);
         let t = [datagram(rx.local_addr().unwrap(), &p)];
-        let was = stats::enabled();
         for round in 0..3 {
             for enabled in [false, true] {
                 stats::set_enabled(enabled);
