@@ -1,1 +1,144 @@
-//! quark-udp (to be written).
+//! quark's datagram I/O for Linux: batched, feature-detecting UDP.
+//!
+//! QUIC spends most of its CPU in `sendmsg`/`recvmsg` (seeds 000 and 001), so this
+//! crate moves many datagrams per system call:
+//!
+//! - **Send**: [`UdpSocket::try_send`] hands a whole slice of [`Transmit`]s to one
+//!   `sendmmsg(2)` (up to [`BATCH_SIZE`] messages per call, looping for more). A
+//!   transmit with a `segment_size` is a GSO "super-buffer": the kernel cuts it into
+//!   equal datagrams (`UDP_SEGMENT`), so one message can carry up to
+//!   [`MAX_GSO_SEGMENTS`] datagrams.
+//! - **Receive**: [`UdpSocket::try_recv`] fills up to [`BATCH_SIZE`] buffers with one
+//!   `recvmmsg(2)`. With GRO (`UDP_GRO`) the kernel may coalesce several datagrams of one
+//!   flow into one buffer; [`RecvMeta::stride`] is then the datagram size.
+//! - Per-message metadata travels in control messages: ECN bits (`IP_TOS` /
+//!   `IPV6_TCLASS`), the local address (`IP_PKTINFO` / `IPV6_PKTINFO`) and the GSO/GRO
+//!   segment size. Control buffers live on the stack: no heap allocation per call.
+//!
+//! # Fallbacks
+//!
+//! Every feature is detected at run time and degrades silently (a `debug` log line):
+//!
+//! - A socket option that the kernel refuses turns its feature off (no ECN marks read,
+//!   no `dst_ip`, no GRO, ...). Only failing to create the socket is an error.
+//! - GSO is probed with `getsockopt(UDP_SEGMENT)`. If a GSO send later fails with `EIO`
+//!   (the device can't checksum-offload) or `EINVAL` (the route can't segment) and the same
+//!   transmit then goes out as separate datagrams, GSO is switched off for the socket
+//!   for good (logged once) and the batch is sent without it. The caller never sees
+//!   that error. Without GSO, segmented transmits are sent as one datagram per segment.
+//! - If `sendmmsg`/`recvmmsg` are missing (`ENOSYS`), a `sendmsg`/`recvmsg` loop is used.
+//!
+//! # Kernel features used
+//!
+//! | feature | since | used for |
+//! |---|---|---|
+//! | `sendmmsg(2)` / `recvmmsg(2)` | 3.0 / 2.6.33 | many datagrams per system call |
+//! | `UDP_SEGMENT` (GSO) | 4.18 | one send of up to 64 equal datagrams |
+//! | `UDP_GRO` | 5.0 | coalesced receive; segment size in a control message |
+//! | `IP_RECVTOS` / `IPV6_RECVTCLASS`, `IP_TOS` / `IPV6_TCLASS` | 2.6 | ECN (RFC 9000 §13.4) |
+//! | `IP_PKTINFO` / `IPV6_RECVPKTINFO`, `IPV6_PKTINFO` | 2.6 | local address per datagram; source address choice |
+//! | `IP_MTU_DISCOVER` / `IPV6_MTU_DISCOVER` = `*_PMTUDISC_PROBE` | 2.6.22 | don't fragment, ignore the route's PMTU (DPLPMTUD, RFC 9000 §14.3) |
+//! | `SO_RCVBUFFORCE` / `SO_SNDBUFFORCE` | 2.6.14 | ~8 MiB buffers beyond `rmem_max` (needs `CAP_NET_ADMIN`; falls back to `SO_RCVBUF`/`SO_SNDBUF`) |
+//!
+//! Dual-stack IPv6 sockets (bound to `[::]`) talk to IPv4 peers through v4-mapped
+//! addresses; the API only ever shows plain IPv4 addresses for them.
+//!
+//! # Layout
+//!
+//! [`UdpSocket`] (tokio integration) sits on `sys`, one module per mechanism: socket
+//! options, control messages, socket addresses, and the `mmsg` backend
+//! (`sendmmsg`/`recvmmsg`). Another backend (AF_XDP) can be added next to `mmsg`.
+//! [`stats`] counts system calls, datagrams, bytes and time for the lab.
+
+#![warn(missing_docs)]
+
+#[cfg(not(target_os = "linux"))]
+compile_error!("quark-udp supports Linux only");
+
+mod socket;
+pub mod stats;
+mod sys;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+pub use socket::UdpSocket;
+
+/// Most messages one system call sends or receives; [`UdpSocket::try_send`] loops
+/// for longer slices, [`UdpSocket::try_recv`] returns at most this many messages.
+pub const BATCH_SIZE: usize = 32;
+
+/// Most datagrams in one GSO send (the kernel's `UDP_MAX_SEGMENTS`).
+pub const MAX_GSO_SEGMENTS: usize = 64;
+
+/// Most bytes in one GSO send: the UDP payload limit of an IPv4 datagram
+/// (65535 − 20 − 8). Longer segmented transmits are sent as several GSO messages.
+pub const MAX_GSO_BYTES: usize = 65_507;
+
+/// Most segments the kernel coalesces into one GRO buffer (`UDP_GRO_CNT_MAX`).
+const MAX_GRO_SEGMENTS: usize = 64;
+
+/// One received message, as filled in by [`UdpSocket::try_recv`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvMeta {
+    /// The sender's address (IPv4 peers of a dual-stack socket show as IPv4).
+    pub addr: SocketAddr,
+    /// Bytes written into the buffer.
+    pub len: usize,
+    /// Size of each datagram in the buffer: the GRO segment size when the kernel
+    /// coalesced several datagrams (the last one may be shorter), else `len`.
+    /// Never 0 (an empty datagram has `len == 0`, `stride == 1`), so
+    /// `buf[..len].chunks(stride)` is always safe.
+    pub stride: usize,
+    /// The two ECN bits of the IP TOS / traffic class byte (0 = Not-ECT).
+    pub ecn: u8,
+    /// The local address the datagram was sent to, when the kernel reported it.
+    pub dst_ip: Option<IpAddr>,
+}
+
+impl Default for RecvMeta {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+            len: 0,
+            stride: 1,
+            ecn: 0,
+            dst_ip: None,
+        }
+    }
+}
+
+/// One outgoing datagram, or a GSO batch of equal-size datagrams.
+#[derive(Debug, Clone, Copy)]
+pub struct Transmit<'a> {
+    /// Where to send it.
+    pub destination: SocketAddr,
+    /// The two ECN bits to set in the IP header (0 = leave the TOS byte alone).
+    pub ecn: u8,
+    /// One datagram, or several `segment_size` datagrams back to back (the last may be
+    /// shorter) when `segment_size` is `Some`.
+    pub contents: &'a [u8],
+    /// Size of each datagram in `contents`. `None`, `Some(0)` or a size of at least
+    /// `contents.len()` mean one datagram.
+    pub segment_size: Option<usize>,
+    /// The local address to send from (multi-homed servers answer from the address
+    /// the client used); `None` lets the routing table choose.
+    pub src_ip: Option<IpAddr>,
+}
+
+impl Transmit<'_> {
+    /// The datagram size, or `None` when `contents` is a single datagram.
+    fn segment(&self) -> Option<usize> {
+        match self.segment_size {
+            Some(size) if size > 0 && size < self.contents.len() => Some(size),
+            _ => None,
+        }
+    }
+
+    /// How many datagrams this transmit puts on the wire.
+    pub fn segments(&self) -> usize {
+        match self.segment() {
+            Some(size) => self.contents.len().div_ceil(size),
+            None => 1,
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! [`UdpSocket`]: the batched socket, registered with tokio.
+
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::task::{Context, Poll, ready};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::unix::AsyncFd;
+
+use crate::sys::{self, State, options};
+use crate::{RecvMeta, Transmit};
+
+#[cfg(test)]
+mod tests;
+
+/// A UDP socket that sends and receives batches of datagrams (see the crate docs).
+///
+/// All methods take `&self`: one task may send while another receives. The `try_*`
+/// methods never block; the `poll_*` and `async` ones wait for readiness through
+/// tokio.
+pub struct UdpSocket {
+    io: AsyncFd<std::net::UdpSocket>,
+    state: State,
+}
+
+impl UdpSocket {
+    /// Creates a socket bound to `addr` and configures it (see the crate docs). An
+    /// unspecified IPv6 address (`[::]`) gives a dual-stack socket. Must be called
+    /// inside a tokio runtime with I/O enabled.
+    pub fn bind(addr: SocketAddr) -> io::Result<Self> {
+        let socket = Socket::new(
+            Domain::for_address(addr),
+            Type::DGRAM.nonblocking().cloexec(),
+            Some(Protocol::UDP),
+        )?;
+        if addr.is_ipv6() && addr.ip().is_unspecified() {
+            // Don't depend on the net.ipv6.bindv6only sysctl.
+            if let Err(error) = socket.set_only_v6(false) {
+                tracing::debug!(%error, "IPV6_V6ONLY=0 failed; IPv6 only");
+            }
+        }
+        socket.bind(&addr.into())?;
+        Self::from_std(socket.into())
+    }
+
+    /// Takes over a bound UDP socket: makes it non-blocking, configures it (see the
+    /// crate docs) and registers it with the current tokio runtime.
+    pub fn from_std(socket: std::net::UdpSocket) -> io::Result<Self> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(io::Error::other(
+                "quark_udp::UdpSocket needs a tokio runtime",
+            ));
+        }
+        socket.set_nonblocking(true)?;
+        let v6 = socket.local_addr()?.is_ipv6();
+        let features = options::configure(socket.as_fd(), v6);
+        // SAFETY: `socket` owns its descriptor and moves into the `AsyncFd`, which
+        // owns it until dropped; a `std::net::UdpSocket` always returns that same
+        // descriptor from `as_raw_fd`.
+        let io = unsafe { AsyncFd::register(socket) }.map_err(io::Error::from)?;
+        Ok(Self {
+            io,
+            state: State::new(v6, features),
+        })
+    }
+
+    /// The address the socket is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get_ref().local_addr()
+    }
+
+    /// Datagrams one transmit may carry in a single GSO send: up to
+    /// [`MAX_GSO_SEGMENTS`](crate::MAX_GSO_SEGMENTS), or 1 when GSO is unavailable,
+    /// switched off, or was disabled after a failure. A GSO send also holds at most
+    /// [`MAX_GSO_BYTES`](crate::MAX_GSO_BYTES); longer segmented transmits are still
+    /// accepted (sent as several messages).
+    pub fn max_gso_segments(&self) -> usize {
+        self.state.gso_segments()
+    }
+
+    /// Datagrams the kernel may coalesce into one receive buffer: 64 with GRO, else 1.
+    /// With GRO on, give each receive buffer 64 KiB (a coalesced message never exceeds
+    /// the 65535-byte IP payload limit); shorter buffers truncate coalesced messages.
+    pub fn gro_segments(&self) -> usize {
+        self.state.gro_segments()
+    }
+
+    /// Turns GSO on or off for this socket. Turning it on has no effect when the
+    /// kernel lacks GSO or a GSO send failed earlier.
+    pub fn set_gso(&self, enabled: bool) {
+        self.state.set_gso(enabled);
+    }
+
+    /// Turns GRO (`UDP_GRO`) on or off for this socket.
+    pub fn set_gro(&self, enabled: bool) -> io::Result<()> {
+        options::set(
+            self.as_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            i32::from(enabled),
+        )?;
+        self.state.set_gro(enabled);
+        Ok(())
+    }
+
+    /// Sends `transmits` in order with as few system calls as possible (one
+    /// `sendmmsg` per [`BATCH_SIZE`](crate::BATCH_SIZE) messages).
+    ///
+    /// Returns how many transmits were sent completely: `transmits[..n]`. A short
+    /// count means the socket buffer filled up (or the error of `transmits[n]` will be
+    /// reported by the next call). `Err` means none was sent: `WouldBlock` when the
+    /// socket buffer is full, any other error is about `transmits[0]` (the caller
+    /// may drop it and go on with the rest). An empty slice returns `Ok(0)`.
+    pub fn try_send(&self, transmits: &[Transmit<'_>]) -> io::Result<usize> {
+        if transmits.is_empty() {
+            return Ok(0);
+        }
+        sys::mmsg::send(self.as_fd(), &self.state, transmits)
+    }
+
+    /// Receives up to `min(bufs.len(), meta.len(), BATCH_SIZE)` messages with one
+    /// `recvmmsg`, one message per buffer; returns how many, with `meta[i]`
+    /// describing `bufs[i]`. With GRO a buffer may hold several datagrams of
+    /// `meta[i].stride` bytes. `WouldBlock` when nothing is waiting.
+    pub fn try_recv(
+        &self,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        sys::mmsg::recv(self.as_fd(), &self.state, bufs, meta)
+    }
+
+    /// [`try_send`](Self::try_send), waiting for the socket to become writable. Only
+    /// the last task to poll is woken; use [`send`](Self::send) from several tasks.
+    pub fn poll_send(
+        &self,
+        cx: &mut Context<'_>,
+        transmits: &[Transmit<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if transmits.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        loop {
+            let mut guard = ready!(self.io.poll_write_ready(cx))?;
+            // `try_io` clears the readiness when the call reports WouldBlock.
+            if let Ok(result) = guard.try_io(|_| self.try_send(transmits)) {
+                return Poll::Ready(result);
+            }
+        }
+    }
+
+    /// [`try_recv`](Self::try_recv), waiting for a datagram. Only the last task to
+    /// poll is woken; use [`recv`](Self::recv) from several tasks.
+    pub fn poll_recv(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        if bufs.is_empty() || meta.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        loop {
+            let mut guard = ready!(self.io.poll_read_ready(cx))?;
+            if let Ok(result) = guard.try_io(|_| self.try_recv(bufs, meta)) {
+                return Poll::Ready(result);
+            }
+        }
+    }
+
+    /// Sends `transmits`, waiting while the socket buffer is full; returns how many
+    /// were sent (at least one unless the slice is empty). See
+    /// [`try_send`](Self::try_send) for errors.
+    pub async fn send(&self, transmits: &[Transmit<'_>]) -> io::Result<usize> {
+        if transmits.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            let mut guard = self.io.writable().await?;
+            if let Ok(result) = guard.try_io(|_| self.try_send(transmits)) {
+                return result;
+            }
+        }
+    }
+
+    /// Receives at least one message, waiting for it; see [`try_recv`](Self::try_recv).
+    pub async fn recv(
+        &self,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        if bufs.is_empty() || meta.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            let mut guard = self.io.readable().await?;
+            if let Ok(result) = guard.try_io(|_| self.try_recv(bufs, meta)) {
+                return result;
+            }
+        }
+    }
+
+    /// Waits until the socket is writable and sends what it can, like
+    /// [`send`](Self::send) but through [`poll_send`](Self::poll_send).
+    #[cfg(test)]
+    pub(crate) async fn send_polled(&self, transmits: &[Transmit<'_>]) -> io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_send(cx, transmits)).await
+    }
+
+    /// [`recv`](Self::recv) through [`poll_recv`](Self::poll_recv).
+    #[cfg(test)]
+    pub(crate) async fn recv_polled(
+        &self,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_recv(cx, bufs, meta)).await
+    }
+}
+
+impl AsFd for UdpSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.io.get_ref().as_fd()
+    }
+}
+
+impl AsRawFd for UdpSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.io.get_ref().as_raw_fd()
+    }
+}
+
+impl std::fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpSocket")
+            .field("fd", &self.as_raw_fd())
+            .field("local_addr", &self.local_addr().ok())
+            .field("gso_segments", &self.max_gso_segments())
+            .field("gro_segments", &self.gro_segments())
+            .finish()
+    }
+}
