@@ -1,0 +1,182 @@
+//! The async API over real UDP sockets on loopback: handshakes, streams in both
+//! directions, many streams, close codes, resets, and every cipher suite. Every
+//! transfer is compared by SHA-256.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use quark::tls::{self, Identity, Verify};
+use quark::{Connection, ConnectionError, Endpoint};
+use sha2::{Digest, Sha256};
+
+const ALPN: &[u8] = b"test";
+
+fn localhost() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+fn pair_with(suites: &[rustls::SupportedCipherSuite]) -> (Endpoint, Endpoint, quark::ClientConfig) {
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let server = Endpoint::server(tls::server_config_with(&id, &[ALPN], suites).unwrap(), localhost()).unwrap();
+    let client = Endpoint::client(localhost()).unwrap();
+    let config = tls::client_config_with(Verify::Roots(vec![id.cert.clone()]), &[ALPN], suites).unwrap();
+    (server, client, config)
+}
+
+async fn connect(server: &Endpoint, client: &Endpoint, config: quark::ClientConfig) -> (Connection, Connection) {
+    let addr = server.local_addr().unwrap();
+    let connecting = client.connect(config, addr, "localhost").unwrap();
+    let (c, s) = tokio::join!(connecting, server.accept());
+    (c.unwrap(), s.unwrap())
+}
+
+fn data(len: usize, seed: u8) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
+    let mut x = u32::from(seed) | 1;
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn sha(b: &[u8]) -> [u8; 32] {
+    Sha256::digest(b).into()
+}
+
+/// Server: echo every bidirectional stream.
+fn spawn_echo(conn: Connection) {
+    tokio::spawn(async move {
+        while let Ok((mut send, mut recv)) = conn.accept_bi().await {
+            tokio::spawn(async move {
+                let body = recv.read_to_end(usize::MAX).await.unwrap();
+                send.write_all(&body).await.unwrap();
+                send.finish().unwrap();
+                let _ = send.stopped().await;
+            });
+        }
+    });
+}
+
+async fn echo(conn: &Connection, body: &[u8]) -> Vec<u8> {
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    let body = body.to_vec();
+    let writer = tokio::spawn(async move {
+        send.write_all(&body).await.unwrap();
+        send.finish().unwrap();
+    });
+    let out = recv.read_to_end(usize::MAX).await.unwrap();
+    writer.await.unwrap();
+    out
+}
+
+#[tokio::test]
+async fn echo_small_and_large() {
+    let (server, client, config) = pair_with(&[]);
+    let (c, s) = connect(&server, &client, config).await;
+    assert_eq!(c.alpn().as_deref(), Some(ALPN));
+    spawn_echo(s);
+    for len in [0, 1, 1000, 1 << 20, 8 << 20] {
+        let body = data(len, len as u8);
+        let got = tokio::time::timeout(Duration::from_secs(60), echo(&c, &body)).await.unwrap();
+        assert_eq!(got.len(), body.len());
+        assert_eq!(sha(&got), sha(&body), "echo of {len} bytes");
+    }
+    c.close(0, b"done");
+}
+
+#[tokio::test]
+async fn hundred_parallel_streams() {
+    let (server, client, config) = pair_with(&[]);
+    let (c, s) = connect(&server, &client, config).await;
+    spawn_echo(s);
+    let mut tasks = Vec::new();
+    for i in 0..100u32 {
+        let c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            let body = data(1000 + i as usize * 531, i as u8);
+            assert_eq!(sha(&echo(&c, &body).await), sha(&body));
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t).await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn every_cipher_suite() {
+    use rustls::crypto::ring::cipher_suite as cs;
+    for suite in [cs::TLS13_AES_128_GCM_SHA256, cs::TLS13_AES_256_GCM_SHA384, cs::TLS13_CHACHA20_POLY1305_SHA256] {
+        let (server, client, config) = pair_with(&[suite]);
+        let (c, s) = connect(&server, &client, config).await;
+        assert_eq!(c.cipher_suite(), Some(format!("{:?}", suite.suite())));
+        spawn_echo(s);
+        let body = data(300_000, 3);
+        assert_eq!(sha(&echo(&c, &body).await), sha(&body));
+    }
+}
+
+#[tokio::test]
+async fn close_code_reaches_peer() {
+    let (server, client, config) = pair_with(&[]);
+    let (c, s) = connect(&server, &client, config).await;
+    s.close(7, b"bye");
+    let err = tokio::time::timeout(Duration::from_secs(5), c.closed()).await.unwrap();
+    assert_eq!(err, ConnectionError::ApplicationClosed { code: 7, reason: "bye".into() });
+    assert!(c.open_bi().await.is_err());
+}
+
+#[tokio::test]
+async fn reset_and_stop_sending() {
+    let (server, client, config) = pair_with(&[]);
+    let (c, s) = connect(&server, &client, config).await;
+    let (mut send, _recv) = c.open_bi().await.unwrap();
+    send.write_all(b"partial").await.unwrap();
+    send.reset(99).unwrap();
+    let (_s_send, mut s_recv) = s.accept_bi().await.unwrap();
+    let err = s_recv.read_to_end(1 << 20).await.unwrap_err();
+    assert_eq!(err, quark::ReadError::Reset(99));
+
+    let (mut send2, _recv2) = c.open_bi().await.unwrap();
+    send2.write_all(b"x").await.unwrap();
+    let (_ss, mut sr) = s.accept_bi().await.unwrap();
+    sr.stop(5).unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(5), send2.stopped()).await.unwrap().unwrap();
+    assert_eq!(outcome, Some(5));
+}
+
+#[tokio::test]
+async fn wrong_certificate_fails_the_handshake() {
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let other = Identity::self_signed(&["localhost"]).unwrap();
+    let server = Endpoint::server(tls::server_config(&id, &[ALPN]).unwrap(), localhost()).unwrap();
+    let client = Endpoint::client(localhost()).unwrap();
+    let config = tls::client_config(Verify::Roots(vec![other.cert.clone()]), &[ALPN]).unwrap();
+    let result = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.connect(config, server.local_addr().unwrap(), "localhost").unwrap(),
+    )
+    .await
+    .unwrap();
+    match result {
+        Err(ConnectionError::TransportError(e)) => assert!(e.code.0 >= 0x100 && e.code.0 < 0x200, "{e}"),
+        other => panic!("expected a CRYPTO_ERROR, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn unreachable_server_times_out() {
+    let client = Endpoint::client(localhost()).unwrap();
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let mut config = tls::client_config(Verify::Roots(vec![id.cert]), &[ALPN]).unwrap();
+    let mut t = quark::TransportConfig::default();
+    t.max_idle_timeout = Duration::from_millis(600);
+    config.transport = t.into();
+    // A bound socket that never answers.
+    let silent = std::net::UdpSocket::bind(localhost()).unwrap();
+    let result = client.connect(config, silent.local_addr().unwrap(), "localhost").unwrap().await;
+    assert_eq!(result.unwrap_err(), ConnectionError::TimedOut);
+}
