@@ -339,6 +339,11 @@ impl Endpoint {
         self.routes.insert(local_cid, h);
         self.routes.insert(pd.dst_cid, h);
         self.conns[h.0].handle_datagram(now, remote, ecn, data);
+        if !self.conns[h.0].has_received_packet() {
+            // Nothing authenticated: keep no state for unverifiable input.
+            self.remove(h);
+            return None;
+        }
         self.sync(h);
         self.accept_queue.push_back(h);
         Some(DatagramEvent::NewConnection(h))

@@ -213,6 +213,9 @@ pub struct Connection {
     /// Reused per ACK: packets newly acknowledged / lost (no allocation per ACK).
     acked_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
     lost_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
+    /// Frames to send verbatim (testing a misbehaving peer).
+    #[cfg(feature = "testing")]
+    raw_frames: Vec<u8>,
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
     decrypt_failures: u64,
     /// Reused buffer for handshake bytes.
@@ -292,6 +295,8 @@ impl Connection {
             lost_scratch: Vec::new(),
             crypto_scratch: Vec::new(),
             decrypt_failures: 0,
+            #[cfg(feature = "testing")]
+            raw_frames: Vec::new(),
             config,
         };
         conn.reset_idle_timer(now);
@@ -369,6 +374,18 @@ impl Connection {
     /// Smoothed RTT estimate.
     pub fn rtt(&self) -> Duration {
         self.recovery.rtt().smoothed()
+    }
+
+    /// Whether any packet from the peer was authenticated and processed.
+    pub fn has_received_packet(&self) -> bool {
+        self.received_any
+    }
+
+    /// Testing only: put `frames` verbatim into the next 1-RTT packet, to play a
+    /// misbehaving peer.
+    #[cfg(feature = "testing")]
+    pub fn inject_raw_frames(&mut self, frames: &[u8]) {
+        self.raw_frames.extend_from_slice(frames);
     }
 
     /// Size of the datagrams this connection sends.

@@ -107,6 +107,10 @@ impl Connection {
         if s.crypto_send.has_pending() {
             return true;
         }
+        #[cfg(feature = "testing")]
+        if space == SpaceId::Data && !self.raw_frames.is_empty() {
+            return true;
+        }
         space == SpaceId::Data
             && (self.handshake_done_pending
                 || self.ping_pending
@@ -290,6 +294,11 @@ impl Connection {
         self.write_ack(now, space, buf, max_end, &mut sent);
         let probing = self.spaces[space.index()].probes > 0;
         let mut eliciting = false;
+        #[cfg(feature = "testing")]
+        if space == SpaceId::Data && !self.raw_frames.is_empty() {
+            buf.append(&mut self.raw_frames);
+            eliciting = true;
+        }
         if cc_ok || probing {
             if space == SpaceId::Data {
                 eliciting |= self.write_data_control(buf, max_end, &mut sent);

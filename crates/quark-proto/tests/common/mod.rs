@@ -324,5 +324,5 @@ pub fn small_windows() -> TransportConfig {
 
 /// Deterministic payload of `len` bytes for stream `tag`.
 pub fn payload(len: usize, tag: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[(i % 4)] ^ tag).collect()
+    (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[i % 4] ^ tag).collect()
 }
