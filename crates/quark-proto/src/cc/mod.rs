@@ -1,6 +1,8 @@
 //! Congestion control behind one trait: NewReno (RFC 9002 §7) and CUBIC (RFC 9438).
 //!
-//! CONTRACT (filled in by the recovery work).
+//! [`crate::recovery::Recovery`] owns bytes in flight and decides what is a congestion
+//! signal; a controller only turns acknowledged bytes and congestion events into a
+//! window. Both controllers keep the RFC 9002 §7.3.2 recovery period themselves.
 
 pub mod cubic;
 pub mod new_reno;
@@ -69,11 +71,60 @@ impl FromStr for CcAlgorithm {
 }
 
 /// Initial window: min(10 × mtu, max(14720, 2 × mtu)) (RFC 9002 §7.2).
+//= https://www.rfc-editor.org/rfc/rfc9002#section-7.2
+//# Endpoints SHOULD use an initial congestion window of ten times the
+//# maximum datagram size (max_datagram_size), while limiting the window
+//# to the larger of 14,720 bytes or twice the maximum datagram size.
 pub fn initial_window(mtu: u64) -> u64 {
     (10 * mtu).min(14720.max(2 * mtu))
 }
 
 /// Minimum window: 2 × mtu.
+//= https://www.rfc-editor.org/rfc/rfc9002#section-7.2
+//# The RECOMMENDED value is 2 * max_datagram_size.
 pub fn minimum_window(mtu: u64) -> u64 {
     2 * mtu
+}
+
+/// The recovery period shared by both controllers (RFC 9002 §7.3.2).
+//= https://www.rfc-editor.org/rfc/rfc9002#section-7.3.2
+//# The recovery period aims to limit congestion window reduction to once
+//# per round trip.  Therefore, during a recovery period, the congestion
+//# window does not change in response to new losses or increases in the
+//# ECN-CE count.
+#[derive(Clone, Copy, Debug, Default)]
+struct RecoveryPeriod {
+    start: Option<Instant>,
+}
+
+impl RecoveryPeriod {
+    /// A packet sent at `sent_time` belongs to the current recovery period.
+    //= https://www.rfc-editor.org/rfc/rfc9002#appendix-B.5
+    //# InCongestionRecovery(sent_time):
+    //#   return sent_time <= congestion_recovery_start_time
+    fn contains(&self, sent_time: Instant) -> bool {
+        self.start.is_some_and(|start| sent_time <= start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_follow_section_7_2() {
+        assert_eq!(initial_window(1200), 12_000);
+        assert_eq!(initial_window(1500), 14_720);
+        assert_eq!(initial_window(9000), 18_000);
+        assert_eq!(minimum_window(1200), 2400);
+    }
+
+    #[test]
+    fn names_parse() {
+        assert_eq!("Reno".parse::<CcAlgorithm>(), Ok(CcAlgorithm::NewReno));
+        assert_eq!("cubic".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Cubic));
+        assert!("bbr".parse::<CcAlgorithm>().is_err());
+        assert_eq!(CcAlgorithm::NewReno.build(1200).name(), "newreno");
+        assert_eq!(CcAlgorithm::Cubic.build(1200).name(), "cubic");
+    }
 }

@@ -2,26 +2,25 @@
 //! packets, packet- and time-threshold loss detection, PTO, persistent congestion, and
 //! the congestion controller and pacer it drives.
 //!
-//! CONTRACT (filled in by the recovery work): public items fixed; bodies, private
-//! items and further submodules the implementer's.
-//!
 //! Sent packets carry an opaque `T` (what the connection put in them, for
 //! retransmission); acknowledged and lost packets are handed back through caller-owned
 //! vectors so nothing allocates per packet.
 
+mod ack;
+mod loss;
 pub mod pacer;
 pub mod rtt;
+mod sent;
+mod timer;
 
-use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 pub use pacer::Pacer;
 pub use rtt::RttEstimator;
 
-use crate::cc::CcAlgorithm;
-use crate::error::TransportError;
-use crate::frame::EcnCounts;
+use crate::cc::{CcAlgorithm, Controller};
 use crate::types::SpaceId;
+use sent::SentStore;
 
 /// Recovery settings.
 #[derive(Clone, Debug)]
@@ -111,17 +110,89 @@ pub enum TimeoutAction {
     None,
 }
 
+/// Per packet-number-space state (RFC 9002 A.3).
+struct Space<T> {
+    sent: SentStore<T>,
+    largest_acked: Option<u64>,
+    /// When the next packet may be declared lost by the time threshold.
+    loss_time: Option<Instant>,
+    time_of_last_ack_eliciting: Option<Instant>,
+    /// Highest ECN-CE count the peer reported (B.2 ecn_ce_counters).
+    ecn_ce: u64,
+    /// Latest send time of any packet acknowledged here, for the cross-space
+    /// persistent-congestion check.
+    latest_acked_sent: Option<Instant>,
+}
+
+impl<T> Space<T> {
+    fn new() -> Self {
+        Space {
+            sent: SentStore::new(),
+            largest_acked: None,
+            loss_time: None,
+            time_of_last_ack_eliciting: None,
+            ecn_ce: 0,
+            latest_acked_sent: None,
+        }
+    }
+}
+
 /// Loss detection and congestion control for one connection (all three spaces).
+///
+/// Drive it with [`on_packet_sent`](Self::on_packet_sent),
+/// [`on_ack_received`](Self::on_ack_received) and, when
+/// [`loss_detection_timer`](Self::loss_detection_timer) has passed,
+/// [`on_timeout`](Self::on_timeout). When a server that was blocked by the
+/// anti-amplification limit receives a datagram, call
+/// [`update_timer`](Self::update_timer) and then `on_timeout` if the timer is already
+/// due (RFC 9002 A.6).
 pub struct Recovery<T> {
-    // implementer's fields
-    _todo: std::marker::PhantomData<T>,
+    spaces: [Space<T>; 3],
+    rtt: RttEstimator,
+    /// When the first RTT sample was taken (A.3 first_rtt_sample).
+    first_rtt_sample: Option<Instant>,
+    pto_count: u32,
+    timer: Option<Instant>,
+    cc: Box<dyn Controller>,
+    pacer: Pacer,
+    pacing: bool,
+    /// Set by `on_app_limited`, cleared once a send fills the window.
+    app_limited: bool,
+    packet_threshold: u64,
+    time_threshold: f64,
+    stats: RecoveryStats,
 }
 
 impl<T> Recovery<T> {
     /// A fresh state.
     pub fn new(config: &RecoveryConfig) -> Self {
-        let _ = config;
-        todo!("recovery")
+        //= https://www.rfc-editor.org/rfc/rfc9002#appendix-B.2
+        //# An endpoint sets the value of this variable based on its Path
+        //# Maximum Transmission Unit (PMTU; see Section 14.2 of
+        //# [QUIC-TRANSPORT]), with a minimum value of 1200 bytes.
+        let mtu = config.max_datagram_size.max(1200);
+        let time_threshold = if config.time_threshold.is_finite() {
+            config.time_threshold.clamp(1.0, 8.0)
+        } else {
+            9.0 / 8.0
+        };
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-7.7
+        //# senders SHOULD limit bursts to the initial congestion window
+        let burst = crate::cc::initial_window(mtu) / mtu;
+        Recovery {
+            spaces: std::array::from_fn(|_| Space::new()),
+            rtt: RttEstimator::new(config.initial_rtt),
+            first_rtt_sample: None,
+            pto_count: 0,
+            timer: None,
+            cc: config.cc.build(mtu),
+            pacer: Pacer::new(mtu, burst),
+            pacing: config.pacing,
+            app_limited: false,
+            packet_threshold: config.packet_threshold.max(1),
+            time_threshold,
+            stats: RecoveryStats::default(),
+        }
     }
 
     /// Record a sent packet (RFC 9002 A.5). Packet numbers per space increase.
@@ -137,51 +208,50 @@ impl<T> Recovery<T> {
         data: T,
         path: &PathState,
     ) {
-        let _ = (now, space, pn, size, ack_eliciting, in_flight, data, path);
-        todo!("recovery")
-    }
-
-    /// Process an ACK frame (RFC 9002 A.7): ranges highest first; `ack_delay` already
-    /// scaled by the peer's exponent. Newly acknowledged packets are appended to
-    /// `acked`, packets now deemed lost to `lost`; the congestion controller is updated.
-    /// Acknowledging a packet number never sent is PROTOCOL_VIOLATION.
-    #[allow(clippy::too_many_arguments)]
-    pub fn on_ack_received(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        ranges: impl Iterator<Item = RangeInclusive<u64>>,
-        ack_delay: Duration,
-        ecn: Option<EcnCounts>,
-        path: &PathState,
-        acked: &mut Vec<(u64, SentPacket<T>)>,
-        lost: &mut Vec<(u64, SentPacket<T>)>,
-    ) -> Result<AckSummary, TransportError> {
-        let _ = (now, space, ranges, ack_delay, ecn, path, acked, lost);
-        todo!("recovery")
+        let sp = &mut self.spaces[space.index()];
+        let packet = SentPacket {
+            time_sent: now,
+            size,
+            ack_eliciting,
+            in_flight,
+            data,
+        };
+        let recorded = sp.sent.push(pn, packet);
+        debug_assert!(recorded, "packet numbers must increase");
+        if !recorded || !in_flight {
+            return;
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.5
+        //# if (in_flight):
+        //#   if (ack_eliciting):
+        //#     time_of_last_ack_eliciting_packet[pn_space] = now()
+        //#   OnPacketSentCC(sent_bytes)
+        //#   SetLossDetectionTimer()
+        if ack_eliciting {
+            sp.time_of_last_ack_eliciting = Some(now);
+        }
+        if self.pacing {
+            self.pacer.on_sent(now, u64::from(size));
+        }
+        // A send that fills the window ends an app-limited period (§7.8).
+        if self.bytes_in_flight() >= self.cc.window() {
+            self.app_limited = false;
+        }
+        self.set_timer(now, path);
     }
 
     /// When the loss-detection timer should fire (A.8), given the path state.
     pub fn loss_detection_timer(&self) -> Option<Instant> {
-        todo!("recovery")
+        self.timer
     }
 
     /// Re-arm the timer after something changed (keys, address validation,
     /// amplification), without a packet being sent or acknowledged.
+    ///
+    /// The client's anti-deadlock PTO counts from the time of the call, so call
+    /// this when something changed, not on every datagram.
     pub fn update_timer(&mut self, now: Instant, path: &PathState) {
-        let _ = (now, path);
-        todo!("recovery")
-    }
-
-    /// The loss-detection timer fired (A.9). Lost packets are appended to `lost`.
-    pub fn on_timeout(
-        &mut self,
-        now: Instant,
-        path: &PathState,
-        lost: &mut Vec<(u64, SentPacket<T>)>,
-    ) -> TimeoutAction {
-        let _ = (now, path, lost);
-        todo!("recovery")
+        self.set_timer(now, path);
     }
 
     /// Keys for `space` were discarded: forget its packets (removing them from bytes in
@@ -193,79 +263,125 @@ impl<T> Recovery<T> {
         path: &PathState,
         dropped: &mut Vec<(u64, SentPacket<T>)>,
     ) {
-        let _ = (space, now, path, dropped);
-        todo!("recovery")
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-6.4
+        //# The sender MUST discard all recovery state associated with those
+        //# packets and MUST remove them from the count of bytes in flight.
+        //
+        //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.11
+        //# RemoveFromBytesInFlight(sent_packets[pn_space])
+        //# sent_packets[pn_space].clear()
+        //# // Reset the loss detection and PTO timer
+        //# time_of_last_ack_eliciting_packet[pn_space] = 0
+        //# loss_time[pn_space] = 0
+        //# pto_count = 0
+        //# SetLossDetectionTimer()
+        let sp = &mut self.spaces[space.index()];
+        sp.sent.drain(dropped);
+        sp.time_of_last_ack_eliciting = None;
+        sp.loss_time = None;
+        self.pto_count = 0;
+        self.set_timer(now, path);
     }
 
     /// Bytes the congestion controller allows to be sent now (window minus in flight).
     pub fn send_allowance(&self) -> u64 {
-        todo!("recovery")
+        self.cc.window().saturating_sub(self.bytes_in_flight())
     }
 
     /// When the pacer allows the next packet of `bytes` (None: now).
     pub fn pacing_delay(&mut self, now: Instant, bytes: u64) -> Option<Instant> {
-        let _ = (now, bytes);
-        todo!("recovery")
+        if !self.pacing {
+            return None;
+        }
+        self.pacer
+            .delay(now, bytes, self.cc.window(), self.rtt.smoothed())
     }
 
     /// The application had nothing more to send while the window was open (RFC 9002
     /// §7.8): the window must not grow on the ACKs of what was sent.
     pub fn on_app_limited(&mut self) {
-        todo!("recovery")
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-7.8
+        //# When bytes in flight is smaller than the congestion window and
+        //# sending is not pacing limited, the congestion window is
+        //# underutilized.
+        if self.bytes_in_flight() < self.cc.window() {
+            self.app_limited = true;
+        }
     }
 
     /// Congestion window in bytes.
     pub fn congestion_window(&self) -> u64 {
-        todo!("recovery")
+        self.cc.window()
     }
 
     /// Bytes in flight.
     pub fn bytes_in_flight(&self) -> u64 {
-        todo!("recovery")
+        self.spaces.iter().map(|s| s.sent.bytes_in_flight()).sum()
     }
 
     /// RTT estimates.
     pub fn rtt(&self) -> &RttEstimator {
-        todo!("recovery")
+        &self.rtt
     }
 
     /// The PTO duration for `space` without backoff (RFC 9002 §6.2.1), for timers
     /// such as draining (3×PTO) and key discard.
     pub fn pto_base(&self, space: SpaceId, path: &PathState) -> Duration {
-        let _ = (space, path);
-        todo!("recovery")
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.1
+        //# When the PTO is armed for Initial or Handshake packet number spaces,
+        //# the max_ack_delay in the PTO period computation is set to 0, since
+        //# the peer is expected to not delay these packets intentionally;
+        let base = self.rtt.pto_base();
+        if space == SpaceId::Data {
+            base.saturating_add(path.max_ack_delay)
+        } else {
+            base
+        }
     }
 
     /// Current PTO backoff exponent.
     pub fn pto_count(&self) -> u32 {
-        todo!("recovery")
+        self.pto_count
     }
 
     /// Largest packet number the peer acknowledged in `space`.
     pub fn largest_acked(&self, space: SpaceId) -> Option<u64> {
-        let _ = space;
-        todo!("recovery")
+        self.spaces[space.index()].largest_acked
     }
 
     /// Ack-eliciting packets still unacknowledged in `space`.
     pub fn has_ack_eliciting_in_flight(&self, space: SpaceId) -> bool {
-        let _ = space;
-        todo!("recovery")
+        self.spaces[space.index()].sent.ack_eliciting_in_flight() > 0
     }
 
     /// Iterate over packets still in flight in `space` (to pick probe contents).
     pub fn in_flight(&self, space: SpaceId) -> impl Iterator<Item = (u64, &SentPacket<T>)> + '_ {
-        let _ = space;
-        todo!("recovery");
-        #[allow(unreachable_code)]
-        std::iter::empty()
+        self.spaces[space.index()]
+            .sent
+            .iter()
+            .filter(|(_, p)| p.in_flight)
     }
 
-    /// Counters: packets declared lost, spurious losses detected, PTOs fired.
+    /// Counters: packets and bytes declared lost, PTOs fired, congestion signals.
     pub fn stats(&self) -> RecoveryStats {
-        todo!("recovery")
+        self.stats
+    }
+
+    /// The congestion controller (for logs and tests).
+    pub fn controller(&self) -> &dyn Controller {
+        &*self.cc
     }
 }
+
+/// A real instant for tests to offset from; the protocol core never reads the clock.
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn test_epoch() -> Instant {
+    Instant::now()
+}
+
+#[cfg(test)]
+mod tests;
 
 /// Counters kept by [`Recovery`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -276,7 +392,9 @@ pub struct RecoveryStats {
     pub lost_bytes: u64,
     /// Probe timeouts.
     pub ptos: u64,
-    /// Congestion events.
+    /// Congestion signals (losses or ECN-CE increases) passed to the controller,
+    /// at most one per ACK frame or timeout; the controller ignores those that fall
+    /// inside its current recovery period.
     pub congestion_events: u64,
     /// Persistent congestion episodes.
     pub persistent_congestion: u64,

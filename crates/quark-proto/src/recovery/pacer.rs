@@ -1,21 +1,44 @@
 //! Pacing (RFC 9002 §7.7): spread a window's worth of packets over an RTT.
 //!
-//! CONTRACT (filled in by the recovery work).
+//= https://www.rfc-editor.org/rfc/rfc9002#section-7.7
+//# rate = N * congestion_window / smoothed_rtt
+//
+//= https://www.rfc-editor.org/rfc/rfc9002#section-7.7
+//# Using a value for N that is small, but at least 1 (for example, 1.25)
+//# ensures that variations in RTT do not result in underutilization of
+//# the congestion window.
 
 use std::time::{Duration, Instant};
+
+/// N = 5/4, kept as a fraction so the arithmetic stays in integers.
+const N_NUM: u128 = 5;
+const N_DEN: u128 = 4;
 
 /// A token-bucket pacer at N × cwnd / smoothed_rtt (N = 1.25), allowing a small burst.
 #[derive(Clone, Debug)]
 pub struct Pacer {
-    // implementer's fields
-    _todo: (),
+    /// Bucket size in bytes.
+    capacity: u64,
+    /// Bytes that may be sent right now.
+    tokens: u64,
+    /// When the bucket was last refilled; `None` before first use (bucket full).
+    last: Option<Instant>,
+    /// The rate last asked about, used to refill when a packet is sent.
+    cwnd: u64,
+    srtt: Duration,
 }
 
 impl Pacer {
     /// A pacer allowing bursts of up to `burst_packets` datagrams of `mtu` bytes.
     pub fn new(mtu: u64, burst_packets: u64) -> Self {
-        let _ = (mtu, burst_packets);
-        todo!("pacer")
+        let capacity = mtu.saturating_mul(burst_packets.max(1));
+        Pacer {
+            capacity,
+            tokens: capacity,
+            last: None,
+            cwnd: 0,
+            srtt: Duration::ZERO,
+        }
     }
 
     /// When a packet of `bytes` may be sent, given the window and RTT (None: now).
@@ -26,13 +49,134 @@ impl Pacer {
         cwnd: u64,
         srtt: Duration,
     ) -> Option<Instant> {
-        let _ = (now, bytes, cwnd, srtt);
-        todo!("pacer")
+        self.cwnd = cwnd;
+        self.srtt = srtt;
+        let rate_den = u128::from(cwnd) * N_NUM;
+        if srtt.is_zero() || rate_den == 0 {
+            return None;
+        }
+        self.refill(now);
+        // A packet larger than the bucket would wait forever; a full bucket suffices.
+        let need = bytes.min(self.capacity);
+        if self.tokens >= need {
+            return None;
+        }
+        // time = deficit / rate = deficit * srtt / (N * cwnd), rounded up.
+        let deficit = u128::from(need - self.tokens);
+        let nanos = (deficit * srtt.as_nanos() * N_DEN).div_ceil(rate_den);
+        let wait = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        Some(now.checked_add(wait).unwrap_or(now))
     }
 
     /// Account for a packet sent at `now`.
     pub fn on_sent(&mut self, now: Instant, bytes: u64) {
-        let _ = (now, bytes);
-        todo!("pacer")
+        self.refill(now);
+        self.tokens = self.tokens.saturating_sub(bytes);
+    }
+
+    /// Add the tokens earned since the last refill at the last known rate.
+    fn refill(&mut self, now: Instant) {
+        let Some(last) = self.last else {
+            self.last = Some(now);
+            return;
+        };
+        if self.tokens >= self.capacity || self.srtt.is_zero() {
+            self.last = Some(now);
+            return;
+        }
+        let elapsed = now.saturating_duration_since(last).as_nanos();
+        let earned = elapsed * u128::from(self.cwnd) * N_NUM / (self.srtt.as_nanos() * N_DEN);
+        // Leave `last` alone while less than a byte was earned so fractions add up.
+        if earned > 0 {
+            let earned = u64::try_from(earned).unwrap_or(u64::MAX);
+            self.tokens = self.tokens.saturating_add(earned).min(self.capacity);
+            self.last = Some(now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recovery::test_epoch;
+
+    const MTU: u64 = 1200;
+
+    #[test]
+    fn burst_then_paced() {
+        let t0 = test_epoch();
+        let mut p = Pacer::new(MTU, 4);
+        let (cwnd, srtt) = (12_000, Duration::from_millis(100));
+        for _ in 0..4 {
+            assert_eq!(p.delay(t0, MTU, cwnd, srtt), None);
+            p.on_sent(t0, MTU);
+        }
+        // Rate 1.25 * 12000 B / 100 ms = 150 B/ms: 1200 B take 8 ms.
+        assert_eq!(
+            p.delay(t0, MTU, cwnd, srtt),
+            Some(t0 + Duration::from_millis(8))
+        );
+        let t1 = t0 + Duration::from_millis(8);
+        assert_eq!(p.delay(t1, MTU, cwnd, srtt), None);
+    }
+
+    #[test]
+    fn bucket_never_exceeds_burst() {
+        let t0 = test_epoch();
+        let mut p = Pacer::new(MTU, 2);
+        let (cwnd, srtt) = (120_000, Duration::from_millis(10));
+        p.delay(t0, MTU, cwnd, srtt);
+        // Idle for a long time: still only two packets go out at once.
+        let t1 = t0 + Duration::from_secs(10);
+        for _ in 0..2 {
+            assert_eq!(p.delay(t1, MTU, cwnd, srtt), None);
+            p.on_sent(t1, MTU);
+        }
+        assert!(p.delay(t1, MTU, cwnd, srtt).is_some());
+    }
+
+    #[test]
+    fn long_run_rate_is_five_quarters_of_cwnd_per_rtt() {
+        let t0 = test_epoch();
+        let mut p = Pacer::new(MTU, 10);
+        let (cwnd, srtt) = (120_000, Duration::from_millis(50));
+        let mut now = t0;
+        let mut sent = 0u64;
+        let end = t0 + Duration::from_secs(1);
+        while now < end {
+            match p.delay(now, MTU, cwnd, srtt) {
+                None => {
+                    p.on_sent(now, MTU);
+                    sent += MTU;
+                }
+                Some(t) => {
+                    assert!(t > now);
+                    now = t;
+                }
+            }
+        }
+        // 1.25 * 120000 / 0.05 s = 3 MB/s, plus the initial burst of 12 000 B.
+        let expected = 3_000_000 + 12_000;
+        assert!(sent.abs_diff(expected) <= 2 * MTU, "sent {sent}");
+    }
+
+    #[test]
+    fn no_rate_means_no_pacing() {
+        let t0 = test_epoch();
+        let mut p = Pacer::new(MTU, 1);
+        p.on_sent(t0, MTU);
+        assert_eq!(p.delay(t0, MTU, 12_000, Duration::ZERO), None);
+        assert_eq!(p.delay(t0, MTU, 0, Duration::from_millis(10)), None);
+    }
+
+    #[test]
+    fn oversized_packet_waits_for_a_full_bucket_only() {
+        let t0 = test_epoch();
+        let mut p = Pacer::new(MTU, 1);
+        let (cwnd, srtt) = (12_000, Duration::from_millis(100));
+        p.delay(t0, MTU, cwnd, srtt);
+        p.on_sent(t0, MTU);
+        let at = p.delay(t0, 10 * MTU, cwnd, srtt).expect("must wait");
+        assert_eq!(at, t0 + Duration::from_millis(8));
     }
 }
