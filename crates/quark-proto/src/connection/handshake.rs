@@ -118,6 +118,9 @@ impl Connection {
             match change {
                 Some(KeyChange::Handshake { keys }) => {
                     self.spaces[SpaceId::Handshake.index()].keys = Some(keys);
+                    // The client arms a Handshake PTO as soon as it has the keys.
+                    let path = self.path_state();
+                    self.recovery.update_timer(now, &path);
                 }
                 Some(KeyChange::OneRtt { keys, next }) => {
                     self.one_rtt = Some(OneRttKeys::new(keys, next));

@@ -36,7 +36,13 @@ impl Connection {
         }
         self.stats.datagrams_in += 1;
         self.stats.bytes_in += data.len() as u64;
+        let was_blocked = self.path.amplification_budget() == 0;
         self.path.bytes_received += data.len() as u64;
+        if was_blocked {
+            // The server may send again: the PTO must be re-armed (RFC 9002 §6.2.2.1).
+            let path = self.path_state();
+            self.recovery.update_timer(now, &path);
+        }
         let tail = reset_tail(data);
         let mut offset = 0;
         let mut first_dcid = None;
@@ -171,7 +177,11 @@ impl Connection {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-8.1
             //# In particular, receipt of a packet protected with Handshake keys
             //# confirms that the peer successfully processed an Initial packet.
-            self.path.validated = true;
+            if !self.path.validated {
+                self.path.validated = true;
+                let path = self.path_state();
+                self.recovery.update_timer(now, &path);
+            }
             //= https://www.rfc-editor.org/rfc/rfc9001#section-4.9.1
             //# a server MUST discard Initial keys when it first successfully processes
             //# a Handshake packet.
