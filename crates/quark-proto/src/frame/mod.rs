@@ -5,10 +5,22 @@
 //! Encoding writes straight into the packet being built; the packet builder asks
 //! for encoded sizes first so frames are never split.
 //!
-//! CONTRACT (filled in by the frame-codec work): the types below are fixed; the
-//! function bodies and any private helpers / submodules are the implementer's.
+//! Layout: this file holds the types, the frame iterator and the permission table;
+//! per-frame parsing lives in `decode.rs`, encoding in `encode.rs`, and everything
+//! about ACK ranges (decode, iterate, encode) in `ack.rs`.
 
-use bytes::BufMut;
+mod ack;
+mod decode;
+mod encode;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+
+pub use ack::{AckIter, encode_ack};
+pub use encode::{
+    crypto_header_len, encode_crypto_header, encode_stream_header, stream_header_len,
+};
 
 use crate::cid::ConnectionId;
 use crate::coding::UnexpectedEnd;
@@ -283,120 +295,119 @@ impl From<UnexpectedEnd> for FrameError {
 /// kind (RFC 9000 Table 3), yielding PROTOCOL_VIOLATION for forbidden frames.
 /// Unknown frame types yield FRAME_ENCODING_ERROR.
 pub struct Iter<'a> {
-    // implementer's fields
-    _todo: std::marker::PhantomData<&'a [u8]>,
+    /// The part of the payload not yet decoded.
+    rest: &'a [u8],
+    kind: PacketKind,
+    failed: bool,
 }
 
 impl<'a> Iter<'a> {
     /// Iterate over `payload`, which was carried in a packet of kind `kind`.
     pub fn new(payload: &'a [u8], kind: PacketKind) -> Self {
-        let _ = (payload, kind);
-        todo!("frame codec")
+        Iter {
+            rest: payload,
+            kind,
+            failed: false,
+        }
     }
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = Result<Frame<'a>, FrameError>;
+
     fn next(&mut self) -> Option<Self::Item> {
-        todo!("frame codec")
+        if self.failed || self.rest.is_empty() {
+            return None;
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-19.1
+        //# PADDING Frame { Type (i) = 0x00 }
+        // A run of padding (often a thousand bytes in an Initial) is one frame.
+        if self.rest[0] == 0 {
+            let len = self
+                .rest
+                .iter()
+                .position(|&b| b != 0)
+                .unwrap_or(self.rest.len());
+            self.rest = &self.rest[len..];
+            return Some(Ok(Frame::Padding { len }));
+        }
+        let mut r = crate::coding::Reader::new(self.rest);
+        match decode::frame(&mut r, self.kind) {
+            Ok(frame) => {
+                self.rest = &self.rest[r.position()..];
+                Some(Ok(frame))
+            }
+            Err(e) => {
+                self.failed = true;
+                self.rest = &[];
+                Some(Err(e))
+            }
+        }
     }
 }
 
-impl Frame<'_> {
-    /// The wire type of this frame (for STREAM: with OFF/LEN/FIN bits as `encode` writes them).
-    pub fn ty(&self) -> FrameType {
-        todo!("frame codec")
-    }
-
-    /// Whether receiving this frame obliges the receiver to send an ACK
-    /// (everything but ACK, PADDING and CONNECTION_CLOSE; RFC 9002 §2).
-    pub fn is_ack_eliciting(&self) -> bool {
-        todo!("frame codec")
-    }
-
-    /// Encode. STREAM frames are written with an explicit length (LEN bit set) and the
-    /// OFF bit set only for a non-zero offset; DATAGRAM with a length.
-    pub fn encode<B: BufMut>(&self, buf: &mut B) {
-        let _ = buf;
-        todo!("frame codec")
-    }
-
-    /// Exact number of bytes `encode` writes.
-    pub fn encoded_len(&self) -> usize {
-        todo!("frame codec")
-    }
+/// Whether `ty` is a frame type this codec understands.
+fn is_known(ty: u64) -> bool {
+    ty <= 0x1f || matches!(ty, 0x30 | 0x31 | 0xaf)
 }
 
-impl Ack<'_> {
-    /// The acknowledged ranges, highest first, as inclusive `(smallest, largest)` pairs.
-    pub fn iter(&self) -> AckIter<'_> {
-        todo!("frame codec")
-    }
-
-    /// The smallest packet number acknowledged.
-    pub fn smallest(&self) -> u64 {
-        todo!("frame codec")
+/// Whether a known frame type may appear in a packet of kind `kind`.
+fn is_permitted(ty: u64, kind: PacketKind) -> bool {
+    match kind {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-12.4
+        //# PADDING, PING, ACK, CRYPTO and CONNECTION_CLOSE (0x1c only) are the
+        //# frames marked "IH" in Table 3: the only ones allowed in Initial and
+        //# Handshake packets.
+        PacketKind::Initial | PacketKind::Handshake => {
+            matches!(ty, 0x00 | 0x01 | 0x02 | 0x03 | 0x06 | 0x1c)
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-12.5
+        //# Note that it is not possible to send the following frames in 0-RTT
+        //# packets for various reasons: ACK, CRYPTO, HANDSHAKE_DONE, NEW_TOKEN,
+        //# PATH_RESPONSE, and RETIRE_CONNECTION_ID.  A server MAY treat receipt
+        //# of these frames in 0-RTT packets as a connection error of type
+        //# PROTOCOL_VIOLATION.
+        //
+        // draft-ietf-quic-ack-frequency §3: ACK_FREQUENCY and IMMEDIATE_ACK frames
+        // cannot be sent in 0-RTT packets.
+        PacketKind::ZeroRtt => !matches!(
+            ty,
+            0x02 | 0x03 | 0x06 | 0x07 | 0x19 | 0x1b | 0x1e | 0x1f | 0xaf
+        ),
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-12.4
+        //# Note that all frames can appear in 1-RTT packets.
+        PacketKind::OneRtt => true,
     }
 }
 
-/// Iterator over an ACK frame's ranges, highest first.
-pub struct AckIter<'a> {
-    // implementer's fields
-    _todo: std::marker::PhantomData<&'a [u8]>,
-}
+impl FrameError {
+    /// A FRAME_ENCODING_ERROR; the frame type is filled in by the decoder.
+    pub(crate) fn malformed(reason: &'static str) -> Self {
+        FrameError {
+            code: TransportErrorCode::FRAME_ENCODING_ERROR,
+            frame_type: 0,
+            reason,
+        }
+    }
 
-impl Iterator for AckIter<'_> {
-    type Item = std::ops::RangeInclusive<u64>;
-    fn next(&mut self) -> Option<Self::Item> {
-        todo!("frame codec")
+    /// A PROTOCOL_VIOLATION; the frame type is filled in by the decoder.
+    pub(crate) fn violation(reason: &'static str) -> Self {
+        FrameError {
+            code: TransportErrorCode::PROTOCOL_VIOLATION,
+            frame_type: 0,
+            reason,
+        }
     }
 }
 
-/// Encode an ACK (or ACK_ECN when `ecn` is given) from half-open packet-number
-/// ranges given highest first. Writes at most `max_ranges` ranges (dropping the
-/// lowest) and stops adding ranges before the frame would exceed `max_len` bytes.
-/// Returns the bytes written, or 0 (writing nothing) if not even the first range fits.
-pub fn encode_ack<B: BufMut>(
-    buf: &mut B,
-    ranges_desc: impl Iterator<Item = std::ops::Range<u64>>,
-    delay: u64,
-    ecn: Option<&EcnCounts>,
-    max_ranges: usize,
-    max_len: usize,
-) -> usize {
-    let _ = (buf, ranges_desc, delay, ecn, max_ranges, max_len);
-    todo!("frame codec")
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} in frame {:#x}: {}",
+            self.code, self.frame_type, self.reason
+        )
+    }
 }
 
-/// Bytes needed for a STREAM frame header (type, id, offset if non-zero, and a
-/// length field when `with_len`) carrying `len` bytes.
-pub fn stream_header_len(id: StreamId, offset: u64, len: usize, with_len: bool) -> usize {
-    let _ = (id, offset, len, with_len);
-    todo!("frame codec")
-}
-
-/// Write a STREAM frame header; the caller appends the `len` data bytes.
-/// Without `with_len` the frame extends to the end of the packet.
-pub fn encode_stream_header<B: BufMut>(
-    buf: &mut B,
-    id: StreamId,
-    offset: u64,
-    len: usize,
-    fin: bool,
-    with_len: bool,
-) {
-    let _ = (buf, id, offset, len, fin, with_len);
-    todo!("frame codec")
-}
-
-/// Bytes needed for a CRYPTO frame header carrying `len` bytes at `offset`.
-pub fn crypto_header_len(offset: u64, len: usize) -> usize {
-    let _ = (offset, len);
-    todo!("frame codec")
-}
-
-/// Write a CRYPTO frame header; the caller appends the `len` data bytes.
-pub fn encode_crypto_header<B: BufMut>(buf: &mut B, offset: u64, len: usize) {
-    let _ = (buf, offset, len);
-    todo!("frame codec")
-}
+impl std::error::Error for FrameError {}
