@@ -17,7 +17,10 @@ fn handshake_completes_and_negotiates_alpn() {
     let s = sim.handshake(c);
     let client = sim.client.connection(c).unwrap();
     assert_eq!(client.alpn(), Some(common::ALPN));
-    assert_eq!(sim.server.connection(s).unwrap().server_name(), Some("localhost"));
+    assert_eq!(
+        sim.server.connection(s).unwrap().server_name(),
+        Some("localhost")
+    );
     assert!(sim.client.connection_mut(c).unwrap().poll_event() == Some(Event::Connected));
     // Client Initials are padded to 1200 bytes.
     assert!(sim.max_datagram >= 1200);
@@ -52,7 +55,10 @@ fn small_flow_control_windows() {
     let mut cc = ClientConfig::new(tls.client_config(None));
     cc.transport = small_windows().into();
     let c = sim.connect_with(cc);
-    let mut echo = Echo::new(c, vec![payload(300_000, 1), payload(200_000, 2), payload(5, 3)]);
+    let mut echo = Echo::new(
+        c,
+        vec![payload(300_000, 1), payload(200_000, 2), payload(5, 3)],
+    );
     run_echo(&mut sim, &mut echo, 400_000);
 }
 
@@ -96,10 +102,17 @@ fn application_close_reaches_peer() {
     sim.client.connection_mut(c).unwrap().close(now, 42, b"bye");
     sim.run_until(1000, |sim| sim.server.connection(s).unwrap().is_closed());
     let err = sim.server.connection(s).unwrap().error().cloned();
-    assert_eq!(err, Some(ConnectionError::ApplicationClosed { code: 42, reason: "bye".into() }));
+    assert_eq!(
+        err,
+        Some(ConnectionError::ApplicationClosed {
+            code: 42,
+            reason: "bye".into()
+        })
+    );
     // Both sides drain and then go quiet.
     sim.run_until(100_000, |sim| {
-        sim.client.connection(c).unwrap().is_drained() && sim.server.connection(s).unwrap().is_drained()
+        sim.client.connection(c).unwrap().is_drained()
+            && sim.server.connection(s).unwrap().is_drained()
     });
 }
 
@@ -116,10 +129,17 @@ fn idle_timeout_closes_silently() {
     let c = sim.connect_with(cc);
     let s = sim.handshake(c);
     let start = sim.now;
-    sim.run_until(100_000, |sim| sim.client.connection(c).unwrap().is_drained());
+    sim.run_until(100_000, |sim| {
+        sim.client.connection(c).unwrap().is_drained()
+    });
     assert!(sim.now - start >= Duration::from_secs(2));
-    assert_eq!(sim.client.connection(c).unwrap().error(), Some(&ConnectionError::TimedOut));
-    sim.run_until(100_000, |sim| sim.server.connection(s).unwrap().is_drained());
+    assert_eq!(
+        sim.client.connection(c).unwrap().error(),
+        Some(&ConnectionError::TimedOut)
+    );
+    sim.run_until(100_000, |sim| {
+        sim.server.connection(s).unwrap().is_drained()
+    });
 }
 
 #[test]
@@ -141,6 +161,27 @@ fn protocol_violation_closes_with_the_right_code() {
     let conn = sim.client.connection_mut(c).unwrap();
     assert!(conn.open_stream(quark_proto::Dir::Bi).is_some());
     assert!(conn.open_stream(quark_proto::Dir::Bi).is_some());
-    assert!(conn.open_stream(quark_proto::Dir::Bi).is_none(), "peer limit of 2 streams is honoured");
+    assert!(
+        conn.open_stream(quark_proto::Dir::Bi).is_none(),
+        "peer limit of 2 streams is honoured"
+    );
     let _ = TransportErrorCode::STREAM_LIMIT_ERROR;
+}
+
+#[test]
+fn losses_are_really_recovered() {
+    let (mut sim, tls) = Sim::pair(seed(8));
+    sim.set_delay(Duration::from_millis(10));
+    sim.set_loss(0.05);
+    let c = sim.connect(&tls);
+    let mut echo = Echo::new(c, vec![payload(500_000, 5)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    let stats = sim.client.connection(c).unwrap().stats();
+    assert!(
+        sim.dropped.0 > 10 && sim.dropped.1 > 10,
+        "the network dropped datagrams: {:?}",
+        sim.dropped
+    );
+    assert!(stats.packets_lost > 0, "client declared losses: {stats:?}");
+    eprintln!("dropped {:?}, client stats {stats:?}", sim.dropped);
 }

@@ -67,7 +67,10 @@ impl Connection {
     /// Open a bidirectional stream (waits while the peer's stream limit is reached).
     pub async fn open_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
         let id = self.open(Dir::Bi).await?;
-        Ok((SendStream::new(self.clone(), id), RecvStream::new(self.clone(), id)))
+        Ok((
+            SendStream::new(self.clone(), id),
+            RecvStream::new(self.clone(), id),
+        ))
     }
 
     /// Open a unidirectional stream.
@@ -79,7 +82,10 @@ impl Connection {
     /// Wait for the peer to open a bidirectional stream.
     pub async fn accept_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
         let id = self.accept(Dir::Bi).await?;
-        Ok((SendStream::new(self.clone(), id), RecvStream::new(self.clone(), id)))
+        Ok((
+            SendStream::new(self.clone(), id),
+            RecvStream::new(self.clone(), id),
+        ))
     }
 
     /// Wait for the peer to open a unidirectional stream.
@@ -115,7 +121,8 @@ impl Connection {
 
     /// The peer's address.
     pub fn remote_address(&self) -> SocketAddr {
-        self.inspect(|c| c.remote_address()).unwrap_or_else(|| ([0, 0, 0, 0], 0).into())
+        self.inspect(|c| c.remote_address())
+            .unwrap_or_else(|| ([0, 0, 0, 0], 0).into())
     }
 
     /// Negotiated ALPN protocol.
@@ -125,7 +132,8 @@ impl Connection {
 
     /// Negotiated TLS cipher suite, e.g. "TLS13_AES_128_GCM_SHA256".
     pub fn cipher_suite(&self) -> Option<String> {
-        self.inspect(|c| c.cipher_suite().map(|s| format!("{:?}", s.suite()))).flatten()
+        self.inspect(|c| c.cipher_suite().map(|s| format!("{:?}", s.suite())))
+            .flatten()
     }
 
     /// Counters.
@@ -153,7 +161,9 @@ impl Clone for Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         let mut state = self.shared.lock();
-        let Some(entry) = state.conns.get_mut(&self.handle) else { return };
+        let Some(entry) = state.conns.get_mut(&self.handle) else {
+            return;
+        };
         entry.refs -= 1;
         if entry.refs == 0 {
             if let Some(conn) = state.proto.connection_mut(self.handle) {
@@ -166,7 +176,9 @@ impl Drop for Connection {
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection").field("handle", &self.handle).finish()
+        f.debug_struct("Connection")
+            .field("handle", &self.handle)
+            .finish()
     }
 }
 

@@ -64,11 +64,20 @@ impl Driver {
 
     /// Read datagram batches until the socket is empty (bounded). Returns whether
     /// anything arrived.
-    fn receive(&mut self, cx: &mut Context<'_>, socket: &UdpSocket, state: &mut State, now: Instant) -> bool {
+    fn receive(
+        &mut self,
+        cx: &mut Context<'_>,
+        socket: &UdpSocket,
+        state: &mut State,
+        now: Instant,
+    ) -> bool {
         let mut any = false;
         for _ in 0..4 {
-            let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_BATCH]> =
-                self.recv_bufs.iter_mut().map(|b| IoSliceMut::new(&mut b[..])).collect();
+            let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_BATCH]> = self
+                .recv_bufs
+                .iter_mut()
+                .map(|b| IoSliceMut::new(&mut b[..]))
+                .collect();
             let n = match socket.poll_recv(cx, &mut iovs, &mut self.metas) {
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => {
@@ -89,7 +98,10 @@ impl Driver {
                     let end = (start + stride).min(meta.len);
                     let data = &mut self.recv_bufs[i][start..end];
                     start = end;
-                    match state.proto.handle_datagram(now, meta.addr, meta.dst_ip, ecn, data) {
+                    match state
+                        .proto
+                        .handle_datagram(now, meta.addr, meta.dst_ip, ecn, data)
+                    {
                         Some(DatagramEvent::NewConnection(h)) => {
                             state.conns.insert(h, ConnEntry::new(true));
                             self.touch(state, h);
@@ -161,7 +173,10 @@ impl Driver {
     fn transmit(&mut self, state: &mut State, socket: &UdpSocket, now: Instant) -> bool {
         let mut any = false;
         loop {
-            let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
+            let mut buf = self
+                .pool
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
             let Some(t) = state.proto.poll_transmit(&mut buf) else {
                 self.pool.push(buf);
                 break;
@@ -176,8 +191,14 @@ impl Driver {
                 i += 1;
                 continue;
             };
-            let max = socket.max_gso_segments().min(MAX_GSO_BYTES / conn.max_datagram_size()).max(1);
-            let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
+            let max = socket
+                .max_gso_segments()
+                .min(MAX_GSO_BYTES / conn.max_datagram_size())
+                .max(1);
+            let mut buf = self
+                .pool
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
             match conn.poll_transmit(now, max, &mut buf) {
                 Some(t) => {
                     self.outgoing.push((t, buf));
@@ -196,13 +217,17 @@ impl Driver {
     fn dispatch(&mut self, state: &mut State) {
         for h in std::mem::take(&mut self.touched) {
             state.proto.sync(h);
-            let Some(conn) = state.proto.connection_mut(h) else { continue };
+            let Some(conn) = state.proto.connection_mut(h) else {
+                continue;
+            };
             let timeout = conn.poll_timeout();
             let mut events: SmallVec<[Event; 8]> = SmallVec::new();
             while let Some(ev) = conn.poll_event() {
                 events.push(ev);
             }
-            let Some(entry) = state.conns.get_mut(&h) else { continue };
+            let Some(entry) = state.conns.get_mut(&h) else {
+                continue;
+            };
             entry.touched = false;
             entry.timeout = timeout;
             let mut ready = false;
@@ -253,7 +278,10 @@ fn handle_event(entry: &mut ConnEntry, ev: Event) -> bool {
         }
         Event::Stream(StreamEvent::Stopped(id, code)) => {
             entry.finished_streams.insert(id, Some(code));
-            for waker in [w.finishers.remove(&id), w.writers.remove(&id)].into_iter().flatten() {
+            for waker in [w.finishers.remove(&id), w.writers.remove(&id)]
+                .into_iter()
+                .flatten()
+            {
                 waker.wake();
             }
         }

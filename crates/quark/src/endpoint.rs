@@ -80,7 +80,9 @@ impl Endpoint {
         server_name: &str,
     ) -> Result<Connecting, ConnectError> {
         let mut state = self.shared.lock();
-        let h = state.proto.connect(Instant::now(), &config, addr, server_name)?;
+        let h = state
+            .proto
+            .connect(Instant::now(), &config, addr, server_name)?;
         state.conns.insert(h, ConnEntry::new(false));
         state.touch(h);
         drop(state);
@@ -93,7 +95,9 @@ impl Endpoint {
         poll_fn(|cx| {
             let mut state = self.shared.lock();
             while let Some(h) = state.ready.pop_front() {
-                let Some(entry) = state.conns.get_mut(&h) else { continue };
+                let Some(entry) = state.conns.get_mut(&h) else {
+                    continue;
+                };
                 if !entry.incoming || !entry.connected {
                     continue;
                 }
@@ -148,7 +152,9 @@ impl Endpoint {
 impl Clone for Endpoint {
     fn clone(&self) -> Self {
         self.shared.lock().endpoint_refs += 1;
-        Endpoint { shared: self.shared.clone() }
+        Endpoint {
+            shared: self.shared.clone(),
+        }
     }
 }
 

@@ -52,7 +52,10 @@ pub fn parse_request(request: &[u8]) -> Result<&str, RequestError> {
     let line = request.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = std::str::from_utf8(line).map_err(|_| RequestError::Malformed)?;
-    let path = line.strip_prefix("GET ").ok_or(RequestError::Malformed)?.trim();
+    let path = line
+        .strip_prefix("GET ")
+        .ok_or(RequestError::Malformed)?
+        .trim();
     if !path.starts_with('/') || path.contains(char::is_whitespace) {
         return Err(RequestError::Malformed);
     }
@@ -146,7 +149,10 @@ async fn serve_stream(
     Ok(())
 }
 
-async fn copy(file: &mut (impl AsyncRead + Unpin), send: &mut crate::SendStream) -> Result<(), ServeError> {
+async fn copy(
+    file: &mut (impl AsyncRead + Unpin),
+    send: &mut crate::SendStream,
+) -> Result<(), ServeError> {
     let mut buf = vec![0u8; 256 * 1024];
     loop {
         let n = file.read(&mut buf).await?;

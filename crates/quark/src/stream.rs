@@ -72,7 +72,11 @@ pub struct SendStream {
 
 impl SendStream {
     pub(crate) fn new(conn: Connection, id: StreamId) -> Self {
-        SendStream { conn, id, finished: false }
+        SendStream {
+            conn,
+            id,
+            finished: false,
+        }
     }
 
     /// The stream ID.
@@ -81,14 +85,24 @@ impl SendStream {
     }
 
     /// Write some of `buf`, waiting for flow-control credit or buffer space.
-    pub fn poll_write_buf(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<Result<usize, WriteError>> {
+    pub fn poll_write_buf(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<Result<usize, WriteError>> {
         let mut guard = self.conn.shared.lock();
         let state = &mut *guard;
-        let entry = state.conns.get_mut(&self.conn.handle).expect("connection entry");
+        let entry = state
+            .conns
+            .get_mut(&self.conn.handle)
+            .expect("connection entry");
         if let Some(e) = &entry.error {
             return Poll::Ready(Err(WriteError::ConnectionLost(e.clone())));
         }
-        let conn = state.proto.connection_mut(self.conn.handle).expect("connection");
+        let conn = state
+            .proto
+            .connection_mut(self.conn.handle)
+            .expect("connection");
         match conn.write(self.id, buf) {
             Ok(0) if !buf.is_empty() => {
                 entry.wakers.writers.insert(self.id, cx.waker().clone());
@@ -120,7 +134,10 @@ impl SendStream {
             return Ok(());
         }
         let mut state = self.conn.shared.lock();
-        let conn = state.proto.connection_mut(self.conn.handle).ok_or(WriteError::ClosedStream)?;
+        let conn = state
+            .proto
+            .connection_mut(self.conn.handle)
+            .ok_or(WriteError::ClosedStream)?;
         conn.finish(self.id).map_err(write_error)?;
         self.finished = true;
         state.touch(self.conn.handle);
@@ -130,7 +147,10 @@ impl SendStream {
     /// Abandon the stream with an application error code.
     pub fn reset(&mut self, code: u64) -> Result<(), WriteError> {
         let mut state = self.conn.shared.lock();
-        let conn = state.proto.connection_mut(self.conn.handle).ok_or(WriteError::ClosedStream)?;
+        let conn = state
+            .proto
+            .connection_mut(self.conn.handle)
+            .ok_or(WriteError::ClosedStream)?;
         conn.reset_stream(self.id, code).map_err(write_error)?;
         self.finished = true;
         state.touch(self.conn.handle);
@@ -142,7 +162,10 @@ impl SendStream {
     pub async fn stopped(&mut self) -> Result<Option<u64>, ConnectionError> {
         poll_fn(|cx| {
             let mut guard = self.conn.shared.lock();
-            let entry = guard.conns.get_mut(&self.conn.handle).expect("connection entry");
+            let entry = guard
+                .conns
+                .get_mut(&self.conn.handle)
+                .expect("connection entry");
             if let Some(outcome) = entry.finished_streams.get(&self.id) {
                 return Poll::Ready(Ok(*outcome));
             }
@@ -164,7 +187,11 @@ fn write_error(e: StreamError) -> WriteError {
 }
 
 impl AsyncWrite for SendStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         self.get_mut().poll_write_buf(cx, buf).map_err(Into::into)
     }
 
@@ -197,7 +224,11 @@ pub struct RecvStream {
 
 impl RecvStream {
     pub(crate) fn new(conn: Connection, id: StreamId) -> Self {
-        RecvStream { conn, id, done: false }
+        RecvStream {
+            conn,
+            id,
+            done: false,
+        }
     }
 
     /// The stream ID.
@@ -206,16 +237,26 @@ impl RecvStream {
     }
 
     /// Read into `buf`: `Some(n)` bytes, or `None` at the end of the stream.
-    pub fn poll_read_buf(&mut self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<Result<Option<usize>, ReadError>> {
+    pub fn poll_read_buf(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<Result<Option<usize>, ReadError>> {
         if self.done {
             return Poll::Ready(Ok(None));
         }
         let mut guard = self.conn.shared.lock();
         let state = &mut *guard;
-        let entry = state.conns.get_mut(&self.conn.handle).expect("connection entry");
+        let entry = state
+            .conns
+            .get_mut(&self.conn.handle)
+            .expect("connection entry");
         let Some(conn) = state.proto.connection_mut(self.conn.handle) else {
             return Poll::Ready(Err(ReadError::ConnectionLost(
-                entry.error.clone().unwrap_or(ConnectionError::LocallyClosed),
+                entry
+                    .error
+                    .clone()
+                    .unwrap_or(ConnectionError::LocallyClosed),
             )));
         };
         match conn.read(self.id, buf) {
@@ -278,7 +319,11 @@ impl RecvStream {
 }
 
 impl AsyncRead for RecvStream {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let dst = buf.initialize_unfilled();
         match this.poll_read_buf(cx, dst) {

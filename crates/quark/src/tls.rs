@@ -48,10 +48,16 @@ impl Identity {
     /// A fresh self-signed certificate for `names`.
     pub fn self_signed(names: &[&str]) -> Result<Self, TlsError> {
         let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-        let ck = rcgen::generate_simple_self_signed(names).map_err(|e| TlsError::Generate(e.to_string()))?;
+        let ck = rcgen::generate_simple_self_signed(names)
+            .map_err(|e| TlsError::Generate(e.to_string()))?;
         let cert = ck.cert.der().clone();
-        let key = rustls::pki_types::PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()).into();
-        Ok(Identity { chain: vec![cert.clone()], cert, key })
+        let key =
+            rustls::pki_types::PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()).into();
+        Ok(Identity {
+            chain: vec![cert.clone()],
+            cert,
+            key,
+        })
     }
 
     /// Load a PEM certificate chain and private key.
@@ -65,7 +71,11 @@ impl Identity {
             reason: "no certificate found".into(),
         })?;
         let key = PrivateKeyDer::from_pem_file(key).map_err(|e| file_error(key, e))?;
-        Ok(Identity { cert: first, chain, key })
+        Ok(Identity {
+            cert: first,
+            chain,
+            key,
+        })
     }
 
     /// SHA-256 fingerprint of the certificate, as colon-separated hex.
@@ -80,13 +90,21 @@ impl Identity {
 }
 
 fn file_error(path: &Path, e: impl std::fmt::Display) -> TlsError {
-    TlsError::File { path: path.display().to_string(), reason: e.to_string() }
+    TlsError::File {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
 }
 
 /// SHA-256 fingerprint of a DER certificate.
 pub fn fingerprint(cert: &CertificateDer<'_>) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, cert);
-    digest.as_ref().iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(":")
+    digest
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 fn pem_encode(label: &str, der: &[u8]) -> String {
@@ -94,7 +112,8 @@ fn pem_encode(label: &str, der: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut b64 = String::new();
     for chunk in der.chunks(3) {
-        let n = chunk.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b)) << (8 * (3 - chunk.len()));
+        let n =
+            chunk.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b)) << (8 * (3 - chunk.len()));
         for i in 0..4 {
             if i <= chunk.len() {
                 b64.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
@@ -185,16 +204,23 @@ pub fn client_config_with(
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
             .with_no_client_auth(),
-        Verify::Roots(certs) => builder.with_root_certificates(roots(certs)?).with_no_client_auth(),
+        Verify::Roots(certs) => builder
+            .with_root_certificates(roots(certs)?)
+            .with_no_client_auth(),
         Verify::CaFile(path) => {
             let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&path)
                 .map_err(|e| file_error(&path, e))?
                 .collect::<Result<_, _>>()
                 .map_err(|e| file_error(&path, e))?;
             if certs.is_empty() {
-                return Err(TlsError::File { path: path.display().to_string(), reason: "no certificate found".into() });
+                return Err(TlsError::File {
+                    path: path.display().to_string(),
+                    reason: "no certificate found".into(),
+                });
             }
-            builder.with_root_certificates(roots(certs)?).with_no_client_auth()
+            builder
+                .with_root_certificates(roots(certs)?)
+                .with_no_client_auth()
         }
     };
     tls.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
@@ -231,7 +257,12 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -240,7 +271,12 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

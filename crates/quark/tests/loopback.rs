@@ -17,13 +17,22 @@ fn localhost() -> SocketAddr {
 
 fn pair_with(suites: &[rustls::SupportedCipherSuite]) -> (Endpoint, Endpoint, quark::ClientConfig) {
     let id = Identity::self_signed(&["localhost"]).unwrap();
-    let server = Endpoint::server(tls::server_config_with(&id, &[ALPN], suites).unwrap(), localhost()).unwrap();
+    let server = Endpoint::server(
+        tls::server_config_with(&id, &[ALPN], suites).unwrap(),
+        localhost(),
+    )
+    .unwrap();
     let client = Endpoint::client(localhost()).unwrap();
-    let config = tls::client_config_with(Verify::Roots(vec![id.cert.clone()]), &[ALPN], suites).unwrap();
+    let config =
+        tls::client_config_with(Verify::Roots(vec![id.cert.clone()]), &[ALPN], suites).unwrap();
     (server, client, config)
 }
 
-async fn connect(server: &Endpoint, client: &Endpoint, config: quark::ClientConfig) -> (Connection, Connection) {
+async fn connect(
+    server: &Endpoint,
+    client: &Endpoint,
+    config: quark::ClientConfig,
+) -> (Connection, Connection) {
     let addr = server.local_addr().unwrap();
     let connecting = client.connect(config, addr, "localhost").unwrap();
     let (c, s) = tokio::join!(connecting, server.accept());
@@ -81,7 +90,9 @@ async fn echo_small_and_large() {
     spawn_echo(s);
     for len in [0, 1, 1000, 1 << 20, 8 << 20] {
         let body = data(len, len as u8);
-        let got = tokio::time::timeout(Duration::from_secs(60), echo(&c, &body)).await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(60), echo(&c, &body))
+            .await
+            .unwrap();
         assert_eq!(got.len(), body.len());
         assert_eq!(sha(&got), sha(&body), "echo of {len} bytes");
     }
@@ -102,14 +113,21 @@ async fn hundred_parallel_streams() {
         }));
     }
     for t in tasks {
-        tokio::time::timeout(Duration::from_secs(60), t).await.unwrap().unwrap();
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .unwrap()
+            .unwrap();
     }
 }
 
 #[tokio::test]
 async fn every_cipher_suite() {
     use rustls::crypto::ring::cipher_suite as cs;
-    for suite in [cs::TLS13_AES_128_GCM_SHA256, cs::TLS13_AES_256_GCM_SHA384, cs::TLS13_CHACHA20_POLY1305_SHA256] {
+    for suite in [
+        cs::TLS13_AES_128_GCM_SHA256,
+        cs::TLS13_AES_256_GCM_SHA384,
+        cs::TLS13_CHACHA20_POLY1305_SHA256,
+    ] {
         let (server, client, config) = pair_with(&[suite]);
         let (c, s) = connect(&server, &client, config).await;
         assert_eq!(c.cipher_suite(), Some(format!("{:?}", suite.suite())));
@@ -124,8 +142,16 @@ async fn close_code_reaches_peer() {
     let (server, client, config) = pair_with(&[]);
     let (c, s) = connect(&server, &client, config).await;
     s.close(7, b"bye");
-    let err = tokio::time::timeout(Duration::from_secs(5), c.closed()).await.unwrap();
-    assert_eq!(err, ConnectionError::ApplicationClosed { code: 7, reason: "bye".into() });
+    let err = tokio::time::timeout(Duration::from_secs(5), c.closed())
+        .await
+        .unwrap();
+    assert_eq!(
+        err,
+        ConnectionError::ApplicationClosed {
+            code: 7,
+            reason: "bye".into()
+        }
+    );
     assert!(c.open_bi().await.is_err());
 }
 
@@ -144,7 +170,10 @@ async fn reset_and_stop_sending() {
     send2.write_all(b"x").await.unwrap();
     let (_ss, mut sr) = s.accept_bi().await.unwrap();
     sr.stop(5).unwrap();
-    let outcome = tokio::time::timeout(Duration::from_secs(5), send2.stopped()).await.unwrap().unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(5), send2.stopped())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(outcome, Some(5));
 }
 
@@ -157,12 +186,16 @@ async fn wrong_certificate_fails_the_handshake() {
     let config = tls::client_config(Verify::Roots(vec![other.cert.clone()]), &[ALPN]).unwrap();
     let result = tokio::time::timeout(
         Duration::from_secs(5),
-        client.connect(config, server.local_addr().unwrap(), "localhost").unwrap(),
+        client
+            .connect(config, server.local_addr().unwrap(), "localhost")
+            .unwrap(),
     )
     .await
     .unwrap();
     match result {
-        Err(ConnectionError::TransportError(e)) => assert!(e.code.0 >= 0x100 && e.code.0 < 0x200, "{e}"),
+        Err(ConnectionError::TransportError(e)) => {
+            assert!(e.code.0 >= 0x100 && e.code.0 < 0x200, "{e}")
+        }
         other => panic!("expected a CRYPTO_ERROR, got {other:?}"),
     }
 }
@@ -177,6 +210,9 @@ async fn unreachable_server_times_out() {
     config.transport = t.into();
     // A bound socket that never answers.
     let silent = std::net::UdpSocket::bind(localhost()).unwrap();
-    let result = client.connect(config, silent.local_addr().unwrap(), "localhost").unwrap().await;
+    let result = client
+        .connect(config, silent.local_addr().unwrap(), "localhost")
+        .unwrap()
+        .await;
     assert_eq!(result.unwrap_err(), ConnectionError::TimedOut);
 }

@@ -278,7 +278,10 @@ impl Connection {
                         //# AEAD_LIMIT_REACHED
                         self.decrypt_failures += 1;
                         if self.decrypt_failures > keys.integrity_limit() {
-                            self.close_on_error(now, TransportError::aead_limit_reached("integrity limit"));
+                            self.close_on_error(
+                                now,
+                                TransportError::aead_limit_reached("integrity limit"),
+                            );
                         }
                         None
                     }

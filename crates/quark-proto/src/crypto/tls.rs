@@ -279,7 +279,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "needs transport_params"]
+
     fn transport_parameters_cross_the_handshake() {
         let (cc, sc) = configs(TLS13_AES_128_GCM_SHA256, b"hq-interop", b"hq-interop");
         let client_params = TransportParameters {

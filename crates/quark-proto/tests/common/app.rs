@@ -85,19 +85,33 @@ impl Echo {
         }
         let c = sim.client.connection_mut(self.client).unwrap();
         while c.is_handshake_complete() {
-            let Some(body) = self.pending.last() else { break };
-            let Some(id) = c.open_stream(Dir::Bi) else { break };
+            let Some(body) = self.pending.last() else {
+                break;
+            };
+            let Some(id) = c.open_stream(Dir::Bi) else {
+                break;
+            };
             let body = body.clone();
             self.pending.pop();
             self.expected.insert(id, body.clone());
-            self.client_streams.insert(id, Half { out: body, ..Half::default() });
+            self.client_streams.insert(
+                id,
+                Half {
+                    out: body,
+                    ..Half::default()
+                },
+            );
         }
         let mut finished = Vec::new();
         for (&id, h) in self.client_streams.iter_mut() {
             pump_write(c, id, h);
             pump_read(c, id, h);
             if h.eof {
-                assert_eq!(h.input.len(), self.expected[&id].len(), "echo length on {id:?}");
+                assert_eq!(
+                    h.input.len(),
+                    self.expected[&id].len(),
+                    "echo length on {id:?}"
+                );
                 assert!(h.input == self.expected[&id], "echo bytes differ on {id:?}");
                 finished.push(id);
             }
@@ -107,7 +121,9 @@ impl Echo {
             self.completed += 1;
         }
         let Some(sh) = self.server else { return };
-        let Some(s) = sim.server.connection_mut(sh) else { return };
+        let Some(s) = sim.server.connection_mut(sh) else {
+            return;
+        };
         while let Some(id) = s.accept_stream(Dir::Bi) {
             self.server_streams.insert(id, Half::default());
         }
@@ -141,5 +157,8 @@ pub fn run_echo(sim: &mut Sim, echo: &mut Echo, max_steps: usize) {
             break;
         }
     }
-    panic!("echo incomplete: {}/{} requests after the simulation stopped", echo.completed, echo.total);
+    panic!(
+        "echo incomplete: {}/{} requests after the simulation stopped",
+        echo.completed, echo.total
+    );
 }

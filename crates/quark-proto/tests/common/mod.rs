@@ -55,7 +55,9 @@ impl Tls {
         }
     }
 
-    pub fn provider(suites: Option<&[rustls::SupportedCipherSuite]>) -> Arc<rustls::crypto::CryptoProvider> {
+    pub fn provider(
+        suites: Option<&[rustls::SupportedCipherSuite]>,
+    ) -> Arc<rustls::crypto::CryptoProvider> {
         let mut p = rustls::crypto::ring::default_provider();
         if let Some(s) = suites {
             p.cipher_suites = s.to_vec();
@@ -63,7 +65,10 @@ impl Tls {
         Arc::new(p)
     }
 
-    pub fn server_config(&self, suites: Option<&[rustls::SupportedCipherSuite]>) -> Arc<rustls::ServerConfig> {
+    pub fn server_config(
+        &self,
+        suites: Option<&[rustls::SupportedCipherSuite]>,
+    ) -> Arc<rustls::ServerConfig> {
         let mut c = rustls::ServerConfig::builder_with_provider(Self::provider(suites))
             .with_protocol_versions(&[&rustls::version::TLS13])
             .unwrap()
@@ -75,7 +80,10 @@ impl Tls {
         Arc::new(c)
     }
 
-    pub fn client_config(&self, suites: Option<&[rustls::SupportedCipherSuite]>) -> Arc<rustls::ClientConfig> {
+    pub fn client_config(
+        &self,
+        suites: Option<&[rustls::SupportedCipherSuite]>,
+    ) -> Arc<rustls::ClientConfig> {
         let mut roots = rustls::RootCertStore::empty();
         roots.add(self.cert.clone()).unwrap();
         let mut c = rustls::ClientConfig::builder_with_provider(Self::provider(suites))
@@ -90,7 +98,10 @@ impl Tls {
 
 /// The seed for a test: `SIM_SEED` if set, else the given default.
 pub fn seed(default: u64) -> u64 {
-    std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+    std::env::var("SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
 }
 
 pub struct Sim {
@@ -154,7 +165,9 @@ impl Sim {
     }
 
     pub fn connect_with(&mut self, config: ClientConfig) -> ConnectionHandle {
-        self.client.connect(self.now, &config, self.server_addr, "localhost").unwrap()
+        self.client
+            .connect(self.now, &config, self.server_addr, "localhost")
+            .unwrap()
     }
 
     pub fn set_delay(&mut self, one_way: Duration) {
@@ -174,19 +187,36 @@ impl Sim {
                 return;
             }
         }
-        let imp = if to_server { self.to_server } else { self.to_client };
+        let imp = if to_server {
+            self.to_server
+        } else {
+            self.to_client
+        };
         if self.rng.random_bool(imp.loss.clamp(0.0, 1.0)) {
-            if to_server { self.dropped.0 += 1 } else { self.dropped.1 += 1 }
+            if to_server {
+                self.dropped.0 += 1
+            } else {
+                self.dropped.1 += 1
+            }
             return;
         }
-        let copies = if self.rng.random_bool(imp.duplicate.clamp(0.0, 1.0)) { 2 } else { 1 };
+        let copies = if self.rng.random_bool(imp.duplicate.clamp(0.0, 1.0)) {
+            2
+        } else {
+            1
+        };
         for _ in 0..copies {
             let mut at = self.now + imp.delay;
             if self.rng.random_bool(imp.reorder.clamp(0.0, 1.0)) {
                 at += imp.reorder_delay;
             }
             self.seq += 1;
-            self.queue.push_back(InFlight { at, seq: self.seq, to_server, data: data.clone() });
+            self.queue.push_back(InFlight {
+                at,
+                seq: self.seq,
+                to_server,
+                data: data.clone(),
+            });
         }
     }
 
@@ -196,18 +226,33 @@ impl Sim {
         let mut buf = std::mem::take(&mut self.buf);
         for to_server in [true, false] {
             loop {
-                let ep = if to_server { &mut self.client } else { &mut self.server };
-                let Some(t) = ep.poll_transmit(&mut buf) else { break };
+                let ep = if to_server {
+                    &mut self.client
+                } else {
+                    &mut self.server
+                };
+                let Some(t) = ep.poll_transmit(&mut buf) else {
+                    break;
+                };
                 any = true;
                 self.enqueue(to_server, buf[..t.size].to_vec());
             }
-            let handles: Vec<ConnectionHandle> =
-                if to_server { self.client.handles().collect() } else { self.server.handles().collect() };
+            let handles: Vec<ConnectionHandle> = if to_server {
+                self.client.handles().collect()
+            } else {
+                self.server.handles().collect()
+            };
             for h in handles {
                 loop {
-                    let ep = if to_server { &mut self.client } else { &mut self.server };
+                    let ep = if to_server {
+                        &mut self.client
+                    } else {
+                        &mut self.server
+                    };
                     let conn = ep.connection_mut(h).unwrap();
-                    let Some(t) = conn.poll_transmit(self.now, 10, &mut buf) else { break };
+                    let Some(t) = conn.poll_transmit(self.now, 10, &mut buf) else {
+                        break;
+                    };
                     ep.sync(h);
                     any = true;
                     let seg = t.segment_size.unwrap_or(t.size);
@@ -237,21 +282,34 @@ impl Sim {
         for mut d in due {
             if d.to_server {
                 self.delivered.0 += 1;
-                let ev = self.server.handle_datagram(self.now, self.client_addr, None, None, &mut d.data);
+                let ev = self.server.handle_datagram(
+                    self.now,
+                    self.client_addr,
+                    None,
+                    None,
+                    &mut d.data,
+                );
                 if let Some(quark_proto::DatagramEvent::NewConnection(h)) = ev {
                     self.server_handles.push(h);
                 }
             } else {
                 self.delivered.1 += 1;
-                self.client.handle_datagram(self.now, self.server_addr, None, None, &mut d.data);
+                self.client
+                    .handle_datagram(self.now, self.server_addr, None, None, &mut d.data);
             }
         }
         any
     }
 
     fn next_timeout(&self) -> Option<Instant> {
-        let c = self.client.handles().filter_map(|h| self.client.connection(h).unwrap().poll_timeout());
-        let s = self.server.handles().filter_map(|h| self.server.connection(h).unwrap().poll_timeout());
+        let c = self
+            .client
+            .handles()
+            .filter_map(|h| self.client.connection(h).unwrap().poll_timeout());
+        let s = self
+            .server
+            .handles()
+            .filter_map(|h| self.server.connection(h).unwrap().poll_timeout());
         c.chain(s).chain(self.queue.iter().map(|d| d.at)).min()
     }
 
@@ -263,7 +321,9 @@ impl Sim {
         if sent || delivered {
             return true;
         }
-        let Some(next) = self.next_timeout() else { return false };
+        let Some(next) = self.next_timeout() else {
+            return false;
+        };
         if next > self.now {
             self.now = next;
         }
@@ -295,7 +355,11 @@ impl Sim {
 
     /// Drain both endpoints' connection events into vectors.
     pub fn events(&mut self, client: bool, h: ConnectionHandle) -> Vec<Event> {
-        let ep = if client { &mut self.client } else { &mut self.server };
+        let ep = if client {
+            &mut self.client
+        } else {
+            &mut self.server
+        };
         let conn = ep.connection_mut(h).unwrap();
         std::iter::from_fn(|| conn.poll_event()).collect()
     }
@@ -305,7 +369,9 @@ impl Sim {
         self.run_until(10_000, |s| {
             s.client.connection(h).unwrap().is_handshake_complete()
                 && s.server_handles.first().is_some_and(|&sh| {
-                    s.server.connection(sh).is_some_and(|c| c.is_handshake_complete())
+                    s.server
+                        .connection(sh)
+                        .is_some_and(|c| c.is_handshake_complete())
                 })
         });
         self.server_handles[0]
@@ -324,5 +390,7 @@ pub fn small_windows() -> TransportConfig {
 
 /// Deterministic payload of `len` bytes for stream `tag`.
 pub fn payload(len: usize, tag: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[i % 4] ^ tag).collect()
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[i % 4] ^ tag)
+        .collect()
 }
