@@ -146,7 +146,7 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
     };
     let scenarios = scenarios
         .into_iter()
-        .map(|(s, p)| (s, p.with(&overrides)))
+        .map(|(s, p)| (s, p.with(s, &overrides)))
         .collect();
     let pin = match &a.pin {
         None => None,

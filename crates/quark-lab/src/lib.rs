@@ -20,6 +20,8 @@
 //! * **TCP and TCP+TLS**: `GET /<n> <body_len>\r\n` then `body_len` bytes of
 //!   body. The response is exactly `n` bytes, unframed. Requests follow each
 //!   other on one connection and may be pipelined; responses come in order.
+//!   (A 0-byte response is therefore invisible: the lab never asks for one,
+//!   sizes start at 1 byte.)
 //! * **HTTP/1.1 and HTTP/2 (hyper)**: `GET /<n>` (or `POST /<n>` with a body)
 //!   returns `n` bytes with status 200.
 //! * **UDP**: datagrams `QLAB` + 8-byte sequence number + payload; the server

@@ -251,7 +251,8 @@ pub struct Params {
     pub datagram: u32,
 }
 
-/// Command-line overrides of [`Params`]; `None` keeps the default.
+/// Command-line overrides of [`Params`]; `None` keeps the default. Each applies
+/// only to the scenarios it concerns (see [`Params::with`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Overrides {
     /// `--sizes`.
@@ -277,17 +278,29 @@ pub struct Overrides {
 }
 
 impl Params {
-    /// Applies overrides.
-    pub fn with(mut self, o: &Overrides) -> Params {
+    /// Applies the overrides that concern `scenario`: `--connections` does not
+    /// turn `persistent` (one connection by definition) into `rps`, and so on.
+    pub fn with(mut self, scenario: Scenario, o: &Overrides) -> Params {
+        use Scenario::*;
         if let Some(s) = &o.sizes {
             self.sizes = s.clone();
         }
-        self.requests = o.requests.unwrap_or(self.requests);
-        self.clients = o.clients.unwrap_or(self.clients);
-        self.connections = o.connections.unwrap_or(self.connections);
-        self.in_flight = o.in_flight.unwrap_or(self.in_flight);
-        self.streams = o.streams.unwrap_or(self.streams);
-        self.duration_ms = o.duration_ms.unwrap_or(self.duration_ms);
+        if matches!(scenario, ResponseTime | Rps | Persistent | Ephemeral | Parallel) {
+            self.requests = o.requests.unwrap_or(self.requests);
+        }
+        if matches!(scenario, ResponseTime | Ephemeral) {
+            self.clients = o.clients.unwrap_or(self.clients);
+        }
+        if matches!(scenario, Rps | Streams) {
+            self.connections = o.connections.unwrap_or(self.connections);
+        }
+        if scenario == Parallel {
+            self.in_flight = o.in_flight.unwrap_or(self.in_flight);
+        }
+        if scenario == Streams {
+            self.streams = o.streams.unwrap_or(self.streams);
+            self.duration_ms = o.duration_ms.unwrap_or(self.duration_ms);
+        }
         self.warmup = o.warmup.unwrap_or(self.warmup);
         self.runs = o.runs.unwrap_or(self.runs);
         self.datagram = o.datagram.unwrap_or(self.datagram);
@@ -364,11 +377,13 @@ mod tests {
 
     #[test]
     fn phases_follow_params() {
-        let p = Scenario::Parallel.defaults().with(&Overrides {
+        let o = Overrides {
             sizes: Some(vec![100]),
             requests: Some(7),
+            connections: Some(9),
             ..Overrides::default()
-        });
+        };
+        let p = Scenario::Parallel.defaults().with(Scenario::Parallel, &o);
         let ph = Scenario::Parallel.phases(&p, Kind::Stream).unwrap();
         assert_eq!(ph.len(), 1);
         assert_eq!(

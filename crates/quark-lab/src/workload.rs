@@ -143,6 +143,18 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// Opens `n` connections and completes one 1-byte request on each, so the
+    /// server has accepted them all before the measurement starts.
+    async fn open(&mut self, client: &Arc<dyn Client>, n: u32) -> anyhow::Result<()> {
+        for _ in 0..n {
+            self.conns.push(client.connect().await.context("opening connections")?);
+        }
+        for c in &self.conns {
+            c.request(Request { response_len: 1, body_len: 0 }).await.context("first request")?;
+        }
+        Ok(())
+    }
+
     /// Closes the phase's long-lived connections.
     pub async fn teardown(self) {
         for c in self.conns {
@@ -207,10 +219,7 @@ pub async fn prepare(client: &Arc<dyn Client>, w: &Workload) -> anyhow::Result<P
             body_len,
             ..
         } => {
-            for _ in 0..connections {
-                p.conns
-                    .push(client.connect().await.context("opening connections")?);
-            }
+            p.open(client, connections).await?;
             for i in 0..warmup {
                 let c = &p.conns[i as usize % p.conns.len()];
                 c.request(Request {
@@ -221,12 +230,7 @@ pub async fn prepare(client: &Arc<dyn Client>, w: &Workload) -> anyhow::Result<P
                 .context("warm-up")?;
             }
         }
-        Workload::Streams { connections, .. } => {
-            for _ in 0..connections {
-                p.conns
-                    .push(client.connect().await.context("opening connections")?);
-            }
-        }
+        Workload::Streams { connections, .. } => p.open(client, connections).await?,
         Workload::Blast {
             bytes,
             warmup,

@@ -210,16 +210,15 @@ impl Adapter for Http {
                     let _ = sock.set_nodelay(true);
                     let (stats, acceptor) = (stats.clone(), acceptor.clone());
                     tokio::spawn(async move {
-                        let res = match acceptor {
+                        // Failed requests are counted by their guards; a client
+                        // dropping a finished connection is not an error.
+                        match acceptor {
                             Some(a) => match a.accept(sock).await {
-                                Ok(s) => serve_http(s, version, stats.clone()).await,
-                                Err(e) => Err(e.into()),
+                                Ok(s) => serve_http(s, version, stats.clone()).await.ok(),
+                                Err(_) => Some(stats.error()),
                             },
-                            None => serve_http(sock, version, stats.clone()).await,
+                            None => serve_http(sock, version, stats.clone()).await.ok(),
                         };
-                        if res.is_err() {
-                            stats.error();
-                        }
                     });
                 }
             });

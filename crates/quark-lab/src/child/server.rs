@@ -57,6 +57,10 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
                     emit(&ServerEvent::Marked);
                 }
                 "start" => {
+                    if adapter.kind() == Kind::Datagram {
+                        // Count the warm-up's datagrams before the interval.
+                        drain(&stats).await;
+                    }
                     stats.reset();
                     meter = Some(UsageMeter::start(baseline));
                     emit(&ServerEvent::Started);
