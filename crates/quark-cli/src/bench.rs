@@ -1,0 +1,270 @@
+//! `quark bench`: command-line options → `quark_lab::bench::BenchConfig`.
+
+use std::io::IsTerminal;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+use quark_lab::adapter::{Cipher, default_protocols, default_reference, registry};
+use quark_lab::bench::{BenchConfig, NET_PROFILES};
+use quark_lab::scenario::{Overrides, Scenario, default_suite};
+use quark_lab::size::parse_size_list;
+
+/// Options of `quark bench`. Without `--scenario` it runs the default suite
+/// (goodput, rps, persistent with reduced counts; under a minute on loopback).
+#[derive(Debug, clap::Args)]
+#[command(after_help = after_help())]
+pub(crate) struct Args {
+    /// Protocols, comma-separated, or `all` [default: the QUIC stacks, tcp and tcp+tls].
+    #[arg(long, short, value_delimiter = ',')]
+    proto: Vec<String>,
+    /// Scenarios, comma-separated, or `all` [default: the quick suite].
+    #[arg(long, short, value_delimiter = ',')]
+    scenario: Vec<String>,
+    /// Sizes, e.g. `2KB,2MB` (KB/MB/GB = 1000^n, KiB/MiB/GiB = 1024^n).
+    #[arg(long, allow_hyphen_values = true)]
+    sizes: Option<String>,
+    /// Requests to measure (response-time, rps, persistent, ephemeral, parallel).
+    #[arg(long)]
+    requests: Option<u64>,
+    /// Concurrent clients on fresh connections (response-time, ephemeral).
+    #[arg(long)]
+    clients: Option<u32>,
+    /// Long-lived connections (rps, streams).
+    #[arg(long)]
+    connections: Option<u32>,
+    /// Requests in flight per connection (parallel).
+    #[arg(long)]
+    in_flight: Option<u32>,
+    /// Streams per connection (streams).
+    #[arg(long)]
+    streams: Option<u32>,
+    /// Seconds to run timed scenarios (streams).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Unmeasured runs first (goodput) or warm-up requests.
+    #[arg(long)]
+    warmup: Option<u32>,
+    /// Measured runs per size (goodput; the thesis used 30).
+    #[arg(long)]
+    runs: Option<u32>,
+    /// UDP payload bytes per datagram.
+    #[arg(long)]
+    datagram_size: Option<u32>,
+    /// Network profile (only `loopback` for now).
+    #[arg(long, default_value = "loopback")]
+    net: String,
+    /// Pin server and client to two CPUs (`--pin` = 0,1).
+    #[arg(long, num_args = 0..=1, default_missing_value = "0,1", value_name = "SERVER,CLIENT")]
+    pin: Option<String>,
+    /// Runtime threads per process (1 = single-threaded runtimes).
+    #[arg(long, default_value_t = 1)]
+    threads: u32,
+    /// TLS 1.3 cipher suite: aes128gcm, aes256gcm or chacha20.
+    #[arg(long, default_value = "aes128gcm")]
+    cipher: String,
+    /// Reference protocol for the summary's ratios [default: quic, else quinn].
+    #[arg(long = "ref")]
+    reference: Option<String>,
+    /// Listen port for the servers (0 = any free port).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Listen address for the servers.
+    #[arg(long, default_value = "127.0.0.1")]
+    addr: IpAddr,
+    /// Seconds any one step of a phase may take before the cell fails.
+    #[arg(long, default_value_t = 300.0)]
+    timeout: f64,
+    /// Write results (schema quark-lab/results v1) to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write an HTML report with charts to this file.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// List protocols and scenarios and exit.
+    #[arg(long)]
+    list: bool,
+    /// Fault injection for tests: servers exit after this many requests.
+    #[arg(long, hide = true)]
+    die_after: Option<u64>,
+}
+
+fn after_help() -> String {
+    let protos: Vec<_> = registry().iter().map(|a| a.name()).collect();
+    let scenarios: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
+    format!(
+        "Protocols: {}\nScenarios: {}",
+        protos.join(", "),
+        scenarios.join(", ")
+    )
+}
+
+fn positive_secs(name: &str, s: f64) -> anyhow::Result<Duration> {
+    if !(s.is_finite() && s > 0.0 && s < 1e7) {
+        bail!("--{name} must be a positive number of seconds");
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn config(a: &Args) -> anyhow::Result<BenchConfig> {
+    let protocols: Vec<String> = match a.proto.as_slice() {
+        [] => default_protocols().into_iter().map(String::from).collect(),
+        [all] if all == "all" => registry().iter().map(|a| a.name().to_string()).collect(),
+        list => list.to_vec(),
+    };
+    let overrides = Overrides {
+        sizes: a.sizes.as_deref().map(parse_size_list).transpose()?,
+        requests: a.requests,
+        clients: a.clients,
+        connections: a.connections,
+        in_flight: a.in_flight,
+        streams: a.streams,
+        duration_ms: a
+            .duration
+            .map(|d| positive_secs("duration", d))
+            .transpose()?
+            .map(|d| d.as_millis().max(1) as u64),
+        warmup: a.warmup,
+        runs: a.runs,
+        datagram: a.datagram_size,
+    };
+    let suite = a.scenario.is_empty();
+    let scenarios = match a.scenario.as_slice() {
+        [] => default_suite(),
+        [all] if all == "all" => Scenario::ALL.iter().map(|&s| (s, s.defaults())).collect(),
+        list => list
+            .iter()
+            .map(|name| {
+                let s = Scenario::parse(name).ok_or_else(|| {
+                    let all: Vec<_> = Scenario::ALL.iter().map(|s| s.name()).collect();
+                    anyhow!("unknown scenario '{name}' (available: {})", all.join(", "))
+                })?;
+                Ok((s, s.defaults()))
+            })
+            .collect::<anyhow::Result<_>>()?,
+    };
+    let scenarios = scenarios
+        .into_iter()
+        .map(|(s, p)| (s, p.with(s, &overrides)))
+        .collect();
+    let pin = match &a.pin {
+        None => None,
+        Some(p) => {
+            let (s, c) = p
+                .split_once(',')
+                .ok_or_else(|| anyhow!("--pin takes SERVER,CLIENT CPU numbers"))?;
+            Some((s.trim().parse()?, c.trim().parse()?))
+        }
+    };
+    let cipher = Cipher::parse(&a.cipher).ok_or_else(|| {
+        anyhow!(
+            "unknown cipher '{}' (available: {})",
+            a.cipher,
+            Cipher::NAMES.join(", ")
+        )
+    })?;
+    let reference = match &a.reference {
+        Some(r) if !protocols.contains(r) => {
+            bail!("reference protocol '{r}' is not among the protocols run")
+        }
+        Some(r) => r.clone(),
+        None => default_reference().to_string(),
+    };
+    if a.threads == 0 || a.threads > 1024 {
+        bail!("--threads must be between 1 and 1024");
+    }
+    Ok(BenchConfig {
+        exe: std::env::current_exe()?,
+        protocols,
+        scenarios,
+        suite,
+        net: a.net.clone(),
+        pin,
+        threads: a.threads,
+        cipher,
+        reference,
+        listen: SocketAddr::new(a.addr, a.port),
+        timeout: positive_secs("timeout", a.timeout)?,
+        progress: std::io::stderr().is_terminal(),
+        command_line: std::env::args().collect(),
+        json: a.json.clone(),
+        die_after: a.die_after,
+    })
+}
+
+fn list() {
+    println!("protocols:");
+    for a in registry() {
+        let default = if default_protocols().contains(&a.name()) {
+            " (default)"
+        } else {
+            ""
+        };
+        println!("  {:<10} {}{default}", a.name(), a.about());
+    }
+    println!("scenarios:");
+    for s in Scenario::ALL {
+        println!("  {}", s.name());
+    }
+    println!("network profiles: {}", NET_PROFILES.join(", "));
+}
+
+/// Runs `quark bench`; returns the exit code.
+pub(crate) fn run(args: Args) -> i32 {
+    if args.list {
+        list();
+        return 0;
+    }
+    let cfg = match config(&args).and_then(|c| c.validate().map(|()| c)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return 2;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    // The orchestrator runs on this (the main) thread, so children's
+    // PR_SET_PDEATHSIG fires exactly when this process dies.
+    let outcome = match rt.block_on(quark_lab::bench::run(cfg, |line| eprintln!("{line}"))) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return 2;
+        }
+    };
+    print!("{}", quark_lab::table::render(&outcome.report));
+    if let Some(out) = &args.html
+        && let Err(e) = std::fs::write(out, quark_lab::html::render(&outcome.report))
+    {
+        eprintln!("error: cannot write {}: {e}", out.display());
+        return 1;
+    }
+    for r in outcome
+        .report
+        .results
+        .iter()
+        .filter(|r| r.status == quark_lab::results::Status::Error)
+    {
+        eprintln!(
+            "error: {} {} {}: {}",
+            r.scenario,
+            r.protocol,
+            r.label,
+            r.error.as_deref().unwrap_or("")
+        );
+    }
+    for e in &outcome.report.errors {
+        eprintln!("error: {e}");
+    }
+    outcome.exit_code
+}

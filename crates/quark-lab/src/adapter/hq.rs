@@ -1,0 +1,178 @@
+//! hq-interop (HTTP/0.9 over QUIC, ALPN `hq-interop`) over any pair of
+//! stream halves implementing the tokio I/O traits.
+//!
+//! A request is one bidirectional stream: `GET /<n>\r\n`, then optionally a
+//! request body, then FIN. The server reads to FIN and answers `n` bytes of
+//! pattern, then FIN. These helpers let a QUIC stack's adapter reuse the
+//! protocol code; the quinn adapter uses quinn's zero-copy chunk API instead.
+
+use anyhow::{Context, bail};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::stream::write_pattern;
+use super::{Request, ServerStats};
+use crate::wire::{Header, MAX_HEADER, Verifier, WireError};
+
+/// The ALPN token of hq-interop.
+pub const ALPN: &[u8] = b"hq-interop";
+
+/// Parses the header at the start of a request stream; the bytes after it are body.
+pub struct RequestReader {
+    header: Option<Header>,
+    buf: Vec<u8>,
+    body: Verifier,
+}
+
+impl Default for RequestReader {
+    fn default() -> Self {
+        RequestReader {
+            header: None,
+            buf: Vec::with_capacity(MAX_HEADER),
+            body: Verifier::new(crate::wire::MAX_LEN),
+        }
+    }
+}
+
+impl RequestReader {
+    /// Feeds received bytes.
+    pub fn push(&mut self, data: &[u8]) -> Result<(), WireError> {
+        if self.header.is_some() {
+            return self.body.update(data);
+        }
+        let take = data.len().min(MAX_HEADER - self.buf.len());
+        self.buf.extend_from_slice(&data[..take]);
+        match Header::parse(&self.buf)? {
+            Some((h, used)) => {
+                if h.body_len.is_some() {
+                    // hq-interop's header line is `GET /<n>`; the body runs to FIN.
+                    return Err(WireError::BadHeader);
+                }
+                self.header = Some(h);
+                // Body bytes that came with the header, then the rest of `data`.
+                let first = self.buf.split_off(used);
+                self.body.update(&first)?;
+                self.body.update(&data[take..])
+            }
+            None if take < data.len() => Err(WireError::HeaderTooLong),
+            None => Ok(()),
+        }
+    }
+
+    /// The header and body length once the stream reached FIN.
+    pub fn finish(&self) -> Result<(Header, u64), WireError> {
+        let h = self.header.ok_or(WireError::BadHeader)?;
+        Ok((h, self.body.received()))
+    }
+}
+
+/// Serves one hq-interop request stream.
+pub async fn serve_stream<R, W>(mut recv: R, mut send: W, stats: &ServerStats) -> anyhow::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let guard = stats.request();
+    let mut req = RequestReader::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = recv.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        req.push(&buf[..n])?;
+    }
+    let (h, body) = req.finish()?;
+    write_pattern(&mut send, h.response_len).await?;
+    send.shutdown().await?;
+    guard.finish(body, h.response_len);
+    Ok(())
+}
+
+/// Issues one hq-interop request on a fresh stream and verifies the response.
+pub async fn request<W, R>(mut send: W, mut recv: R, req: Request) -> anyhow::Result<()>
+where
+    W: AsyncWrite + Unpin,
+    R: AsyncRead + Unpin,
+{
+    let mut head = Vec::with_capacity(MAX_HEADER);
+    Header {
+        response_len: req.response_len,
+        body_len: None,
+    }
+    .encode(&mut head);
+    send.write_all(&head).await?;
+    write_pattern(&mut send, req.body_len).await?;
+    send.shutdown().await?;
+    let mut v = Verifier::new(req.response_len);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = recv.read(&mut buf).await.context("response")?;
+        if n == 0 {
+            break;
+        }
+        v.update(&buf[..n])?;
+    }
+    if !v.is_complete() {
+        bail!(v.finish().unwrap_err());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::pattern_slice;
+
+    #[test]
+    fn request_reader_splits_header_and_body_anywhere() {
+        let mut wire = b"GET /42\r\n".to_vec();
+        wire.extend_from_slice(pattern_slice(0, 300));
+        for split in 1..wire.len() {
+            let mut r = RequestReader::default();
+            r.push(&wire[..split]).unwrap();
+            r.push(&wire[split..]).unwrap();
+            assert_eq!(
+                r.finish().unwrap(),
+                (
+                    Header {
+                        response_len: 42,
+                        body_len: None
+                    },
+                    300
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn request_reader_rejects_garbage() {
+        let mut r = RequestReader::default();
+        assert!(r.push(&[b'x'; 200]).is_err());
+        let mut r = RequestReader::default();
+        r.push(b"GET /1").unwrap();
+        assert!(r.finish().is_err());
+        let mut r = RequestReader::default();
+        assert!(r.push(b"GET /1\r\nbad body").is_err());
+        let mut r = RequestReader::default();
+        assert!(r.push(b"GET /1 5\r\n").is_err());
+    }
+
+    #[tokio::test]
+    async fn helpers_round_trip_over_duplex_pipes() {
+        let stats = ServerStats::default();
+        let (c_send, s_recv) = tokio::io::duplex(4096);
+        let (s_send, c_recv) = tokio::io::duplex(4096);
+        let req = Request {
+            response_len: 100_000,
+            body_len: 5_000,
+        };
+        let (a, b) = tokio::join!(
+            serve_stream(s_recv, s_send, &stats),
+            request(c_send, c_recv, req)
+        );
+        a.unwrap();
+        b.unwrap();
+        let s = stats.snapshot();
+        assert_eq!((s.requests, s.bytes_in, s.bytes_out), (1, 5_000, 100_000));
+    }
+}

@@ -1,0 +1,234 @@
+//! Protocol adapters: one client and one server per protocol behind common traits.
+//!
+//! Adding a protocol is one file: implement [`Adapter`] (which hands out a
+//! [`Server`] and a [`Client`]), and add a line to [`registry`]. The `quinn`
+//! adapter ([`quinn`]) is the model for QUIC stacks: hq-interop requests on
+//! bidirectional streams, zero-copy reads and writes, counters in
+//! [`ServerStats`]. The helpers in [`hq`] serve and issue hq-interop requests
+//! over any `AsyncRead`/`AsyncWrite` stream pair, so a stack whose streams
+//! implement the tokio traits needs little more than connect/accept glue.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rustls_pki_types::CertificateDer;
+
+pub mod hq;
+pub mod http;
+pub mod quinn;
+pub mod stats;
+pub mod stream;
+pub mod tcp;
+pub mod tls;
+pub mod udp;
+
+pub use stats::{ServerCounters, ServerStats};
+pub use tls::{Cipher, Identity};
+
+/// A boxed, sendable future (the traits are object-safe so adapters sit in one registry).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How an adapter moves data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Connections carrying request/response exchanges.
+    Stream,
+    /// Unreliable datagrams: the client blasts, the server counts.
+    Datagram,
+}
+
+/// One request: the client sends `body_len` bytes of pattern and expects
+/// exactly `response_len` bytes of pattern back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// Response bytes asked for.
+    pub response_len: u64,
+    /// Request body bytes sent after the header.
+    pub body_len: u64,
+}
+
+/// What a server needs to start.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Address to bind (port 0 for any).
+    pub listen: SocketAddr,
+    /// Certificate for TLS-based protocols (others ignore it).
+    pub identity: Identity,
+    /// TLS 1.3 cipher suite.
+    pub cipher: Cipher,
+    /// Counters the server updates.
+    pub stats: Arc<ServerStats>,
+}
+
+/// What a client needs to reach a server.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The server's address.
+    pub server: SocketAddr,
+    /// The server certificate to trust.
+    pub cert: CertificateDer<'static>,
+    /// TLS 1.3 cipher suite.
+    pub cipher: Cipher,
+}
+
+/// A datagram blast: send until `bytes` were sent or `until` passed.
+#[derive(Debug, Clone, Copy)]
+pub struct Blast {
+    /// Payload bytes to send (rounded up to whole datagrams).
+    pub bytes: Option<u64>,
+    /// Stop sending at this instant.
+    pub until: Option<Instant>,
+    /// Payload bytes per datagram.
+    pub payload: usize,
+}
+
+/// What a blast sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlastReport {
+    /// Datagrams handed to the kernel.
+    pub datagrams: u64,
+    /// Payload bytes in them.
+    pub bytes: u64,
+}
+
+/// A protocol the lab can measure.
+pub trait Adapter: Send + Sync {
+    /// The name used on the command line and in results (`tcp+tls`, `quinn`, ...).
+    fn name(&self) -> &'static str;
+    /// One line for `--help` and reports.
+    fn about(&self) -> &'static str;
+    /// Stream or datagram.
+    fn kind(&self) -> Kind {
+        Kind::Stream
+    }
+    /// Whether `quark bench` without `--proto` runs it.
+    fn in_default_suite(&self) -> bool {
+        false
+    }
+    /// Binds and starts serving in the current tokio runtime.
+    fn serve(&self, config: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>>;
+    /// Prepares a client (no connection yet).
+    fn client(&self, config: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>>;
+}
+
+/// A running server; dropping it stops accepting.
+pub trait Server: Send + Sync {
+    /// The bound address.
+    fn local_addr(&self) -> SocketAddr;
+}
+
+/// The client side of a protocol.
+pub trait Client: Send + Sync {
+    /// Opens a connection; returns once it can carry requests (handshake done).
+    fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>>;
+    /// Sends datagrams (datagram adapters only).
+    fn blast(&self, blast: Blast) -> BoxFuture<'_, anyhow::Result<BlastReport>> {
+        let _ = blast;
+        Box::pin(async { anyhow::bail!("this protocol does not send raw datagrams") })
+    }
+    /// Waits until closed connections finished closing (e.g. QUIC draining).
+    fn wait_idle(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// One connection.
+pub trait Connection: Send + Sync {
+    /// Issues one request and verifies every byte of the response. May be
+    /// called concurrently: multiplexing protocols run the requests in
+    /// parallel, the others pipeline or queue them on the one connection.
+    fn request(&self, request: Request) -> BoxFuture<'_, anyhow::Result<()>>;
+    /// Closes the connection gracefully; later requests fail.
+    fn close(&self) -> BoxFuture<'_, anyhow::Result<()>>;
+}
+
+static TCP: tcp::Tcp = tcp::Tcp { tls: false };
+static TCP_TLS: tcp::Tcp = tcp::Tcp { tls: true };
+static QUINN: quinn::Quinn = quinn::Quinn;
+static HTTP1: http::Http = http::Http {
+    version: http::Version::Http1,
+    tls: false,
+};
+static HTTP1_TLS: http::Http = http::Http {
+    version: http::Version::Http1,
+    tls: true,
+};
+static HTTP2: http::Http = http::Http {
+    version: http::Version::Http2,
+    tls: false,
+};
+static HTTP2_TLS: http::Http = http::Http {
+    version: http::Version::Http2,
+    tls: true,
+};
+static UDP: udp::Udp = udp::Udp;
+
+/// Every adapter compiled in. The `quic` adapter (quark over hq-interop) is
+/// added here once the quark crate exists; the default protocol list and the
+/// default reference follow automatically.
+pub fn registry() -> &'static [&'static dyn Adapter] {
+    static ALL: &[&dyn Adapter] = &[
+        &UDP, &TCP, &TCP_TLS, &QUINN, &HTTP1, &HTTP1_TLS, &HTTP2, &HTTP2_TLS,
+    ];
+    ALL
+}
+
+/// The adapter called `name`.
+pub fn find(name: &str) -> Option<&'static dyn Adapter> {
+    registry().iter().copied().find(|a| a.name() == name)
+}
+
+/// Protocols `quark bench` runs without `--proto`: the QUIC stack under test
+/// (`quic`, when registered) first, then the ones marked for the default suite.
+pub fn default_protocols() -> Vec<&'static str> {
+    let mut v: Vec<&str> = registry()
+        .iter()
+        .filter(|a| a.in_default_suite())
+        .map(|a| a.name())
+        .collect();
+    if let Some(i) = v.iter().position(|n| *n == "quic") {
+        let q = v.remove(i);
+        v.insert(0, q);
+    }
+    v
+}
+
+/// The protocol other protocols are compared with: `quic` (quark) once
+/// registered, `quinn` until then.
+pub fn default_reference() -> &'static str {
+    if find("quic").is_some() {
+        "quic"
+    } else {
+        "quinn"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_are_unique_and_findable() {
+        let names: Vec<_> = registry().iter().map(|a| a.name()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len());
+        for n in names {
+            assert_eq!(find(n).unwrap().name(), n);
+        }
+        assert!(find("sctp").is_none());
+    }
+
+    #[test]
+    fn default_suite_compares_quic_stacks_with_tcp() {
+        let d = default_protocols();
+        for p in ["tcp", "tcp+tls", "quinn"] {
+            assert!(d.contains(&p), "{d:?}");
+        }
+        assert!(d.contains(&default_reference()));
+    }
+}

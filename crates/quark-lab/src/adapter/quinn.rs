@@ -1,0 +1,222 @@
+//! `quinn`: hq-interop over the quinn QUIC stack (rustls, ring).
+//!
+//! This is the model for QUIC adapters (the `quic` adapter for quark follows
+//! the same shape): one endpoint per side, one bidirectional stream per
+//! request, ALPN `hq-interop`, zero-copy chunk reads and writes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow};
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use tokio::task::JoinHandle;
+
+use super::hq::{ALPN, RequestReader};
+use super::tls::{Cipher, SERVER_NAME, client_config};
+use super::{
+    Adapter, BoxFuture, Client, ClientConfig, Connection, Request, ServeConfig, Server, ServerStats,
+};
+use crate::wire::{CHUNK, Header, MAX_HEADER, Verifier, pattern_chunk};
+
+/// Concurrent bidirectional streams a peer may open: above the `parallel`
+/// scenario's 100 in flight and typical `streams` settings.
+const MAX_STREAMS: u32 = 1024;
+
+/// The quinn adapter.
+#[derive(Debug)]
+pub struct Quinn;
+
+/// quinn needs AES-128-GCM for Initial packets whatever suite the handshake picks.
+fn initial_suite() -> anyhow::Result<rustls::quic::Suite> {
+    rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .and_then(|s| s.quic_suite())
+        .ok_or_else(|| anyhow!("ring lacks AES-128-GCM for QUIC"))
+}
+
+fn transport() -> Arc<quinn::TransportConfig> {
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_bidi_streams(MAX_STREAMS.into());
+    t.max_concurrent_uni_streams(0u32.into());
+    Arc::new(t)
+}
+
+fn server_config(cfg: &ServeConfig) -> anyhow::Result<quinn::ServerConfig> {
+    let tls = Arc::new(cfg.identity.server_config(cfg.cipher, &[ALPN])?);
+    let crypto = QuicServerConfig::with_initial(tls, initial_suite()?)?;
+    let mut sc = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    sc.transport_config(transport());
+    Ok(sc)
+}
+
+fn quinn_client_config(
+    cert: &rustls_pki_types::CertificateDer<'static>,
+    cipher: Cipher,
+) -> anyhow::Result<quinn::ClientConfig> {
+    let tls = Arc::new(client_config(cert, cipher, &[ALPN])?);
+    let crypto = QuicClientConfig::with_initial(tls, initial_suite()?)?;
+    let mut cc = quinn::ClientConfig::new(Arc::new(crypto));
+    cc.transport_config(transport());
+    Ok(cc)
+}
+
+struct QuinnServer {
+    endpoint: quinn::Endpoint,
+    task: JoinHandle<()>,
+}
+
+impl Server for QuinnServer {
+    fn local_addr(&self) -> SocketAddr {
+        self.endpoint
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+}
+
+impl Drop for QuinnServer {
+    fn drop(&mut self) {
+        self.endpoint.close(0u32.into(), b"server closing");
+        self.task.abort();
+    }
+}
+
+/// Serves every request stream of one connection.
+async fn serve_connection(incoming: quinn::Incoming, stats: Arc<ServerStats>) {
+    let Ok(conn) = incoming.await else {
+        stats.error();
+        return;
+    };
+    let _open = stats.connection();
+    while let Ok((send, recv)) = conn.accept_bi().await {
+        let stats = stats.clone();
+        tokio::spawn(async move {
+            if serve_stream(send, recv, &stats).await.is_err() {
+                // Counted by the request guard.
+            }
+        });
+    }
+}
+
+async fn serve_stream(
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    stats: &ServerStats,
+) -> anyhow::Result<()> {
+    let guard = stats.request();
+    let mut req = RequestReader::default();
+    while let Some(chunk) = recv.read_chunk(usize::MAX, true).await? {
+        req.push(&chunk.bytes)?;
+    }
+    let (h, body) = req.finish()?;
+    write_pattern(&mut send, h.response_len).await?;
+    send.finish()?;
+    guard.finish(body, h.response_len);
+    Ok(())
+}
+
+/// Sends `len` bytes of pattern as shared `Bytes` chunks: no copy on our side.
+async fn write_pattern(send: &mut quinn::SendStream, len: u64) -> anyhow::Result<()> {
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(CHUNK as u64) as usize;
+        send.write_chunk(pattern_chunk(off, n)).await?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
+impl Adapter for Quinn {
+    fn name(&self) -> &'static str {
+        "quinn"
+    }
+
+    fn about(&self) -> &'static str {
+        "quinn 0.11 QUIC (rustls/ring), hq-interop"
+    }
+
+    fn in_default_suite(&self) -> bool {
+        true
+    }
+
+    fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
+        Box::pin(async move {
+            let endpoint = quinn::Endpoint::server(server_config(&cfg)?, cfg.listen)
+                .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+            let ep = endpoint.clone();
+            let stats = cfg.stats;
+            let task = tokio::spawn(async move {
+                while let Some(incoming) = ep.accept().await {
+                    tokio::spawn(serve_connection(incoming, stats.clone()));
+                }
+            });
+            Ok(Box::new(QuinnServer { endpoint, task }) as Box<dyn Server>)
+        })
+    }
+
+    fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
+        Box::pin(async move {
+            let bind: SocketAddr = match cfg.server {
+                SocketAddr::V4(_) => ([127, 0, 0, 1], 0).into(),
+                SocketAddr::V6(_) => (std::net::Ipv6Addr::LOCALHOST, 0).into(),
+            };
+            let mut endpoint = quinn::Endpoint::client(bind)?;
+            endpoint.set_default_client_config(quinn_client_config(&cfg.cert, cfg.cipher)?);
+            Ok(Arc::new(QuinnClient {
+                endpoint,
+                server: cfg.server,
+            }) as Arc<dyn Client>)
+        })
+    }
+}
+
+struct QuinnClient {
+    endpoint: quinn::Endpoint,
+    server: SocketAddr,
+}
+
+impl Client for QuinnClient {
+    fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
+        Box::pin(async move {
+            let conn = self
+                .endpoint
+                .connect(self.server, SERVER_NAME)?
+                .await
+                .context("QUIC handshake")?;
+            Ok(Arc::new(QuinnConn(conn)) as Arc<dyn Connection>)
+        })
+    }
+
+    fn wait_idle(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.endpoint.wait_idle())
+    }
+}
+
+struct QuinnConn(quinn::Connection);
+
+impl Connection for QuinnConn {
+    fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async move {
+            let (mut send, mut recv) = self.0.open_bi().await?;
+            let mut head = Vec::with_capacity(MAX_HEADER);
+            Header {
+                response_len: req.response_len,
+                body_len: None,
+            }
+            .encode(&mut head);
+            send.write_all(&head).await?;
+            write_pattern(&mut send, req.body_len).await?;
+            send.finish()?;
+            let mut v = Verifier::new(req.response_len);
+            while let Some(chunk) = recv.read_chunk(usize::MAX, true).await? {
+                v.update(&chunk.bytes)?;
+            }
+            v.finish()?;
+            Ok(())
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        self.0.close(0u32.into(), b"done");
+        Box::pin(async { Ok(()) })
+    }
+}

@@ -1,0 +1,178 @@
+//! TLS material for the adapters: a self-signed certificate and rustls
+//! configurations restricted to one TLS 1.3 cipher suite.
+
+use std::sync::Arc;
+
+use rustls::crypto::{CryptoProvider, ring};
+use rustls::{ClientConfig, RootCertStore, ServerConfig, SupportedCipherSuite};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde::{Deserialize, Serialize};
+
+/// The TLS 1.3 cipher suite every TLS-based adapter is restricted to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Cipher {
+    /// TLS_AES_128_GCM_SHA256 (the default, like the papers' setups).
+    #[default]
+    #[serde(rename = "aes128gcm")]
+    Aes128Gcm,
+    /// TLS_AES_256_GCM_SHA384.
+    #[serde(rename = "aes256gcm")]
+    Aes256Gcm,
+    /// TLS_CHACHA20_POLY1305_SHA256.
+    #[serde(rename = "chacha20")]
+    Chacha20,
+}
+
+impl Cipher {
+    /// All accepted names, for help texts.
+    pub const NAMES: &'static [&'static str] = &["aes128gcm", "aes256gcm", "chacha20"];
+
+    /// Parses `aes128gcm`, `aes256gcm` or `chacha20`.
+    pub fn parse(s: &str) -> Option<Cipher> {
+        match s.to_ascii_lowercase().as_str() {
+            "aes128gcm" | "aes-128-gcm" => Some(Cipher::Aes128Gcm),
+            "aes256gcm" | "aes-256-gcm" => Some(Cipher::Aes256Gcm),
+            "chacha20" | "chacha20-poly1305" => Some(Cipher::Chacha20),
+            _ => None,
+        }
+    }
+
+    /// The name [`Cipher::parse`] accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cipher::Aes128Gcm => "aes128gcm",
+            Cipher::Aes256Gcm => "aes256gcm",
+            Cipher::Chacha20 => "chacha20",
+        }
+    }
+
+    fn suite(self) -> SupportedCipherSuite {
+        match self {
+            Cipher::Aes128Gcm => ring::cipher_suite::TLS13_AES_128_GCM_SHA256,
+            Cipher::Aes256Gcm => ring::cipher_suite::TLS13_AES_256_GCM_SHA384,
+            Cipher::Chacha20 => ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256,
+        }
+    }
+
+    /// A ring provider offering only this suite.
+    pub fn provider(self) -> Arc<CryptoProvider> {
+        let mut p = ring::default_provider();
+        p.cipher_suites = vec![self.suite()];
+        Arc::new(p)
+    }
+}
+
+/// A server certificate and its key (DER), valid for `localhost` and 127.0.0.1.
+pub struct Identity {
+    /// The certificate, which clients trust directly.
+    pub cert: CertificateDer<'static>,
+    /// The PKCS#8 private key.
+    pub key: PrivatePkcs8KeyDer<'static>,
+}
+
+impl Clone for Identity {
+    fn clone(&self) -> Self {
+        Identity {
+            cert: self.cert.clone(),
+            key: self.key.clone_key(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Identity")
+            .field("cert_len", &self.cert.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The name clients ask for and the certificate covers.
+pub const SERVER_NAME: &str = "localhost";
+
+impl Identity {
+    /// Generates a fresh self-signed certificate.
+    pub fn generate() -> anyhow::Result<Identity> {
+        let ck = rcgen::generate_simple_self_signed(vec![
+            SERVER_NAME.into(),
+            "127.0.0.1".into(),
+            "::1".into(),
+        ])?;
+        Ok(Identity {
+            cert: ck.cert.der().clone(),
+            key: PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()),
+        })
+    }
+
+    /// Reads a certificate and key written by [`Identity::save`].
+    pub fn load(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<Identity> {
+        Ok(Identity {
+            cert: CertificateDer::from(std::fs::read(cert)?),
+            key: PrivatePkcs8KeyDer::from(std::fs::read(key)?),
+        })
+    }
+
+    /// Writes the certificate and key as DER files.
+    pub fn save(&self, cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<()> {
+        std::fs::write(cert, self.cert.as_ref())?;
+        std::fs::write(key, self.key.secret_pkcs8_der())?;
+        Ok(())
+    }
+
+    /// A TLS 1.3 server configuration offering `alpn`.
+    pub fn server_config(&self, cipher: Cipher, alpn: &[&[u8]]) -> anyhow::Result<ServerConfig> {
+        let mut c = ServerConfig::builder_with_provider(cipher.provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])?
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![self.cert.clone()],
+                PrivateKeyDer::Pkcs8(self.key.clone_key()),
+            )?;
+        c.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+        Ok(c)
+    }
+}
+
+/// A TLS 1.3 client configuration trusting only `cert` and offering `alpn`.
+pub fn client_config(
+    cert: &CertificateDer<'static>,
+    cipher: Cipher,
+    alpn: &[&[u8]],
+) -> anyhow::Result<ClientConfig> {
+    let mut roots = RootCertStore::empty();
+    roots.add(cert.clone())?;
+    let mut c = ClientConfig::builder_with_provider(cipher.provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    c.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ciphers_parse_and_restrict_provider() {
+        for name in Cipher::NAMES {
+            let c = Cipher::parse(name).unwrap();
+            assert_eq!(c.name(), *name);
+            assert_eq!(c.provider().cipher_suites.len(), 1);
+        }
+        assert_eq!(Cipher::parse("rc4"), None);
+    }
+
+    #[test]
+    fn identity_round_trips_through_files() {
+        let id = Identity::generate().unwrap();
+        let dir = std::env::temp_dir().join(format!("quark-lab-tls-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        id.save(&dir.join("c"), &dir.join("k")).unwrap();
+        let back = Identity::load(&dir.join("c"), &dir.join("k")).unwrap();
+        assert_eq!(back.cert, id.cert);
+        std::fs::remove_dir_all(&dir).unwrap();
+        id.server_config(Cipher::Aes128Gcm, &[b"h2"]).unwrap();
+        client_config(&id.cert, Cipher::Chacha20, &[]).unwrap();
+    }
+}

@@ -1,0 +1,120 @@
+//! `udp`: raw datagrams, no reliability (as in the cloud study). The client
+//! blasts numbered datagrams at the server as fast as the kernel takes them;
+//! the server counts and verifies what arrives, and the orchestrator reports
+//! the difference as loss. Datagram: `QLAB` magic, 8-byte big-endian sequence
+//! number, then `payload` bytes of pattern.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use tokio::net::UdpSocket;
+
+use super::tcp::TaskServer;
+use super::{
+    Adapter, BlastReport, BoxFuture, Client, ClientConfig, Connection, Kind, ServeConfig, Server,
+};
+use crate::wire::pattern_slice;
+
+const MAGIC: &[u8; 4] = b"QLAB";
+const HEADER: usize = 12;
+/// Largest payload that fits a UDP datagram with our header.
+pub const MAX_PAYLOAD: usize = 65_507 - HEADER;
+
+/// The UDP adapter.
+#[derive(Debug)]
+pub struct Udp;
+
+fn check(datagram: &[u8]) -> bool {
+    datagram.len() >= HEADER
+        && &datagram[..4] == MAGIC
+        && datagram[HEADER..] == *pattern_slice(0, datagram.len() - HEADER)
+}
+
+impl Adapter for Udp {
+    fn name(&self) -> &'static str {
+        "udp"
+    }
+
+    fn about(&self) -> &'static str {
+        "raw UDP datagrams blasted at the server, which counts them (loss reported)"
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Datagram
+    }
+
+    fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
+        Box::pin(async move {
+            let sock = UdpSocket::bind(cfg.listen)
+                .await
+                .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+            let addr = sock.local_addr()?;
+            let stats = cfg.stats;
+            let task = tokio::spawn(async move {
+                let mut buf = vec![0u8; 65_536];
+                loop {
+                    match sock.recv(&mut buf).await {
+                        Ok(n) => stats.datagram(n.saturating_sub(HEADER) as u64, check(&buf[..n])),
+                        Err(_) => tokio::task::yield_now().await,
+                    }
+                }
+            });
+            Ok(Box::new(TaskServer { addr, task }) as Box<dyn Server>)
+        })
+    }
+
+    fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
+        Box::pin(async move { Ok(Arc::new(UdpClient { server: cfg.server }) as Arc<dyn Client>) })
+    }
+}
+
+struct UdpClient {
+    server: SocketAddr,
+}
+
+impl Client for UdpClient {
+    fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
+        Box::pin(async { anyhow::bail!("udp has no connections: it only blasts datagrams") })
+    }
+
+    fn blast(&self, blast: super::Blast) -> BoxFuture<'_, anyhow::Result<BlastReport>> {
+        Box::pin(async move {
+            let payload = blast.payload.clamp(1, MAX_PAYLOAD);
+            let bind: SocketAddr = match self.server {
+                SocketAddr::V4(_) => ([127, 0, 0, 1], 0).into(),
+                SocketAddr::V6(_) => (std::net::Ipv6Addr::LOCALHOST, 0).into(),
+            };
+            let sock = UdpSocket::bind(bind).await?;
+            sock.connect(self.server).await?;
+            let mut dgram = Vec::with_capacity(HEADER + payload);
+            dgram.extend_from_slice(MAGIC);
+            dgram.extend_from_slice(&0u64.to_be_bytes());
+            dgram.extend_from_slice(pattern_slice(0, payload));
+            let mut sent = BlastReport::default();
+            loop {
+                if blast.bytes.is_some_and(|b| sent.bytes >= b) {
+                    break;
+                }
+                // Checking the clock every 64 datagrams keeps it off the send path.
+                if sent.datagrams % 64 == 0 && blast.until.is_some_and(|t| Instant::now() >= t) {
+                    break;
+                }
+                dgram[4..HEADER].copy_from_slice(&sent.datagrams.to_be_bytes());
+                match sock.send(&dgram).await {
+                    Ok(_) => {
+                        sent.datagrams += 1;
+                        sent.bytes += payload as u64;
+                    }
+                    // The kernel queue is full: let it drain.
+                    Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                        tokio::task::yield_now().await
+                    }
+                    Err(e) => return Err(e).context("udp send"),
+                }
+            }
+            Ok(sent)
+        })
+    }
+}

@@ -1,0 +1,406 @@
+//! `quark bench`: the orchestrator. For every scenario and protocol it starts a
+//! lab server and a lab client process, drives them phase by phase, merges
+//! their reports and writes the results.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, anyhow, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Deserialize;
+
+use crate::adapter::{Cipher, Identity, ServerCounters, find};
+use crate::child::{ClientArgs, ClientReport, CommonArgs, ServerArgs};
+use crate::metrics::{Machine, Usage};
+use crate::results::{CellResult, Report, RunConfig, SCHEMA_ID, SCHEMA_VERSION, Status};
+use crate::scenario::{Params, Scenario};
+use crate::workload::Phase;
+
+mod merge;
+mod procs;
+
+pub use merge::merge;
+use procs::{CellError, Procs, Side, Signals};
+
+/// Network profiles. Only `loopback` exists; emulated delay/loss comes later.
+pub const NET_PROFILES: &[&str] = &["loopback"];
+
+/// Everything `quark bench` was asked to do.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// The `quark` binary to run children from.
+    pub exe: PathBuf,
+    /// Protocols, in order.
+    pub protocols: Vec<String>,
+    /// Scenarios with their parameters, in order.
+    pub scenarios: Vec<(Scenario, Params)>,
+    /// Whether this is the default suite.
+    pub suite: bool,
+    /// Network profile.
+    pub net: String,
+    /// CPUs for server and client.
+    pub pin: Option<(usize, usize)>,
+    /// Runtime threads per child.
+    pub threads: u32,
+    /// TLS cipher suite.
+    pub cipher: Cipher,
+    /// Protocol the ratios compare against.
+    pub reference: String,
+    /// Address the servers listen on (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Longest wait for any one step of a phase.
+    pub timeout: Duration,
+    /// Draw progress bars (stderr is a terminal).
+    pub progress: bool,
+    /// The exact command line, for the record.
+    pub command_line: Vec<String>,
+    /// Write results here after every cell.
+    pub json: Option<PathBuf>,
+    /// Fault injection: servers exit after this many requests.
+    pub die_after: Option<u64>,
+}
+
+impl BenchConfig {
+    /// Checks the configuration before anything starts.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if !NET_PROFILES.contains(&self.net.as_str()) {
+            bail!(
+                "unknown network profile '{}' (available: {})",
+                self.net,
+                NET_PROFILES.join(", ")
+            );
+        }
+        for p in &self.protocols {
+            if find(p).is_none() {
+                bail!(
+                    "unknown protocol '{p}' (available: {})",
+                    crate::adapter::registry()
+                        .iter()
+                        .map(|a| a.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        if self.protocols.is_empty() || self.scenarios.is_empty() {
+            bail!("nothing to run");
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if let Some((s, c)) = self.pin
+            && (s >= cores || c >= cores)
+        {
+            bail!("cannot pin to CPUs {s} and {c}: this machine has {cores}");
+        }
+        for (s, p) in &self.scenarios {
+            let zero = p.requests == 0
+                || p.clients == 0
+                || p.connections == 0
+                || p.in_flight == 0
+                || p.streams == 0;
+            if zero || p.runs == 0 || p.duration_ms == 0 || p.datagram == 0 || p.sizes.is_empty() {
+                bail!(
+                    "{}: counts, sizes and durations must be at least 1",
+                    s.name()
+                );
+            }
+            if p.datagram as usize > crate::adapter::udp::MAX_PAYLOAD {
+                bail!(
+                    "datagram size {} above the UDP limit {}",
+                    p.datagram,
+                    crate::adapter::udp::MAX_PAYLOAD
+                );
+            }
+        }
+        if self.listen.port() != 0 {
+            // A clear error up front instead of one per cell.
+            std::net::TcpListener::bind(self.listen)
+                .with_context(|| format!("port {} is not available", self.listen.port()))?;
+            std::net::UdpSocket::bind(self.listen)
+                .with_context(|| format!("port {} is not available", self.listen.port()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The result of a run and the process exit code it calls for.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Everything measured (partial when interrupted).
+    pub report: Report,
+    /// 0 all good, 1 some cell failed, 130 interrupted.
+    pub exit_code: i32,
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Removes the run's temporary directory (certificate and key) on every exit path.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs the whole benchmark. `log` receives one line per finished phase.
+pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<Outcome> {
+    cfg.validate()?;
+    let mut signals = Signals::install()?;
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let dir =
+        TempDir(std::env::temp_dir().join(format!("quark-lab-{}-{nanos}", std::process::id())));
+    std::fs::create_dir_all(&dir.0)?;
+    let (cert, key) = (dir.0.join("cert.der"), dir.0.join("key.der"));
+    Identity::generate()?.save(&cert, &key)?;
+
+    let mut report = Report {
+        schema: SCHEMA_ID.into(),
+        version: SCHEMA_VERSION,
+        complete: false,
+        started_unix_s: unix_now(),
+        finished_unix_s: 0.0,
+        command_line: cfg.command_line.clone(),
+        machine: Machine::detect(),
+        versions: crate::versions(),
+        config: RunConfig {
+            net: cfg.net.clone(),
+            protocols: cfg.protocols.clone(),
+            scenarios: cfg
+                .scenarios
+                .iter()
+                .map(|(s, _)| s.name().to_string())
+                .collect(),
+            reference: cfg.reference.clone(),
+            cipher: cfg.cipher.name().into(),
+            pin: cfg.pin.map(|(s, c)| [s as u32, c as u32]),
+            threads: cfg.threads,
+            suite: cfg.suite,
+        },
+        results: Vec::new(),
+        errors: Vec::new(),
+        summary: Vec::new(),
+    };
+    let mut exit_code = 0;
+    'cells: for (scenario, params) in &cfg.scenarios {
+        for proto in &cfg.protocols {
+            let adapter = find(proto).ok_or_else(|| anyhow!("unknown protocol {proto}"))?;
+            let phases = match scenario.phases(params, adapter.kind()) {
+                Ok(p) => p,
+                Err(why) => {
+                    log(&format!("{} {proto}: skipped ({why})", scenario.name()));
+                    report.results.push(CellResult {
+                        scenario: scenario.name().into(),
+                        protocol: proto.clone(),
+                        label: "-".into(),
+                        status: Status::Skipped,
+                        error: Some(why),
+                        workload: None,
+                        metrics: None,
+                    });
+                    continue;
+                }
+            };
+            let cell = Cell {
+                cfg: &cfg,
+                scenario: *scenario,
+                proto,
+                phases: &phases,
+                cert: &cert,
+                key: &key,
+            };
+            let mut procs = Procs::new(&cfg.exe, &mut signals, cfg.timeout);
+            let res = cell.run(&mut procs, &mut report.results, &mut log).await;
+            match res {
+                Ok(()) => procs.shutdown().await,
+                Err(CellError::Failed(msg)) => {
+                    procs.kill().await;
+                    exit_code = 1;
+                    let done = report
+                        .results
+                        .iter()
+                        .filter(|r| r.scenario == scenario.name() && r.protocol == *proto)
+                        .count();
+                    let phase = phases.get(done.min(phases.len().saturating_sub(1)));
+                    log(&format!(
+                        "{} {proto} {}: error: {msg}",
+                        scenario.name(),
+                        phase.map_or("-", |p| &p.label)
+                    ));
+                    report.results.push(CellResult {
+                        scenario: scenario.name().into(),
+                        protocol: proto.clone(),
+                        label: phase.map_or("-".into(), |p| p.label.clone()),
+                        status: Status::Error,
+                        error: Some(msg),
+                        workload: phase.map(|p| p.workload.clone()),
+                        metrics: None,
+                    });
+                }
+                Err(CellError::Interrupted(sig)) => {
+                    procs.kill().await;
+                    exit_code = 130;
+                    report
+                        .errors
+                        .push(format!("interrupted by {sig}; results are partial"));
+                    break 'cells;
+                }
+            }
+            drop(procs);
+            report.summarize();
+            save(&cfg, &mut report)?;
+        }
+    }
+    report.complete = exit_code == 0;
+    report.summarize();
+    save(&cfg, &mut report)?;
+    Ok(Outcome { report, exit_code })
+}
+
+fn save(cfg: &BenchConfig, report: &mut Report) -> anyhow::Result<()> {
+    report.finished_unix_s = unix_now();
+    if let Some(path) = &cfg.json {
+        let text = serde_json::to_string_pretty(report)?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct Listening {
+    addr: SocketAddr,
+}
+
+#[derive(Deserialize)]
+struct Done {
+    result: ClientReport,
+}
+
+#[derive(Deserialize)]
+struct ServerReport {
+    usage: Usage,
+    counters: ServerCounters,
+}
+
+#[derive(Deserialize)]
+struct Ignore {}
+
+struct Cell<'a> {
+    cfg: &'a BenchConfig,
+    scenario: Scenario,
+    proto: &'a str,
+    phases: &'a [Phase],
+    cert: &'a std::path::Path,
+    key: &'a std::path::Path,
+}
+
+impl Cell<'_> {
+    fn common(&self, cpu: Option<usize>) -> CommonArgs {
+        CommonArgs {
+            proto: self.proto.into(),
+            cert: self.cert.into(),
+            cipher: self.cfg.cipher.name().into(),
+            cpu,
+            threads: self.cfg.threads,
+        }
+    }
+
+    async fn run(
+        &self,
+        procs: &mut Procs<'_>,
+        results: &mut Vec<CellResult>,
+        log: &mut impl FnMut(&str),
+    ) -> Result<(), CellError> {
+        let cfg = self.cfg;
+        let server = ServerArgs {
+            common: self.common(cfg.pin.map(|p| p.0)),
+            listen: cfg.listen,
+            key: self.key.into(),
+            die_after: cfg.die_after,
+        };
+        procs.spawn(Side::Server, "lab-server", &server.to_argv())?;
+        let Listening { addr } = procs.expect(Side::Server, "listening").await?;
+        let addr = match addr.ip() {
+            // A wildcard listener is reached over loopback.
+            ip if ip.is_unspecified() => SocketAddr::new(IpAddr::from([127, 0, 0, 1]), addr.port()),
+            _ => addr,
+        };
+        let phases =
+            serde_json::to_string(self.phases).map_err(|e| CellError::Failed(e.to_string()))?;
+        let client = ClientArgs {
+            common: self.common(cfg.pin.map(|p| p.1)),
+            server: addr,
+            phases,
+            progress_ms: if cfg.progress { 100 } else { 0 },
+        };
+        procs.spawn(Side::Client, "lab-client", &client.to_argv())?;
+        for phase in self.phases {
+            procs.rearm();
+            let _: Ignore = procs.expect(Side::Client, "phase").await?;
+            procs.send(Side::Server, "mark").await?;
+            let _: Ignore = procs.expect(Side::Server, "marked").await?;
+            procs.send(Side::Client, "prepare").await?;
+            let _: Ignore = procs.expect(Side::Client, "ready").await?;
+            procs.send(Side::Server, "start").await?;
+            let _: Ignore = procs.expect(Side::Server, "started").await?;
+            procs.bar = cfg.progress.then(|| self.bar(phase));
+            procs.send(Side::Client, "go").await?;
+            let done: Result<Done, _> = procs.expect(Side::Client, "done").await;
+            if let Some(bar) = procs.bar.take() {
+                bar.finish_and_clear();
+            }
+            let Done { result } = done?;
+            procs.send(Side::Server, "end").await?;
+            let s: ServerReport = procs.expect(Side::Server, "report").await?;
+            let metrics = merge(
+                self.scenario,
+                &phase.workload,
+                &result,
+                &s.usage,
+                &s.counters,
+            );
+            log(&crate::table::phase_line(
+                self.scenario.name(),
+                self.proto,
+                &phase.label,
+                &metrics,
+            ));
+            results.push(CellResult {
+                scenario: self.scenario.name().into(),
+                protocol: self.proto.into(),
+                label: phase.label.clone(),
+                status: Status::Ok,
+                error: None,
+                workload: Some(phase.workload.clone()),
+                metrics: Some(metrics),
+            });
+        }
+        let _: Ignore = procs.expect(Side::Client, "finished").await?;
+        Ok(())
+    }
+
+    fn bar(&self, phase: &Phase) -> ProgressBar {
+        let bar = ProgressBar::with_draw_target(
+            Some(phase.workload.progress_total()),
+            ProgressDrawTarget::stderr(),
+        );
+        let unit = if phase.workload.is_timed() { "ms" } else { "" };
+        let template = format!("{{prefix:>28}} [{{bar:30}}] {{pos}}/{{len}}{unit} {{elapsed}}");
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(format!(
+            "{} {} {}",
+            self.scenario.name(),
+            self.proto,
+            phase.label
+        ));
+        bar
+    }
+}

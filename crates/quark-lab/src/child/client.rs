@@ -1,0 +1,129 @@
+//! `quark lab-client`: runs the phases against a server and reports each one.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::{ClientArgs, ClientEvent, ClientReport, commands, emit, setup};
+use crate::adapter::{Cipher, ClientConfig, find};
+use crate::metrics::{Summary, UsageMeter, cdf_points, current_rss};
+use crate::workload::{Measured, Phase, prepare, run};
+
+/// Points kept of each CDF.
+const CDF_POINTS: usize = 200;
+
+/// Runs the client process. Returns the exit code.
+pub fn run_client(args: ClientArgs) -> i32 {
+    match client(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            emit(&ClientEvent::Error {
+                message: format!("{e:#}"),
+            });
+            1
+        }
+    }
+}
+
+async fn expect(cmds: &mut UnboundedReceiver<String>, want: &str) -> anyhow::Result<()> {
+    match cmds.recv().await {
+        Some(c) if c == want => Ok(()),
+        Some(c) => bail!("expected '{want}', got '{c}'"),
+        None => bail!("control channel closed"),
+    }
+}
+
+fn client(args: ClientArgs) -> anyhow::Result<()> {
+    let rt = setup(&args.common)?;
+    let adapter = find(&args.common.proto)
+        .ok_or_else(|| anyhow!("unknown protocol {}", args.common.proto))?;
+    let cipher = Cipher::parse(&args.common.cipher)
+        .ok_or_else(|| anyhow!("unknown cipher {}", args.common.cipher))?;
+    let phases: Vec<Phase> = serde_json::from_str(&args.phases).context("--phases")?;
+    let cert = rustls_pki_types::CertificateDer::from(
+        std::fs::read(&args.common.cert).context("reading the certificate")?,
+    );
+    rt.block_on(async move {
+        let client = adapter
+            .client(ClientConfig {
+                server: args.server,
+                cert,
+                cipher,
+            })
+            .await?;
+        let mut cmds = commands();
+        for (index, phase) in phases.iter().enumerate() {
+            emit(&ClientEvent::Phase { index });
+            expect(&mut cmds, "prepare").await?;
+            let baseline = current_rss();
+            let prepared = prepare(&client, &phase.workload)
+                .await
+                .with_context(|| phase.label.clone())?;
+            emit(&ClientEvent::Ready);
+            expect(&mut cmds, "go").await?;
+            let meter = UsageMeter::start(baseline);
+            let progress = Arc::new(AtomicU64::new(0));
+            let ticker = (args.progress_ms > 0).then(|| {
+                let (progress, timed, every) = (
+                    progress.clone(),
+                    phase.workload.is_timed(),
+                    args.progress_ms,
+                );
+                tokio::spawn(async move {
+                    let t = Instant::now();
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(every)).await;
+                        let done = if timed {
+                            t.elapsed().as_millis() as u64
+                        } else {
+                            progress.load(Relaxed)
+                        };
+                        emit(&ClientEvent::Progress { done });
+                    }
+                })
+            });
+            let measured = run(&client, &phase.workload, &prepared, &progress)
+                .await
+                .with_context(|| phase.label.clone());
+            let usage = meter.stop();
+            if let Some(t) = ticker {
+                t.abort();
+            }
+            let report = summarize(measured?, usage);
+            emit(&ClientEvent::Done {
+                result: Box::new(report),
+            });
+            prepared.teardown().await;
+            client.wait_idle().await;
+        }
+        emit(&ClientEvent::Finished);
+        // Wait for the orchestrator to close our stdin (which exits the process).
+        while cmds.recv().await.is_some() {}
+        Ok(())
+    })
+}
+
+fn summarize(mut m: Measured, usage: crate::metrics::Usage) -> ClientReport {
+    let request_time_s = m.latency_ns.iter().map(|&n| n as f64).sum::<f64>() / 1e9;
+    let latency_s = Summary::from_nanos(&mut m.latency_ns);
+    let connect_s = Summary::from_nanos(&mut m.connect_ns);
+    ClientReport {
+        requests: m.requests,
+        connections: m.connections,
+        bytes_in: m.bytes_in,
+        bytes_out: m.bytes_out,
+        elapsed_s: m.elapsed.as_secs_f64(),
+        request_time_s,
+        latency_s,
+        connect_s,
+        latency_cdf: cdf_points(&m.latency_ns, CDF_POINTS),
+        connect_cdf: cdf_points(&m.connect_ns, CDF_POINTS),
+        peak_in_flight: m.peak_in_flight,
+        peak_connections: m.peak_connections,
+        datagrams_sent: m.datagrams_sent,
+        usage,
+    }
+}

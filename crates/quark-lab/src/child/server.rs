@@ -1,0 +1,102 @@
+//! `quark lab-server`: serves one protocol and measures itself between
+//! `start` and `end`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+
+use super::{ServerArgs, ServerEvent, commands, emit, setup};
+use crate::adapter::{Cipher, Identity, Kind, ServeConfig, ServerStats, find};
+use crate::metrics::{UsageMeter, current_rss};
+
+/// Runs the server process until stdin closes or `quit`. Returns the exit code.
+pub fn run_server(args: ServerArgs) -> i32 {
+    match serve(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            emit(&ServerEvent::Error {
+                message: format!("{e:#}"),
+            });
+            1
+        }
+    }
+}
+
+fn serve(args: ServerArgs) -> anyhow::Result<()> {
+    let rt = setup(&args.common)?;
+    let adapter = find(&args.common.proto)
+        .ok_or_else(|| anyhow!("unknown protocol {}", args.common.proto))?;
+    let cipher = Cipher::parse(&args.common.cipher)
+        .ok_or_else(|| anyhow!("unknown cipher {}", args.common.cipher))?;
+    let identity =
+        Identity::load(&args.common.cert, &args.key).context("reading the certificate")?;
+    rt.block_on(async move {
+        let stats = Arc::new(ServerStats::default());
+        if let Some(n) = args.die_after {
+            stats.set_die_after(n);
+        }
+        let server = adapter
+            .serve(ServeConfig {
+                listen: args.listen,
+                identity,
+                cipher,
+                stats: stats.clone(),
+            })
+            .await?;
+        emit(&ServerEvent::Listening {
+            addr: server.local_addr().to_string(),
+        });
+        let mut cmds = commands();
+        let mut baseline = current_rss();
+        let mut meter = None;
+        while let Some(cmd) = cmds.recv().await {
+            match cmd.as_str() {
+                "mark" => {
+                    baseline = current_rss();
+                    emit(&ServerEvent::Marked);
+                }
+                "start" => {
+                    if adapter.kind() == Kind::Datagram {
+                        // Count the warm-up's datagrams before the interval.
+                        drain(&stats).await;
+                    }
+                    stats.reset();
+                    meter = Some(UsageMeter::start(baseline));
+                    emit(&ServerEvent::Started);
+                }
+                "end" => {
+                    if adapter.kind() == Kind::Datagram {
+                        drain(&stats).await;
+                    }
+                    let m = meter
+                        .take()
+                        .ok_or_else(|| anyhow!("'end' without 'start'"))?;
+                    let usage = m.stop();
+                    emit(&ServerEvent::Report {
+                        usage,
+                        counters: stats.snapshot(),
+                    });
+                }
+                "quit" => break,
+                other => return Err(anyhow!("unknown command '{other}'")),
+            }
+        }
+        drop(server);
+        Ok(())
+    })
+}
+
+/// Lets datagrams still queued in the socket be counted: waits until none
+/// arrived for 50 ms (at most 2 s).
+async fn drain(stats: &ServerStats) {
+    let mut last = stats.snapshot().datagrams;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = stats.snapshot().datagrams;
+        if now == last {
+            return;
+        }
+        last = now;
+    }
+}

@@ -1,0 +1,456 @@
+//! What a client does in one measured phase, and how it is timed.
+//!
+//! A phase is prepared (warm-up, long-lived connections opened: not measured),
+//! then run (measured). Request counts come from one shared ticket counter, so
+//! exactly `requests` requests are issued however many workers share them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+
+use crate::adapter::{Blast, Client, Connection, Request};
+
+/// The shape of a phase's traffic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Workload {
+    /// `workers` concurrent workers share `requests`; each request runs on a
+    /// fresh connection (connect, request, close). Used by goodput (1 worker),
+    /// response-time and ephemeral. `warmup` extra requests run before measuring.
+    Fresh {
+        /// Requests to measure.
+        requests: u64,
+        /// Concurrent workers.
+        workers: u32,
+        /// Response size.
+        response_len: u64,
+        /// Request body size.
+        body_len: u64,
+        /// Unmeasured requests first.
+        warmup: u64,
+    },
+    /// `connections` long-lived connections opened before measuring, each with
+    /// `in_flight` concurrent requesters sharing `requests`. Used by rps,
+    /// persistent and parallel.
+    Persistent {
+        /// Connections.
+        connections: u32,
+        /// Concurrent requests per connection.
+        in_flight: u32,
+        /// Requests to measure.
+        requests: u64,
+        /// Response size.
+        response_len: u64,
+        /// Request body size.
+        body_len: u64,
+        /// Unmeasured requests first (on the same connections).
+        warmup: u64,
+    },
+    /// `connections` × `streams` requesters download `chunk`-sized responses
+    /// back to back until `duration_ms` passed (the VPP iperf-like tool).
+    Streams {
+        /// Connections.
+        connections: u32,
+        /// Concurrent streams per connection.
+        streams: u32,
+        /// How long to keep starting requests.
+        duration_ms: u64,
+        /// Response size of each request.
+        chunk: u64,
+    },
+    /// Datagram adapters: `runs` blasts of `bytes` each after `warmup` blasts.
+    Blast {
+        /// Payload bytes per blast.
+        bytes: u64,
+        /// Measured blasts.
+        runs: u32,
+        /// Unmeasured blasts first.
+        warmup: u32,
+        /// Payload bytes per datagram.
+        payload: u32,
+    },
+    /// Datagram adapters: `senders` sockets blast for `duration_ms`.
+    BlastFor {
+        /// Sending sockets.
+        senders: u32,
+        /// Duration.
+        duration_ms: u64,
+        /// Payload bytes per datagram.
+        payload: u32,
+    },
+}
+
+/// A named phase: one row of results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phase {
+    /// Label in tables (`2MB`, `144 conns`, ...).
+    pub label: String,
+    /// The traffic.
+    pub workload: Workload,
+}
+
+impl Workload {
+    /// Units the progress counter counts towards (requests, blasts or milliseconds).
+    pub fn progress_total(&self) -> u64 {
+        match *self {
+            Workload::Fresh { requests, .. } | Workload::Persistent { requests, .. } => requests,
+            Workload::Blast { runs, .. } => u64::from(runs),
+            Workload::Streams { duration_ms, .. } | Workload::BlastFor { duration_ms, .. } => {
+                duration_ms
+            }
+        }
+    }
+
+    /// Whether progress is measured in elapsed milliseconds.
+    pub fn is_timed(&self) -> bool {
+        matches!(self, Workload::Streams { .. } | Workload::BlastFor { .. })
+    }
+}
+
+/// What the client observed in one measured phase.
+#[derive(Debug, Default)]
+pub struct Measured {
+    /// Requests completed (or blasts for datagram workloads).
+    pub requests: u64,
+    /// Connections opened during the measurement.
+    pub connections: u64,
+    /// Response payload bytes received.
+    pub bytes_in: u64,
+    /// Request payload bytes sent (bodies, datagram payloads).
+    pub bytes_out: u64,
+    /// Wall time from start to the last completion.
+    pub elapsed: Duration,
+    /// Request times in ns: request sent to last response byte.
+    pub latency_ns: Vec<u64>,
+    /// Connection establishment times in ns (fresh-connection workloads).
+    pub connect_ns: Vec<u64>,
+    /// Most requests in flight at once.
+    pub peak_in_flight: u64,
+    /// Most connections open at once.
+    pub peak_connections: u64,
+    /// Datagrams sent (datagram workloads).
+    pub datagrams_sent: Option<u64>,
+}
+
+/// State set up by [`prepare`] and used by [`run`].
+#[derive(Default)]
+pub struct Prepared {
+    conns: Vec<Arc<dyn Connection>>,
+}
+
+impl Prepared {
+    /// Opens `n` connections and completes one 1-byte request on each, so the
+    /// server has accepted them all before the measurement starts.
+    async fn open(&mut self, client: &Arc<dyn Client>, n: u32) -> anyhow::Result<()> {
+        for _ in 0..n {
+            self.conns.push(client.connect().await.context("opening connections")?);
+        }
+        for c in &self.conns {
+            c.request(Request { response_len: 1, body_len: 0 }).await.context("first request")?;
+        }
+        Ok(())
+    }
+
+    /// Closes the phase's long-lived connections.
+    pub async fn teardown(self) {
+        for c in self.conns {
+            c.close().await.ok();
+        }
+    }
+}
+
+/// A gauge that remembers its peak.
+#[derive(Default)]
+struct Gauge {
+    now: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl Gauge {
+    fn inc(&self) {
+        let n = self.now.fetch_add(1, Relaxed) + 1;
+        self.peak.fetch_max(n, Relaxed);
+    }
+    fn dec(&self) {
+        self.now.fetch_sub(1, Relaxed);
+    }
+}
+
+async fn fresh_request(client: &dyn Client, req: Request) -> anyhow::Result<(u64, u64)> {
+    let t0 = Instant::now();
+    let conn = client.connect().await?;
+    let t1 = Instant::now();
+    conn.request(req).await?;
+    let t2 = Instant::now();
+    conn.close().await?;
+    Ok(((t1 - t0).as_nanos() as u64, (t2 - t1).as_nanos() as u64))
+}
+
+/// Warms up and opens long-lived connections (not measured).
+pub async fn prepare(client: &Arc<dyn Client>, w: &Workload) -> anyhow::Result<Prepared> {
+    let mut p = Prepared::default();
+    match *w {
+        Workload::Fresh {
+            warmup,
+            response_len,
+            body_len,
+            ..
+        } => {
+            for _ in 0..warmup {
+                fresh_request(
+                    &**client,
+                    Request {
+                        response_len,
+                        body_len,
+                    },
+                )
+                .await
+                .context("warm-up")?;
+            }
+        }
+        Workload::Persistent {
+            connections,
+            warmup,
+            response_len,
+            body_len,
+            ..
+        } => {
+            p.open(client, connections).await?;
+            for i in 0..warmup {
+                let c = &p.conns[i as usize % p.conns.len()];
+                c.request(Request {
+                    response_len,
+                    body_len,
+                })
+                .await
+                .context("warm-up")?;
+            }
+        }
+        Workload::Streams { connections, .. } => p.open(client, connections).await?,
+        Workload::Blast {
+            bytes,
+            warmup,
+            payload,
+            ..
+        } => {
+            for _ in 0..warmup {
+                let b = Blast {
+                    bytes: Some(bytes),
+                    until: None,
+                    payload: payload as usize,
+                };
+                client.blast(b).await.context("warm-up")?;
+            }
+        }
+        Workload::BlastFor { .. } => {}
+    }
+    Ok(p)
+}
+
+#[derive(Default)]
+struct TaskOut {
+    latency: Vec<u64>,
+    connect: Vec<u64>,
+    bytes_in: u64,
+    bytes_out: u64,
+    requests: u64,
+    datagrams: u64,
+}
+
+/// Runs the measured part of a phase. `progress` counts completed units.
+pub async fn run(
+    client: &Arc<dyn Client>,
+    w: &Workload,
+    prepared: &Prepared,
+    progress: &Arc<AtomicU64>,
+) -> anyhow::Result<Measured> {
+    let gauge = Arc::new(Gauge::default());
+    let tickets = Arc::new(AtomicU64::new(0));
+    let mut set: JoinSet<anyhow::Result<TaskOut>> = JoinSet::new();
+    let start = Instant::now();
+    let mut fresh_conns = false;
+    match *w {
+        Workload::Fresh {
+            requests,
+            workers,
+            response_len,
+            body_len,
+            ..
+        } => {
+            fresh_conns = true;
+            for _ in 0..workers {
+                let (client, gauge, tickets, progress) = (
+                    client.clone(),
+                    gauge.clone(),
+                    tickets.clone(),
+                    progress.clone(),
+                );
+                set.spawn(async move {
+                    let mut out = TaskOut::default();
+                    while tickets.fetch_add(1, Relaxed) < requests {
+                        gauge.inc();
+                        let (c, l) = fresh_request(
+                            &*client,
+                            Request {
+                                response_len,
+                                body_len,
+                            },
+                        )
+                        .await?;
+                        gauge.dec();
+                        out.connect.push(c);
+                        out.latency.push(l);
+                        out.requests += 1;
+                        out.bytes_in += response_len;
+                        out.bytes_out += body_len;
+                        progress.fetch_add(1, Relaxed);
+                    }
+                    Ok(out)
+                });
+            }
+        }
+        Workload::Persistent {
+            in_flight,
+            requests,
+            response_len,
+            body_len,
+            ..
+        } => {
+            for conn in &prepared.conns {
+                for _ in 0..in_flight {
+                    let (conn, gauge, tickets, progress) = (
+                        conn.clone(),
+                        gauge.clone(),
+                        tickets.clone(),
+                        progress.clone(),
+                    );
+                    set.spawn(async move {
+                        let mut out = TaskOut::default();
+                        while tickets.fetch_add(1, Relaxed) < requests {
+                            gauge.inc();
+                            let t = Instant::now();
+                            conn.request(Request {
+                                response_len,
+                                body_len,
+                            })
+                            .await?;
+                            out.latency.push(t.elapsed().as_nanos() as u64);
+                            gauge.dec();
+                            out.requests += 1;
+                            out.bytes_in += response_len;
+                            out.bytes_out += body_len;
+                            progress.fetch_add(1, Relaxed);
+                        }
+                        Ok(out)
+                    });
+                }
+            }
+        }
+        Workload::Streams {
+            streams,
+            duration_ms,
+            chunk,
+            ..
+        } => {
+            let until = start + Duration::from_millis(duration_ms);
+            for conn in &prepared.conns {
+                for _ in 0..streams {
+                    let (conn, gauge) = (conn.clone(), gauge.clone());
+                    set.spawn(async move {
+                        let mut out = TaskOut::default();
+                        while Instant::now() < until {
+                            gauge.inc();
+                            let t = Instant::now();
+                            conn.request(Request {
+                                response_len: chunk,
+                                body_len: 0,
+                            })
+                            .await?;
+                            out.latency.push(t.elapsed().as_nanos() as u64);
+                            gauge.dec();
+                            out.requests += 1;
+                            out.bytes_in += chunk;
+                        }
+                        Ok(out)
+                    });
+                }
+            }
+        }
+        Workload::Blast {
+            bytes,
+            runs,
+            payload,
+            ..
+        } => {
+            let mut out = TaskOut::default();
+            for _ in 0..runs {
+                let t = Instant::now();
+                let r = client
+                    .blast(Blast {
+                        bytes: Some(bytes),
+                        until: None,
+                        payload: payload as usize,
+                    })
+                    .await?;
+                out.latency.push(t.elapsed().as_nanos() as u64);
+                out.requests += 1;
+                out.bytes_out += r.bytes;
+                out.datagrams += r.datagrams;
+                progress.fetch_add(1, Relaxed);
+            }
+            set.spawn(async move { Ok(out) });
+        }
+        Workload::BlastFor {
+            senders,
+            duration_ms,
+            payload,
+        } => {
+            let until = start + Duration::from_millis(duration_ms);
+            for _ in 0..senders {
+                let client = client.clone();
+                set.spawn(async move {
+                    let r = client
+                        .blast(Blast {
+                            bytes: None,
+                            until: Some(until),
+                            payload: payload as usize,
+                        })
+                        .await?;
+                    Ok(TaskOut {
+                        bytes_out: r.bytes,
+                        datagrams: r.datagrams,
+                        ..TaskOut::default()
+                    })
+                });
+            }
+        }
+    }
+    let mut m = Measured::default();
+    let mut datagrams = 0;
+    while let Some(res) = set.join_next().await {
+        // The first failure ends the phase; dropping the set cancels the rest.
+        let out = res.context("client task panicked")??;
+        m.latency_ns.extend(out.latency);
+        m.connect_ns.extend(out.connect);
+        m.bytes_in += out.bytes_in;
+        m.bytes_out += out.bytes_out;
+        m.requests += out.requests;
+        datagrams += out.datagrams;
+    }
+    m.elapsed = start.elapsed();
+    m.peak_in_flight = gauge.peak.load(Relaxed);
+    match w {
+        Workload::Blast { .. } | Workload::BlastFor { .. } => m.datagrams_sent = Some(datagrams),
+        Workload::Streams { .. } => m.peak_connections = prepared.conns.len() as u64,
+        _ if fresh_conns => {
+            m.connections = m.requests;
+            m.peak_connections = m.peak_in_flight;
+        }
+        _ => m.peak_connections = prepared.conns.len() as u64,
+    }
+    Ok(m)
+}
