@@ -16,38 +16,38 @@ use crate::options::TransportArgs;
 
 /// Fetch files over hq-interop.
 #[derive(Args, Debug)]
-pub struct GetArgs {
+pub(crate) struct GetArgs {
     /// URLs like https://host:port/path, all on the same server.
     #[arg(required = true)]
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// Output directory, or `-` for standard output.
     #[arg(short, long, default_value = ".")]
-    pub output: String,
+    pub(crate) output: String,
     /// Trust the certificates in this PEM file.
     #[arg(long, conflicts_with = "insecure")]
-    pub ca: Option<PathBuf>,
+    pub(crate) ca: Option<PathBuf>,
     /// Do not verify the server certificate.
     #[arg(long)]
-    pub insecure: bool,
+    pub(crate) insecure: bool,
     /// Give up connecting after this many seconds.
     #[arg(long, default_value_t = 10)]
-    pub connect_timeout: u64,
+    pub(crate) connect_timeout: u64,
     /// No progress bar or summary.
     #[arg(short, long)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     #[command(flatten)]
-    pub transport: TransportArgs,
+    pub(crate) transport: TransportArgs,
 }
 
 /// A parsed `https://host[:port]/path` URL.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Url {
-    pub host: String,
-    pub port: u16,
-    pub path: String,
+pub(crate) struct Url {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) path: String,
 }
 
-pub fn parse_url(url: &str) -> anyhow::Result<Url> {
+pub(crate) fn parse_url(url: &str) -> anyhow::Result<Url> {
     let rest = url
         .strip_prefix("https://")
         .ok_or_else(|| anyhow!("{url}: only https:// URLs are supported"))?;
@@ -79,7 +79,7 @@ fn output_name(path: &str) -> String {
     if name.is_empty() || name == "." || name == ".." { "index.html".into() } else { name.into() }
 }
 
-pub async fn run(args: GetArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let urls: Vec<Url> = args.urls.iter().map(|u| parse_url(u)).collect::<Result<_, _>>()?;
     let first = &urls[0];
     if let Some(other) = urls.iter().find(|u| u.host != first.host || u.port != first.port) {

@@ -4,8 +4,11 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod get;
 mod lab;
+mod options;
 mod report;
+mod serve;
 
 /// quark: a QUIC v1 stack and its performance lab.
 #[derive(Debug, Parser)]
@@ -17,6 +20,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve files over hq-interop (HTTP/0.9 over QUIC).
+    Serve(serve::ServeArgs),
+    /// Fetch URLs over hq-interop, in parallel on one connection.
+    Get(get::GetArgs),
     /// Measure protocols: goodput, latency, requests/s, CPU and memory.
     Bench(bench::Args),
     /// Render a results file again (table, HTML).
@@ -29,9 +36,37 @@ enum Command {
     LabClient(quark_lab::child::ClientArgs),
 }
 
+/// Run an async subcommand; any error becomes one line on stderr and exit code 1.
+fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> i32 {
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(fut) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
+/// Logs go to stderr, filtered by `RUST_LOG` (default: warnings).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
+        Command::Serve(args) => run_async(serve::run(args)),
+        Command::Get(args) => run_async(get::run(args)),
         Command::Bench(args) => bench::run(args),
         Command::Report(args) => report::run(args),
         Command::LabServer(args) => lab::server(args),

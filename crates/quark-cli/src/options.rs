@@ -6,20 +6,20 @@ use quark::CcAlgorithm;
 
 /// Transport tuning common to `serve` and `get`.
 #[derive(Args, Debug, Clone)]
-pub struct TransportArgs {
+pub(crate) struct TransportArgs {
     /// Congestion controller: cubic or newreno.
     #[arg(long, default_value = "cubic")]
-    pub cc: CcAlgorithm,
+    pub(crate) cc: CcAlgorithm,
     /// TLS 1.3 cipher suites to offer (aes128, aes256, chacha20); default: all.
     #[arg(long, value_delimiter = ',')]
-    pub cipher: Vec<String>,
+    pub(crate) cipher: Vec<String>,
     /// Idle timeout in seconds.
     #[arg(long, default_value_t = 30)]
-    pub idle_timeout: u64,
+    pub(crate) idle_timeout: u64,
 }
 
 impl TransportArgs {
-    pub fn transport_config(&self) -> TransportConfig {
+    pub(crate) fn transport_config(&self) -> TransportConfig {
         TransportConfig {
             congestion_control: self.cc,
             max_idle_timeout: std::time::Duration::from_secs(self.idle_timeout),
@@ -27,7 +27,7 @@ impl TransportArgs {
         }
     }
 
-    pub fn cipher_suites(&self) -> anyhow::Result<Vec<rustls::SupportedCipherSuite>> {
+    pub(crate) fn cipher_suites(&self) -> anyhow::Result<Vec<rustls::SupportedCipherSuite>> {
         self.cipher.iter().map(|c| Ok(quark::tls::cipher_suite(c)?)).collect()
     }
 }

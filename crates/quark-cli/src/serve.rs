@@ -13,30 +13,30 @@ use crate::options::TransportArgs;
 
 /// Serve files over hq-interop (HTTP/0.9 over QUIC).
 #[derive(Args, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:4433")]
-    pub listen: SocketAddr,
+    pub(crate) listen: SocketAddr,
     /// Directory to serve files from.
     #[arg(long)]
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// Certificate chain (PEM). Without it a self-signed certificate is made.
     #[arg(long, requires = "key")]
-    pub cert: Option<PathBuf>,
+    pub(crate) cert: Option<PathBuf>,
     /// Private key (PEM).
     #[arg(long, requires = "cert")]
-    pub key: Option<PathBuf>,
+    pub(crate) key: Option<PathBuf>,
     /// Write the (self-signed) certificate here, for clients' `--ca`.
     #[arg(long)]
-    pub write_cert: Option<PathBuf>,
+    pub(crate) write_cert: Option<PathBuf>,
     /// Require address validation with a Retry before accepting connections.
     #[arg(long)]
-    pub retry: bool,
+    pub(crate) retry: bool,
     #[command(flatten)]
-    pub transport: TransportArgs,
+    pub(crate) transport: TransportArgs,
 }
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if !args.root.is_dir() {
         bail!("--root {}: not a directory", args.root.display());
     }
