@@ -13,8 +13,6 @@ mod ack;
 mod decode;
 mod encode;
 #[cfg(test)]
-mod proptests;
-#[cfg(test)]
 mod tests;
 
 pub use ack::{AckIter, encode_ack};
@@ -355,9 +353,14 @@ fn is_known(ty: u64) -> bool {
 fn is_permitted(ty: u64, kind: PacketKind) -> bool {
     match kind {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-12.4
-        //# PADDING, PING, ACK, CRYPTO and CONNECTION_CLOSE (0x1c only) are the
-        //# frames marked "IH" in Table 3: the only ones allowed in Initial and
-        //# Handshake packets.
+        //# | 0x00       | PADDING              | Section 19.1  | IH01 | NP   |
+        //# | 0x01       | PING                 | Section 19.2  | IH01 |      |
+        //# | 0x02-0x03  | ACK                  | Section 19.3  | IH_1 | NC   |
+        //# | 0x06       | CRYPTO               | Section 19.6  | IH_1 |      |
+        //# | 0x1c-0x1d  | CONNECTION_CLOSE     | Section 19.19 | ih01 | N    |
+        //
+        // Every other row has "__" for Initial and Handshake; "ih" means only
+        // the 0x1c form of CONNECTION_CLOSE.
         PacketKind::Initial | PacketKind::Handshake => {
             matches!(ty, 0x00 | 0x01 | 0x02 | 0x03 | 0x06 | 0x1c)
         }
