@@ -16,6 +16,9 @@ use crate::types::{PacketKind, SpaceId};
 const MIN_PACKET_ROOM: usize = 48;
 /// Worst-case CRYPTO header: type, 8-byte offset, 2-byte length.
 const MAX_CRYPTO_HEADER: usize = 11;
+/// A datagram within this many bytes of its limit counts as full: frame headers
+/// are sized conservatively, so packets rarely fill to the last byte.
+const FULL_SLACK: usize = 24;
 /// ACK ranges written per ACK frame at most.
 const MAX_ACK_RANGES: usize = 64;
 
@@ -54,9 +57,10 @@ impl Connection {
             if count == 1 {
                 segment = size;
             }
-            // A short datagram must be the last of a GSO batch; handshake
-            // datagrams go one at a time.
-            if long || size < budget || size < mtu {
+            // GSO: every datagram but the last has the first one's size. A datagram
+            // that isn't (nearly) full ends the batch; handshake datagrams go alone.
+            let full = size + FULL_SLACK >= budget;
+            if long || !full || size < segment {
                 break;
             }
         }

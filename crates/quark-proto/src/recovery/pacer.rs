@@ -14,10 +14,15 @@ use std::time::{Duration, Instant};
 const N_NUM: u128 = 5;
 const N_DEN: u128 = 4;
 
+/// Bursts may last this long at the pacing rate.
+const BURST_INTERVAL: Duration = Duration::from_millis(2);
+
 /// A token-bucket pacer at N × cwnd / smoothed_rtt (N = 1.25), allowing a small burst.
 #[derive(Clone, Debug)]
 pub struct Pacer {
-    /// Bucket size in bytes.
+    /// Smallest burst (the configured packets × MTU).
+    min_capacity: u64,
+    /// Bucket size in bytes: see [`Pacer::update_capacity`].
     capacity: u64,
     /// Bytes that may be sent right now.
     tokens: u64,
@@ -33,6 +38,7 @@ impl Pacer {
     pub fn new(mtu: u64, burst_packets: u64) -> Self {
         let capacity = mtu.saturating_mul(burst_packets.max(1));
         Pacer {
+            min_capacity: capacity,
             capacity,
             tokens: capacity,
             last: None,
@@ -55,6 +61,7 @@ impl Pacer {
         if srtt.is_zero() || rate_den == 0 {
             return None;
         }
+        self.update_capacity();
         self.refill(now);
         // A packet larger than the bucket would wait forever; a full bucket suffices.
         let need = bytes.min(self.capacity);
@@ -69,6 +76,19 @@ impl Pacer {
     }
 
     /// Account for a packet sent at `now`.
+    /// Let the bucket hold about [`BURST_INTERVAL`] worth of sending at the pacing
+    /// rate, between the configured minimum and one congestion window. Bursts that
+    /// short are what the network sees anyway (timer and scheduling granularity),
+    /// and they let a whole GSO batch go out in one system call.
+    fn update_capacity(&mut self) {
+        let per_interval = u128::from(self.cwnd) * N_NUM * BURST_INTERVAL.as_nanos()
+            / (N_DEN * self.srtt.as_nanos().max(1));
+        let per_interval = u64::try_from(per_interval).unwrap_or(u64::MAX);
+        self.capacity = per_interval.min(self.cwnd).max(self.min_capacity);
+        // Before first use the bucket is full, whatever its size turned out to be.
+        self.tokens = if self.last.is_none() { self.capacity } else { self.tokens.min(self.capacity) };
+    }
+
     pub fn on_sent(&mut self, now: Instant, bytes: u64) {
         self.refill(now);
         self.tokens = self.tokens.saturating_sub(bytes);
@@ -121,18 +141,40 @@ mod tests {
     }
 
     #[test]
-    fn bucket_never_exceeds_burst() {
+    fn burst_is_two_milliseconds_at_the_pacing_rate() {
         let t0 = test_epoch();
         let mut p = Pacer::new(MTU, 2);
+        // 1.25 × 120 000 B / 10 ms × 2 ms = 30 000 B = 25 packets.
         let (cwnd, srtt) = (120_000, Duration::from_millis(10));
         p.delay(t0, MTU, cwnd, srtt);
-        // Idle for a long time: still only two packets go out at once.
         let t1 = t0 + Duration::from_secs(10);
-        for _ in 0..2 {
+        for _ in 0..25 {
             assert_eq!(p.delay(t1, MTU, cwnd, srtt), None);
             p.on_sent(t1, MTU);
         }
         assert!(p.delay(t1, MTU, cwnd, srtt).is_some());
+    }
+
+    #[test]
+    fn burst_never_exceeds_the_window_nor_drops_below_the_minimum() {
+        let t0 = test_epoch();
+        // A tiny RTT makes 2 ms worth huge: the window bounds the burst.
+        let mut p = Pacer::new(MTU, 2);
+        let (cwnd, srtt) = (12_000, Duration::from_micros(50));
+        p.delay(t0, MTU, cwnd, srtt);
+        for _ in 0..10 {
+            assert_eq!(p.delay(t0, MTU, cwnd, srtt), None);
+            p.on_sent(t0, MTU);
+        }
+        assert!(p.delay(t0, MTU, cwnd, srtt).is_some());
+        // A long RTT makes 2 ms worth tiny: the configured minimum holds.
+        let mut p = Pacer::new(MTU, 4);
+        let (cwnd, srtt) = (12_000, Duration::from_secs(1));
+        for _ in 0..4 {
+            assert_eq!(p.delay(t0, MTU, cwnd, srtt), None);
+            p.on_sent(t0, MTU);
+        }
+        assert!(p.delay(t0, MTU, cwnd, srtt).is_some());
     }
 
     #[test]
