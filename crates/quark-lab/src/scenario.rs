@@ -285,7 +285,10 @@ impl Params {
         if let Some(s) = &o.sizes {
             self.sizes = s.clone();
         }
-        if matches!(scenario, ResponseTime | Rps | Persistent | Ephemeral | Parallel) {
+        if matches!(
+            scenario,
+            ResponseTime | Rps | Persistent | Ephemeral | Parallel
+        ) {
             self.requests = o.requests.unwrap_or(self.requests);
         }
         if matches!(scenario, ResponseTime | Ephemeral) {
