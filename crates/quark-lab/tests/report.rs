@@ -268,7 +268,8 @@ fn check_charts(svgs: &[String]) {
             .count()
     };
     assert_eq!(count("goodput"), 1, "one goodput chart");
-    assert!(count("latency-cdf") >= 2, "request and connect CDFs");
+    // rps 2KB (request and connect time): one chart each, however many protocols.
+    assert_eq!(count("latency-cdf"), 2, "request and connect CDFs");
     assert_eq!(count("cpu-per-gb"), 1);
     assert_eq!(count("cpu-breakdown"), 1);
     let goodput = svgs
