@@ -136,6 +136,15 @@ pub struct BreakdownItem {
     pub ns: f64,
 }
 
+/// One side's breakdown as a child process reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideBreakdown {
+    /// `packet` or `request`.
+    pub unit: String,
+    /// Nanoseconds per unit by category.
+    pub items: Vec<BreakdownItem>,
+}
+
 /// Where the CPU went, per packet or per request (from a stack's own counters).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Breakdown {
@@ -145,6 +154,18 @@ pub struct Breakdown {
     pub client: Vec<BreakdownItem>,
     /// Server categories.
     pub server: Vec<BreakdownItem>,
+}
+
+impl Breakdown {
+    /// Combines the two sides' reports (`None` when neither side has counters).
+    pub fn join(client: Option<SideBreakdown>, server: Option<SideBreakdown>) -> Option<Breakdown> {
+        let unit = server.as_ref().or(client.as_ref())?.unit.clone();
+        Some(Breakdown {
+            unit,
+            client: client.map(|c| c.items).unwrap_or_default(),
+            server: server.map(|s| s.items).unwrap_or_default(),
+        })
+    }
 }
 
 /// Measurements of a cell.

@@ -285,7 +285,10 @@ impl Params {
         if let Some(s) = &o.sizes {
             self.sizes = s.clone();
         }
-        if matches!(scenario, ResponseTime | Rps | Persistent | Ephemeral | Parallel) {
+        if matches!(
+            scenario,
+            ResponseTime | Rps | Persistent | Ephemeral | Parallel
+        ) {
             self.requests = o.requests.unwrap_or(self.requests);
         }
         if matches!(scenario, ResponseTime | Ephemeral) {
@@ -309,9 +312,9 @@ impl Params {
 }
 
 /// The default suite (`quark bench` without `--scenario`): a quick comparison,
-/// under a minute on loopback: goodput at 20KB, 2MB and 50MB (1 + 3 runs), rps
-/// with 144 connections and 10 000 requests, persistent at 2KiB and 128KiB with
-/// 2 000 requests.
+/// about 20 s on loopback (under a minute on a busy 2-core machine): goodput
+/// at 20KB, 2MB and 200MB (1 warm-up + 3 runs), rps with 144 connections and
+/// 20 000 requests of 2KB, persistent at 2KiB and 128KiB with 5 000 requests.
 pub fn default_suite() -> Vec<(Scenario, Params)> {
     let g = Scenario::Goodput.defaults();
     let r = Scenario::Rps.defaults();
@@ -320,7 +323,7 @@ pub fn default_suite() -> Vec<(Scenario, Params)> {
         (
             Scenario::Goodput,
             Params {
-                sizes: vec![20_000, 2_000_000, 50_000_000],
+                sizes: vec![20_000, 2_000_000, 200_000_000],
                 warmup: 1,
                 runs: 3,
                 ..g
@@ -329,7 +332,7 @@ pub fn default_suite() -> Vec<(Scenario, Params)> {
         (
             Scenario::Rps,
             Params {
-                requests: 10_000,
+                requests: 20_000,
                 ..r
             },
         ),
@@ -337,7 +340,7 @@ pub fn default_suite() -> Vec<(Scenario, Params)> {
             Scenario::Persistent,
             Params {
                 sizes: vec![2 << 10, 128 << 10],
-                requests: 2_000,
+                requests: 5_000,
                 ..p
             },
         ),

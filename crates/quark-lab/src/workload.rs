@@ -147,10 +147,16 @@ impl Prepared {
     /// server has accepted them all before the measurement starts.
     async fn open(&mut self, client: &Arc<dyn Client>, n: u32) -> anyhow::Result<()> {
         for _ in 0..n {
-            self.conns.push(client.connect().await.context("opening connections")?);
+            self.conns
+                .push(client.connect().await.context("opening connections")?);
         }
         for c in &self.conns {
-            c.request(Request { response_len: 1, body_len: 0 }).await.context("first request")?;
+            c.request(Request {
+                response_len: 1,
+                body_len: 0,
+            })
+            .await
+            .context("first request")?;
         }
         Ok(())
     }

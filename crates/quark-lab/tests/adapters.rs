@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use quark_lab::adapter::{
-    Cipher, Client, ClientConfig, Identity, Kind, Request, ServeConfig, Server, ServerStats, find, registry,
+    Cipher, Client, ClientConfig, Identity, Kind, Request, ServeConfig, Server, ServerStats, find,
+    registry,
 };
 use quark_lab::workload::{Workload, prepare, run};
 use sha2::{Digest, Sha256};
@@ -34,14 +35,28 @@ async fn pair(proto: &str) -> Pair {
         .unwrap();
     let addr = server.local_addr();
     let client = adapter
-        .client(ClientConfig { server: addr, cert: identity.cert.clone(), cipher: Cipher::Aes128Gcm })
+        .client(ClientConfig {
+            server: addr,
+            cert: identity.cert.clone(),
+            cipher: Cipher::Aes128Gcm,
+        })
         .await
         .unwrap();
-    Pair { _server: server, stats, client, addr, identity }
+    Pair {
+        _server: server,
+        stats,
+        client,
+        addr,
+        identity,
+    }
 }
 
 fn stream_adapters() -> Vec<&'static str> {
-    registry().iter().filter(|a| a.kind() == Kind::Stream).map(|a| a.name()).collect()
+    registry()
+        .iter()
+        .filter(|a| a.kind() == Kind::Stream)
+        .map(|a| a.name())
+        .collect()
 }
 
 /// SHA-256 of `n` bytes of the pattern, computed from its definition.
@@ -59,9 +74,18 @@ async fn every_stream_adapter_transfers_exactly_the_bytes_asked() {
         let conn = p.client.connect().await.unwrap();
         for (response_len, body_len) in [(1, 0), (1_000_003, 0), (2048, 2048), (3, 300_007)] {
             p.stats.reset();
-            conn.request(Request { response_len, body_len }).await.unwrap_or_else(|e| panic!("{proto}: {e:#}"));
+            conn.request(Request {
+                response_len,
+                body_len,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{proto}: {e:#}"));
             let s = p.stats.snapshot();
-            assert_eq!((s.requests, s.bytes_out, s.bytes_in, s.errors), (1, response_len, body_len, 0), "{proto}");
+            assert_eq!(
+                (s.requests, s.bytes_out, s.bytes_in, s.errors),
+                (1, response_len, body_len, 0),
+                "{proto}"
+            );
         }
         conn.close().await.unwrap();
         p.client.wait_idle().await;
@@ -87,11 +111,13 @@ async fn quinn_server_bytes_hash_to_the_pattern() {
     let p = pair("quinn").await;
     let mut roots = rustls::RootCertStore::empty();
     roots.add(p.identity.cert.clone()).unwrap();
-    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
     tls.alpn_protocols = vec![b"hq-interop".to_vec()];
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
     let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -111,7 +137,12 @@ async fn quinn_server_bytes_hash_to_the_pattern() {
 async fn malformed_requests_fail_without_killing_the_server() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let p = pair("tcp").await;
-    for bad in [&b"GET /-1 0\r\n"[..], b"HELLO\r\n", &[b'x'; 500], b"GET /1099511627777 0\r\n"] {
+    for bad in [
+        &b"GET /-1 0\r\n"[..],
+        b"HELLO\r\n",
+        &[b'x'; 500],
+        b"GET /1099511627777 0\r\n",
+    ] {
         let mut s = tokio::net::TcpStream::connect(p.addr).await.unwrap();
         s.write_all(bad).await.unwrap();
         let mut got = Vec::new();
@@ -120,18 +151,31 @@ async fn malformed_requests_fail_without_killing_the_server() {
     }
     // Still serving.
     let conn = p.client.connect().await.unwrap();
-    conn.request(Request { response_len: 10, body_len: 0 }).await.unwrap();
+    conn.request(Request {
+        response_len: 10,
+        body_len: 0,
+    })
+    .await
+    .unwrap();
 }
 
 async fn run_counted(p: &Pair, w: Workload) -> quark_lab::workload::Measured {
     let prepared = prepare(&p.client, &w).await.unwrap();
-    if let Workload::Blast { warmup, bytes, payload, .. } = w {
+    if let Workload::Blast {
+        warmup,
+        bytes,
+        payload,
+        ..
+    } = w
+    {
         // Warm-up datagrams must be counted before the interval starts.
         let n = u64::from(warmup) * bytes.div_ceil(u64::from(payload));
         wait_for_datagrams(&p.stats, n).await;
     }
     p.stats.reset();
-    let m = run(&p.client, &w, &prepared, &Arc::new(AtomicU64::new(0))).await.unwrap();
+    let m = run(&p.client, &w, &prepared, &Arc::new(AtomicU64::new(0)))
+        .await
+        .unwrap();
     prepared.teardown().await;
     m
 }
@@ -141,20 +185,54 @@ async fn workloads_issue_exact_counts_and_concurrency() {
     for proto in ["tcp", "tcp+tls", "quinn", "http1", "http2+tls"] {
         let p = pair(proto).await;
         // Fresh connections (response-time, ephemeral): 7 workers share 40 requests.
-        let w = Workload::Fresh { requests: 40, workers: 7, response_len: 1, body_len: 5, warmup: 2 };
+        let w = Workload::Fresh {
+            requests: 40,
+            workers: 7,
+            response_len: 1,
+            body_len: 5,
+            warmup: 2,
+        };
         let m = run_counted(&p, w).await;
         let s = p.stats.snapshot();
-        assert_eq!((m.requests, m.connections, m.peak_in_flight), (40, 40, 7), "{proto}");
-        assert_eq!((s.requests, s.connections, s.bytes_in, s.bytes_out), (40, 40, 200, 40), "{proto}");
+        assert_eq!(
+            (m.requests, m.connections, m.peak_in_flight),
+            (40, 40, 7),
+            "{proto}"
+        );
+        assert_eq!(
+            (s.requests, s.connections, s.bytes_in, s.bytes_out),
+            (40, 40, 200, 40),
+            "{proto}"
+        );
         assert_eq!(m.latency_ns.len(), 40);
         assert_eq!(m.connect_ns.len(), 40);
 
         // Long-lived connections (rps, persistent, parallel): 5 connections × 3 in flight, 90 requests.
-        let w = Workload::Persistent { connections: 5, in_flight: 3, requests: 90, response_len: 2000, body_len: 0, warmup: 0 };
+        let w = Workload::Persistent {
+            connections: 5,
+            in_flight: 3,
+            requests: 90,
+            response_len: 2000,
+            body_len: 0,
+            warmup: 0,
+        };
         let m = run_counted(&p, w).await;
         let s = p.stats.snapshot();
-        assert_eq!((m.requests, m.connections, m.peak_in_flight, m.peak_connections), (90, 0, 15, 5), "{proto}");
-        assert_eq!((s.requests, s.connections, s.peak_connections, s.bytes_out), (90, 0, 5, 180_000), "{proto}");
+        assert_eq!(
+            (
+                m.requests,
+                m.connections,
+                m.peak_in_flight,
+                m.peak_connections
+            ),
+            (90, 0, 15, 5),
+            "{proto}"
+        );
+        assert_eq!(
+            (s.requests, s.connections, s.peak_connections, s.bytes_out),
+            (90, 0, 5, 180_000),
+            "{proto}"
+        );
         p.client.wait_idle().await;
     }
 }
@@ -162,7 +240,12 @@ async fn workloads_issue_exact_counts_and_concurrency() {
 #[tokio::test]
 async fn udp_blast_is_counted_by_the_server() {
     let p = pair("udp").await;
-    let w = Workload::Blast { bytes: 12_000, runs: 3, warmup: 1, payload: 1200 };
+    let w = Workload::Blast {
+        bytes: 12_000,
+        runs: 3,
+        warmup: 1,
+        payload: 1200,
+    };
     let m = run_counted(&p, w).await;
     assert_eq!(m.datagrams_sent, Some(30));
     assert_eq!(m.bytes_out, 36_000);

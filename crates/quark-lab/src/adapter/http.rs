@@ -215,7 +215,10 @@ impl Adapter for Http {
                         match acceptor {
                             Some(a) => match a.accept(sock).await {
                                 Ok(s) => serve_http(s, version, stats.clone()).await.ok(),
-                                Err(_) => Some(stats.error()),
+                                Err(_) => {
+                                    stats.error();
+                                    None
+                                }
                             },
                             None => serve_http(sock, version, stats.clone()).await.ok(),
                         };

@@ -118,6 +118,61 @@ pub trait Adapter: Send + Sync {
 pub trait Server: Send + Sync {
     /// The bound address.
     fn local_addr(&self) -> SocketAddr;
+    /// The stack's own CPU counters, if it keeps them (see [`CpuCounters`]).
+    fn cpu_counters(&self) -> Option<CpuCounters> {
+        None
+    }
+}
+
+/// Cumulative CPU time a stack spent per category, from its own counters (the
+/// thesis' per-packet breakdown: crypto, send, recv, ack, other). The lab
+/// reads them at the start and end of each measured interval and reports the
+/// difference per packet (or per request when `packets` stays 0).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuCounters {
+    /// Packets sent and received so far.
+    pub packets: u64,
+    /// Nanoseconds spent so far, by category.
+    pub ns: Vec<(String, u64)>,
+}
+
+impl CpuCounters {
+    /// Per-unit breakdown between `self` (start) and `end`; `requests` is the
+    /// unit when no packets were counted.
+    pub fn per_unit(
+        &self,
+        end: &CpuCounters,
+        requests: u64,
+    ) -> Option<crate::results::SideBreakdown> {
+        let packets = end.packets.saturating_sub(self.packets);
+        let (unit, n) = if packets > 0 {
+            ("packet", packets)
+        } else {
+            ("request", requests)
+        };
+        if n == 0 {
+            return None;
+        }
+        let items = end
+            .ns
+            .iter()
+            .map(|(name, ns)| {
+                let before = self
+                    .ns
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or(0, |(_, v)| *v);
+                crate::results::BreakdownItem {
+                    name: name.clone(),
+                    ns: ns.saturating_sub(before) as f64 / n as f64,
+                }
+            })
+            .collect();
+        Some(crate::results::SideBreakdown {
+            unit: unit.into(),
+            items,
+        })
+    }
 }
 
 /// The client side of a protocol.
@@ -132,6 +187,10 @@ pub trait Client: Send + Sync {
     /// Waits until closed connections finished closing (e.g. QUIC draining).
     fn wait_idle(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
+    }
+    /// The stack's own CPU counters, if it keeps them (see [`CpuCounters`]).
+    fn cpu_counters(&self) -> Option<CpuCounters> {
+        None
     }
 }
 
@@ -209,6 +268,32 @@ pub fn default_reference() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_counters_become_per_packet_deltas() {
+        let a = CpuCounters {
+            packets: 10,
+            ns: vec![("crypto".into(), 1000), ("send".into(), 500)],
+        };
+        let b = CpuCounters {
+            packets: 110,
+            ns: vec![
+                ("crypto".into(), 21_000),
+                ("send".into(), 10_500),
+                ("ack".into(), 300),
+            ],
+        };
+        let d = a.per_unit(&b, 7).unwrap();
+        assert_eq!(d.unit, "packet");
+        let ns: Vec<f64> = d.items.iter().map(|i| i.ns).collect();
+        assert_eq!(ns, [200.0, 100.0, 3.0]);
+        let same = CpuCounters {
+            packets: 10,
+            ns: vec![("crypto".into(), 1700)],
+        };
+        assert_eq!(a.per_unit(&same, 7).unwrap().unit, "request");
+        assert_eq!(a.per_unit(&same, 0), None);
+    }
 
     #[test]
     fn registry_names_are_unique_and_findable() {

@@ -149,6 +149,7 @@ mod tests {
             peak_connections: 144,
             datagrams_sent: None,
             usage: usage(0.5, 10_000_000, 2_800_000),
+            breakdown: None,
         };
         let counters = ServerCounters {
             requests: 1000,

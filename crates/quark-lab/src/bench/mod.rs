@@ -286,6 +286,8 @@ struct Done {
 struct ServerReport {
     usage: Usage,
     counters: ServerCounters,
+    #[serde(default)]
+    breakdown: Option<crate::results::SideBreakdown>,
 }
 
 #[derive(Deserialize)]
@@ -358,13 +360,14 @@ impl Cell<'_> {
             let Done { result } = done?;
             procs.send(Side::Server, "end").await?;
             let s: ServerReport = procs.expect(Side::Server, "report").await?;
-            let metrics = merge(
+            let mut metrics = merge(
                 self.scenario,
                 &phase.workload,
                 &result,
                 &s.usage,
                 &s.counters,
             );
+            metrics.breakdown = crate::results::Breakdown::join(result.breakdown, s.breakdown);
             log(&crate::table::phase_line(
                 self.scenario.name(),
                 self.proto,

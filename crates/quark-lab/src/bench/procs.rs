@@ -203,6 +203,16 @@ impl<'a> Procs<'a> {
         }
     }
 
+    /// Whether the server process exited (waiting briefly for it to finish dying).
+    async fn server_exited(&mut self) -> bool {
+        let Some(p) = self.server.as_mut() else {
+            return false;
+        };
+        tokio::time::timeout(Duration::from_millis(500), p.child.wait())
+            .await
+            .is_ok()
+    }
+
     /// Describes a child that stopped talking: exit status and its last stderr line.
     async fn died(&mut self, side: Side) -> String {
         let Some(p) = self.proc(side) else {
@@ -274,6 +284,11 @@ impl<'a> Procs<'a> {
                         .get("message")
                         .and_then(|m| m.as_str())
                         .unwrap_or("unknown error");
+                    // A client error is often the symptom: name a dead server as the cause.
+                    if from == Side::Client && self.server_exited().await {
+                        let cause = self.died(Side::Server).await;
+                        return Err(CellError::Failed(format!("{cause}; client: {msg}")));
+                    }
                     return Err(CellError::Failed(format!("{}: {msg}", from.name())));
                 }
                 "progress" if from == Side::Client => {

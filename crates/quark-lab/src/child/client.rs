@@ -65,6 +65,7 @@ fn client(args: ClientArgs) -> anyhow::Result<()> {
             emit(&ClientEvent::Ready);
             expect(&mut cmds, "go").await?;
             let meter = UsageMeter::start(baseline);
+            let cpu = client.cpu_counters();
             let progress = Arc::new(AtomicU64::new(0));
             let ticker = (args.progress_ms > 0).then(|| {
                 let (progress, timed, every) = (
@@ -92,7 +93,10 @@ fn client(args: ClientArgs) -> anyhow::Result<()> {
             if let Some(t) = ticker {
                 t.abort();
             }
-            let report = summarize(measured?, usage);
+            let mut report = summarize(measured?, usage);
+            report.breakdown = cpu
+                .zip(client.cpu_counters())
+                .and_then(|(a, b)| a.per_unit(&b, report.requests));
             emit(&ClientEvent::Done {
                 result: Box::new(report),
             });
@@ -125,5 +129,6 @@ fn summarize(mut m: Measured, usage: crate::metrics::Usage) -> ClientReport {
         peak_connections: m.peak_connections,
         datagrams_sent: m.datagrams_sent,
         usage,
+        breakdown: None,
     }
 }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::adapter::ServerCounters;
 use crate::metrics::{Summary, Usage};
+use crate::results::SideBreakdown;
 
 mod client;
 mod server;
@@ -51,6 +52,9 @@ pub enum ServerEvent {
         usage: Usage,
         /// Counters in the interval.
         counters: ServerCounters,
+        /// The stack's CPU breakdown, when it keeps counters.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        breakdown: Option<SideBreakdown>,
     },
     /// Fatal error.
     Error {
@@ -90,6 +94,9 @@ pub struct ClientReport {
     pub datagrams_sent: Option<u64>,
     /// Usage in the interval.
     pub usage: Usage,
+    /// The stack's CPU breakdown, when it keeps counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<SideBreakdown>,
 }
 
 /// Events a client prints.

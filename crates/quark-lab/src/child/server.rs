@@ -62,20 +62,25 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
                         drain(&stats).await;
                     }
                     stats.reset();
-                    meter = Some(UsageMeter::start(baseline));
+                    meter = Some((UsageMeter::start(baseline), server.cpu_counters()));
                     emit(&ServerEvent::Started);
                 }
                 "end" => {
                     if adapter.kind() == Kind::Datagram {
                         drain(&stats).await;
                     }
-                    let m = meter
+                    let (m, cpu) = meter
                         .take()
                         .ok_or_else(|| anyhow!("'end' without 'start'"))?;
                     let usage = m.stop();
+                    let counters = stats.snapshot();
+                    let breakdown = cpu
+                        .zip(server.cpu_counters())
+                        .and_then(|(a, b)| a.per_unit(&b, counters.requests));
                     emit(&ServerEvent::Report {
                         usage,
-                        counters: stats.snapshot(),
+                        counters,
+                        breakdown,
                     });
                 }
                 "quit" => break,

@@ -71,7 +71,7 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-fn metrics<'a>(c: &'a CellResult) -> &'a Metrics {
+fn metrics(c: &CellResult) -> &Metrics {
     c.metrics.as_ref().expect("filtered on metrics")
 }
 
@@ -160,8 +160,13 @@ fn latency_charts(
     }
     let mut any = false;
     for ((_, scenario, which), cells) in groups {
-        let mut labels: Vec<&str> = cells.iter().map(|c| c.label.as_str()).collect();
-        labels.dedup();
+        // Labels in first-seen order, each once (cells come protocol by protocol).
+        let mut labels: Vec<&str> = Vec::new();
+        for c in &cells {
+            if !labels.contains(&c.label.as_str()) {
+                labels.push(&c.label);
+            }
+        }
         for label in labels {
             fn pick<'a>(c: &'a CellResult, which: &str) -> &'a [[f64; 2]] {
                 if which == "connect" {

@@ -124,6 +124,7 @@ impl Frame {
     }
 
     /// Opens the `<svg>` and draws title, axes, ticks and labels.
+    #[allow(clippy::too_many_arguments)]
     pub fn open(
         &self,
         out: &mut String,

@@ -1,0 +1,314 @@
+//! End-to-end: the real `quark` binary runs small suites, rejects bad input
+//! with one error line, survives dying servers and leaves no processes behind.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn quark() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_quark"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("quark-e2e-{}-{name}", std::process::id()))
+}
+
+fn read_json(path: &PathBuf) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let schema_text = include_str!("../../quark-lab/schema/results-v1.json");
+    let schema: serde_json::Value = serde_json::from_str(schema_text).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    v
+}
+
+fn cells<'a>(v: &'a serde_json::Value, scenario: &str, proto: &str) -> Vec<&'a serde_json::Value> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["scenario"] == scenario && c["protocol"] == proto)
+        .collect()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+#[test]
+fn tiny_suite_counts_exactly_and_writes_valid_json_and_html() {
+    let (json, html) = (tmp("suite.json"), tmp("suite.html"));
+    let out = quark()
+        .args([
+            "bench",
+            "-p",
+            "tcp,quinn",
+            "-s",
+            "goodput,rps,parallel,response-time",
+        ])
+        .args([
+            "--sizes",
+            "2KB",
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+            "--requests",
+            "60",
+        ])
+        .args([
+            "--connections",
+            "6",
+            "--in-flight",
+            "5",
+            "--clients",
+            "4",
+            "--ref",
+            "tcp",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = read_json(&json);
+    assert_eq!(v["complete"], true);
+    assert!(
+        v["command_line"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--requests")
+    );
+    assert!(v["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert!(v["versions"]["quinn"].is_string());
+    for proto in ["tcp", "quinn"] {
+        let g = &cells(&v, "goodput", proto)[0]["metrics"];
+        assert_eq!(g["requests"], 2, "{proto}: warm-up runs are not counted");
+        assert_eq!(g["server_counters"]["requests"], 2);
+        assert_eq!(g["server_counters"]["connections"], 2);
+        assert_eq!(g["server_counters"]["bytes_out"], 4000);
+        let r = &cells(&v, "rps", proto)[0]["metrics"];
+        assert_eq!(r["server_counters"]["requests"], 60);
+        assert_eq!(r["server_counters"]["peak_connections"], 6);
+        assert_eq!(r["peak_in_flight"], 6);
+        assert!(r["memory_per_connection_bytes"].is_object());
+        let p = &cells(&v, "parallel", proto)[0]["metrics"];
+        assert_eq!(p["server_counters"]["requests"], 60);
+        assert_eq!(p["server_counters"]["bytes_in"], 60 * 2000);
+        assert_eq!(p["peak_in_flight"], 5);
+        let t = &cells(&v, "response-time", proto)[0]["metrics"];
+        assert_eq!(t["server_counters"]["connections"], 60);
+        assert_eq!(t["peak_in_flight"], 4);
+        assert_eq!(t["connect_s"]["count"], 60);
+        assert!(t["handshakes_per_s"].as_f64().unwrap() > 0.0);
+        for c in [g, r, p, t] {
+            assert!(c.get("warnings").is_none(), "{c}");
+        }
+    }
+    let quinn = v["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["protocol"] == "quinn")
+        .unwrap();
+    assert!(quinn["ref_cpu_per_gb_ratio"].as_f64().unwrap() > 0.0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("data-chart=\"goodput\"") && page.contains("data-chart=\"latency-cdf\""));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("summary (reference: tcp"), "{stdout}");
+
+    // `quark report` renders the same file again.
+    let html2 = tmp("again.html");
+    let out = quark()
+        .arg("report")
+        .arg(&json)
+        .arg("--html")
+        .arg(&html2)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(&html2)
+            .unwrap()
+            .contains("data-chart=\"cpu-per-gb\"")
+    );
+    for f in [json, html, html2] {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+#[test]
+fn bad_input_gives_one_error_line_and_nonzero_exit() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["-s", "latency"],
+        vec!["-p", "sctp"],
+        vec!["-s", "goodput", "--sizes", "0"],
+        vec!["-s", "goodput", "--sizes", "-5"],
+        vec!["-s", "goodput", "--sizes", "3XB"],
+        vec!["--net", "lossy-wifi"],
+        vec!["--cipher", "rc4"],
+        vec!["--ref", "http2"],
+        vec!["-s", "rps", "--requests", "0"],
+        vec!["--port", &port],
+    ];
+    for args in cases {
+        let out = quark().arg("bench").args(&args).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+    }
+    drop(busy);
+    let out = quark()
+        .args(["report", "/nonexistent.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out).lines().count(), 1);
+}
+
+#[test]
+fn a_dying_server_fails_its_cell_and_the_run_goes_on() {
+    let json = tmp("die.json");
+    // Each cell: 2KB (1 warm-up + 2 runs = requests 1..3) passes, 20KB dies at request 4.
+    let out = quark()
+        .args([
+            "bench",
+            "-p",
+            "tcp,quinn",
+            "-s",
+            "goodput",
+            "--sizes",
+            "2KB,20KB",
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+        ])
+        .args(["--die-after", "4", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v = read_json(&json);
+    assert_eq!(v["complete"], false);
+    for proto in ["tcp", "quinn"] {
+        let c = cells(&v, "goodput", proto);
+        assert_eq!(c.len(), 2, "{proto}");
+        assert_eq!(c[0]["status"], "ok");
+        assert_eq!(c[1]["status"], "error");
+        assert!(
+            c[1]["error"].as_str().unwrap().contains("exit"),
+            "{}",
+            c[1]["error"]
+        );
+    }
+    let _ = std::fs::remove_file(json);
+}
+
+/// Processes started by orchestrator `pid` (they carry QUARK_LAB_PARENT=pid).
+fn children_of(pid: u32) -> Vec<u32> {
+    let marker = format!("QUARK_LAB_PARENT={pid}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(entry.path().join("environ"))
+            && env.split(|&b| b == 0).any(|e| e == marker.as_bytes())
+        {
+            // Zombies are gone for our purposes.
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            if !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+            {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// Polls `cond` every 50 ms, up to `limit`.
+fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let steps = limit.as_millis() / 50;
+    for _ in 0..steps {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cond()
+}
+
+fn start_long_run(json: &PathBuf) -> std::process::Child {
+    let child = quark()
+        .args([
+            "bench",
+            "-p",
+            "tcp",
+            "-s",
+            "streams",
+            "--duration",
+            "120",
+            "--json",
+        ])
+        .arg(json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(
+        wait_until(Duration::from_secs(30), || children_of(pid).len() == 2),
+        "server and client started"
+    );
+    child
+}
+
+#[test]
+fn sigint_stops_children_and_keeps_partial_results() {
+    let json = tmp("sigint.json");
+    let mut child = start_long_run(&json);
+    let pid = child.id();
+    Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(children_of(pid).is_empty(), "children left behind");
+    let v = read_json(&json);
+    assert_eq!(v["complete"], false);
+    assert!(v["errors"][0].as_str().unwrap().contains("SIGINT"));
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn killing_the_orchestrator_kills_its_children() {
+    let json = tmp("sigkill.json");
+    let mut child = start_long_run(&json);
+    let pid = child.id();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(20), || children_of(pid).is_empty()),
+        "orphans: {:?}",
+        children_of(pid)
+    );
+    let _ = std::fs::remove_file(json);
+}
