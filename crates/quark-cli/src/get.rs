@@ -56,7 +56,9 @@ pub(crate) fn parse_url(url: &str) -> anyhow::Result<Url> {
         None => (rest, "/"),
     };
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, p) = v6.split_once(']').ok_or_else(|| anyhow!("{url}: bad IPv6 address"))?;
+        let (h, p) = v6
+            .split_once(']')
+            .ok_or_else(|| anyhow!("{url}: bad IPv6 address"))?;
         (h.to_string(), p.strip_prefix(':'))
     } else {
         match authority.rsplit_once(':') {
@@ -71,19 +73,46 @@ pub(crate) fn parse_url(url: &str) -> anyhow::Result<Url> {
         Some(p) => p.parse().map_err(|_| anyhow!("{url}: bad port '{p}'"))?,
         None => 443,
     };
-    Ok(Url { host, port, path: path.to_string() })
+    Ok(Url {
+        host,
+        port,
+        path: path.to_string(),
+    })
 }
 
 fn output_name(path: &str) -> String {
-    let name = path.split(['?', '#']).next().unwrap_or_default().rsplit('/').next().unwrap_or_default();
-    if name.is_empty() || name == "." || name == ".." { "index.html".into() } else { name.into() }
+    let name = path
+        .split(['?', '#'])
+        .next()
+        .unwrap_or_default()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
+    if name.is_empty() || name == "." || name == ".." {
+        "index.html".into()
+    } else {
+        name.into()
+    }
 }
 
 pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
-    let urls: Vec<Url> = args.urls.iter().map(|u| parse_url(u)).collect::<Result<_, _>>()?;
+    let urls: Vec<Url> = args
+        .urls
+        .iter()
+        .map(|u| parse_url(u))
+        .collect::<Result<_, _>>()?;
     let first = &urls[0];
-    if let Some(other) = urls.iter().find(|u| u.host != first.host || u.port != first.port) {
-        bail!("all URLs must name the same server ({}:{} vs {}:{})", first.host, first.port, other.host, other.port);
+    if let Some(other) = urls
+        .iter()
+        .find(|u| u.host != first.host || u.port != first.port)
+    {
+        bail!(
+            "all URLs must name the same server ({}:{} vs {}:{})",
+            first.host,
+            first.port,
+            other.host,
+            other.port
+        );
     }
     let to_stdout = args.output == "-";
     let out_dir = PathBuf::from(&args.output);
@@ -103,13 +132,22 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let suites = args.transport.cipher_suites()?;
     let mut config = tls::client_config_with(verify, &[quark::hq::ALPN], &suites)?;
     config.transport = Arc::new(args.transport.transport_config());
-    let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
+    let bind: SocketAddr = if addr.is_ipv6() {
+        "[::]:0".parse()?
+    } else {
+        "0.0.0.0:0".parse()?
+    };
     let endpoint = Endpoint::client(bind).context("cannot open a UDP socket")?;
     let start = Instant::now();
     let connecting = endpoint.connect(config, addr, &first.host)?;
     let conn = tokio::time::timeout(Duration::from_secs(args.connect_timeout), connecting)
         .await
-        .map_err(|_| anyhow!("{addr}: no answer from the server within {}s", args.connect_timeout))?
+        .map_err(|_| {
+            anyhow!(
+                "{addr}: no answer from the server within {}s",
+                args.connect_timeout
+            )
+        })?
         .map_err(|e| anyhow!("{addr}: connection failed: {e}"))?;
     let handshake = start.elapsed();
 
@@ -118,7 +156,9 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     for url in &urls {
         let (conn, path, bar) = (conn.clone(), url.path.clone(), bar.clone());
         let dest = (!to_stdout).then(|| out_dir.join(output_name(&url.path)));
-        tasks.push(tokio::spawn(async move { fetch_one(conn, path, dest, bar).await }));
+        tasks.push(tokio::spawn(async move {
+            fetch_one(conn, path, dest, bar).await
+        }));
     }
     let mut total = 0u64;
     let mut failures = 0;
@@ -165,16 +205,27 @@ enum Fetched {
     Memory(Vec<u8>),
 }
 
-async fn fetch_one(conn: Connection, path: String, dest: Option<PathBuf>, bar: ProgressBar) -> Result<Fetched, String> {
+async fn fetch_one(
+    conn: Connection,
+    path: String,
+    dest: Option<PathBuf>,
+    bar: ProgressBar,
+) -> Result<Fetched, String> {
     let progress = |n: usize| bar.inc(n as u64);
     let result = match &dest {
         Some(dest) => {
-            let mut file = tokio::fs::File::create(dest).await.map_err(|e| format!("{}: {e}", dest.display()))?;
-            quark::hq::fetch(&conn, &path, &mut file, progress).await.map(Fetched::File)
+            let mut file = tokio::fs::File::create(dest)
+                .await
+                .map_err(|e| format!("{}: {e}", dest.display()))?;
+            quark::hq::fetch(&conn, &path, &mut file, progress)
+                .await
+                .map(Fetched::File)
         }
         None => {
             let mut body = Vec::new();
-            quark::hq::fetch(&conn, &path, &mut body, progress).await.map(|_| Fetched::Memory(body))
+            quark::hq::fetch(&conn, &path, &mut body, progress)
+                .await
+                .map(|_| Fetched::Memory(body))
         }
     };
     if result.is_err() {
@@ -187,7 +238,10 @@ async fn fetch_one(conn: Connection, path: String, dest: Option<PathBuf>, bar: P
 }
 
 fn short(path: &str) -> &str {
-    Path::new(path).file_name().and_then(|f| f.to_str()).unwrap_or(path)
+    Path::new(path)
+        .file_name()
+        .and_then(|f| f.to_str())
+        .unwrap_or(path)
 }
 
 fn progress_bar(quiet: bool, files: usize) -> ProgressBar {
@@ -212,10 +266,21 @@ mod tests {
     fn urls() {
         assert_eq!(
             parse_url("https://localhost:4433/a/b").unwrap(),
-            Url { host: "localhost".into(), port: 4433, path: "/a/b".into() }
+            Url {
+                host: "localhost".into(),
+                port: 4433,
+                path: "/a/b".into()
+            }
         );
         assert_eq!(parse_url("https://[::1]:9/x").unwrap().host, "::1");
-        assert_eq!(parse_url("https://h").unwrap(), Url { host: "h".into(), port: 443, path: "/".into() });
+        assert_eq!(
+            parse_url("https://h").unwrap(),
+            Url {
+                host: "h".into(),
+                port: 443,
+                path: "/".into()
+            }
+        );
         assert!(parse_url("http://h/").is_err());
         assert!(parse_url("https://h:99999/").is_err());
         assert!(parse_url("https://:1/").is_err());

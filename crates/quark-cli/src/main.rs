@@ -39,7 +39,10 @@ enum Command {
 /// Run an async subcommand; any error becomes one line on stderr and exit code 1.
 fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> i32 {
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -59,7 +62,10 @@ fn run_async(fut: impl std::future::Future<Output = anyhow::Result<()>>) -> i32 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 fn main() {

@@ -1,8 +1,8 @@
 //! Options shared by the QUIC subcommands.
 
 use clap::Args;
-use quark::TransportConfig;
 use quark::CcAlgorithm;
+use quark::TransportConfig;
 
 /// Transport tuning common to `serve` and `get`.
 #[derive(Args, Debug, Clone)]
@@ -28,6 +28,9 @@ impl TransportArgs {
     }
 
     pub(crate) fn cipher_suites(&self) -> anyhow::Result<Vec<rustls::SupportedCipherSuite>> {
-        self.cipher.iter().map(|c| Ok(quark::tls::cipher_suite(c)?)).collect()
+        self.cipher
+            .iter()
+            .map(|c| Ok(quark::tls::cipher_suite(c)?))
+            .collect()
     }
 }

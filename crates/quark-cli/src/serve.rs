@@ -44,9 +44,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         (Some(cert), Some(key)) => Identity::from_pem_files(cert, key)?,
         _ => Identity::self_signed(&["localhost", "127.0.0.1", "::1"])?,
     };
-    eprintln!("certificate SHA-256 fingerprint: {}", identity.fingerprint());
+    eprintln!(
+        "certificate SHA-256 fingerprint: {}",
+        identity.fingerprint()
+    );
     if let Some(path) = &args.write_cert {
-        std::fs::write(path, identity.cert_pem()).with_context(|| format!("--write-cert {}", path.display()))?;
+        std::fs::write(path, identity.cert_pem())
+            .with_context(|| format!("--write-cert {}", path.display()))?;
     }
     let suites = args.transport.cipher_suites()?;
     let mut config = tls::server_config_with(&identity, &[quark::hq::ALPN], &suites)?;
@@ -55,7 +59,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     config.retry = args.retry;
     let endpoint = Endpoint::server(config, args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
-    eprintln!("serving {} on {} (hq-interop)", args.root.display(), endpoint.local_addr()?);
+    eprintln!(
+        "serving {} on {} (hq-interop)",
+        args.root.display(),
+        endpoint.local_addr()?
+    );
     let root = args.root.canonicalize()?;
     loop {
         tokio::select! {

@@ -185,3 +185,46 @@ fn losses_are_really_recovered() {
     assert!(stats.packets_lost > 0, "client declared losses: {stats:?}");
     eprintln!("dropped {:?}, client stats {stats:?}", sim.dropped);
 }
+
+#[test]
+fn concurrent_connections_from_one_endpoint() {
+    let (mut sim, tls) = Sim::pair(seed(9));
+    sim.set_delay(Duration::from_millis(1));
+    let handles: Vec<_> = (0..8).map(|_| sim.connect(&tls)).collect();
+    sim.run_until(100_000, |s| {
+        handles
+            .iter()
+            .all(|&h| s.client.connection(h).unwrap().is_handshake_complete())
+            && s.server_handles.len() == 8
+            && s.server_handles
+                .iter()
+                .all(|&h| s.server.connection(h).unwrap().is_handshake_complete())
+    });
+    for &h in &handles {
+        assert!(!sim.client.connection(h).unwrap().is_closed());
+    }
+}
+
+/// Regression: a resumed handshake (same client TLS config, session ticket cached)
+/// must check the new server's transport parameters, not the previous session's.
+#[test]
+fn resumed_connections_use_fresh_transport_parameters() {
+    let (mut sim, tls) = Sim::pair(seed(10));
+    let config = ClientConfig::new(tls.client_config(None));
+    for i in 0..3 {
+        let c = sim.connect_with(config.clone());
+        sim.run_until(100_000, |s| {
+            s.client.connection(c).unwrap().is_handshake_complete()
+                || s.client.connection(c).unwrap().is_closed()
+        });
+        let conn = sim.client.connection(c).unwrap();
+        assert!(
+            conn.is_handshake_complete(),
+            "connection {i}: {:?}",
+            conn.error()
+        );
+        let mut echo = Echo::new(c, vec![payload(10_000, i)]);
+        echo.set_server(*sim.server_handles.last().unwrap());
+        run_echo(&mut sim, &mut echo, 100_000);
+    }
+}

@@ -149,7 +149,8 @@ pub fn provider(suites: &[SupportedCipherSuite]) -> Arc<CryptoProvider> {
     let mut p = rustls::crypto::ring::default_provider();
     p.cipher_suites.retain(|s| s.tls13().is_some());
     // AES-128-GCM first: the fastest with AES-NI, and what the lab compares against.
-    p.cipher_suites.sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    p.cipher_suites
+        .sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
     if !suites.is_empty() {
         p.cipher_suites = suites.to_vec();
     }

@@ -216,3 +216,49 @@ async fn unreachable_server_times_out() {
         .await;
     assert_eq!(result.unwrap_err(), ConnectionError::TimedOut);
 }
+
+/// Regression: connections sharing one client TLS config resume sessions; the
+/// handshake must still validate the new server's transport parameters.
+#[tokio::test]
+async fn resumed_sessions_on_one_endpoint() {
+    let (server, client, config) = pair_with(&[]);
+    let addr = server.local_addr().unwrap();
+    let accept = tokio::spawn({
+        let server = server.clone();
+        async move {
+            while let Some(conn) = server.accept().await {
+                spawn_echo(conn);
+            }
+        }
+    });
+    let mut conns = Vec::new();
+    for i in 0..6 {
+        let c = client
+            .connect(config.clone(), addr, "localhost")
+            .unwrap()
+            .await
+            .unwrap();
+        let body = data(5000, i);
+        assert_eq!(sha(&echo(&c, &body).await), sha(&body));
+        conns.push(c);
+    }
+    // And several at once.
+    let tasks: Vec<_> = (0..10)
+        .map(|i| {
+            let (client, config) = (client.clone(), config.clone());
+            tokio::spawn(async move {
+                let c = client
+                    .connect(config, addr, "localhost")
+                    .unwrap()
+                    .await
+                    .unwrap();
+                let body = data(2000, i);
+                assert_eq!(sha(&echo(&c, &body).await), sha(&body));
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    accept.abort();
+}

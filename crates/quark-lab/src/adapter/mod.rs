@@ -18,6 +18,7 @@ use rustls_pki_types::CertificateDer;
 
 pub mod hq;
 pub mod http;
+pub mod quic;
 pub mod quinn;
 pub mod stats;
 pub mod stream;
@@ -206,6 +207,7 @@ pub trait Connection: Send + Sync {
 
 static TCP: tcp::Tcp = tcp::Tcp { tls: false };
 static TCP_TLS: tcp::Tcp = tcp::Tcp { tls: true };
+static QUIC: quic::Quic = quic::Quic;
 static QUINN: quinn::Quinn = quinn::Quinn;
 static HTTP1: http::Http = http::Http {
     version: http::Version::Http1,
@@ -230,7 +232,7 @@ static UDP: udp::Udp = udp::Udp;
 /// default reference follow automatically.
 pub fn registry() -> &'static [&'static dyn Adapter] {
     static ALL: &[&dyn Adapter] = &[
-        &UDP, &TCP, &TCP_TLS, &QUINN, &HTTP1, &HTTP1_TLS, &HTTP2, &HTTP2_TLS,
+        &UDP, &TCP, &TCP_TLS, &QUIC, &QUINN, &HTTP1, &HTTP1_TLS, &HTTP2, &HTTP2_TLS,
     ];
     ALL
 }

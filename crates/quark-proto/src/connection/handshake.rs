@@ -129,12 +129,14 @@ impl Connection {
                 None => {}
             }
         }
-        if self.peer_params.is_none() {
-            if let Some(params) = self.tls.peer_params(self.side)? {
-                self.apply_peer_params(params)?;
-            }
-        }
         if !self.handshake_complete && !self.tls.is_handshaking() {
+            // Only now: while a resumed handshake is under way, rustls reports the
+            // parameters remembered from the previous session (for 0-RTT).
+            let params = self.tls.peer_params(self.side)?;
+            let params = params.ok_or_else(|| {
+                TransportError::transport_parameter("peer sent no transport parameters")
+            })?;
+            self.apply_peer_params(params)?;
             self.on_handshake_complete(now)?;
         }
         Ok(())

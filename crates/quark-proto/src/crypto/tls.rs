@@ -175,6 +175,11 @@ impl TlsSession {
         let Some(raw) = self.conn.quic_transport_parameters() else {
             return Ok(None);
         };
+        // During a resumed handshake rustls reports the previous session's
+        // parameters: never cache those.
+        if self.conn.is_handshaking() {
+            return TransportParameters::decode(our_side.peer(), raw).map(Some);
+        }
         self.peer_params
             .get_or_init(|| TransportParameters::decode(our_side.peer(), raw))
             .clone()

@@ -86,9 +86,14 @@ impl Pacer {
         let per_interval = u64::try_from(per_interval).unwrap_or(u64::MAX);
         self.capacity = per_interval.min(self.cwnd).max(self.min_capacity);
         // Before first use the bucket is full, whatever its size turned out to be.
-        self.tokens = if self.last.is_none() { self.capacity } else { self.tokens.min(self.capacity) };
+        self.tokens = if self.last.is_none() {
+            self.capacity
+        } else {
+            self.tokens.min(self.capacity)
+        };
     }
 
+    /// Account for `bytes` sent at `now`.
     pub fn on_sent(&mut self, now: Instant, bytes: u64) {
         self.refill(now);
         self.tokens = self.tokens.saturating_sub(bytes);

@@ -74,6 +74,11 @@ impl Echo {
         }
     }
 
+    /// Use this server connection (when the simulation holds several).
+    pub fn set_server(&mut self, h: ConnectionHandle) {
+        self.server = Some(h);
+    }
+
     pub fn done(&self) -> bool {
         self.completed == self.total
     }
