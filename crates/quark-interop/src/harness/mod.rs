@@ -28,7 +28,7 @@ use crate::quinn_hq::tls::Cipher;
 /// Longest a server may take to start listening.
 const START_LIMIT: Duration = Duration::from_secs(60);
 /// Longest one client run may take: a hang guard, far above any normal run.
-const CLIENT_LIMIT: Duration = Duration::from_secs(600);
+const CLIENT_LIMIT: Duration = Duration::from_secs(120);
 /// Attempts at starting a server when its port was taken in the meantime.
 const START_ATTEMPTS: usize = 5;
 
@@ -42,6 +42,9 @@ pub enum Fetch {
     /// `/../secret.txt`, just outside the root: the server must refuse it and
     /// the client must fail.
     Traversal,
+    /// The 1 KiB file with a suite the server does not accept: the handshake,
+    /// and so the client, must fail. Proves both sides really restrict suites.
+    Refused,
 }
 
 /// One client process: what it fetches and the suite it offers.
@@ -66,6 +69,14 @@ impl Run {
     pub fn files_with(set: FileSet, cipher: Cipher) -> Run {
         Run {
             fetch: Fetch::Files(set),
+            cipher: Some(cipher),
+        }
+    }
+
+    /// A handshake offering only `cipher`, which the server must refuse.
+    pub fn refused(cipher: Cipher) -> Run {
+        Run {
+            fetch: Fetch::Refused,
             cipher: Some(cipher),
         }
     }
@@ -240,6 +251,7 @@ fn describe(run: &Run) -> String {
         Fetch::Files(set) => set.label().to_string(),
         Fetch::Missing => "missing file".into(),
         Fetch::Traversal => "path traversal".into(),
+        Fetch::Refused => "refused cipher suite".into(),
     };
     match run.cipher {
         Some(c) => format!("{what} [{}]", c.arg()),
@@ -303,6 +315,7 @@ fn client_run(
     let (paths, expect_success): (Vec<String>, bool) = match run.fetch {
         Fetch::Files(set) => (set.names(), true),
         Fetch::Missing => (vec!["no-such-file.bin".into()], false),
+        Fetch::Refused => (FileSet::Small.names(), false),
         Fetch::Traversal => {
             let secret = corpus
                 .secret
