@@ -178,33 +178,15 @@ pub fn run_case(env: &Env, corpus: &Corpus, work: &Path, case: &Case) -> anyhow:
 
     let name = case.name();
     let dir = work.join(&name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
-    let certs = Certs::generate(&dir)?;
-
-    // Building both command lines first finds a missing runtime before any work.
-    let probe = ServerSpec {
-        listen: (Ipv4Addr::LOCALHOST, 0).into(),
-        root: &corpus.root,
-        certs: &certs,
-        ciphers: &[],
-        retry: false,
-    };
-    let missing = (case.server.server)(env, &probe).err().or_else(|| {
-        let spec = ClientSpec {
-            urls: &[],
-            out: &dir,
-            ca: &certs.cert,
-            ciphers: &[],
-        };
-        (case.client.client)(env, &spec).err()
-    });
-    if let Some(Unavailable(why)) = missing {
+    if let Some(Unavailable(why)) = missing_runtime(env, case, &dir) {
         if optional() {
             return Ok(Outcome::Skipped(format!("{name}: {why}")));
         }
         bail!("{name}: {why} (set QUARK_INTEROP_OPTIONAL=1 to skip instead)");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
+    let certs = Certs::generate(&dir)?;
 
     let (mut server, addr) = start_server(env, corpus, case, &certs, &dir)?;
     for (i, run) in case.runs.iter().enumerate() {
@@ -244,6 +226,30 @@ pub fn run_case(env: &Env, corpus: &Corpus, work: &Path, case: &Case) -> anyhow:
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Outcome::Passed)
+}
+
+/// Building both command lines finds a missing runtime before any work.
+fn missing_runtime(env: &Env, case: &Case, dir: &Path) -> Option<Unavailable> {
+    let certs = Certs {
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
+    let server = ServerSpec {
+        listen: (Ipv4Addr::LOCALHOST, 0).into(),
+        root: dir,
+        certs: &certs,
+        ciphers: &[],
+        retry: false,
+    };
+    let client = ClientSpec {
+        urls: &[],
+        out: dir,
+        ca: &certs.cert,
+        ciphers: &[],
+    };
+    (case.server.server)(env, &server)
+        .err()
+        .or_else(|| (case.client.client)(env, &client).err())
 }
 
 fn describe(run: &Run) -> String {

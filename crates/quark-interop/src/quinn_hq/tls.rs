@@ -67,12 +67,12 @@ fn provider(ciphers: &[Cipher]) -> Arc<CryptoProvider> {
     Arc::new(provider)
 }
 
-//= https://www.rfc-editor.org/rfc/rfc9001#section-5.2
-//# Initial packets apply the packet protection process, but use a secret
-//# derived from the Destination Connection ID field from the client's
-//# first Initial packet.
-// ...always with AEAD_AES_128_GCM, whatever suite the handshake picks, so
-// the Initial suite is given separately from the negotiable ones.
+//= https://www.rfc-editor.org/rfc/rfc9001#section-5
+//# Initial packets use AEAD_AES_128_GCM with keys derived from the
+//# Destination Connection ID field of the first Initial packet sent by
+//# the client; see Section 5.2.
+// That holds whatever suite the handshake picks, so quinn is given the
+// Initial suite apart from the negotiable ones (which may exclude it).
 fn initial_suite() -> anyhow::Result<rustls::quic::Suite> {
     ring::cipher_suite::TLS13_AES_128_GCM_SHA256
         .tls13()
