@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""hq-interop (HTTP/0.9 over QUIC) client on aioquic.
+
+    hq_client.py URL... -o DIR (--ca F | --insecure) [--cipher LIST]
+
+Fetches every URL in parallel, one bidirectional stream each, on a single
+connection. Exits non-zero if any download fails.
+"""
+
+import argparse
+import asyncio
+import os
+import posixpath
+import socket
+import ssl
+import sys
+import time
+from urllib.parse import urlsplit
+
+from aioquic.asyncio import QuicConnectionProtocol, connect
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.events import ConnectionTerminated, StreamDataReceived, StreamReset
+
+from hq_common import (
+    ALPN,
+    MAX_DATA,
+    MAX_STREAM_DATA,
+    negotiated_suite,
+    parse_ciphers,
+    suite_name,
+    version,
+)
+
+
+class Download:
+    """One request: where its body goes and how it ended."""
+
+    def __init__(self, path, dest):
+        self.path = path
+        self.dest = dest
+        self.file = open(dest, "wb")
+        self.size = 0
+        self.done = asyncio.get_running_loop().create_future()
+
+    def finish(self, error=None):
+        if self.done.done():
+            return
+        self.file.close()
+        if error is None:
+            self.done.set_result(self.size)
+        else:
+            try:
+                os.remove(self.dest)
+            except OSError:
+                pass
+            self.done.set_exception(ConnectionError(error))
+
+
+class HqClient(QuicConnectionProtocol):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._downloads = {}
+
+    def get(self, path, dest):
+        """Send `GET path` on a new stream; returns the Download to await."""
+        stream_id = self._quic.get_next_available_stream_id()
+        download = Download(path, dest)
+        self._downloads[stream_id] = download
+        self._quic.send_stream_data(stream_id, f"GET {path}\r\n".encode(), end_stream=True)
+        self.transmit()
+        return download
+
+    def quic_event_received(self, event):
+        if isinstance(event, StreamDataReceived):
+            download = self._downloads.get(event.stream_id)
+            if download is None:
+                return
+            if event.data:
+                download.file.write(event.data)
+                download.size += len(event.data)
+            if event.end_stream:
+                download.finish()
+        elif isinstance(event, StreamReset):
+            download = self._downloads.get(event.stream_id)
+            if download is not None:
+                download.finish(f"stream reset by the server (code {event.error_code})")
+        elif isinstance(event, ConnectionTerminated):
+            for download in self._downloads.values():
+                download.finish(
+                    f"connection closed (code {event.error_code}: {event.reason_phrase})"
+                )
+
+
+def resolve(host, port):
+    """An address for host, IPv4 first (localhost may also name ::1)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
+    return infos[0][4][0]
+
+
+def output_name(path):
+    name = posixpath.basename(path.split("?", 1)[0])
+    return "index.html" if name in ("", ".", "..") else name
+
+
+async def run(args):
+    targets = []
+    for url in args.urls:
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise SystemExit(f"{url}: not an https://host:port/path URL")
+        targets.append((parts.hostname, parts.port or 443, parts.path or "/"))
+    host, port, _ = targets[0]
+    if any((h, p) != (host, port) for h, p, _ in targets):
+        raise SystemExit("all URLs must name the same server")
+    if not os.path.isdir(args.output):
+        raise SystemExit(f"-o {args.output}: not a directory")
+
+    suites = parse_ciphers(args.cipher)
+    config = QuicConfiguration(
+        is_client=True,
+        alpn_protocols=ALPN,
+        server_name=host,
+        idle_timeout=30.0,
+        max_data=MAX_DATA,
+        max_stream_data=MAX_STREAM_DATA,
+    )
+    if suites:
+        config.cipher_suites = suites
+    if args.insecure:
+        config.verify_mode = ssl.CERT_NONE
+    elif args.ca:
+        config.load_verify_locations(cafile=args.ca)
+    else:
+        raise SystemExit("no way to verify the server: give --ca FILE (or --insecure)")
+
+    start = time.monotonic()
+    async with connect(
+        resolve(host, port), port, configuration=config, create_protocol=HqClient, wait_connected=False
+    ) as client:
+        client.transmit()
+        try:
+            await asyncio.wait_for(client.wait_connected(), args.connect_timeout)
+        except asyncio.TimeoutError:
+            raise ConnectionError(f"no answer from {host}:{port} within {args.connect_timeout} s")
+        suite = negotiated_suite(client._quic)
+        print(f"cipher-suite: {suite_name(suite)}", file=sys.stderr)
+        if suites and suite not in suites:
+            raise SystemExit(f"negotiated {suite_name(suite)}, which was not requested")
+        downloads = [client.get(path, os.path.join(args.output, output_name(path))) for _, _, path in targets]
+        results = await asyncio.gather(*(d.done for d in downloads), return_exceptions=True)
+        client.close(error_code=0, reason_phrase="done")
+
+    failed = 0
+    total = 0
+    for download, result in zip(downloads, results):
+        if isinstance(result, BaseException):
+            failed += 1
+            print(f"error: {download.path}: {result}", file=sys.stderr)
+        else:
+            total += result
+    elapsed = time.monotonic() - start
+    print(f"{len(downloads) - failed} of {len(downloads)} files, {total} bytes in {elapsed:.3f} s", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description="hq-interop client on aioquic")
+    parser.add_argument("urls", nargs="*", metavar="URL")
+    parser.add_argument("-o", "--output", default=".", help="output directory")
+    parser.add_argument("--ca", help="trust the certificates in this PEM file")
+    parser.add_argument("--insecure", action="store_true", help="do not verify the server")
+    parser.add_argument("--cipher", action="append", help="aes128, aes256, chacha20 (comma-separated)")
+    parser.add_argument("--connect-timeout", type=float, default=10.0)
+    parser.add_argument("--version", action="store_true", help="print versions and exit")
+    args = parser.parse_intermixed_args()
+    if args.version:
+        print(version())
+        return 0
+    if not args.urls:
+        parser.error("no URLs given")
+    try:
+        return asyncio.run(run(args))
+    except (ConnectionError, OSError) as e:
+        print(f"hq_client: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
