@@ -144,7 +144,7 @@ fn quicgo_client_aioquic_server() {
 // --- pairs with quark: the lead removes the ignores --------------------------
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quark_client_quinn_server() {
     check(
         Case::new(&QUARK, &QUINN)
@@ -155,7 +155,7 @@ fn quark_client_quinn_server() {
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quinn_client_quark_server() {
     check(
         Case::new(&QUINN, &QUARK)
@@ -166,7 +166,7 @@ fn quinn_client_quark_server() {
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quinn_client_quark_server_chacha20_only() {
     check(
         Case::new(&QUINN, &QUARK)
@@ -176,7 +176,7 @@ fn quinn_client_quark_server_chacha20_only() {
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quark_client_quinn_server_aes256_only() {
     check(
         Case::new(&QUARK, &QUINN)
@@ -186,7 +186,7 @@ fn quark_client_quinn_server_aes256_only() {
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quinn_client_quark_server_retry() {
     check(
         Case::new(&QUINN, &QUARK)
@@ -196,31 +196,31 @@ fn quinn_client_quark_server_retry() {
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn aioquic_client_quark_server() {
     check(Case::new(&AIOQUIC, &QUARK).run(mib(Chacha20)));
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quark_client_aioquic_server() {
     check(Case::new(&QUARK, &AIOQUIC).run(mib(Aes256)));
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quark_client_quicgo_server() {
     check(Case::new(&QUARK, &QUIC_GO).run(mib(Aes256)));
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quicgo_client_quark_server() {
     check(Case::new(&QUIC_GO, &QUARK).run(mib(Chacha20)));
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quark_client_quark_server() {
     check(
         Case::new(&QUARK, &QUARK)
@@ -231,7 +231,7 @@ fn quark_client_quark_server() {
 }
 
 #[test]
-#[ignore = "quark not ready"]
+
 fn quark_client_quark_server_retry() {
     check(
         Case::new(&QUARK, &QUARK)
