@@ -120,8 +120,10 @@ fn application_close_reaches_peer() {
 fn idle_timeout_closes_silently() {
     let tls = Tls::new();
     let mut server = ServerConfig::new(tls.server_config(None));
-    let mut t = quark_proto::TransportConfig::default();
-    t.max_idle_timeout = Duration::from_secs(2);
+    let t = quark_proto::TransportConfig {
+        max_idle_timeout: Duration::from_secs(2),
+        ..Default::default()
+    };
     server.transport = t.clone().into();
     let mut sim = Sim::new(seed(6), server, Default::default());
     let mut cc = ClientConfig::new(tls.client_config(None));
@@ -152,8 +154,10 @@ fn protocol_violation_closes_with_the_right_code() {
     // a peer-initiated stream beyond MAX_STREAMS is refused.
     let tls = Tls::new();
     let mut server = ServerConfig::new(tls.server_config(None));
-    let mut t = quark_proto::TransportConfig::default();
-    t.max_concurrent_bidi_streams = 2;
+    let t = quark_proto::TransportConfig {
+        max_concurrent_bidi_streams: 2,
+        ..Default::default()
+    };
     server.transport = t.into();
     let mut sim = Sim::new(seed(7), server, Default::default());
     let c = sim.connect(&tls);

@@ -37,6 +37,8 @@ pub(crate) struct Driver {
     pool: Vec<Vec<u8>>,
     /// Connections to poll this round.
     touched: Vec<ConnectionHandle>,
+    /// Connections whose transmit was cut short by a full socket.
+    backlog: Vec<ConnectionHandle>,
 }
 
 impl Driver {
@@ -50,6 +52,7 @@ impl Driver {
             outgoing: Vec::new(),
             pool: Vec::new(),
             touched: Vec::new(),
+            backlog: Vec::new(),
         }
     }
 
@@ -169,8 +172,16 @@ impl Driver {
         true
     }
 
-    /// Collect datagrams from touched connections. Returns whether any were produced.
-    fn transmit(&mut self, state: &mut State, socket: &UdpSocket, now: Instant) -> bool {
+    /// Collect datagrams from touched connections, sending whenever a batch is
+    /// full. Connections not fully drained (the socket filled up) are kept in
+    /// `backlog` for the next round. Returns whether anything was produced.
+    fn transmit(
+        &mut self,
+        cx: &mut Context<'_>,
+        state: &mut State,
+        socket: &UdpSocket,
+        now: Instant,
+    ) -> bool {
         let mut any = false;
         loop {
             let mut buf = self
@@ -184,29 +195,34 @@ impl Driver {
             self.outgoing.push((t, buf));
             any = true;
         }
-        let mut i = 0;
-        while i < self.touched.len() && self.outgoing.len() < SEND_BATCH {
+        for i in 0..self.touched.len() {
             let h = self.touched[i];
-            let Some(conn) = state.proto.connection_mut(h) else {
-                i += 1;
-                continue;
-            };
-            let max = socket
-                .max_gso_segments()
-                .min(MAX_GSO_BYTES / conn.max_datagram_size())
-                .max(1);
-            let mut buf = self
-                .pool
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
-            match conn.poll_transmit(now, max, &mut buf) {
-                Some(t) => {
-                    self.outgoing.push((t, buf));
-                    any = true;
+            loop {
+                if self.outgoing.len() >= SEND_BATCH && !self.flush(cx, socket) {
+                    // Socket full: the rest waits for writability.
+                    self.backlog.extend_from_slice(&self.touched[i..]);
+                    return any;
                 }
-                None => {
-                    self.pool.push(buf);
-                    i += 1;
+                let Some(conn) = state.proto.connection_mut(h) else {
+                    break;
+                };
+                let max = socket
+                    .max_gso_segments()
+                    .min(MAX_GSO_BYTES / conn.max_datagram_size())
+                    .max(1);
+                let mut buf = self
+                    .pool
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(MAX_GSO_BYTES));
+                match conn.poll_transmit(now, max, &mut buf) {
+                    Some(t) => {
+                        self.outgoing.push((t, buf));
+                        any = true;
+                    }
+                    None => {
+                        self.pool.push(buf);
+                        break;
+                    }
                 }
             }
         }
@@ -321,9 +337,14 @@ impl Future for Driver {
                 this.touch(&mut state, h);
             }
             let sent_all = this.flush(cx, &shared.socket);
+            if sent_all {
+                for h in std::mem::take(&mut this.backlog) {
+                    this.touch(&mut state, h);
+                }
+            }
             let received = this.receive(cx, &shared.socket, &mut state, now);
             this.timers(&mut state, now);
-            let produced = sent_all && this.transmit(&mut state, &shared.socket, now);
+            let produced = sent_all && this.transmit(cx, &mut state, &shared.socket, now);
             this.dispatch(&mut state);
             let sent_more = produced && this.flush(cx, &shared.socket);
             if !(received || produced || sent_more) && state.dirty.is_empty() {

@@ -205,9 +205,11 @@ async fn unreachable_server_times_out() {
     let client = Endpoint::client(localhost()).unwrap();
     let id = Identity::self_signed(&["localhost"]).unwrap();
     let mut config = tls::client_config(Verify::Roots(vec![id.cert]), &[ALPN]).unwrap();
-    let mut t = quark::TransportConfig::default();
-    t.max_idle_timeout = Duration::from_millis(600);
-    config.transport = t.into();
+    config.transport = quark::TransportConfig {
+        max_idle_timeout: Duration::from_millis(600),
+        ..Default::default()
+    }
+    .into();
     // A bound socket that never answers.
     let silent = std::net::UdpSocket::bind(localhost()).unwrap();
     let result = client
@@ -259,6 +261,45 @@ async fn resumed_sessions_on_one_endpoint() {
         .collect();
     for t in tasks {
         t.await.unwrap();
+    }
+    accept.abort();
+}
+
+/// Regression: more busy connections than one send batch holds (32) must all be
+/// served; a driver round that stopped early used to forget the rest.
+#[tokio::test]
+async fn many_busy_connections() {
+    let (server, client, config) = pair_with(&[]);
+    let addr = server.local_addr().unwrap();
+    let accept = tokio::spawn({
+        let server = server.clone();
+        async move {
+            while let Some(conn) = server.accept().await {
+                spawn_echo(conn);
+            }
+        }
+    });
+    let tasks: Vec<_> = (0..100)
+        .map(|i| {
+            let (client, config) = (client.clone(), config.clone());
+            tokio::spawn(async move {
+                let c = client
+                    .connect(config, addr, "localhost")
+                    .unwrap()
+                    .await
+                    .unwrap();
+                for j in 0..5u8 {
+                    let body = data(3000, i as u8 ^ j);
+                    assert_eq!(sha(&echo(&c, &body).await), sha(&body));
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .unwrap()
+            .unwrap();
     }
     accept.abort();
 }

@@ -33,6 +33,9 @@ pub struct Impairments {
     pub reorder_delay: Duration,
 }
 
+/// Inspects or rewrites a datagram: `(to_server, datagram) -> deliver?`.
+pub type Filter = Box<dyn FnMut(bool, &mut Vec<u8>) -> bool>;
+
 struct InFlight {
     at: Instant,
     seq: u64,
@@ -123,7 +126,7 @@ pub struct Sim {
     pub max_datagram: usize,
     /// Set to inspect/corrupt datagrams: called with (to_server, datagram) and
     /// returns whether to deliver.
-    pub filter: Option<Box<dyn FnMut(bool, &mut Vec<u8>) -> bool>>,
+    pub filter: Option<Filter>,
     pub server_handles: Vec<ConnectionHandle>,
 }
 
@@ -133,8 +136,11 @@ impl Sim {
         client_cfg.rng_seed = Some(seed ^ 0xc1);
         let mut server_cfg = endpoint_config;
         server_cfg.rng_seed = Some(seed ^ 0x5e);
+        // The simulated clock starts at an arbitrary instant; only `step` moves it.
+        #[allow(clippy::disallowed_methods)]
+        let start = Instant::now();
         Sim {
-            now: Instant::now(),
+            now: start,
             client: Endpoint::new(Arc::new(client_cfg), None),
             server: Endpoint::new(Arc::new(server_cfg), Some(Arc::new(server))),
             client_addr: "10.0.0.1:5000".parse().unwrap(),
