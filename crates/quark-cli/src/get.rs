@@ -153,9 +153,15 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
 
     let bar = progress_bar(args.quiet, urls.len());
     let mut tasks = Vec::new();
-    for url in &urls {
+    for (i, url) in urls.iter().enumerate() {
         let (conn, path, bar) = (conn.clone(), url.path.clone(), bar.clone());
-        let dest = (!to_stdout).then(|| out_dir.join(output_name(&url.path)));
+        // To stdout the first body streams straight through; later ones wait in
+        // memory for their turn, so the output follows the order of the URLs.
+        let dest = match (to_stdout, i) {
+            (true, 0) => Sink::Stdout,
+            (true, _) => Sink::Memory,
+            (false, _) => Sink::File(out_dir.join(output_name(&url.path))),
+        };
         tasks.push(tokio::spawn(async move {
             fetch_one(conn, path, dest, bar).await
         }));
@@ -205,15 +211,22 @@ enum Fetched {
     Memory(Vec<u8>),
 }
 
+/// Where a body goes.
+enum Sink {
+    File(PathBuf),
+    Stdout,
+    Memory,
+}
+
 async fn fetch_one(
     conn: Connection,
     path: String,
-    dest: Option<PathBuf>,
+    dest: Sink,
     bar: ProgressBar,
 ) -> Result<Fetched, String> {
     let progress = |n: usize| bar.inc(n as u64);
     let result = match &dest {
-        Some(dest) => {
+        Sink::File(dest) => {
             let mut file = tokio::fs::File::create(dest)
                 .await
                 .map_err(|e| format!("{}: {e}", dest.display()))?;
@@ -221,7 +234,10 @@ async fn fetch_one(
                 .await
                 .map(Fetched::File)
         }
-        None => {
+        Sink::Stdout => quark::hq::fetch(&conn, &path, &mut tokio::io::stdout(), progress)
+            .await
+            .map(Fetched::File),
+        Sink::Memory => {
             let mut body = Vec::new();
             quark::hq::fetch(&conn, &path, &mut body, progress)
                 .await
@@ -229,7 +245,7 @@ async fn fetch_one(
         }
     };
     if result.is_err() {
-        if let Some(dest) = &dest {
+        if let Sink::File(dest) = &dest {
             let _ = std::fs::remove_file(dest);
         }
     }

@@ -303,3 +303,27 @@ async fn many_busy_connections() {
     }
     accept.abort();
 }
+
+#[tokio::test]
+async fn unidirectional_streams_both_ways() {
+    let (server, client, config) = pair_with(&[]);
+    let (c, s) = connect(&server, &client, config).await;
+    // Client → server, and the server answers on its own unidirectional stream.
+    let server_task = tokio::spawn(async move {
+        let mut recv = s.accept_uni().await.unwrap();
+        let body = recv.read_to_end(usize::MAX).await.unwrap();
+        let mut send = s.open_uni().await.unwrap();
+        send.write_all(&Sha256::digest(&body)).await.unwrap();
+        send.finish().unwrap();
+        let _ = send.stopped().await;
+        body.len()
+    });
+    let body = data(2 << 20, 9);
+    let mut send = c.open_uni().await.unwrap();
+    send.write_all(&body).await.unwrap();
+    send.finish().unwrap();
+    let mut reply = c.accept_uni().await.unwrap();
+    let digest = reply.read_to_end(64).await.unwrap();
+    assert_eq!(digest, sha(&body).to_vec());
+    assert_eq!(server_task.await.unwrap(), body.len());
+}

@@ -393,6 +393,11 @@ impl Connection {
         usize::from(self.path.mtu)
     }
 
+    /// Bytes sent and not yet acknowledged or declared lost.
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.recovery.bytes_in_flight()
+    }
+
     /// Congestion window in bytes.
     pub fn congestion_window(&self) -> u64 {
         self.recovery.congestion_window()

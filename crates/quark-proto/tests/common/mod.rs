@@ -345,6 +345,27 @@ impl Sim {
         true
     }
 
+    /// Run the network for `d` of simulated time (timers due within it fire).
+    pub fn run_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        loop {
+            let sent = self.flush();
+            let delivered = self.deliver();
+            if sent || delivered {
+                continue;
+            }
+            match self.next_timeout() {
+                Some(next) if next <= end => {
+                    self.step();
+                }
+                _ => {
+                    self.now = end;
+                    return;
+                }
+            }
+        }
+    }
+
     /// Step until `done` holds, panicking after `max_steps` or if the network dies.
     pub fn run_until(&mut self, max_steps: usize, mut done: impl FnMut(&mut Sim) -> bool) {
         for _ in 0..max_steps {

@@ -1,0 +1,285 @@
+//! `quark serve` and `quark get` as a user runs them: transfers checked by hash,
+//! and every kind of bad input ending in one clear error line and a non-zero exit.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+const QUARK: &str = env!("CARGO_BIN_EXE_quark");
+
+struct Server {
+    child: Child,
+    port: u16,
+    cert: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("quark-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Start `quark serve` on `root` and wait until it listens.
+fn serve(root: &Path, dir: &Path) -> Server {
+    let cert = dir.join("cert.pem");
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = Command::new(QUARK)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"])
+            .arg(root)
+            .arg("--write-cert")
+            .arg(&cert)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let mut ready = false;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if line.starts_with("serving ") {
+                ready = true;
+                break;
+            }
+        }
+        if ready {
+            // Keep draining stderr so the server never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            return Server { child, port, cert };
+        }
+        let _ = child.wait();
+    }
+    panic!("quark serve did not start");
+}
+
+fn get(args: &[&str]) -> Output {
+    Command::new(QUARK).arg("get").args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn sha(b: &[u8]) -> Vec<u8> {
+    Sha256::digest(b).to_vec()
+}
+
+fn write_files(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let files: Vec<(String, Vec<u8>)> = vec![
+        (
+            "a.bin".into(),
+            (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect(),
+        ),
+        ("b.txt".into(), b"hello quark\n".to_vec()),
+        ("empty".into(), Vec::new()),
+    ];
+    for (name, data) in &files {
+        std::fs::write(root.join(name), data).unwrap();
+    }
+    files
+}
+
+#[test]
+fn fetches_files_in_parallel_and_to_stdout() {
+    let dir = tempdir("ok");
+    let root = dir.join("root");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let files = write_files(&root);
+    let server = serve(&root, &dir);
+    let urls: Vec<String> = files
+        .iter()
+        .map(|(n, _)| format!("https://localhost:{}/{n}", server.port))
+        .collect();
+    let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let (o, ca) = (out.to_str().unwrap(), server.cert.to_str().unwrap());
+    args.extend(["-o", o, "--ca", ca]);
+    let result = get(&args);
+    assert!(result.status.success(), "{}", stderr(&result));
+    for (name, data) in &files {
+        assert_eq!(
+            sha(&std::fs::read(out.join(name)).unwrap()),
+            sha(data),
+            "{name}"
+        );
+    }
+    assert!(
+        stderr(&result).contains("3 of 3 files"),
+        "summary: {}",
+        stderr(&result)
+    );
+
+    // To stdout, in the order given, with each cipher suite.
+    for cipher in ["aes128", "aes256", "chacha20"] {
+        let result = get(&[
+            &urls[1], &urls[0], "-o", "-", "--ca", ca, "--cipher", cipher, "--quiet",
+        ]);
+        assert!(result.status.success(), "{}", stderr(&result));
+        let expected = [files[1].1.clone(), files[0].1.clone()].concat();
+        assert_eq!(sha(&result.stdout), sha(&expected), "{cipher}");
+    }
+}
+
+/// The one error line a failing command prints (progress output aside).
+fn error_line(o: &Output) -> String {
+    let err = stderr(o);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+    assert!(!lines.is_empty(), "no error line in: {err}");
+    lines.join("\n")
+}
+
+#[test]
+fn request_errors() {
+    let dir = tempdir("errors");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    write_files(&root);
+    let server = serve(&root, &dir);
+    let ca = server.cert.to_str().unwrap();
+    let url = |p: &str| format!("https://localhost:{}{p}", server.port);
+
+    let o = get(&[&url("/missing"), "-o", "-", "--ca", ca]);
+    assert!(!o.status.success());
+    assert!(error_line(&o).contains("not found"), "{}", stderr(&o));
+
+    let o = get(&[&url("/../etc/passwd"), "-o", "-", "--ca", ca]);
+    assert!(!o.status.success());
+    assert!(error_line(&o).contains("forbidden"), "{}", stderr(&o));
+
+    // A certificate that is not the server's.
+    let other = dir.join("other.pem");
+    std::fs::write(
+        &other,
+        quark::tls::Identity::self_signed(&["localhost"])
+            .unwrap()
+            .cert_pem(),
+    )
+    .unwrap();
+    let o = get(&[&url("/b.txt"), "-o", "-", "--ca", other.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        error_line(&o).contains("connection failed"),
+        "{}",
+        stderr(&o)
+    );
+
+    // No way to verify the server at all.
+    let o = get(&[&url("/b.txt"), "-o", "-"]);
+    assert!(!o.status.success());
+    assert!(error_line(&o).contains("--ca"), "{}", stderr(&o));
+}
+
+#[test]
+fn unreachable_server() {
+    let port = free_port();
+    let start = std::time::Instant::now();
+    let o = get(&[
+        &format!("https://127.0.0.1:{port}/x"),
+        "-o",
+        "-",
+        "--insecure",
+        "--connect-timeout",
+        "1",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        error_line(&o).contains("no answer") || error_line(&o).contains("connection failed"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn bad_flags() {
+    let dir = tempdir("flags");
+    let cases: Vec<Vec<String>> = vec![
+        vec!["get".into()],
+        vec!["get".into(), "ftp://x/y".into(), "--insecure".into()],
+        vec![
+            "get".into(),
+            "https://localhost:99999/".into(),
+            "--insecure".into(),
+        ],
+        vec![
+            "get".into(),
+            "https://localhost:1/".into(),
+            "--insecure".into(),
+            "--cipher".into(),
+            "rc4".into(),
+        ],
+        vec![
+            "get".into(),
+            "https://localhost:1/".into(),
+            "--insecure".into(),
+            "--cc".into(),
+            "vegas".into(),
+        ],
+        vec![
+            "get".into(),
+            "https://a:1/".into(),
+            "https://b:1/".into(),
+            "--insecure".into(),
+        ],
+        vec![
+            "get".into(),
+            "https://localhost:1/".into(),
+            "--insecure".into(),
+            "-o".into(),
+            "/nonexistent/dir".into(),
+        ],
+        vec!["serve".into(), "--root".into(), "/nonexistent".into()],
+        vec![
+            "serve".into(),
+            "--root".into(),
+            dir.to_str().unwrap().into(),
+            "--cert".into(),
+            "/nonexistent.pem".into(),
+            "--key".into(),
+            "/nonexistent.key".into(),
+        ],
+    ];
+    for args in cases {
+        let o = Command::new(QUARK).args(&args).output().unwrap();
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = stderr(&o);
+        assert!(
+            err.lines().any(|l| l.starts_with("error")),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn port_in_use() {
+    let dir = tempdir("port");
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let o = Command::new(QUARK)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(error_line(&o).contains("cannot listen"), "{}", stderr(&o));
+}
