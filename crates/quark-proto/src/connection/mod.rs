@@ -17,6 +17,7 @@
 mod cids;
 mod close;
 mod handshake;
+mod mtu;
 mod recv;
 mod send;
 mod sent;
@@ -48,6 +49,7 @@ use crate::types::{Dir, EcnCodepoint, Side, SpaceId, StreamId};
 
 use cids::{LocalCids, PeerCids};
 use close::State;
+use mtu::MtuDiscovery;
 use sent::SentFrames;
 use spaces::{AckPolicy, PacketSpace};
 use streams::StreamLimits;
@@ -174,6 +176,8 @@ pub struct Connection {
     one_rtt: Option<OneRttKeys>,
     recovery: Recovery<SentFrames>,
     path: Path,
+    /// Path MTU discovery; `path.mtu` follows its `current()`.
+    mtu: MtuDiscovery,
     local_cids: LocalCids,
     peer_cids: PeerCids,
     cid_events: VecDeque<CidEvent>,
@@ -261,6 +265,11 @@ impl Connection {
                 bytes_sent: 0,
                 mtu: config.initial_mtu,
             },
+            mtu: MtuDiscovery::new(
+                config.initial_mtu,
+                config.max_udp_payload_size,
+                config.mtu_discovery,
+            ),
             local_cids: LocalCids::new(p.local_cid, reset_token),
             peer_cids: PeerCids::new(p.peer_cid, config.active_connection_id_limit),
             cid_events: VecDeque::new(),

@@ -14,6 +14,8 @@ use crate::frame::{self, Ack, AckFrequency, Frame};
 use crate::packet::{self, HeaderType, PartialDecode, Unprotected};
 use crate::types::{EcnCodepoint, PacketKind, SpaceId};
 
+/// Consecutive PTOs after which a larger-than-base MTU is suspected of black-holing.
+const BLACK_HOLE_PTOS: u32 = 3;
 /// Most PATH_RESPONSEs we queue; further challenges wait for the next packet.
 const MAX_PATH_RESPONSES: usize = 4;
 
@@ -421,7 +423,11 @@ impl Connection {
         Ok(())
     }
 
-    fn on_packet_acked(&mut self, space: SpaceId, _pn: u64, frames: &SentFrames) {
+    fn on_packet_acked(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
+        if frames.mtu_probe && self.mtu.on_probe_acked(pn) {
+            self.path.mtu = self.mtu.current();
+            tracing::debug!(mtu = self.path.mtu, "path MTU raised");
+        }
         let s = &mut self.spaces[space.index()];
         if let Some(largest) = frames.ack_largest {
             s.ack.on_ack_acked(largest);
@@ -434,7 +440,10 @@ impl Connection {
         }
     }
 
-    pub(crate) fn on_packet_lost(&mut self, space: SpaceId, _pn: u64, frames: &SentFrames) {
+    pub(crate) fn on_packet_lost(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
+        if frames.mtu_probe {
+            self.mtu.on_probe_failed(pn);
+        }
         if let Some((offset, len)) = frames.crypto {
             self.spaces[space.index()]
                 .crypto_send
@@ -464,6 +473,11 @@ impl Connection {
             self.on_packet_lost(pkt.data.space, pn, &pkt.data);
         }
         self.lost_scratch = lost;
+        if self.recovery.pto_count() >= BLACK_HOLE_PTOS && self.mtu.on_black_hole() {
+            // Full-size packets keep vanishing: maybe the path MTU shrank.
+            self.path.mtu = self.mtu.current();
+            tracing::debug!(mtu = self.path.mtu, "suspected PMTU black hole");
+        }
         if let crate::recovery::TimeoutAction::Probe { space, count } = action {
             let s = &mut self.spaces[space.index()];
             s.probes = count;

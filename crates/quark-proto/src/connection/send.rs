@@ -39,6 +39,9 @@ impl Connection {
             State::Closing { .. } => return self.transmit_close(now, buf),
             _ => {}
         }
+        if let Some(t) = self.transmit_mtu_probe(now, buf) {
+            return Some(t);
+        }
         let mtu = usize::from(self.path.mtu);
         let mut count = 0;
         let mut segment = mtu;
@@ -73,6 +76,45 @@ impl Connection {
             destination: self.path.remote,
             size: buf.len(),
             segment_size: (count > 1).then_some(segment),
+            ecn: None,
+            src_ip: self.path.local_ip,
+        })
+    }
+
+    /// A PMTU probe, alone in its datagram, when one is due (RFC 9000 §14.4).
+    fn transmit_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if !self.handshake_confirmed || !matches!(self.state, State::Established) {
+            return None;
+        }
+        let size = self.mtu.probe_due(now)?;
+        let builder = self.begin_packet(SpaceId::Data, buf, usize::from(size))?;
+        let pn = builder.pn;
+        Frame::Ping.encode(buf);
+        let mut sent = SentFrames::new(SpaceId::Data);
+        sent.mtu_probe = true;
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-14.4
+        //# Loss of a QUIC packet that is carried in a PMTU probe is therefore not
+        //# a reliable indication of congestion and SHOULD NOT trigger a
+        //# congestion control reaction
+        // Not counted in flight, so its loss is no congestion signal.
+        self.end_packet(
+            now,
+            SpaceId::Data,
+            builder,
+            buf,
+            usize::from(size),
+            sent,
+            true,
+            false,
+        );
+        let timeout = 3 * self.recovery.pto_base(SpaceId::Data, &self.path_state());
+        self.mtu.on_probe_sent(size, pn, now, timeout);
+        self.stats.datagrams_out += 1;
+        self.stats.bytes_out += buf.len() as u64;
+        Some(Transmit {
+            destination: self.path.remote,
+            size: buf.len(),
+            segment_size: None,
             ecn: None,
             src_ip: self.path.local_ip,
         })
@@ -216,6 +258,7 @@ impl Connection {
         min_size: usize,
         sent: SentFrames,
         ack_eliciting: bool,
+        in_flight: bool,
     ) {
         let pn = builder.pn;
         let size = match space {
@@ -237,7 +280,6 @@ impl Connection {
             }
         };
         self.spaces[space.index()].next_pn += 1;
-        let in_flight = ack_eliciting || min_size > 0;
         let path = self.path_state();
         self.recovery.on_packet_sent(
             now,
@@ -330,7 +372,10 @@ impl Connection {
             buf.truncate(builder.start);
             return false;
         }
-        self.end_packet(now, space, builder, buf, min_size, sent, eliciting);
+        let in_flight = eliciting || min_size > 0;
+        self.end_packet(
+            now, space, builder, buf, min_size, sent, eliciting, in_flight,
+        );
         true
     }
 
@@ -476,6 +521,7 @@ impl Connection {
                 buf,
                 min_size,
                 SentFrames::new(space),
+                false,
                 false,
             );
         }

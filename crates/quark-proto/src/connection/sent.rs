@@ -42,6 +42,8 @@ pub(crate) struct SentFrames {
     pub(crate) streams: SmallVec<[StreamChunk; 2]>,
     pub(crate) control: SmallVec<[Control; 1]>,
     pub(crate) handshake_done: bool,
+    /// A PMTU probe (PING + PADDING).
+    pub(crate) mtu_probe: bool,
 }
 
 impl SentFrames {
@@ -53,6 +55,7 @@ impl SentFrames {
             streams: SmallVec::new(),
             control: SmallVec::new(),
             handshake_done: false,
+            mtu_probe: false,
         }
     }
 }

@@ -124,6 +124,11 @@ pub struct Sim {
     pub dropped: (u64, u64),
     /// Largest datagram seen.
     pub max_datagram: usize,
+    /// Datagrams larger than this (UDP payload bytes) are dropped, like a real
+    /// path with an MTU. Default 1472 (Ethernet, IPv4).
+    pub path_mtu: usize,
+    /// Datagrams dropped for exceeding `path_mtu`.
+    pub too_big: u64,
     /// Set to inspect/corrupt datagrams: called with (to_server, datagram) and
     /// returns whether to deliver.
     pub filter: Option<Filter>,
@@ -154,6 +159,8 @@ impl Sim {
             delivered: (0, 0),
             dropped: (0, 0),
             max_datagram: 0,
+            path_mtu: 1472,
+            too_big: 0,
             filter: None,
             server_handles: Vec::new(),
         }
@@ -187,6 +194,10 @@ impl Sim {
     }
 
     fn enqueue(&mut self, to_server: bool, mut data: Vec<u8>) {
+        if data.len() > self.path_mtu {
+            self.too_big += 1;
+            return;
+        }
         self.max_datagram = self.max_datagram.max(data.len());
         if let Some(f) = self.filter.as_mut() {
             if !f(to_server, &mut data) {
