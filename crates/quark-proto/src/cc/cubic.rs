@@ -248,6 +248,16 @@ impl super::Controller for Cubic {
         self.ssthresh
     }
 
+    fn set_max_datagram_size(&mut self, mtu: u64) {
+        self.mtu = mtu as f64;
+        self.min_window = minimum_window(mtu) as f64;
+        if self.ssthresh == u64::MAX {
+            // Still in the first slow start: the initial window follows the size.
+            self.cwnd = self.cwnd.max(initial_window(mtu) as f64);
+        }
+        self.cwnd = self.cwnd.max(self.min_window);
+    }
+
     fn name(&self) -> &'static str {
         "cubic"
     }

@@ -29,6 +29,11 @@ pub trait Controller: Send + fmt::Debug {
     );
     /// A previous congestion event turned out spurious: restore the window from before it.
     fn on_spurious_congestion(&mut self) {}
+    /// The datagram size changed (path MTU discovery).
+    //= https://www.rfc-editor.org/rfc/rfc9002#section-7.2
+    //# If the maximum datagram size changes during the connection, the
+    //# initial congestion window SHOULD be recalculated with the new size.
+    fn set_max_datagram_size(&mut self, mtu: u64);
     /// Current window.
     fn window(&self) -> u64;
     /// Slow-start threshold (u64::MAX while in the first slow start).

@@ -123,6 +123,15 @@ impl super::Controller for NewReno {
         self.ssthresh
     }
 
+    fn set_max_datagram_size(&mut self, mtu: u64) {
+        self.mtu = mtu;
+        if self.ssthresh == u64::MAX {
+            // Still in the first slow start: the initial window follows the size.
+            self.window = self.window.max(initial_window(mtu));
+        }
+        self.window = self.window.max(minimum_window(mtu));
+    }
+
     fn name(&self) -> &'static str {
         "newreno"
     }

@@ -19,6 +19,8 @@ const MAX_CRYPTO_HEADER: usize = 11;
 /// A datagram within this many bytes of its limit counts as full: frame headers
 /// are sized conservatively, so packets rarely fill to the last byte.
 const FULL_SLACK: usize = 24;
+/// Bytes a connection sends before it starts PMTU discovery.
+const MTU_PROBE_AFTER: u64 = 64 * 1024;
 /// ACK ranges written per ACK frame at most.
 const MAX_ACK_RANGES: usize = 64;
 
@@ -38,9 +40,6 @@ impl Connection {
             State::Drained { .. } | State::Draining { .. } => return None,
             State::Closing { .. } => return self.transmit_close(now, buf),
             _ => {}
-        }
-        if let Some(t) = self.transmit_mtu_probe(now, buf) {
-            return Some(t);
         }
         let mtu = usize::from(self.path.mtu);
         let mut count = 0;
@@ -68,7 +67,9 @@ impl Connection {
             }
         }
         if count == 0 {
-            return None;
+            // Nothing else to send now (idle or window-limited): the time for a
+            // PMTU probe, which must never delay data.
+            return self.transmit_mtu_probe(now, buf);
         }
         self.stats.datagrams_out += count as u64;
         self.stats.bytes_out += buf.len() as u64;
@@ -83,7 +84,12 @@ impl Connection {
 
     /// A PMTU probe, alone in its datagram, when one is due (RFC 9000 §14.4).
     fn transmit_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if !self.handshake_confirmed || !matches!(self.state, State::Established) {
+        // Short exchanges cannot profit from bigger datagrams; probing them only
+        // costs time. Start once the connection looks like a bulk transfer.
+        if !self.handshake_confirmed
+            || !matches!(self.state, State::Established)
+            || self.stats.bytes_out < MTU_PROBE_AFTER
+        {
             return None;
         }
         let size = self.mtu.probe_due(now)?;

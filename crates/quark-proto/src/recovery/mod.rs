@@ -283,6 +283,12 @@ impl<T> Recovery<T> {
         self.set_timer(now, path);
     }
 
+    /// The datagram size changed (path MTU discovery): windows and pacing follow.
+    pub fn set_max_datagram_size(&mut self, mtu: u64) {
+        self.cc.set_max_datagram_size(mtu);
+        self.pacer.set_mtu(mtu);
+    }
+
     /// Bytes the congestion controller allows to be sent now (window minus in flight).
     pub fn send_allowance(&self) -> u64 {
         self.cc.window().saturating_sub(self.bytes_in_flight())

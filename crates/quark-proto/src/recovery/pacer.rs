@@ -93,6 +93,11 @@ impl Pacer {
         };
     }
 
+    /// Bursts of at least two datagrams of the new size (path MTU discovery).
+    pub fn set_mtu(&mut self, mtu: u64) {
+        self.min_capacity = self.min_capacity.max(2 * mtu);
+    }
+
     /// Account for `bytes` sent at `now`.
     pub fn on_sent(&mut self, now: Instant, bytes: u64) {
         self.refill(now);
