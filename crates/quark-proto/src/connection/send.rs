@@ -172,19 +172,28 @@ impl Connection {
                 || self.streams.wants_to_send())
     }
 
+    /// The spaces with something to send, in order (no allocation: this runs per datagram).
+    fn ready_spaces(&self, now: Instant, cc_ok: bool) -> ([SpaceId; 3], usize) {
+        let mut out = [SpaceId::Initial; 3];
+        let mut n = 0;
+        for space in SpaceId::ALL {
+            if self.space_ready(space, now, cc_ok) {
+                out[n] = space;
+                n += 1;
+            }
+        }
+        (out, n)
+    }
+
     /// Build one datagram of at most `limit` bytes. Returns whether it holds
     /// long-header packets.
     fn write_datagram(&mut self, now: Instant, buf: &mut Vec<u8>, limit: usize) -> bool {
         let start = buf.len();
         let end = start + limit;
         let cc_ok = self.congestion_allows(now);
-        let ready: Vec<SpaceId> = SpaceId::ALL
-            .into_iter()
-            .filter(|&s| self.space_ready(s, now, cc_ok))
-            .collect();
-        let Some(&last) = ready.last() else {
-            return false;
-        };
+        let (ready, n) = self.ready_spaces(now, cc_ok);
+        let ready = &ready[..n];
+        let Some(&last) = ready.last() else { return false };
         //= https://www.rfc-editor.org/rfc/rfc9000#section-14.1
         //# A client MUST expand the payload of all UDP datagrams carrying Initial
         //# packets to at least the smallest allowed maximum datagram size of 1200
@@ -196,7 +205,7 @@ impl Connection {
                 let s = &self.spaces[SpaceId::Initial.index()];
                 s.crypto_send.has_pending() || s.probes > 0
             });
-        for &space in &ready {
+        for &space in ready {
             if end - buf.len() < MIN_PACKET_ROOM {
                 break;
             }

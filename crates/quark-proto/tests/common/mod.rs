@@ -133,6 +133,8 @@ pub struct Sim {
     /// returns whether to deliver.
     pub filter: Option<Filter>,
     pub server_handles: Vec<ConnectionHandle>,
+    /// Wraps each protocol call (e.g. to count allocations inside it only).
+    pub counted: Option<fn(&mut dyn FnMut())>,
 }
 
 impl Sim {
@@ -163,6 +165,7 @@ impl Sim {
             too_big: 0,
             filter: None,
             server_handles: Vec::new(),
+            counted: None,
         }
     }
 
@@ -267,7 +270,14 @@ impl Sim {
                         &mut self.server
                     };
                     let conn = ep.connection_mut(h).unwrap();
-                    let Some(t) = conn.poll_transmit(self.now, 10, &mut buf) else {
+                    let now = self.now;
+                    let mut out = None;
+                    let mut call = || out = conn.poll_transmit(now, 10, &mut buf);
+                    match self.counted {
+                        Some(wrap) => wrap(&mut call),
+                        None => call(),
+                    }
+                    let Some(t) = out else {
                         break;
                     };
                     ep.sync(h);
@@ -297,22 +307,22 @@ impl Sim {
         due.sort_by_key(|d| (d.at, d.seq));
         let any = !due.is_empty();
         for mut d in due {
-            if d.to_server {
+            let now = self.now;
+            let (ep, from) = if d.to_server {
                 self.delivered.0 += 1;
-                let ev = self.server.handle_datagram(
-                    self.now,
-                    self.client_addr,
-                    None,
-                    None,
-                    &mut d.data,
-                );
-                if let Some(quark_proto::DatagramEvent::NewConnection(h)) = ev {
-                    self.server_handles.push(h);
-                }
+                (&mut self.server, self.client_addr)
             } else {
                 self.delivered.1 += 1;
-                self.client
-                    .handle_datagram(self.now, self.server_addr, None, None, &mut d.data);
+                (&mut self.client, self.server_addr)
+            };
+            let mut ev = None;
+            let mut call = || ev = ep.handle_datagram(now, from, None, None, &mut d.data);
+            match self.counted {
+                Some(wrap) => wrap(&mut call),
+                None => call(),
+            }
+            if let Some(quark_proto::DatagramEvent::NewConnection(h)) = ev {
+                self.server_handles.push(h);
             }
         }
         any
