@@ -17,6 +17,7 @@
 //! | [`recovery`] | RTT, loss detection, PTO (RFC 9002) |
 //! | [`cc`] | congestion controllers (NewReno, CUBIC) |
 //! | [`transport_params`] | transport parameters |
+//! | [`cpu`] | counters for the per-packet CPU breakdown (off by default) |
 //! | [`range_set`] | the range set behind ACK frames and stream bookkeeping |
 //! | [`varint`], [`coding`], [`cid`], [`types`], [`error`] | shared vocabulary |
 
@@ -27,6 +28,7 @@ pub mod cid;
 pub mod coding;
 pub mod config;
 pub mod connection;
+pub mod cpu;
 pub mod crypto;
 pub mod endpoint;
 pub mod error;

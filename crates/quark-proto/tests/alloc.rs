@@ -45,7 +45,12 @@ fn hundred_megabytes_without_per_packet_allocation() {
     sim.counted = Some(counted_step);
     let c = sim.connect(&tls);
     let s = sim.handshake(c);
-    let id = sim.client.connection_mut(c).unwrap().open_stream(Dir::Bi).unwrap();
+    let id = sim
+        .client
+        .connection_mut(c)
+        .unwrap()
+        .open_stream(Dir::Bi)
+        .unwrap();
     let chunk = vec![0x5a_u8; 64 * 1024];
     let mut buf = vec![0u8; 64 * 1024];
     let (mut written, mut read) = (0usize, 0usize);
@@ -58,7 +63,9 @@ fn hundred_megabytes_without_per_packet_allocation() {
         counted(|| {
             let conn = sim.client.connection_mut(c).unwrap();
             while written < TOTAL {
-                let n = conn.write(id, &chunk[..chunk.len().min(TOTAL - written)]).unwrap();
+                let n = conn
+                    .write(id, &chunk[..chunk.len().min(TOTAL - written)])
+                    .unwrap();
                 if n == 0 {
                     break;
                 }
@@ -87,9 +94,13 @@ fn hundred_megabytes_without_per_packet_allocation() {
     }
     let allocations = total() - baseline;
     let stats = sim.client.connection(c).unwrap().stats();
-    let packets = stats.packets_out - packets_at_baseline + sim.server.connection(s).unwrap().stats().packets_out;
+    let packets = stats.packets_out - packets_at_baseline
+        + sim.server.connection(s).unwrap().stats().packets_out;
     eprintln!("{allocations} allocations for {packets} packets after warm-up ({stats:?})");
-    assert!(packets > 50_000, "the transfer used many packets: {packets}");
+    assert!(
+        packets > 50_000,
+        "the transfer used many packets: {packets}"
+    );
     // Occasional growth (maps, out-of-order ranges) is fine; one per packet is not.
     assert!(
         allocations * 100 < packets,

@@ -146,7 +146,10 @@ impl Connection {
         tail: Option<[u8; RESET_TOKEN_LEN]>,
     ) {
         let space = kind.space();
-        let Some((hdr, payload)) = self.unprotect(now, kind, packet, pd) else {
+        let unprotected = crate::cpu::measure(crate::cpu::Work::Crypto, || {
+            self.unprotect(now, kind, packet, pd)
+        });
+        let Some((hdr, payload)) = unprotected else {
             self.stats.packets_dropped += 1;
             //= https://www.rfc-editor.org/rfc/rfc9000#section-10.3.1
             //# An endpoint detects a potential Stateless Reset using the trailing 16
@@ -168,6 +171,7 @@ impl Connection {
             self.stats.packets_dropped += 1;
             return;
         }
+        crate::cpu::count_packet();
         self.received_any = true;
         self.sent_eliciting_since_recv = false;
         self.stats.packets_in += 1;
@@ -305,7 +309,9 @@ impl Connection {
     ) -> Result<(), TransportError> {
         match frame {
             Frame::Padding { .. } | Frame::Ping => {}
-            Frame::Ack(ack) => self.on_ack_frame(now, space, &ack)?,
+            Frame::Ack(ack) => crate::cpu::measure(crate::cpu::Work::Ack, || {
+                self.on_ack_frame(now, space, &ack)
+            })?,
             Frame::Crypto(c) => self.on_crypto_frame(now, space, c.offset, c.data)?,
             Frame::Stream(s) => self
                 .streams

@@ -193,7 +193,9 @@ impl Connection {
         let cc_ok = self.congestion_allows(now);
         let (ready, n) = self.ready_spaces(now, cc_ok);
         let ready = &ready[..n];
-        let Some(&last) = ready.last() else { return false };
+        let Some(&last) = ready.last() else {
+            return false;
+        };
         //= https://www.rfc-editor.org/rfc/rfc9000#section-14.1
         //# A client MUST expand the payload of all UDP datagrams carrying Initial
         //# packets to at least the smallest allowed maximum datagram size of 1200
@@ -276,7 +278,7 @@ impl Connection {
         in_flight: bool,
     ) {
         let pn = builder.pn;
-        let size = match space {
+        let size = crate::cpu::measure(crate::cpu::Work::Crypto, || match space {
             SpaceId::Data => {
                 let keys = self.one_rtt.as_ref().expect("1-RTT keys");
                 builder.finish(buf, min_size, keys.local_packet(), keys.local_header())
@@ -293,7 +295,8 @@ impl Connection {
                     keys.local.header.as_ref(),
                 )
             }
-        };
+        });
+        crate::cpu::count_packet();
         self.spaces[space.index()].next_pn += 1;
         let path = self.path_state();
         self.recovery.on_packet_sent(
