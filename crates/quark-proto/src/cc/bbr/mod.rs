@@ -6,7 +6,7 @@
 //! propagation delay the windowed minimum RTT (`RTprop`, 10 s). It paces at
 //! `pacing_gain × BtlBw` and caps in-flight data at `cwnd_gain × BtlBw × RTprop`,
 //! cycling the gains through Startup, Drain, ProbeBW and ProbeRTT. The pacer uses
-//! [`Controller::pacing_rate`]; delivery-rate samples come from
+//! [`crate::cc::Controller::pacing_rate`]; delivery-rate samples come from
 //! [`crate::recovery`], which stamps every packet sent.
 //!
 //! Why v1 and not v2/v3: v1's model is small, completely specified by the 2017

@@ -129,10 +129,10 @@ struct Run {
 }
 
 /// `packets` bulk packets over a 20 ms path serialising one packet per 100 µs,
-/// flow-control limited to 150 in flight (no queue, no loss). `percent` of them
-/// are delivered late, behind 1 to 5 of the packets sent after them; the receiver
-/// acknowledges every packet at once.
-fn reordering_path(percent: u64, adaptive: bool, packets: u64) -> Run {
+/// flow-control limited to 150 in flight (no queue, no loss). `percent` of those
+/// among the first `reordered` are delivered late, behind 1 to 5 of the packets
+/// sent after them; the receiver acknowledges every packet at once.
+fn reordering_path(percent: u64, reordered: u64, adaptive: bool, packets: u64) -> Run {
     const MTU: u16 = 1200;
     const TX: Duration = Duration::from_micros(100);
     const ONE_WAY: Duration = Duration::from_millis(10);
@@ -171,7 +171,7 @@ fn reordering_path(percent: u64, adaptive: bool, packets: u64) -> Run {
             let depart = now.max(link_free) + TX;
             link_free = depart;
             let mut arrive = depart + ONE_WAY;
-            if next() % 100 < percent {
+            if pn < reordered && next() % 100 < percent {
                 // Late by k packets (and half a slot, so there is no tie).
                 arrive += TX * (1 + (next() % 5) as u32) + TX / 2;
             }
@@ -228,7 +228,7 @@ fn reordering_path(percent: u64, adaptive: bool, packets: u64) -> Run {
 
 #[test]
 fn in_order_delivery_costs_nothing() {
-    let run = reordering_path(0, true, 20_000);
+    let run = reordering_path(0, 0, true, 20_000);
     assert_eq!(run.end, RecoveryStats::default(), "{run:?}");
     assert_eq!((run.packet_threshold, run.time_threshold), (3, 9.0 / 8.0));
 }
@@ -236,7 +236,7 @@ fn in_order_delivery_costs_nothing() {
 #[test]
 fn adaptive_thresholds_stop_spurious_congestion_events_under_reordering() {
     for percent in [1, 25] {
-        let run = reordering_path(percent, true, 20_000);
+        let run = reordering_path(percent, u64::MAX, true, 20_000);
         let second_half = run.end.congestion_events - run.half.congestion_events;
         // A few spurious losses while the threshold climbs to 6, the cuts undone...
         assert!(run.end.spurious_losses > 0, "{percent}%: {run:?}");
@@ -259,8 +259,17 @@ fn adaptive_thresholds_stop_spurious_congestion_events_under_reordering() {
 fn fixed_thresholds_keep_cutting_under_reordering() {
     // The same path without adaptation: spurious losses (and cuts, undone each
     // time) all the way through.
-    let run = reordering_path(25, false, 20_000);
+    let run = reordering_path(25, u64::MAX, false, 20_000);
     let second_half = run.end.congestion_events - run.half.congestion_events;
     assert!(second_half > 20, "{run:?}");
     assert_eq!(run.packet_threshold, 3);
+}
+
+#[test]
+fn thresholds_decay_once_reordering_stops() {
+    // Reordering for the first 5 000 packets, then none for 40 000 (about 260
+    // round trips): the fast, in-order loss detection comes back.
+    let run = reordering_path(25, 5_000, true, 45_000);
+    assert!(run.end.spurious_losses > 0, "{run:?}");
+    assert_eq!((run.packet_threshold, run.time_threshold), (3, 9.0 / 8.0));
 }
