@@ -44,6 +44,7 @@ struct Saved {
     cwnd_prior: f64,
     epoch: Option<Epoch>,
     after_timeout: bool,
+    recovery: RecoveryPeriod,
 }
 
 /// CUBIC state.
@@ -187,6 +188,7 @@ impl super::Controller for Cubic {
                 cwnd_prior: self.cwnd_prior,
                 epoch: self.epoch,
                 after_timeout: self.after_timeout,
+                recovery: self.recovery,
             });
             self.recovery.start = Some(now);
             //= https://www.rfc-editor.org/rfc/rfc9438#section-4.7
@@ -224,11 +226,13 @@ impl super::Controller for Cubic {
             self.recovery.start = None;
             self.epoch = None;
             self.after_timeout = true;
+            self.saved = None;
         }
     }
 
     // RFC 9438 §4.9: a spurious congestion event may be undone by restoring cwnd,
-    // ssthresh and CUBIC's own state as they were before it.
+    // ssthresh and CUBIC's own state (the recovery period included) as they were
+    // before it.
     fn on_spurious_congestion(&mut self) {
         if let Some(s) = self.saved.take() {
             self.cwnd = self.cwnd.max(s.cwnd);
@@ -237,6 +241,7 @@ impl super::Controller for Cubic {
             self.cwnd_prior = s.cwnd_prior;
             self.epoch = s.epoch;
             self.after_timeout = s.after_timeout;
+            self.recovery = s.recovery;
         }
     }
 
