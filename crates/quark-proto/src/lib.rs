@@ -15,7 +15,7 @@
 //! | [`connection`] | the connection state machine: handshake, frames in, packets out, streams, close |
 //! | [`stream`] | send buffers, receive reassembly, per-stream state, flow control |
 //! | [`recovery`] | RTT, loss detection, PTO (RFC 9002) |
-//! | [`cc`] | congestion controllers (NewReno, CUBIC) |
+//! | [`cc`] | congestion controllers (NewReno, CUBIC, BBR experimental) |
 //! | [`transport_params`] | transport parameters |
 //! | [`cpu`] | counters for the per-packet CPU breakdown (off by default) |
 //! | [`range_set`] | the range set behind ACK frames and stream bookkeeping |

@@ -112,6 +112,8 @@ pub struct ConnectionStats {
     pub ptos: u64,
     /// Key updates.
     pub key_updates: u64,
+    /// Packets declared lost and acknowledged afterwards (reordering).
+    pub spurious_losses: u64,
 }
 
 /// The network path (quark does not migrate; one path per connection).
@@ -206,6 +208,8 @@ pub struct Connection {
     path_responses: VecDeque<[u8; 8]>,
     /// A PING was requested (keep-alive or application).
     ping_pending: bool,
+    /// ECN codepoint for the datagrams being built (from ECN validation).
+    tx_ecn: Option<EcnCodepoint>,
     /// An ack-eliciting packet was sent since the last packet was received.
     sent_eliciting_since_recv: bool,
     ack_policy: AckPolicy,
@@ -290,6 +294,7 @@ impl Connection {
             handshake_done_pending: false,
             path_responses: VecDeque::new(),
             ping_pending: false,
+            tx_ecn: None,
             sent_eliciting_since_recv: false,
             ack_policy: AckPolicy {
                 threshold: config.ack_eliciting_threshold,
@@ -377,6 +382,7 @@ impl Connection {
         s.packets_lost = r.lost_packets;
         s.ptos = r.ptos;
         s.key_updates = self.one_rtt.as_ref().map_or(0, |k| k.updates());
+        s.spurious_losses = r.spurious_losses;
         s
     }
 

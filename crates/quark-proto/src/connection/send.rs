@@ -10,6 +10,7 @@ use super::timers::Timer;
 use super::{Connection, Transmit};
 use crate::frame::{self, Close, Frame, NewConnectionId};
 use crate::packet::{HeaderParams, MIN_INITIAL_SIZE, PacketBuilder};
+use crate::recovery::SendFlags;
 use crate::types::{PacketKind, SpaceId};
 
 /// Below this many bytes of room, don't start another packet in a datagram.
@@ -41,6 +42,8 @@ impl Connection {
             State::Closing { .. } => return self.transmit_close(now, buf),
             _ => {}
         }
+        // One ECN codepoint per batch; validation only changes it on ACKs.
+        self.tx_ecn = self.recovery.ecn_codepoint();
         let mtu = usize::from(self.path.mtu);
         let mut count = 0;
         let mut segment = mtu;
@@ -53,6 +56,7 @@ impl Connection {
             let long = self.write_datagram(now, buf, budget);
             let size = buf.len() - start;
             if size == 0 {
+                self.note_app_limited(now);
                 break;
             }
             count += 1;
@@ -77,7 +81,7 @@ impl Connection {
             destination: self.path.remote,
             size: buf.len(),
             segment_size: (count > 1).then_some(segment),
-            ecn: None,
+            ecn: self.tx_ecn,
             src_ip: self.path.local_ip,
         })
     }
@@ -121,9 +125,18 @@ impl Connection {
             destination: self.path.remote,
             size: buf.len(),
             segment_size: None,
-            ecn: None,
+            ecn: self.tx_ecn,
             src_ip: self.path.local_ip,
         })
+    }
+
+    /// Nothing was left to send: if the window had room (and the pacer did not
+    /// hold us back), the application is what limits the rate (RFC 9002 §7.8).
+    fn note_app_limited(&mut self, now: Instant) {
+        let pacing = self.timers.get(Timer::Pacing).is_some_and(|t| t > now);
+        if !pacing && self.recovery.send_allowance() > 0 {
+            self.recovery.on_app_limited();
+        }
     }
 
     /// May ack-eliciting packets go now (congestion window and pacer)?
@@ -299,16 +312,14 @@ impl Connection {
         crate::cpu::count_packet();
         self.spaces[space.index()].next_pn += 1;
         let path = self.path_state();
-        self.recovery.on_packet_sent(
-            now,
-            space,
-            pn,
-            size as u16,
+        let flags = SendFlags {
             ack_eliciting,
             in_flight,
-            sent,
-            &path,
-        );
+            ecn: self.tx_ecn,
+            mtu_probe: sent.mtu_probe,
+        };
+        self.recovery
+            .on_packet_sent_with(now, space, pn, size as u16, flags, sent, &path);
         if space == SpaceId::Data {
             if let Some(keys) = self.one_rtt.as_mut() {
                 keys.on_packet_sent(pn);
@@ -508,6 +519,7 @@ impl Connection {
     /// still encrypt for (the peer may not have 1-RTT keys yet).
     fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let close = self.take_close_frame()?;
+        self.tx_ecn = None;
         let limit = (self
             .path
             .amplification_budget()
