@@ -14,6 +14,7 @@
 //! - `streams/`: streams and their frames; `cids.rs`: connection IDs;
 //!   `spaces.rs`: per-space state; `sent.rs`: what each sent packet carried
 
+mod ack_frequency;
 mod cids;
 mod close;
 mod handshake;
@@ -47,6 +48,7 @@ use crate::stream::ReadOutcome;
 use crate::transport_params::TransportParameters;
 use crate::types::{Dir, EcnCodepoint, Side, SpaceId, StreamId};
 
+use ack_frequency::AckFrequencyState;
 use cids::{LocalCids, PeerCids};
 use close::State;
 use mtu::MtuDiscovery;
@@ -215,6 +217,8 @@ pub struct Connection {
     ack_policy: AckPolicy,
     /// Highest ACK_FREQUENCY sequence number applied.
     ack_frequency_seq: Option<u64>,
+    /// What we ask the peer for (ACK_FREQUENCY we send).
+    ack_freq: AckFrequencyState,
     timers: Timers,
     events: VecDeque<Event>,
     stats: ConnectionStats,
@@ -302,6 +306,7 @@ impl Connection {
                 reordering_threshold: 1,
             },
             ack_frequency_seq: None,
+            ack_freq: AckFrequencyState::default(),
             timers: Timers::default(),
             events: VecDeque::new(),
             stats: ConnectionStats::default(),

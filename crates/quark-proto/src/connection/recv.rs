@@ -464,6 +464,7 @@ impl Connection {
             match *ctl {
                 Control::NewConnectionId(seq) => self.local_cids.on_announcement_lost(seq),
                 Control::RetireConnectionId(seq) => self.peer_cids.on_retire_lost(seq),
+                Control::AckFrequency(seq) => self.ack_freq.on_lost(seq),
                 _ => {}
             }
         }

@@ -130,6 +130,11 @@ impl Connection {
         })
     }
 
+    /// The peer's min_ack_delay (µs), when it supports the ACK frequency extension.
+    fn peer_min_ack_delay(&self) -> Option<u64> {
+        self.peer_params.as_ref().and_then(|p| p.min_ack_delay)
+    }
+
     /// Nothing was left to send: if the window had room (and the pacer did not
     /// hold us back), the application is what limits the rate (RFC 9002 §7.8).
     fn note_app_limited(&mut self, now: Instant) {
@@ -376,7 +381,7 @@ impl Connection {
         }
         if cc_ok || probing {
             if space == SpaceId::Data {
-                eliciting |= self.write_data_control(buf, max_end, &mut sent);
+                eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
             }
             eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
             if space == SpaceId::Data && self.handshake_complete {
@@ -386,7 +391,16 @@ impl Connection {
             }
             let ping = probing || (space == SpaceId::Data && self.ping_pending);
             if !eliciting && ping && buf.len() < max_end {
-                Frame::Ping.encode(buf);
+                // A probe wants its ACK at once; peers of the ACK frequency
+                // extension understand IMMEDIATE_ACK, others get a PING.
+                let immediate =
+                    probing && space == SpaceId::Data && self.peer_min_ack_delay().is_some();
+                if immediate {
+                    Frame::ImmediateAck
+                } else {
+                    Frame::Ping
+                }
+                .encode(buf);
                 eliciting = true;
             }
             if eliciting {
@@ -470,11 +484,30 @@ impl Connection {
     /// Connection-level control frames of the 1-RTT space. Returns whether any was written.
     fn write_data_control(
         &mut self,
+        now: Instant,
         buf: &mut Vec<u8>,
         max_end: usize,
         sent: &mut SentFrames,
     ) -> bool {
         let before = buf.len();
+        if let (Some(min_ack_delay), true) = (self.peer_min_ack_delay(), self.handshake_confirmed) {
+            let (cwnd, mtu) = (self.recovery.congestion_window(), u64::from(self.path.mtu));
+            let (srtt, threshold) = (
+                self.recovery.rtt().smoothed(),
+                self.recovery.packet_threshold(),
+            );
+            self.ack_freq
+                .update(now, cwnd, mtu, srtt, threshold, min_ack_delay);
+            if let Some(f) = self.ack_freq.take() {
+                let frame = Frame::AckFrequency(f);
+                if buf.len() + frame.encoded_len() <= max_end {
+                    frame.encode(buf);
+                    sent.control.push(Control::AckFrequency(f.seq));
+                } else {
+                    self.ack_freq.put_back(f);
+                }
+            }
+        }
         let fits = |buf: &Vec<u8>, f: &Frame<'_>| buf.len() + f.encoded_len() <= max_end;
         while let Some(&data) = self.path_responses.front() {
             let f = Frame::PathResponse(data);

@@ -27,6 +27,7 @@ pub(crate) enum Control {
     StopSending(StreamId),
     NewConnectionId(u64),
     RetireConnectionId(u64),
+    AckFrequency(u64),
 }
 
 /// The retransmittable contents of one packet. Small and inline for the common

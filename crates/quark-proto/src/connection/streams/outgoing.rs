@@ -275,7 +275,9 @@ impl Streams {
                 Control::DataBlocked(_)
                 | Control::StreamDataBlocked(..)
                 | Control::StreamsBlocked(..) => {}
-                Control::NewConnectionId(_) | Control::RetireConnectionId(_) => {}
+                Control::NewConnectionId(_)
+                | Control::RetireConnectionId(_)
+                | Control::AckFrequency(_) => {}
             }
         }
     }
