@@ -17,6 +17,7 @@
 mod ack_frequency;
 mod cids;
 mod close;
+mod frames;
 mod handshake;
 mod mtu;
 mod recv;
@@ -230,6 +231,11 @@ pub struct Connection {
     raw_frames: Vec<u8>,
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
     decrypt_failures: u64,
+    /// 1-RTT packets built but not yet encrypted: sealed together just before
+    /// `poll_transmit` hands the batch out (the VPP trick).
+    seal_jobs: Vec<crate::packet::SealJob>,
+    /// Reused per batch: 1-RTT packets decrypted, frames not yet processed.
+    decrypted_scratch: Vec<recv::Decrypted>,
     /// Reused buffer for handshake bytes.
     crypto_scratch: Vec<u8>,
 }
@@ -314,6 +320,8 @@ impl Connection {
             lost_scratch: Vec::new(),
             crypto_scratch: Vec::new(),
             decrypt_failures: 0,
+            seal_jobs: Vec::new(),
+            decrypted_scratch: Vec::new(),
             #[cfg(feature = "testing")]
             raw_frames: Vec::new(),
             config,

@@ -73,8 +73,11 @@ impl Connection {
         if count == 0 {
             // Nothing else to send now (idle or window-limited): the time for a
             // PMTU probe, which must never delay data.
-            return self.transmit_mtu_probe(now, buf);
+            let probe = self.transmit_mtu_probe(now, buf);
+            self.seal_batch(buf);
+            return probe;
         }
+        self.seal_batch(buf);
         self.stats.datagrams_out += count as u64;
         self.stats.bytes_out += buf.len() as u64;
         Some(Transmit {
@@ -128,6 +131,29 @@ impl Connection {
             ecn: self.tx_ecn,
             src_ip: self.path.local_ip,
         })
+    }
+
+    /// Encrypt every 1-RTT packet built since the last call: all payloads first,
+    /// then all header protection (which samples the ciphertext).
+    fn seal_batch(&mut self, buf: &mut [u8]) {
+        if self.seal_jobs.is_empty() {
+            return;
+        }
+        let keys = self
+            .one_rtt
+            .as_ref()
+            .expect("1-RTT keys for pending packets");
+        let jobs = &self.seal_jobs;
+        crate::cpu::measure(crate::cpu::Work::Crypto, || {
+            let (key, hp) = (keys.local_packet(), keys.local_header());
+            for job in jobs {
+                job.seal_payload(buf, key);
+            }
+            for job in jobs {
+                job.protect_header(buf, hp, key.tag_len());
+            }
+        });
+        self.seal_jobs.clear();
     }
 
     /// The peer's min_ack_delay (µs), when it supports the ACK frequency extension.
@@ -296,12 +322,20 @@ impl Connection {
         in_flight: bool,
     ) {
         let pn = builder.pn;
-        let size = crate::cpu::measure(crate::cpu::Work::Crypto, || match space {
+        let size = match space {
             SpaceId::Data => {
-                let keys = self.one_rtt.as_ref().expect("1-RTT keys");
-                builder.finish(buf, min_size, keys.local_packet(), keys.local_header())
+                // Encrypted later, with the rest of the batch (`seal_batch`).
+                let tag_len = self
+                    .one_rtt
+                    .as_ref()
+                    .expect("1-RTT keys")
+                    .local_packet()
+                    .tag_len();
+                let job = builder.finish_plaintext(buf, min_size, tag_len);
+                self.seal_jobs.push(job);
+                job.end + tag_len - job.start
             }
-            _ => {
+            _ => crate::cpu::measure(crate::cpu::Work::Crypto, || {
                 let keys = self.spaces[space.index()]
                     .keys
                     .as_ref()
@@ -312,8 +346,8 @@ impl Connection {
                     keys.local.packet.as_ref(),
                     keys.local.header.as_ref(),
                 )
-            }
-        });
+            }),
+        };
         crate::cpu::count_packet();
         self.spaces[space.index()].next_pn += 1;
         let path = self.path_state();
@@ -358,6 +392,8 @@ impl Connection {
         cc_ok: bool,
     ) -> bool {
         if space == SpaceId::Data && self.one_rtt.as_ref().is_some_and(|k| k.should_update()) {
+            // Packets already built carry the old key phase: seal them first.
+            self.seal_batch(buf);
             //= https://www.rfc-editor.org/rfc/rfc9001#section-6.6
             //# Endpoints MUST initiate a key update before the confidentiality limit
             //# is reached
@@ -588,6 +624,7 @@ impl Connection {
                 false,
             );
         }
+        self.seal_batch(buf);
         if buf.is_empty() {
             return None;
         }

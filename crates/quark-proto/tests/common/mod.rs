@@ -135,6 +135,8 @@ pub struct Sim {
     pub server_handles: Vec<ConnectionHandle>,
     /// Wraps each protocol call (e.g. to count allocations inside it only).
     pub counted: Option<fn(&mut dyn FnMut())>,
+    /// Deliver runs of equal-sized datagrams as one GRO buffer (`handle_batch`).
+    pub gro: bool,
 }
 
 impl Sim {
@@ -166,6 +168,7 @@ impl Sim {
             filter: None,
             server_handles: Vec::new(),
             counted: None,
+            gro: false,
         }
     }
 
@@ -306,7 +309,26 @@ impl Sim {
         }
         due.sort_by_key(|d| (d.at, d.seq));
         let any = !due.is_empty();
-        for mut d in due {
+        let mut due = due.into_iter().peekable();
+        while let Some(mut d) = due.next() {
+            // GRO: the kernel coalesces back-to-back datagrams of one size.
+            let stride = d.data.len();
+            if self.gro {
+                while let Some(next) = due.peek() {
+                    if next.to_server != d.to_server
+                        || next.data.len() > stride
+                        || d.data.len() >= 64 * stride
+                    {
+                        break;
+                    }
+                    let last = next.data.len() < stride;
+                    let next = due.next().unwrap();
+                    d.data.extend_from_slice(&next.data);
+                    if last {
+                        break;
+                    }
+                }
+            }
             let now = self.now;
             let (ep, from) = if d.to_server {
                 self.delivered.0 += 1;
@@ -315,14 +337,20 @@ impl Sim {
                 self.delivered.1 += 1;
                 (&mut self.client, self.server_addr)
             };
-            let mut ev = None;
-            let mut call = || ev = ep.handle_datagram(now, from, None, None, &mut d.data);
+            let mut events = Vec::with_capacity(8); // allocated outside the counted call
+            let mut call = || {
+                ep.handle_batch(now, from, None, None, &mut d.data, stride, |e| {
+                    events.push(e)
+                })
+            };
             match self.counted {
                 Some(wrap) => wrap(&mut call),
                 None => call(),
             }
-            if let Some(quark_proto::DatagramEvent::NewConnection(h)) = ev {
-                self.server_handles.push(h);
+            for ev in events {
+                if let quark_proto::DatagramEvent::NewConnection(h) = ev {
+                    self.server_handles.push(h);
+                }
             }
         }
         any
