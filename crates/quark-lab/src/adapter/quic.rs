@@ -22,10 +22,17 @@ const MAX_STREAMS: u64 = 1024;
 #[derive(Debug)]
 pub struct Quic;
 
+/// Transport settings. `QUARK_TUNE` switches optimisations off for the
+/// before/after tables (e.g. `QUARK_TUNE=pmtud=0,ackfreq=0`); GSO and GRO are
+/// switched by quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
 fn transport() -> Arc<quark::TransportConfig> {
+    let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
+    let off = |name: &str| tune.split(',').any(|t| t.trim() == format!("{name}=0"));
     Arc::new(quark::TransportConfig {
         max_concurrent_bidi_streams: MAX_STREAMS,
         max_concurrent_uni_streams: 0,
+        mtu_discovery: !off("pmtud"),
+        ack_frequency: !off("ackfreq"),
         ..quark::TransportConfig::default()
     })
 }
