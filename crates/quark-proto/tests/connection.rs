@@ -67,12 +67,12 @@ fn survives_loss_duplication_and_reordering() {
     for s in 0..6 {
         let (mut sim, tls) = Sim::pair(seed(100 + s));
         sim.set_delay(Duration::from_millis(10));
-        for imp in [&mut sim.to_server, &mut sim.to_client] {
-            imp.loss = 0.05;
-            imp.duplicate = 0.02;
-            imp.reorder = 0.05;
-            imp.reorder_delay = Duration::from_millis(7);
-        }
+        sim.impair(|c| {
+            c.loss = 0.05;
+            c.duplicate = 0.02;
+            c.reorder = 0.05;
+            c.reorder_depth = quark_netem::ReorderDepth::Delay(Duration::from_millis(7));
+        });
         let c = sim.connect(&tls);
         let mut echo = Echo::new(c, vec![payload(200_000, 9), payload(30_000, 10)]);
         run_echo(&mut sim, &mut echo, 400_000);

@@ -1,47 +1,26 @@
 //! A deterministic, in-memory network between a client and a server endpoint on a
-//! simulated clock. Impairments are drawn from a seeded RNG: a failing seed replays
-//! exactly (`SIM_SEED=<n> cargo test ...`).
+//! simulated clock. The network is quark-netem's emulator (a `Path` of two links:
+//! delay, jitter, loss, burst loss, reordering, duplication, corruption, rate limit,
+//! blackholes) seeded from the test's seed: a failing seed replays exactly
+//! (`SIM_SEED=<n> cargo test ...`).
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use quark_netem::{LinkConfig, Path, Profile};
 use quark_proto::{
     ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, ServerConfig, TransportConfig,
 };
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 pub mod app;
 
 pub const ALPN: &[u8] = b"hq-interop";
 
-/// Impairments applied to every datagram, per direction.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Impairments {
-    /// One-way delay.
-    pub delay: Duration,
-    /// Probability a datagram is dropped.
-    pub loss: f64,
-    /// Probability a datagram is delivered twice.
-    pub duplicate: f64,
-    /// Probability a datagram is held back by `reorder_delay`.
-    pub reorder: f64,
-    pub reorder_delay: Duration,
-}
-
 /// Inspects or rewrites a datagram: `(to_server, datagram) -> deliver?`.
 pub type Filter = Box<dyn FnMut(bool, &mut Vec<u8>) -> bool>;
-
-struct InFlight {
-    at: Instant,
-    seq: u64,
-    to_server: bool,
-    data: Vec<u8>,
-}
 
 /// Certificates and TLS configurations for tests.
 pub struct Tls {
@@ -113,14 +92,12 @@ pub struct Sim {
     pub server: Endpoint,
     pub client_addr: SocketAddr,
     pub server_addr: SocketAddr,
-    pub to_server: Impairments,
-    pub to_client: Impairments,
-    rng: StdRng,
-    queue: VecDeque<InFlight>,
-    seq: u64,
+    /// The network: `up` carries client → server, `down` server → client.
+    pub path: Path,
     buf: Vec<u8>,
     /// Datagrams delivered per direction (client→server, server→client).
     pub delivered: (u64, u64),
+    /// Datagrams the network dropped per direction, any cause.
     pub dropped: (u64, u64),
     /// Largest datagram seen.
     pub max_datagram: usize,
@@ -145,11 +122,7 @@ impl Sim {
             server: Endpoint::new(Arc::new(server_cfg), Some(Arc::new(server))),
             client_addr: "10.0.0.1:5000".parse().unwrap(),
             server_addr: "10.0.0.2:443".parse().unwrap(),
-            to_server: Impairments::default(),
-            to_client: Impairments::default(),
-            rng: StdRng::seed_from_u64(seed),
-            queue: VecDeque::new(),
-            seq: 0,
+            path: Path::symmetric(LinkConfig::default(), seed),
             buf: Vec::new(),
             delivered: (0, 0),
             dropped: (0, 0),
@@ -176,14 +149,25 @@ impl Sim {
             .unwrap()
     }
 
+    /// Changes both directions' impairments (for datagrams sent from now on).
+    pub fn impair(&mut self, mut f: impl FnMut(&mut LinkConfig)) {
+        f(self.path.up.config_mut());
+        f(self.path.down.config_mut());
+    }
+
     pub fn set_delay(&mut self, one_way: Duration) {
-        self.to_server.delay = one_way;
-        self.to_client.delay = one_way;
+        self.impair(|c| c.delay = one_way);
     }
 
     pub fn set_loss(&mut self, loss: f64) {
-        self.to_server.loss = loss;
-        self.to_client.loss = loss;
+        self.impair(|c| c.loss = loss);
+    }
+
+    /// Puts both directions under a network profile (`lan`, `rtt30-loss1`, ...).
+    pub fn set_profile(&mut self, name: &str) {
+        let p = Profile::parse(name).unwrap();
+        *self.path.up.config_mut() = p.up;
+        *self.path.down.config_mut() = p.down;
     }
 
     fn enqueue(&mut self, to_server: bool, mut data: Vec<u8>) {
@@ -193,37 +177,16 @@ impl Sim {
                 return;
             }
         }
-        let imp = if to_server {
-            self.to_server
+        let link = if to_server {
+            &mut self.path.up
         } else {
-            self.to_client
+            &mut self.path.down
         };
-        if self.rng.random_bool(imp.loss.clamp(0.0, 1.0)) {
-            if to_server {
-                self.dropped.0 += 1
-            } else {
-                self.dropped.1 += 1
-            }
-            return;
-        }
-        let copies = if self.rng.random_bool(imp.duplicate.clamp(0.0, 1.0)) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let mut at = self.now + imp.delay;
-            if self.rng.random_bool(imp.reorder.clamp(0.0, 1.0)) {
-                at += imp.reorder_delay;
-            }
-            self.seq += 1;
-            self.queue.push_back(InFlight {
-                at,
-                seq: self.seq,
-                to_server,
-                data: data.clone(),
-            });
-        }
+        link.send(self.now, data);
+        self.dropped = (
+            self.path.up.counters().dropped(),
+            self.path.down.counters().dropped(),
+        );
     }
 
     /// Collect everything both sides want to send right now.
@@ -272,39 +235,42 @@ impl Sim {
         any
     }
 
-    /// Deliver datagrams due now. Returns whether any was delivered.
+    /// Deliver datagrams due now, earliest first across both directions.
+    /// Returns whether any was delivered.
     fn deliver(&mut self) -> bool {
-        let mut due: Vec<InFlight> = Vec::new();
-        let mut i = 0;
-        while i < self.queue.len() {
-            if self.queue[i].at <= self.now {
-                due.push(self.queue.remove(i).unwrap());
+        let mut any = false;
+        loop {
+            let up = self.path.up.next_deadline().filter(|&t| t <= self.now);
+            let down = self.path.down.next_deadline().filter(|&t| t <= self.now);
+            let to_server = match (up, down) {
+                (Some(u), Some(d)) => u <= d,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return any,
+            };
+            let link = if to_server {
+                &mut self.path.up
             } else {
-                i += 1;
-            }
-        }
-        due.sort_by_key(|d| (d.at, d.seq));
-        let any = !due.is_empty();
-        for mut d in due {
-            if d.to_server {
+                &mut self.path.down
+            };
+            let Some(mut data) = link.poll(self.now) else {
+                return any; // unreachable: a deadline at or before now has a datagram
+            };
+            any = true;
+            if to_server {
                 self.delivered.0 += 1;
-                let ev = self.server.handle_datagram(
-                    self.now,
-                    self.client_addr,
-                    None,
-                    None,
-                    &mut d.data,
-                );
+                let ev =
+                    self.server
+                        .handle_datagram(self.now, self.client_addr, None, None, &mut data);
                 if let Some(quark_proto::DatagramEvent::NewConnection(h)) = ev {
                     self.server_handles.push(h);
                 }
             } else {
                 self.delivered.1 += 1;
                 self.client
-                    .handle_datagram(self.now, self.server_addr, None, None, &mut d.data);
+                    .handle_datagram(self.now, self.server_addr, None, None, &mut data);
             }
         }
-        any
     }
 
     fn next_timeout(&self) -> Option<Instant> {
@@ -316,7 +282,7 @@ impl Sim {
             .server
             .handles()
             .filter_map(|h| self.server.connection(h).unwrap().poll_timeout());
-        c.chain(s).chain(self.queue.iter().map(|d| d.at)).min()
+        c.chain(s).chain(self.path.next_deadline()).min()
     }
 
     /// Run one step: send, deliver, or advance the clock to the next event.
