@@ -33,7 +33,7 @@ pub(crate) struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum Action {
     /// Create the namespaces and forward between them until Ctrl-C or SIGTERM.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Delete namespaces and devices a killed `link up` left behind.
     Down(DownArgs),
 }
@@ -57,7 +57,7 @@ struct DownArgs {
 /// Runs `quark link`; returns the exit code.
 pub(crate) fn run(args: Args) -> i32 {
     match args.action {
-        Action::Up(a) => up(a),
+        Action::Up(a) => up(*a),
         Action::Down(a) => {
             if let Err(e) = netns::check_prefix(&a.prefix) {
                 eprintln!("error: {e:#}");
