@@ -228,8 +228,11 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                 let phases = match scenario.phases(params, adapter.kind()) {
                     Ok(p) if info.mode == NetMode::Relay && !net::carried_by_relay(proto) => {
                         let why = format!(
-                            "{proto} runs over TCP and the UDP relay carries only UDP (network namespaces unavailable: {})",
-                            net::link_unavailable().unwrap_or_else(|| "--net-mode relay".into())
+                            "{proto} runs over TCP and the UDP relay carries only UDP ({})",
+                            net::link_unavailable().map_or_else(
+                                || "--net-mode relay".to_string(),
+                                |w| format!("network namespaces unavailable: {w}")
+                            )
                         );
                         log(&format!(
                             "{} {proto}{suffix}: skipped ({why})",
