@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use quark_lab::adapter::{Cipher, default_protocols, default_reference, registry};
-use quark_lab::bench::{BenchConfig, NET_PROFILES};
+use quark_lab::bench::{BenchConfig, NET_PROFILES, NetModeChoice};
 use quark_lab::scenario::{Overrides, Scenario, default_suite};
 use quark_lab::size::parse_size_list;
 
@@ -52,9 +52,16 @@ pub(crate) struct Args {
     /// UDP payload bytes per datagram.
     #[arg(long)]
     datagram_size: Option<u32>,
-    /// Network profile (only `loopback` for now).
-    #[arg(long, default_value = "loopback")]
-    net: String,
+    /// Network profiles, run one after the other: `loopback` (no emulation),
+    /// lan, interop, blackhole, reorder0.1, reorder1 or rtt<ms>-loss<pct>[-reorder<pct>][-rate<mbit>];
+    /// comma- or space-separated, braces expanded (`rtt{10,30,100}-loss{0,0.1,1}`).
+    #[arg(long, num_args = 1.., default_value = "loopback")]
+    net: Vec<String>,
+    /// How emulated networks run: `link` (server and client in two network
+    /// namespaces joined through the emulator: every protocol), `relay` (a UDP
+    /// relay: UDP protocols only) or `auto` (link when root, else relay).
+    #[arg(long, default_value = "auto")]
+    net_mode: String,
     /// Pin server and client to two CPUs (`--pin` = 0,1).
     #[arg(long, num_args = 0..=1, default_missing_value = "0,1", value_name = "SERVER,CLIENT")]
     pin: Option<String>,
@@ -179,7 +186,13 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         protocols,
         scenarios,
         suite,
-        net: a.net.clone(),
+        net: a.net.join(","),
+        net_mode: NetModeChoice::parse(&a.net_mode).ok_or_else(|| {
+            anyhow!(
+                "unknown --net-mode '{}' (available: auto, link, relay)",
+                a.net_mode
+            )
+        })?,
         pin,
         threads: a.threads,
         cipher,

@@ -5,10 +5,14 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod get;
+mod impair;
 mod lab;
+mod link;
 mod options;
+mod relay;
 mod report;
 mod serve;
+mod timer;
 
 /// quark: a QUIC v1 stack and its performance lab.
 #[derive(Debug, Parser)]
@@ -28,6 +32,10 @@ enum Command {
     Bench(bench::Args),
     /// Render a results file again (table, HTML).
     Report(report::Args),
+    /// Relay UDP through an emulated link (delay, loss, reordering, rate, ...).
+    Relay(relay::Args),
+    /// An emulated layer-3 link between two network namespaces (`link up`, `link down`).
+    Link(link::Args),
     /// Internal: a lab server process (driven by `quark bench`).
     #[command(hide = true)]
     LabServer(quark_lab::child::ServerArgs),
@@ -75,6 +83,8 @@ fn main() {
         Command::Get(args) => run_async(get::run(args)),
         Command::Bench(args) => bench::run(args),
         Command::Report(args) => report::run(args),
+        Command::Relay(args) => relay::run(args),
+        Command::Link(args) => link::run(args),
         Command::LabServer(args) => lab::server(args),
         Command::LabClient(args) => lab::client(args),
     };

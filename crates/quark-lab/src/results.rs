@@ -51,7 +51,8 @@ pub struct Report {
 /// Run-wide settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
-    /// Network profile (`loopback`).
+    /// Network profiles as asked (`loopback`, or profiles such as
+    /// `rtt{10,30}-loss{0,1}`; see `network` for each one).
     pub net: String,
     /// Protocols in run order.
     pub protocols: Vec<String>,
@@ -67,6 +68,9 @@ pub struct RunConfig {
     pub threads: u32,
     /// Whether this was the default suite.
     pub suite: bool,
+    /// Each network of the run and how it was emulated (absent in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<crate::bench::NetInfo>,
 }
 
 /// Outcome of a cell.
@@ -101,6 +105,9 @@ pub struct CellResult {
     /// Measurements (status ok).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Metrics>,
+    /// The emulated network profile the cell ran on (absent: loopback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<String>,
 }
 
 /// Client + server cost split.

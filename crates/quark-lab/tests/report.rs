@@ -83,6 +83,7 @@ fn cell(scenario: &str, protocol: &str, size: u64, m: Metrics) -> CellResult {
             warmup: 1,
         }),
         metrics: Some(m),
+        net: None,
     }
 }
 
@@ -156,6 +157,7 @@ fn fixture() -> Report {
         error: Some("datagram protocols run goodput and streams only, not rps".into()),
         workload: None,
         metrics: None,
+        net: None,
     });
     results.push(CellResult {
         scenario: "persistent".into(),
@@ -172,6 +174,7 @@ fn fixture() -> Report {
             warmup: 0,
         }),
         metrics: None,
+        net: Some("rtt30-loss1".into()),
     });
     let mut report = Report {
         schema: SCHEMA_ID.into(),
@@ -191,6 +194,10 @@ fn fixture() -> Report {
             pin: Some([0, 1]),
             threads: 1,
             suite: true,
+            network: vec![quark_lab::bench::net::info(
+                "rtt30-loss1",
+                quark_lab::bench::NetMode::Link,
+            )],
         },
         results,
         errors: vec!["interrupted by SIGINT; results are partial".into()],

@@ -67,12 +67,12 @@ fn survives_loss_duplication_and_reordering() {
     for s in 0..6 {
         let (mut sim, tls) = Sim::pair(seed(100 + s));
         sim.set_delay(Duration::from_millis(10));
-        for imp in [&mut sim.to_server, &mut sim.to_client] {
-            imp.loss = 0.05;
-            imp.duplicate = 0.02;
-            imp.reorder = 0.05;
-            imp.reorder_delay = Duration::from_millis(7);
-        }
+        sim.impair(|c| {
+            c.loss = 0.05;
+            c.duplicate = 0.02;
+            c.reorder = 0.05;
+            c.reorder_depth = quark_netem::ReorderDepth::Delay(Duration::from_millis(7));
+        });
         let c = sim.connect(&tls);
         let mut echo = Echo::new(c, vec![payload(200_000, 9), payload(30_000, 10)]);
         run_echo(&mut sim, &mut echo, 400_000);
@@ -239,11 +239,11 @@ fn gro_batches_with_loss_and_reordering() {
         let (mut sim, tls) = Sim::pair(seed(300 + s));
         sim.gro = true;
         sim.set_delay(Duration::from_millis(5));
-        for imp in [&mut sim.to_server, &mut sim.to_client] {
-            imp.loss = 0.02;
-            imp.reorder = 0.05;
-            imp.reorder_delay = Duration::from_millis(2);
-        }
+        sim.impair(|l| {
+            l.loss = 0.02;
+            l.reorder = 0.05;
+            l.reorder_depth = quark_netem::ReorderDepth::Delay(Duration::from_millis(2));
+        });
         let c = sim.connect(&tls);
         let mut echo = Echo::new(c, vec![payload(3_000_000, 4), payload(50_000, 5)]);
         run_echo(&mut sim, &mut echo, 400_000);

@@ -58,6 +58,7 @@ compile_error!("quark-udp supports Linux only");
 mod socket;
 pub mod stats;
 mod sys;
+pub mod tun;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 

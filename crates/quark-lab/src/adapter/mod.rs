@@ -267,6 +267,19 @@ pub fn default_reference() -> &'static str {
     }
 }
 
+/// Where a client socket binds for `server`: loopback for a loopback server (as
+/// before), else any address (an emulated link's namespace, e.g. 10.77.0.2).
+pub(crate) fn client_bind(server: std::net::SocketAddr) -> std::net::SocketAddr {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    let ip: IpAddr = match server.ip() {
+        IpAddr::V4(v) if v.is_loopback() => Ipv4Addr::LOCALHOST.into(),
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(v) if v.is_loopback() => Ipv6Addr::LOCALHOST.into(),
+        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    SocketAddr::new(ip, 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,13 +18,24 @@ use crate::scenario::{Params, Scenario};
 use crate::workload::Phase;
 
 mod merge;
+pub mod net;
 mod procs;
 
 pub use merge::merge;
+pub use net::{NetInfo, NetMode, NetModeChoice};
 use procs::{CellError, Procs, Side, Signals};
 
-/// Network profiles. Only `loopback` exists; emulated delay/loss comes later.
-pub const NET_PROFILES: &[&str] = &["loopback"];
+/// Network profiles by name: `loopback` (no emulation) and quark-netem's named
+/// profiles; the grammar `rtt<ms>-loss<pct>[-reorder<pct>][-rate<mbit>]` adds the rest.
+pub const NET_PROFILES: &[&str] = &[
+    "loopback",
+    "lan",
+    "interop",
+    "blackhole",
+    "reorder0.1",
+    "reorder1",
+    "rtt<ms>-loss<pct>[-reorder<pct>][-rate<mbit>]",
+];
 
 /// Everything `quark bench` was asked to do.
 #[derive(Debug, Clone)]
@@ -37,8 +48,11 @@ pub struct BenchConfig {
     pub scenarios: Vec<(Scenario, Params)>,
     /// Whether this is the default suite.
     pub suite: bool,
-    /// Network profile.
+    /// Network profiles, comma-separated, braces expanded
+    /// (`loopback`, `rtt{10,30}-loss{0,1}`, `interop`, ...).
     pub net: String,
+    /// How emulated profiles are run.
+    pub net_mode: NetModeChoice,
     /// CPUs for server and client.
     pub pin: Option<(usize, usize)>,
     /// Runtime threads per child.
@@ -64,12 +78,11 @@ pub struct BenchConfig {
 impl BenchConfig {
     /// Checks the configuration before anything starts.
     pub fn validate(&self) -> anyhow::Result<()> {
-        if !NET_PROFILES.contains(&self.net.as_str()) {
-            bail!(
-                "unknown network profile '{}' (available: {})",
-                self.net,
-                NET_PROFILES.join(", ")
-            );
+        net::validate(&net::expand(&self.net)?)?;
+        if self.net_mode == NetModeChoice::Link
+            && let Some(why) = net::link_unavailable()
+        {
+            bail!("--net-mode link: cannot make network namespaces ({why})");
         }
         for p in &self.protocols {
             if find(p).is_none() {
@@ -182,85 +195,167 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             pin: cfg.pin.map(|(s, c)| [s as u32, c as u32]),
             threads: cfg.threads,
             suite: cfg.suite,
+            network: Vec::new(),
         },
         results: Vec::new(),
         errors: Vec::new(),
         summary: Vec::new(),
     };
     let mut exit_code = 0;
-    'cells: for (scenario, params) in &cfg.scenarios {
-        for proto in &cfg.protocols {
-            let adapter = find(proto).ok_or_else(|| anyhow!("unknown protocol {proto}"))?;
-            let phases = match scenario.phases(params, adapter.kind()) {
-                Ok(p) => p,
-                Err(why) => {
-                    log(&format!("{} {proto}: skipped ({why})", scenario.name()));
-                    report.results.push(CellResult {
-                        scenario: scenario.name().into(),
-                        protocol: proto.clone(),
-                        label: "-".into(),
-                        status: Status::Skipped,
-                        error: Some(why),
-                        workload: None,
-                        metrics: None,
-                    });
-                    continue;
-                }
+    let nets = net::expand(&cfg.net)?;
+    let mut infos = Vec::new();
+    for name in &nets {
+        let mode = net::mode_for(name, cfg.net_mode)?;
+        let info = net::info(name, mode);
+        if mode != NetMode::Loopback {
+            let how = match mode {
+                NetMode::Link => "layer-3 link between network namespaces".to_string(),
+                _ => format!(
+                    "UDP relay (UDP protocols only: {})",
+                    net::link_unavailable().unwrap_or_else(|| "asked for".into())
+                ),
             };
-            let cell = Cell {
-                cfg: &cfg,
-                scenario: *scenario,
-                proto,
-                phases: &phases,
-                cert: &cert,
-                key: &key,
-            };
-            let mut procs = Procs::new(&cfg.exe, &mut signals, cfg.timeout);
-            let res = cell.run(&mut procs, &mut report.results, &mut log).await;
-            match res {
-                Ok(()) => procs.shutdown().await,
-                Err(CellError::Failed(msg)) => {
-                    procs.kill().await;
-                    exit_code = 1;
-                    let done = report
-                        .results
-                        .iter()
-                        .filter(|r| r.scenario == scenario.name() && r.protocol == *proto)
-                        .count();
-                    let phase = phases.get(done.min(phases.len().saturating_sub(1)));
-                    log(&format!(
-                        "{} {proto} {}: error: {msg}",
-                        scenario.name(),
-                        phase.map_or("-", |p| &p.label)
-                    ));
-                    report.results.push(CellResult {
-                        scenario: scenario.name().into(),
-                        protocol: proto.clone(),
-                        label: phase.map_or("-".into(), |p| p.label.clone()),
-                        status: Status::Error,
-                        error: Some(msg),
-                        workload: phase.map(|p| p.workload.clone()),
-                        metrics: None,
-                    });
+            log(&format!("network {}; {how}", info.description));
+        }
+        infos.push(info);
+    }
+    report.config.network = infos.clone();
+    'cells: for info in &infos {
+        for (scenario, params) in &cfg.scenarios {
+            for proto in &cfg.protocols {
+                let adapter = find(proto).ok_or_else(|| anyhow!("unknown protocol {proto}"))?;
+                let suffix = net_suffix(&nets, info);
+                let phases = match scenario.phases(params, adapter.kind()) {
+                    Ok(p) if info.mode == NetMode::Relay && !net::carried_by_relay(proto) => {
+                        let why = format!(
+                            "{proto} runs over TCP and the UDP relay carries only UDP ({})",
+                            net::link_unavailable().map_or_else(
+                                || "--net-mode relay".to_string(),
+                                |w| format!("network namespaces unavailable: {w}")
+                            )
+                        );
+                        log(&format!(
+                            "{} {proto}{suffix}: skipped ({why})",
+                            scenario.name()
+                        ));
+                        drop(p);
+                        report.results.push(CellResult {
+                            scenario: scenario.name().into(),
+                            protocol: proto.clone(),
+                            label: format!("-{suffix}"),
+                            status: Status::Skipped,
+                            error: Some(why),
+                            workload: None,
+                            metrics: None,
+                            net: net_field(info),
+                        });
+                        continue;
+                    }
+                    Ok(mut p) => {
+                        for phase in &mut p {
+                            phase.label.push_str(&suffix);
+                        }
+                        p
+                    }
+                    Err(why) => {
+                        log(&format!("{} {proto}: skipped ({why})", scenario.name()));
+                        report.results.push(CellResult {
+                            scenario: scenario.name().into(),
+                            protocol: proto.clone(),
+                            label: format!("-{suffix}"),
+                            status: Status::Skipped,
+                            error: Some(why),
+                            workload: None,
+                            metrics: None,
+                            net: net_field(info),
+                        });
+                        continue;
+                    }
+                };
+                let cell = Cell {
+                    cfg: &cfg,
+                    scenario: *scenario,
+                    proto,
+                    phases: &phases,
+                    cert: &cert,
+                    key: &key,
+                    net: info,
+                };
+                let mut procs = Procs::new(&cfg.exe, &mut signals, cfg.timeout);
+                let mut emulator = None;
+                let res = cell
+                    .run(&mut procs, &mut emulator, &mut report.results, &mut log)
+                    .await;
+                let res = match res {
+                    Ok(()) => {
+                        procs.shutdown().await;
+                        Ok(())
+                    }
+                    Err(e) => {
+                        procs.kill().await;
+                        Err(e)
+                    }
+                };
+                if let Some(e) = emulator.take() {
+                    net::Emulator::stop(e).await;
                 }
-                Err(CellError::Interrupted(sig)) => {
-                    procs.kill().await;
-                    exit_code = 130;
-                    report
-                        .errors
-                        .push(format!("interrupted by {sig}; results are partial"));
-                    break 'cells;
+                match res {
+                    Ok(()) => {}
+                    Err(CellError::Failed(msg)) => {
+                        exit_code = 1;
+                        let done = report
+                            .results
+                            .iter()
+                            .filter(|r| r.scenario == scenario.name() && r.protocol == *proto)
+                            .count();
+                        let phase = phases.get(done.min(phases.len().saturating_sub(1)));
+                        log(&format!(
+                            "{} {proto} {}: error: {msg}",
+                            scenario.name(),
+                            phase.map_or("-", |p| &p.label)
+                        ));
+                        report.results.push(CellResult {
+                            scenario: scenario.name().into(),
+                            protocol: proto.clone(),
+                            label: phase.map_or("-".into(), |p| p.label.clone()),
+                            status: Status::Error,
+                            error: Some(msg),
+                            workload: phase.map(|p| p.workload.clone()),
+                            metrics: None,
+                            net: net_field(info),
+                        });
+                    }
+                    Err(CellError::Interrupted(sig)) => {
+                        exit_code = 130;
+                        report
+                            .errors
+                            .push(format!("interrupted by {sig}; results are partial"));
+                        break 'cells;
+                    }
                 }
+                drop(procs);
+                report.summarize();
+                save(&cfg, &mut report)?;
             }
-            drop(procs);
-            report.summarize();
-            save(&cfg, &mut report)?;
         }
     }
     report.complete = exit_code == 0;
     report.summarize();
     save(&cfg, &mut report)?;
     Ok(Outcome { report, exit_code })
+}
+
+/// ` @profile` after phase labels when the run has an emulated network.
+fn net_suffix(nets: &[String], info: &NetInfo) -> String {
+    if nets.len() == 1 && info.mode == NetMode::Loopback {
+        String::new()
+    } else {
+        format!(" @{}", info.profile)
+    }
+}
+
+fn net_field(info: &NetInfo) -> Option<String> {
+    (info.mode != NetMode::Loopback).then(|| info.profile.clone())
 }
 
 fn save(cfg: &BenchConfig, report: &mut Report) -> anyhow::Result<()> {
@@ -300,6 +395,7 @@ struct Cell<'a> {
     phases: &'a [Phase],
     cert: &'a std::path::Path,
     key: &'a std::path::Path,
+    net: &'a NetInfo,
 }
 
 impl Cell<'_> {
@@ -316,22 +412,46 @@ impl Cell<'_> {
     async fn run(
         &self,
         procs: &mut Procs<'_>,
+        emulator: &mut Option<net::Emulator>,
         results: &mut Vec<CellResult>,
         log: &mut impl FnMut(&str),
     ) -> Result<(), CellError> {
         let cfg = self.cfg;
+        // Link mode: a fresh link per cell (the same seed, so the same
+        // impairments, and blackholes timed from the cell's first packet).
+        let prefix = format!("qlab{}", std::process::id() % 1_000_000);
+        let (listen, netns) = if self.net.mode == NetMode::Link {
+            let e = net::Emulator::link(&cfg.exe, &self.net.profile, &prefix)
+                .await
+                .map_err(|e| CellError::Failed(format!("{e:#}")))?;
+            *emulator = Some(e);
+            let ip = IpAddr::from(net::LINK_SERVER_ADDR);
+            (SocketAddr::new(ip, cfg.listen.port()), Some(prefix))
+        } else {
+            (cfg.listen, None)
+        };
         let server = ServerArgs {
             common: self.common(cfg.pin.map(|p| p.0)),
-            listen: cfg.listen,
+            listen,
             key: self.key.into(),
             die_after: cfg.die_after,
         };
-        procs.spawn(Side::Server, "lab-server", &server.to_argv())?;
+        let ns = |side: &str| netns.as_ref().map(|p| format!("{p}-{side}"));
+        procs.spawn_in(ns("a"), Side::Server, "lab-server", &server.to_argv())?;
         let Listening { addr } = procs.expect(Side::Server, "listening").await?;
         let addr = match addr.ip() {
             // A wildcard listener is reached over loopback.
             ip if ip.is_unspecified() => SocketAddr::new(IpAddr::from([127, 0, 0, 1]), addr.port()),
             _ => addr,
+        };
+        let addr = if self.net.mode == NetMode::Relay {
+            let (e, relay) = net::Emulator::relay(&cfg.exe, &self.net.profile, addr)
+                .await
+                .map_err(|e| CellError::Failed(format!("{e:#}")))?;
+            *emulator = Some(e);
+            relay
+        } else {
+            addr
         };
         let phases =
             serde_json::to_string(self.phases).map_err(|e| CellError::Failed(e.to_string()))?;
@@ -341,7 +461,7 @@ impl Cell<'_> {
             phases,
             progress_ms: if cfg.progress { 100 } else { 0 },
         };
-        procs.spawn(Side::Client, "lab-client", &client.to_argv())?;
+        procs.spawn_in(ns("b"), Side::Client, "lab-client", &client.to_argv())?;
         for phase in self.phases {
             procs.rearm();
             let _: Ignore = procs.expect(Side::Client, "phase").await?;
@@ -382,6 +502,7 @@ impl Cell<'_> {
                 error: None,
                 workload: Some(phase.workload.clone()),
                 metrics: Some(metrics),
+                net: net_field(self.net),
             });
         }
         let _: Ignore = procs.expect(Side::Client, "finished").await?;

@@ -118,14 +118,23 @@ impl<'a> Procs<'a> {
         self.deadline = Instant::now() + self.timeout;
     }
 
-    /// Spawns `quark <sub> <args>` as `side`.
-    pub(super) fn spawn(
+    /// Spawns `quark <sub> <args>` as `side`, inside network namespace `netns`
+    /// if given (`ip netns exec` replaces itself with quark: same process).
+    pub(super) fn spawn_in(
         &mut self,
+        netns: Option<String>,
         side: Side,
         sub: &str,
         args: &[String],
     ) -> Result<(), CellError> {
-        let mut cmd = Command::new(self.exe);
+        let mut cmd = match &netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(self.exe);
+                c
+            }
+            None => Command::new(self.exe),
+        };
         cmd.arg(sub)
             .args(args)
             .stdin(Stdio::piped())

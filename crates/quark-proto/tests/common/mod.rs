@@ -1,47 +1,26 @@
 //! A deterministic, in-memory network between a client and a server endpoint on a
-//! simulated clock. Impairments are drawn from a seeded RNG: a failing seed replays
-//! exactly (`SIM_SEED=<n> cargo test ...`).
+//! simulated clock. The network is quark-netem's emulator (a `Path` of two links:
+//! delay, jitter, loss, burst loss, reordering, duplication, corruption, rate limit,
+//! blackholes) seeded from the test's seed: a failing seed replays exactly
+//! (`SIM_SEED=<n> cargo test ...`).
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use quark_netem::{LinkConfig, Path, Profile};
 use quark_proto::{
     ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, ServerConfig, TransportConfig,
 };
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 pub mod app;
 
 pub const ALPN: &[u8] = b"hq-interop";
 
-/// Impairments applied to every datagram, per direction.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Impairments {
-    /// One-way delay.
-    pub delay: Duration,
-    /// Probability a datagram is dropped.
-    pub loss: f64,
-    /// Probability a datagram is delivered twice.
-    pub duplicate: f64,
-    /// Probability a datagram is held back by `reorder_delay`.
-    pub reorder: f64,
-    pub reorder_delay: Duration,
-}
-
 /// Inspects or rewrites a datagram: `(to_server, datagram) -> deliver?`.
 pub type Filter = Box<dyn FnMut(bool, &mut Vec<u8>) -> bool>;
-
-struct InFlight {
-    at: Instant,
-    seq: u64,
-    to_server: bool,
-    data: Vec<u8>,
-}
 
 /// Certificates and TLS configurations for tests.
 pub struct Tls {
@@ -113,14 +92,12 @@ pub struct Sim {
     pub server: Endpoint,
     pub client_addr: SocketAddr,
     pub server_addr: SocketAddr,
-    pub to_server: Impairments,
-    pub to_client: Impairments,
-    rng: StdRng,
-    queue: VecDeque<InFlight>,
-    seq: u64,
+    /// The network: `up` carries client → server, `down` server → client.
+    pub path: Path,
     buf: Vec<u8>,
     /// Datagrams delivered per direction (client→server, server→client).
     pub delivered: (u64, u64),
+    /// Datagrams the network dropped per direction, any cause.
     pub dropped: (u64, u64),
     /// Largest datagram seen.
     pub max_datagram: usize,
@@ -154,11 +131,7 @@ impl Sim {
             server: Endpoint::new(Arc::new(server_cfg), Some(Arc::new(server))),
             client_addr: "10.0.0.1:5000".parse().unwrap(),
             server_addr: "10.0.0.2:443".parse().unwrap(),
-            to_server: Impairments::default(),
-            to_client: Impairments::default(),
-            rng: StdRng::seed_from_u64(seed),
-            queue: VecDeque::new(),
-            seq: 0,
+            path: Path::symmetric(LinkConfig::default(), seed),
             buf: Vec::new(),
             delivered: (0, 0),
             dropped: (0, 0),
@@ -189,14 +162,25 @@ impl Sim {
             .unwrap()
     }
 
+    /// Changes both directions' impairments (for datagrams sent from now on).
+    pub fn impair(&mut self, mut f: impl FnMut(&mut LinkConfig)) {
+        f(self.path.up.config_mut());
+        f(self.path.down.config_mut());
+    }
+
     pub fn set_delay(&mut self, one_way: Duration) {
-        self.to_server.delay = one_way;
-        self.to_client.delay = one_way;
+        self.impair(|c| c.delay = one_way);
     }
 
     pub fn set_loss(&mut self, loss: f64) {
-        self.to_server.loss = loss;
-        self.to_client.loss = loss;
+        self.impair(|c| c.loss = loss);
+    }
+
+    /// Puts both directions under a network profile (`lan`, `rtt30-loss1`, ...).
+    pub fn set_profile(&mut self, name: &str) {
+        let p = Profile::parse(name).unwrap();
+        *self.path.up.config_mut() = p.up;
+        *self.path.down.config_mut() = p.down;
     }
 
     fn enqueue(&mut self, to_server: bool, mut data: Vec<u8>) {
@@ -210,37 +194,16 @@ impl Sim {
                 return;
             }
         }
-        let imp = if to_server {
-            self.to_server
+        let link = if to_server {
+            &mut self.path.up
         } else {
-            self.to_client
+            &mut self.path.down
         };
-        if self.rng.random_bool(imp.loss.clamp(0.0, 1.0)) {
-            if to_server {
-                self.dropped.0 += 1
-            } else {
-                self.dropped.1 += 1
-            }
-            return;
-        }
-        let copies = if self.rng.random_bool(imp.duplicate.clamp(0.0, 1.0)) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let mut at = self.now + imp.delay;
-            if self.rng.random_bool(imp.reorder.clamp(0.0, 1.0)) {
-                at += imp.reorder_delay;
-            }
-            self.seq += 1;
-            self.queue.push_back(InFlight {
-                at,
-                seq: self.seq,
-                to_server,
-                data: data.clone(),
-            });
-        }
+        link.send(self.now, data);
+        self.dropped = (
+            self.path.up.counters().dropped(),
+            self.path.down.counters().dropped(),
+        );
     }
 
     /// Collect everything both sides want to send right now.
@@ -296,64 +259,81 @@ impl Sim {
         any
     }
 
-    /// Deliver datagrams due now. Returns whether any was delivered.
+    /// Deliver datagrams due now, earliest first across both directions.
+    /// Returns whether any was delivered.
     fn deliver(&mut self) -> bool {
-        let mut due: Vec<InFlight> = Vec::new();
-        let mut i = 0;
-        while i < self.queue.len() {
-            if self.queue[i].at <= self.now {
-                due.push(self.queue.remove(i).unwrap());
-            } else {
-                i += 1;
-            }
-        }
-        due.sort_by_key(|d| (d.at, d.seq));
-        let any = !due.is_empty();
-        let mut due = due.into_iter().peekable();
-        while let Some(mut d) = due.next() {
-            // GRO: the kernel coalesces back-to-back datagrams of one size.
-            let stride = d.data.len();
-            if self.gro {
-                while let Some(next) = due.peek() {
-                    if next.to_server != d.to_server
-                        || next.data.len() > stride
-                        || d.data.len() >= 64 * stride
-                    {
-                        break;
-                    }
-                    let last = next.data.len() < stride;
-                    let next = due.next().unwrap();
-                    d.data.extend_from_slice(&next.data);
-                    if last {
-                        break;
-                    }
-                }
-            }
+        let mut any = false;
+        loop {
+            let up = self.path.up.next_deadline().filter(|&t| t <= self.now);
+            let down = self.path.down.next_deadline().filter(|&t| t <= self.now);
+            let to_server = match (up, down) {
+                (Some(u), Some(d)) => u <= d,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return any,
+            };
             let now = self.now;
-            let (ep, from) = if d.to_server {
-                self.delivered.0 += 1;
-                (&mut self.server, self.client_addr)
+            let link = if to_server {
+                &mut self.path.up
             } else {
-                self.delivered.1 += 1;
-                (&mut self.client, self.server_addr)
+                &mut self.path.down
             };
-            let mut events = Vec::with_capacity(8); // allocated outside the counted call
-            let mut call = || {
-                ep.handle_batch(now, from, None, None, &mut d.data, stride, |e| {
-                    events.push(e)
-                })
+            let Some(mut data) = link.poll(now) else {
+                return any; // unreachable: a deadline at or before now has a datagram
             };
-            match self.counted {
-                Some(wrap) => wrap(&mut call),
-                None => call(),
-            }
-            for ev in events {
-                if let quark_proto::DatagramEvent::NewConnection(h) = ev {
-                    self.server_handles.push(h);
+            any = true;
+            // GRO: the kernel coalesces back-to-back datagrams of one size.
+            let stride = data.len();
+            let mut segments = 1;
+            let mut carry = None;
+            while self.gro && segments < 64 && link.next_deadline().is_some_and(|t| t <= now) {
+                let Some(next) = link.poll(now) else { break };
+                if next.len() > stride {
+                    carry = Some(next); // not coalescible: delivered on its own
+                    break;
+                }
+                let last = next.len() < stride;
+                data.extend_from_slice(&next);
+                segments += 1;
+                if last {
+                    break;
                 }
             }
+            let stride = if segments > 1 { stride } else { data.len() };
+            self.deliver_one(to_server, &mut data, stride);
+            if let Some(mut next) = carry {
+                let len = next.len();
+                self.deliver_one(to_server, &mut next, len);
+            }
         }
-        any
+    }
+
+    /// Hand one receive (a datagram, or a GRO buffer of `stride`-sized ones) to
+    /// the receiving endpoint.
+    fn deliver_one(&mut self, to_server: bool, data: &mut [u8], stride: usize) {
+        let now = self.now;
+        let (ep, from) = if to_server {
+            self.delivered.0 += 1;
+            (&mut self.server, self.client_addr)
+        } else {
+            self.delivered.1 += 1;
+            (&mut self.client, self.server_addr)
+        };
+        let mut events = Vec::with_capacity(8); // allocated outside the counted call
+        let mut call = || {
+            ep.handle_batch(now, from, None, None, data, stride.max(1), |e| {
+                events.push(e)
+            })
+        };
+        match self.counted {
+            Some(wrap) => wrap(&mut call),
+            None => call(),
+        }
+        for ev in events {
+            if let quark_proto::DatagramEvent::NewConnection(h) = ev {
+                self.server_handles.push(h);
+            }
+        }
     }
 
     fn next_timeout(&self) -> Option<Instant> {
@@ -365,7 +345,7 @@ impl Sim {
             .server
             .handles()
             .filter_map(|h| self.server.connection(h).unwrap().poll_timeout());
-        c.chain(s).chain(self.queue.iter().map(|d| d.at)).min()
+        c.chain(s).chain(self.path.next_deadline()).min()
     }
 
     /// Run one step: send, deliver, or advance the clock to the next event.

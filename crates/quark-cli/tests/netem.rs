@@ -1,0 +1,298 @@
+//! `quark relay` and `quark link` as a user runs them: a transfer through an
+//! impaired relay still matches by hash, the layer-3 link carries a transfer
+//! between its namespaces and leaves nothing behind, and bad input ends in one
+//! `error:` line with exit code 2.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use sha2::{Digest, Sha256};
+
+const QUARK: &str = env!("CARGO_BIN_EXE_quark");
+
+/// Kills (SIGKILL) a child on drop: a test failing midway leaves no process.
+struct Proc {
+    child: Child,
+    /// Collects the rest of the child's stderr.
+    rest: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proc {
+    /// SIGTERM, then wait: the process prints its counters and cleans up.
+    /// Returns whether it exited successfully, and its stderr.
+    fn terminate(mut self) -> (bool, String) {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let ok = self.child.wait().unwrap().success();
+        let rest = self
+            .rest
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default();
+        (ok, rest)
+    }
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("quark-netem-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn sha(b: &[u8]) -> Vec<u8> {
+    Sha256::digest(b).to_vec()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Spawns `cmd` and waits for a line on stderr starting with `ready`
+/// (stderr keeps being drained afterwards).
+fn spawn_ready(mut cmd: Command, ready: &str) -> Proc {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().starts_with(ready) {
+            let rest = std::thread::spawn(move || {
+                lines.map_while(Result::ok).collect::<Vec<_>>().join("\n")
+            });
+            return Proc {
+                child,
+                rest: Some(rest),
+            };
+        }
+    }
+    let _ = child.wait();
+    panic!("{cmd:?} did not print '{ready}'");
+}
+
+/// A file of `len` pseudo-random bytes in `root`.
+fn file(root: &Path, len: usize) -> Vec<u8> {
+    let data: Vec<u8> = (0..len as u64)
+        .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8)
+        .collect();
+    std::fs::write(root.join("f.bin"), &data).unwrap();
+    data
+}
+
+#[test]
+fn transfer_through_a_lossy_relay_matches() {
+    let dir = tempdir("relay");
+    let data = file(&dir, 1_000_000);
+    let port = free_port();
+    let mut serve = Command::new(QUARK);
+    serve.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"]);
+    serve.arg(&dir);
+    let _server = spawn_ready(serve, "serving ");
+    let mut relay = Command::new(QUARK)
+        .args([
+            "relay",
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--delay", "2ms", "--loss", "5%", "--seed", "7"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(relay.stdout.take().unwrap());
+    let err = BufReader::new(relay.stderr.take().unwrap());
+    let relay = Proc {
+        child: relay,
+        rest: Some(std::thread::spawn(move || {
+            err.lines()
+                .map_while(Result::ok)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })),
+    };
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening ")
+        .expect(&line)
+        .to_string();
+    let relay_port = addr.rsplit(':').next().unwrap();
+    let got = Command::new(QUARK)
+        .args(["get", &format!("https://localhost:{relay_port}/f.bin")])
+        .args(["-o", "-", "--insecure", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(got.status.success(), "{}", stderr(&got));
+    assert_eq!(sha(&got.stdout), sha(&data));
+    let (ok, report) = relay.terminate();
+    assert!(ok, "{report}");
+    // Both directions lost datagrams, and said so.
+    let lost: Vec<u64> = report
+        .lines()
+        .filter_map(|l| l.split("(loss ").nth(1))
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(lost.len(), 2, "{report}");
+    assert!(lost.iter().all(|&n| n > 0), "{report}");
+}
+
+/// Why the layer-3 link can't be tested here, if it can't.
+fn no_link() -> Option<String> {
+    if !Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+    {
+        return Some("not root".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("no /dev/net/tun".into());
+    }
+    match Command::new("ip").args(["netns", "list"]).output() {
+        Ok(o) if o.status.success() => None,
+        _ => Some("no network namespaces (`ip netns list` fails)".into()),
+    }
+}
+
+fn netns_exists(name: &str) -> bool {
+    Path::new("/run/netns").join(name).exists()
+}
+
+#[test]
+fn layer3_link_carries_a_transfer_and_cleans_up() {
+    if let Some(why) = no_link() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let prefix = format!("qt{}", std::process::id() % 100_000);
+    let (a, b) = (format!("{prefix}-a"), format!("{prefix}-b"));
+    let dir = tempdir("link");
+    let data = file(&dir, 500_000);
+    let mut up = Command::new(QUARK);
+    up.args([
+        "link", "up", "--prefix", &prefix, "--delay", "2ms", "--loss", "1%",
+    ]);
+    let link = spawn_ready(up, "link up");
+    assert!(netns_exists(&a) && netns_exists(&b));
+    let mut serve = Command::new("ip");
+    serve.args([
+        "netns",
+        "exec",
+        &a,
+        QUARK,
+        "serve",
+        "--listen",
+        "10.77.0.1:4433",
+        "--root",
+    ]);
+    serve.arg(&dir);
+    let server = spawn_ready(serve, "serving ");
+    let got = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &b,
+            QUARK,
+            "get",
+            "https://10.77.0.1:4433/f.bin",
+        ])
+        .args(["-o", "-", "--insecure", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(got.status.success(), "{}", stderr(&got));
+    assert_eq!(sha(&got.stdout), sha(&data));
+    drop(server);
+    let (ok, report) = link.terminate();
+    assert!(ok, "{report}");
+    assert!(report.contains("removed"), "{report}");
+    assert!(
+        !netns_exists(&a) && !netns_exists(&b),
+        "namespaces left: {report}"
+    );
+
+    // `link down` removes what a killed `link up` left behind.
+    Command::new("ip")
+        .args(["netns", "add", &a])
+        .status()
+        .unwrap();
+    let down = Command::new(QUARK)
+        .args(["link", "down", "--prefix", &prefix])
+        .output()
+        .unwrap();
+    assert!(down.status.success(), "{}", stderr(&down));
+    assert!(!netns_exists(&a));
+}
+
+#[test]
+fn bad_input_is_one_error_line_and_exit_2() {
+    let relay = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["relay", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:9"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let mut cases: Vec<Vec<String>> = [
+        &["--loss", "200%"][..],
+        &["--loss", "x"],
+        &["--delay", "5"],
+        &["--delay=-5ms"],
+        &["--jitter", "1 parsec"],
+        &["--rate", "fast"],
+        &["--queue", "64KB"],
+        &["--rate", "10mbit", "--queue", "lots"],
+        &["--blackhole", "5s"],
+        &["--burst", "1%"],
+        &["--reorder", "101%"],
+        &["--reorder-depth", "0"],
+        &["--duplicate=-1%"],
+        &["--corrupt", "1e5"],
+        &["--profile", "wifi"],
+        &["--profile", "rtt10-loss101"],
+        &["--seed=-1"],
+    ]
+    .iter()
+    .map(|extra| relay(extra))
+    .collect();
+    for v in [
+        vec!["relay", "--listen", "nowhere", "--to", "127.0.0.1:9"],
+        vec!["relay", "--listen", "127.0.0.1:0", "--to", "localhost"],
+        vec!["link", "up", "--profile", "wifi"],
+        vec!["link", "up", "--prefix", "a/b"],
+        vec!["link", "down", "--prefix", "much-too-long-prefix"],
+        vec!["bench", "--net", "wifi"],
+        vec!["bench", "--net", "rtt{10,30"],
+        vec!["bench", "--net-mode", "carrier-pigeon"],
+    ] {
+        cases.push(v.into_iter().map(String::from).collect());
+    }
+    for args in cases {
+        let out = Command::new(QUARK).args(&args).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,119 @@
+//! TUN devices: a network interface whose IP packets this process reads and
+//! writes (used by `quark link` to put an emulated link between two network
+//! namespaces). Linux only; creating one needs `CAP_NET_ADMIN`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+/// An open TUN device carrying bare IP packets (no packet-information header).
+/// Reads block until a packet arrives; writes don't (the kernel takes the packet
+/// as if a NIC had received it). Reads and writes may come from different
+/// threads. The device disappears when this is dropped.
+#[derive(Debug)]
+pub struct Tun {
+    file: File,
+    name: String,
+}
+
+impl Tun {
+    /// Creates the TUN device `name` (at most 15 bytes) in the current network
+    /// namespace. It may later be moved to another namespace with
+    /// `ip link set NAME netns NS`; this handle keeps working.
+    pub fn create(name: &str) -> io::Result<Tun> {
+        let bytes = name.as_bytes();
+        if bytes.is_empty()
+            || bytes.len() >= libc::IFNAMSIZ
+            || bytes
+                .iter()
+                .any(|&b| b == 0 || b == b'/' || b.is_ascii_whitespace())
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("bad interface name '{name}'"),
+            ));
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open("/dev/net/tun")?;
+        let mut ifr_name = [0 as libc::c_char; libc::IFNAMSIZ];
+        for (d, &s) in ifr_name.iter_mut().zip(bytes) {
+            *d = s as libc::c_char;
+        }
+        let mut req = libc::ifreq {
+            ifr_name,
+            ifr_ifru: libc::__c_anonymous_ifr_ifru {
+                ifru_flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+            },
+        };
+        // SAFETY: `file` is an open /dev/net/tun descriptor and `req` a valid,
+        // initialised `struct ifreq` that outlives the call; TUNSETIFF reads the
+        // name and flags and writes the (same) name back into it.
+        let rc = unsafe { libc::ioctl(file.as_raw_fd(), libc::TUNSETIFF as _, &mut req) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Tun {
+            file,
+            name: name.to_string(),
+        })
+    }
+
+    /// The interface name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Reads one IP packet, waiting for it.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        (&self.file).read(buf)
+    }
+
+    /// Writes one IP packet.
+    pub fn send(&self, packet: &[u8]) -> io::Result<usize> {
+        (&self.file).write(packet)
+    }
+}
+
+impl AsRawFd for Tun {
+    fn as_raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+}
+
+impl AsFd for Tun {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_names() {
+        for bad in ["", "a-name-that-is-too-long", "a/b", "a b", "a\0b"] {
+            let e = Tun::create(bad).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn creates_a_device_when_allowed() {
+        // Needs CAP_NET_ADMIN and /dev/net/tun; otherwise there is nothing to test.
+        let name = format!("qtt{}", std::process::id() % 100_000);
+        match Tun::create(&name) {
+            Ok(t) => {
+                assert_eq!(t.name(), name);
+                assert!(std::path::Path::new("/sys/class/net").join(&name).exists());
+                drop(t);
+                assert!(!std::path::Path::new("/sys/class/net").join(&name).exists());
+            }
+            Err(e) => eprintln!("skipped: cannot create a TUN device: {e}"),
+        }
+    }
+}
