@@ -67,6 +67,16 @@ pub struct RunConfig {
     pub threads: u32,
     /// Whether this was the default suite.
     pub suite: bool,
+    /// Server worker threads (`--server-workers`); absent: one endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_workers: Option<u32>,
+    /// Client sockets connections were spread over.
+    #[serde(default = "one")]
+    pub client_sockets: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Outcome of a cell.

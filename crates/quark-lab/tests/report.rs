@@ -191,6 +191,8 @@ fn fixture() -> Report {
             pin: Some([0, 1]),
             threads: 1,
             suite: true,
+            server_workers: None,
+            client_sockets: 1,
         },
         results,
         errors: vec!["interrupted by SIGINT; results are partial".into()],

@@ -21,17 +21,21 @@
 //! | [`connection`] | `Connection`: open / accept streams, close |
 //! | [`stream`] | `SendStream` (`AsyncWrite`), `RecvStream` (`AsyncRead`) |
 //! | [`tls`] | certificates and rustls configurations (CA file, `--insecure`, cipher suites) |
+//! | [`workers`] | `WorkerGroup`: one address served by N threads (`SO_REUSEPORT`), a connection per core |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
+//! | `forward` | datagrams passed between workers when the kernel put them on the wrong one |
 
 #![warn(missing_docs)]
 
 pub mod connection;
 mod driver;
 pub mod endpoint;
+mod forward;
 pub mod hq;
 mod shared;
 pub mod stream;
 pub mod tls;
+pub mod workers;
 
 pub use connection::{Connecting, Connection};
 pub use endpoint::Endpoint;
@@ -41,3 +45,4 @@ pub use quark_proto::{
     TransportConfig,
 };
 pub use stream::{ReadError, RecvStream, SendStream, WriteError};
+pub use workers::{WorkerGroup, WorkerStats};
