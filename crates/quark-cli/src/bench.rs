@@ -68,6 +68,15 @@ pub(crate) struct Args {
     /// Runtime threads per process (1 = single-threaded runtimes).
     #[arg(long, default_value_t = 1)]
     threads: u32,
+    /// Server worker threads: `quic` runs N SO_REUSEPORT workers (a socket, an
+    /// endpoint and a runtime each); other protocols get an N-thread server
+    /// runtime. Unset: one endpoint on the server's runtime.
+    #[arg(long, value_name = "N")]
+    server_workers: Option<usize>,
+    /// Client sockets to spread connections over (`quic`); use many with
+    /// `--server-workers`, since the kernel spreads load by 4-tuple.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    client_sockets: usize,
     /// TLS 1.3 cipher suite: aes128gcm, aes256gcm or chacha20.
     #[arg(long, default_value = "aes128gcm")]
     cipher: String,
@@ -203,6 +212,8 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         command_line: std::env::args().collect(),
         json: a.json.clone(),
         die_after: a.die_after,
+        server_workers: a.server_workers,
+        client_sockets: a.client_sockets,
     })
 }
 

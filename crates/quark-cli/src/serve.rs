@@ -32,6 +32,10 @@ pub(crate) struct ServeArgs {
     /// Require address validation with a Retry before accepting connections.
     #[arg(long)]
     pub(crate) retry: bool,
+    /// Worker threads, each with its own socket on the address (SO_REUSEPORT)
+    /// serving its own connections; 1 serves from the main runtime.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
+    pub(crate) workers: u16,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -57,6 +61,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let transport: TransportConfig = args.transport.transport_config();
     config.transport = Arc::new(transport);
     config.retry = args.retry;
+    let root = args.root.canonicalize()?;
+    if args.workers > 1 {
+        return serve_workers(config, &args, root).await;
+    }
     let endpoint = Endpoint::server(config, args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     eprintln!(
@@ -64,7 +72,6 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         args.root.display(),
         endpoint.local_addr()?
     );
-    let root = args.root.canonicalize()?;
     loop {
         tokio::select! {
             conn = endpoint.accept() => {
@@ -79,5 +86,32 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), endpoint.wait_idle()).await;
+    Ok(())
+}
+
+/// `--workers N`: every connection is served on the worker thread that owns it.
+async fn serve_workers(
+    config: quark::ServerConfig,
+    args: &ServeArgs,
+    root: PathBuf,
+) -> anyhow::Result<()> {
+    let group = Endpoint::server_multi(config, args.listen, usize::from(args.workers))
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    eprintln!(
+        "serving {} on {} (hq-interop, {} workers)",
+        args.root.display(),
+        group.local_addr(),
+        args.workers
+    );
+    group.serve(move |conn| {
+        tracing::info!(remote = %conn.remote_address(), worker = ?conn.worker(), "connection");
+        quark::hq::serve_connection(conn, root.clone())
+    });
+    let _ = tokio::signal::ctrl_c().await;
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        group.shutdown(0, b"server shutting down"),
+    )
+    .await;
     Ok(())
 }

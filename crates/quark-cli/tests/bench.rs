@@ -160,6 +160,9 @@ fn bad_input_gives_one_error_line_and_nonzero_exit() {
         vec!["--ref", "http2"],
         vec!["-s", "rps", "--requests", "0"],
         vec!["--port", &port],
+        vec!["--server-workers", "0"],
+        vec!["--server-workers", "2", "--pin"],
+        vec!["--client-sockets", "0"],
     ];
     for args in cases {
         let out = quark().arg("bench").args(&args).output().unwrap();
@@ -175,6 +178,35 @@ fn bad_input_gives_one_error_line_and_nonzero_exit() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(stderr(&out).lines().count(), 1);
+}
+
+#[test]
+fn server_workers_reach_the_server_and_the_record() {
+    let json = tmp("workers.json");
+    let out = quark()
+        .args(["bench", "-p", "quic,tcp", "-s", "rps", "--requests", "200"])
+        .args([
+            "--connections",
+            "12",
+            "--server-workers",
+            "2",
+            "--client-sockets",
+            "6",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = read_json(&json);
+    assert_eq!(v["config"]["server_workers"], 2);
+    assert_eq!(v["config"]["client_sockets"], 6);
+    for proto in ["quic", "tcp"] {
+        let r = &cells(&v, "rps", proto)[0]["metrics"];
+        assert_eq!(r["server_counters"]["requests"], 200, "{proto}");
+        assert_eq!(r["server_counters"]["peak_connections"], 12, "{proto}");
+    }
+    let _ = std::fs::remove_file(&json);
 }
 
 #[test]

@@ -147,14 +147,16 @@ fn transfer_through_a_lossy_relay_matches() {
     assert_eq!(sha(&got.stdout), sha(&data));
     let (ok, report) = relay.terminate();
     assert!(ok, "{report}");
-    // Both directions lost datagrams, and said so.
+    // Both directions are reported, and the relay really lost datagrams. (The
+    // client sends only a few dozen: ACKs are rare in bulk transfer, so that
+    // direction may get through a 5 % loss unscathed.)
     let lost: Vec<u64> = report
         .lines()
         .filter_map(|l| l.split("(loss ").nth(1))
         .map(|l| l.split(',').next().unwrap().parse().unwrap())
         .collect();
     assert_eq!(lost.len(), 2, "{report}");
-    assert!(lost.iter().all(|&n| n > 0), "{report}");
+    assert!(lost.iter().sum::<u64>() > 0, "{report}");
 }
 
 /// Why the layer-3 link can't be tested here, if it can't.

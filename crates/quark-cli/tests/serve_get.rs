@@ -40,6 +40,10 @@ fn free_port() -> u16 {
 
 /// Start `quark serve` on `root` and wait until it listens.
 fn serve(root: &Path, dir: &Path) -> Server {
+    serve_with(root, dir, &[])
+}
+
+fn serve_with(root: &Path, dir: &Path, extra: &[&str]) -> Server {
     let cert = dir.join("cert.pem");
     for _ in 0..5 {
         let port = free_port();
@@ -48,6 +52,7 @@ fn serve(root: &Path, dir: &Path) -> Server {
             .arg(root)
             .arg("--write-cert")
             .arg(&cert)
+            .args(extra)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -268,6 +273,30 @@ fn bad_flags() {
             "{args:?}: {err}"
         );
     }
+}
+
+#[test]
+fn worker_threads_serve_every_client() {
+    let dir = tempdir("workers");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let files = write_files(&root);
+    let server = serve_with(&root, &dir, &["--workers", "3"]);
+    let ca = server.cert.to_str().unwrap();
+    // Each `quark get` is a new client socket, so the kernel spreads them.
+    for _ in 0..6 {
+        let url = format!("https://localhost:{}/a.bin", server.port);
+        let result = get(&[&url, "-o", "-", "--ca", ca, "--quiet"]);
+        assert!(result.status.success(), "{}", stderr(&result));
+        assert_eq!(sha(&result.stdout), sha(&files[0].1));
+    }
+    let o = Command::new(QUARK)
+        .args(["serve", "--workers", "0", "--root"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(error_line(&o).contains("--workers"), "{}", stderr(&o));
 }
 
 #[test]

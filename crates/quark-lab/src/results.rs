@@ -71,6 +71,16 @@ pub struct RunConfig {
     /// Each network of the run and how it was emulated (absent in older files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<crate::bench::NetInfo>,
+    /// Server worker threads (`--server-workers`); absent: one endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_workers: Option<u32>,
+    /// Client sockets connections were spread over.
+    #[serde(default = "one")]
+    pub client_sockets: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Outcome of a cell.

@@ -21,6 +21,10 @@ struct Pair {
 }
 
 async fn pair(proto: &str) -> Pair {
+    pair_with(proto, None, 1).await
+}
+
+async fn pair_with(proto: &str, workers: Option<usize>, sockets: usize) -> Pair {
     let adapter = find(proto).unwrap();
     let identity = Identity::generate().unwrap();
     let stats = Arc::new(ServerStats::default());
@@ -30,6 +34,7 @@ async fn pair(proto: &str) -> Pair {
             identity: identity.clone(),
             cipher: Cipher::Aes128Gcm,
             stats: stats.clone(),
+            workers,
         })
         .await
         .unwrap();
@@ -39,6 +44,7 @@ async fn pair(proto: &str) -> Pair {
             server: addr,
             cert: identity.cert.clone(),
             cipher: Cipher::Aes128Gcm,
+            sockets,
         })
         .await
         .unwrap();
@@ -235,6 +241,48 @@ async fn workloads_issue_exact_counts_and_concurrency() {
         );
         p.client.wait_idle().await;
     }
+}
+
+#[tokio::test]
+async fn quic_server_workers_count_every_request_exactly() {
+    // Two SO_REUSEPORT workers, connections from eight client sockets.
+    let p = pair_with("quic", Some(2), 8).await;
+    let w = Workload::Persistent {
+        connections: 16,
+        in_flight: 2,
+        requests: 200,
+        response_len: 2000,
+        body_len: 10,
+        warmup: 0,
+    };
+    let m = run_counted(&p, w).await;
+    let s = p.stats.snapshot();
+    assert_eq!((m.requests, m.peak_connections), (200, 16));
+    assert_eq!(
+        (
+            s.requests,
+            s.peak_connections,
+            s.bytes_out,
+            s.bytes_in,
+            s.errors
+        ),
+        (200, 16, 400_000, 2000, 0)
+    );
+    let w = Workload::Fresh {
+        requests: 30,
+        workers: 5,
+        response_len: 100_000,
+        body_len: 0,
+        warmup: 0,
+    };
+    let m = run_counted(&p, w).await;
+    let s = p.stats.snapshot();
+    assert_eq!((m.requests, m.connections, m.bytes_in), (30, 30, 3_000_000));
+    assert_eq!(
+        (s.requests, s.connections, s.bytes_out),
+        (30, 30, 3_000_000)
+    );
+    p.client.wait_idle().await;
 }
 
 #[tokio::test]

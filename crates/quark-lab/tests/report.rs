@@ -198,6 +198,8 @@ fn fixture() -> Report {
                 "rtt30-loss1",
                 quark_lab::bench::NetMode::Link,
             )],
+            server_workers: None,
+            client_sockets: 1,
         },
         results,
         errors: vec!["interrupted by SIGINT; results are partial".into()],

@@ -1,9 +1,13 @@
 //! Configuration of endpoints and connections.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ring::hmac;
+
 use crate::cc::CcAlgorithm;
+use crate::cid::{ConnectionId, MAX_CID_LEN};
 use crate::packet::VERSION_1;
 
 /// Transport settings shared by both sides of a connection.
@@ -92,6 +96,10 @@ pub struct EndpointConfig {
     pub rng_seed: Option<u64>,
     /// Stateless responses (Version Negotiation, Retry, reset) queued at most.
     pub max_stateless_responses: usize,
+    /// This endpoint's place among several sharing one UDP port (SO_REUSEPORT
+    /// workers): the connection IDs it issues then name it, and datagrams for
+    /// another worker's IDs come out as [`crate::DatagramEvent::Forward`].
+    pub worker: Option<Worker>,
 }
 
 impl Default for EndpointConfig {
@@ -104,7 +112,124 @@ impl Default for EndpointConfig {
             supported_versions: vec![VERSION_1],
             rng_seed: None,
             max_stateless_responses: 256,
+            worker: None,
         }
+    }
+}
+
+/// One of `count` endpoints serving the same address, each with its own
+/// connections (at most 255 of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Worker {
+    index: u8,
+    count: u8,
+}
+
+impl Worker {
+    /// Worker `index` of `count`; `None` unless `index < count <= 255`.
+    pub fn new(index: usize, count: usize) -> Option<Self> {
+        let count = u8::try_from(count).ok()?;
+        let index = u8::try_from(index).ok().filter(|&i| i < count)?;
+        Some(Worker { index, count })
+    }
+
+    /// This worker's index.
+    pub fn index(&self) -> usize {
+        usize::from(self.index)
+    }
+
+    /// How many workers share the address.
+    pub fn count(&self) -> usize {
+        usize::from(self.count)
+    }
+}
+
+/// Makes the connection IDs an endpoint and its connections issue: random bytes,
+/// and with a [`Worker`], a first byte from which the workers (and only they) can
+/// recover the issuing worker's index.
+///
+/// The first byte is `tag ^ mask`, where `tag % count == index` and `mask` is the
+/// first byte of HMAC-SHA256 over the remaining bytes with a key derived from the
+/// endpoints' shared reset key. Without the key the byte looks random, so IDs of
+/// one connection cannot be linked by the worker they name:
+//= https://www.rfc-editor.org/rfc/rfc9000#section-5.1
+//# Connection IDs MUST NOT contain any information that can be used by an
+//# external observer (that is, one that does not cooperate with the issuer) to
+//# correlate them with other connection IDs for the same connection.
+#[derive(Clone)]
+pub struct CidGenerator {
+    len: usize,
+    worker: Option<(Worker, Arc<hmac::Key>)>,
+}
+
+impl CidGenerator {
+    /// The generator an endpoint with `config` uses.
+    pub fn new(config: &EndpointConfig) -> Self {
+        let len = config.cid_len.min(MAX_CID_LEN);
+        // Tagging needs at least one byte to mask the tag with.
+        let worker = config.worker.filter(|_| len >= 2).map(|w| {
+            let root = hmac::Key::new(hmac::HMAC_SHA256, &config.reset_key);
+            let derived = hmac::sign(&root, b"quark worker connection id");
+            (
+                w,
+                Arc::new(hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref())),
+            )
+        });
+        CidGenerator { len, worker }
+    }
+
+    /// Length of the IDs made.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the IDs made are zero-length.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A fresh connection ID.
+    pub fn generate<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> ConnectionId {
+        let Some((w, key)) = &self.worker else {
+            return ConnectionId::random(rng, self.len);
+        };
+        let mut bytes = [0u8; MAX_CID_LEN];
+        let bytes = &mut bytes[..self.len];
+        rng.fill(&mut bytes[1..]);
+        // Any byte value congruent to the index, so the tag itself is spread out.
+        let steps = (255 - w.index) / w.count;
+        let tag = w.index + w.count * rng.random_range(0..=steps);
+        bytes[0] = tag ^ mask(key, &bytes[1..]);
+        ConnectionId::new(bytes).unwrap_or(ConnectionId::EMPTY)
+    }
+
+    /// The worker that issued `cid`, if this endpoint is one of several and the ID
+    /// has the length ours have. Meaningless (but harmless) for IDs we did not issue.
+    pub fn worker_of(&self, cid: &[u8]) -> Option<usize> {
+        let (w, key) = self.worker.as_ref()?;
+        if cid.len() != self.len {
+            return None;
+        }
+        let tag = cid[0] ^ mask(key, &cid[1..]);
+        Some(usize::from(tag % w.count))
+    }
+
+    /// The worker this generator tags IDs with.
+    pub fn worker(&self) -> Option<Worker> {
+        self.worker.as_ref().map(|(w, _)| *w)
+    }
+}
+
+fn mask(key: &hmac::Key, rest: &[u8]) -> u8 {
+    hmac::sign(key, rest).as_ref()[0]
+}
+
+impl fmt::Debug for CidGenerator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CidGenerator")
+            .field("len", &self.len)
+            .field("worker", &self.worker())
+            .finish()
     }
 }
 
@@ -161,5 +286,84 @@ impl ClientConfig {
             transport: Arc::new(TransportConfig::default()),
             version: VERSION_1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    use super::*;
+
+    fn config(worker: Option<Worker>, cid_len: usize) -> EndpointConfig {
+        EndpointConfig {
+            cid_len,
+            reset_key: [9; 32],
+            worker,
+            ..EndpointConfig::default()
+        }
+    }
+
+    #[test]
+    fn worker_bounds() {
+        assert_eq!(Worker::new(0, 0), None);
+        assert_eq!(Worker::new(2, 2), None);
+        assert_eq!(Worker::new(0, 256), None);
+        let w = Worker::new(254, 255).unwrap();
+        assert_eq!((w.index(), w.count()), (254, 255));
+    }
+
+    #[test]
+    fn ids_name_their_worker() {
+        let mut rng = StdRng::seed_from_u64(1);
+        for count in [1, 2, 3, 7, 64, 255] {
+            for index in [0, count / 2, count - 1] {
+                let g = CidGenerator::new(&config(Worker::new(index, count), 8));
+                for _ in 0..50 {
+                    let cid = g.generate(&mut rng);
+                    assert_eq!(cid.len(), 8);
+                    assert_eq!(g.worker_of(&cid), Some(index), "{index}/{count}");
+                }
+                // Every worker decodes the same way (same reset key).
+                let other = CidGenerator::new(&config(Worker::new(0, count), 8));
+                assert_eq!(other.worker_of(&g.generate(&mut rng)), Some(index));
+            }
+        }
+    }
+
+    #[test]
+    fn first_byte_does_not_reveal_the_worker() {
+        // Without the key, the first byte of worker 0's IDs takes odd values as
+        // often as even ones: the index is not readable in clear.
+        let g = CidGenerator::new(&config(Worker::new(0, 2), 8));
+        let mut rng = StdRng::seed_from_u64(2);
+        let odd = (0..1000)
+            .filter(|_| g.generate(&mut rng)[0] % 2 == 1)
+            .count();
+        assert!((350..650).contains(&odd), "{odd}");
+        // Another key reads a random worker.
+        let stranger = CidGenerator::new(&EndpointConfig {
+            reset_key: [1; 32],
+            ..config(Worker::new(0, 2), 8)
+        });
+        let ones = (0..1000)
+            .filter(|_| stranger.worker_of(&g.generate(&mut rng)) == Some(1))
+            .count();
+        assert!((350..650).contains(&ones), "{ones}");
+    }
+
+    #[test]
+    fn no_worker_no_tag() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let g = CidGenerator::new(&config(None, 8));
+        assert_eq!(g.worker_of(&g.generate(&mut rng)), None);
+        // One byte leaves nothing to mask the tag with: plain random IDs.
+        let g = CidGenerator::new(&config(Worker::new(1, 2), 1));
+        assert_eq!(g.worker(), None);
+        assert_eq!(g.generate(&mut rng).len(), 1);
+        let g = CidGenerator::new(&config(Worker::new(1, 2), 8));
+        assert_eq!(g.worker_of(&[0; 4]), None, "wrong length");
+        assert_eq!(g.worker_of(&[]), None);
     }
 }

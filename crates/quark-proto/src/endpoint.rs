@@ -13,7 +13,7 @@ use slab::Slab;
 use smallvec::SmallVec;
 
 use crate::cid::{ConnectionId, ResetToken};
-use crate::config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
+use crate::config::{CidGenerator, ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 use crate::connection::{CidEvent, Connection, ConnectionParams, Transmit};
 use crate::crypto::tls::{TlsSession, TlsSetupError};
 use crate::crypto::tokens::{ResetKey, TokenContents, TokenKey};
@@ -34,6 +34,10 @@ pub enum DatagramEvent {
     Connection(ConnectionHandle),
     /// A stateless response was queued (Version Negotiation, Retry, reset).
     Response,
+    /// The datagram is for a connection of another worker (this index; see
+    /// [`EndpointConfig::worker`]). It was not looked at beyond its header: hand it
+    /// to that worker unchanged.
+    Forward(usize),
 }
 
 /// Why `connect` failed.
@@ -58,6 +62,7 @@ struct Response {
 pub struct Endpoint {
     config: Arc<EndpointConfig>,
     server: Option<Arc<ServerConfig>>,
+    cids: CidGenerator,
     conns: Slab<Connection>,
     routes: HashMap<ConnectionId, ConnectionHandle>,
     reset_tokens: HashMap<ResetToken, ConnectionHandle>,
@@ -80,6 +85,7 @@ impl Endpoint {
         let token_key = server.as_ref().map(|s| TokenKey::new(&s.token_key));
         Endpoint {
             reset_key: Arc::new(ResetKey::new(&config.reset_key)),
+            cids: CidGenerator::new(&config),
             config,
             server,
             conns: Slab::new(),
@@ -135,6 +141,7 @@ impl Endpoint {
                 reset_key: self.reset_key.clone(),
                 rng_seed: self.rng.random(),
                 cid_len: self.config.cid_len,
+                cid_gen: self.cids.clone(),
                 token: Vec::new(),
                 validated: true,
                 retry_src_cid: None,
@@ -175,9 +182,13 @@ impl Endpoint {
             return self.unroutable_short(now, remote, local_ip, ecn, data, &pd);
         }
         match pd.ty {
+            // Initial and 0-RTT carry the client's choice of ID until it hears from
+            // us: they stay where they arrived, even if that ID looks like another
+            // worker's.
             HeaderType::Frames(PacketKind::Initial) if self.server.is_some() => {
                 self.accept_initial(now, remote, local_ip, ecn, data, &pd)
             }
+            HeaderType::Frames(PacketKind::Handshake) => self.foreign(&pd),
             _ => None,
         }
     }
@@ -185,7 +196,9 @@ impl Endpoint {
     /// Process the datagrams of one receive (the segments of a GRO buffer:
     /// `data` cut every `stride` bytes). Consecutive segments for the same
     /// connection are handed over together, so it can decrypt them all before
-    /// processing any ([`Connection::handle_batch`]). Reports what each did.
+    /// processing any ([`Connection::handle_batch`]). Reports what each did, with
+    /// the datagram concerned for those handled alone (to forward it elsewhere on
+    /// [`DatagramEvent::Forward`]); an empty slice for a batch.
     #[allow(clippy::too_many_arguments)]
     pub fn handle_batch(
         &mut self,
@@ -195,7 +208,7 @@ impl Endpoint {
         ecn: Option<EcnCodepoint>,
         data: &mut [u8],
         stride: usize,
-        mut on_event: impl FnMut(DatagramEvent),
+        mut on_event: impl FnMut(DatagramEvent, &[u8]),
     ) {
         self.epoch.get_or_insert(now);
         let mut run: SmallVec<[&mut [u8]; 64]> = SmallVec::new();
@@ -214,7 +227,7 @@ impl Endpoint {
                 }
                 None => {
                     if let Some(event) = self.handle_datagram(now, remote, local_ip, ecn, segment) {
-                        on_event(event);
+                        on_event(event, segment);
                     }
                 }
             }
@@ -229,14 +242,20 @@ impl Endpoint {
         ecn: Option<EcnCodepoint>,
         conn: Option<ConnectionHandle>,
         run: &mut SmallVec<[&mut [u8]; 64]>,
-        on_event: &mut impl FnMut(DatagramEvent),
+        on_event: &mut impl FnMut(DatagramEvent, &[u8]),
     ) {
         if let Some(h) = conn {
             self.conns[h.0].handle_batch(now, remote, ecn, run);
             self.sync(h);
-            on_event(DatagramEvent::Connection(h));
+            on_event(DatagramEvent::Connection(h), &[]);
         }
         run.clear();
+    }
+
+    /// `Forward` if the destination ID names another worker.
+    fn foreign(&self, pd: &PartialDecode) -> Option<DatagramEvent> {
+        let w = self.cids.worker_of(&pd.dst_cid)?;
+        (Some(w) != self.cids.worker().map(|me| me.index())).then_some(DatagramEvent::Forward(w))
     }
 
     /// A short-header datagram for no known connection: maybe a stateless reset
@@ -261,6 +280,10 @@ impl Endpoint {
             self.conns[h.0].handle_datagram(now, remote, ecn, data);
             self.sync(h);
             return Some(DatagramEvent::Connection(h));
+        }
+        // Another worker's connection: its packets are no reason for a reset.
+        if let Some(forward) = self.foreign(pd) {
+            return Some(forward);
         }
         //= https://www.rfc-editor.org/rfc/rfc9000#section-10.3
         //# An endpoint MUST NOT send a Stateless Reset that is three times or
@@ -387,6 +410,7 @@ impl Endpoint {
                 reset_key: self.reset_key.clone(),
                 rng_seed: self.rng.random(),
                 cid_len: self.config.cid_len,
+                cid_gen: self.cids.clone(),
                 token: Vec::new(),
                 validated,
                 retry_src_cid: retry_scid,
@@ -449,7 +473,7 @@ impl Endpoint {
 
     fn new_cid(&mut self) -> ConnectionId {
         loop {
-            let cid = ConnectionId::random(&mut self.rng, self.config.cid_len);
+            let cid = self.cids.generate(&mut self.rng);
             if !self.routes.contains_key(&cid) {
                 return cid;
             }
@@ -572,5 +596,106 @@ pub fn local_params(config: &TransportConfig) -> TransportParameters {
         //# endpoint sending this value is willing to delay an acknowledgment.
         min_ack_delay: config.ack_frequency.then_some(1000),
         ..TransportParameters::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::config::Worker;
+
+    fn worker(index: usize) -> Endpoint {
+        let config = EndpointConfig {
+            reset_key: [3; 32],
+            rng_seed: Some(index as u64),
+            worker: Worker::new(index, 2),
+            ..EndpointConfig::default()
+        };
+        Endpoint::new(Arc::new(config), None)
+    }
+
+    #[allow(clippy::disallowed_methods)] // any instant will do: no timers run
+    fn start() -> Instant {
+        Instant::now()
+    }
+
+    fn remote() -> SocketAddr {
+        (Ipv4Addr::LOCALHOST, 5000).into()
+    }
+
+    /// A short-header datagram of `len` bytes to `dcid`.
+    fn short(dcid: &ConnectionId, len: usize) -> Vec<u8> {
+        let mut d = vec![0x41];
+        d.extend_from_slice(dcid);
+        d.resize(len, 0xab);
+        d
+    }
+
+    /// A long-header datagram of type `ty` (0 Initial, 2 Handshake) to `dcid`.
+    fn long(ty: u8, dcid: &ConnectionId, payload: usize) -> Vec<u8> {
+        let mut d = vec![0xc0 | (ty << 4)];
+        d.extend_from_slice(&crate::packet::VERSION_1.to_be_bytes());
+        d.push(dcid.len() as u8);
+        d.extend_from_slice(dcid);
+        d.push(0); // SCID length
+        if ty == 0 {
+            d.push(0); // token length
+        }
+        d.extend_from_slice(&(0x4000 | payload as u16).to_be_bytes());
+        d.resize(d.len() + payload, 0xcd);
+        d
+    }
+
+    #[test]
+    fn another_workers_ids_are_forwarded_not_reset() {
+        let mut w0 = worker(0);
+        let w1 = worker(1);
+        let mut rng = StdRng::seed_from_u64(9);
+        let now = start();
+        for _ in 0..20 {
+            let theirs = w1.cids.generate(&mut rng);
+            let mut d = short(&theirs, 60);
+            let before = d.clone();
+            let ev = w0.handle_datagram(now, remote(), None, None, &mut d);
+            assert_eq!(ev, Some(DatagramEvent::Forward(1)));
+            assert_eq!(d, before, "forwarded untouched");
+            let mut d = long(2, &theirs, 100);
+            let ev = w0.handle_datagram(now, remote(), None, None, &mut d);
+            assert_eq!(ev, Some(DatagramEvent::Forward(1)));
+        }
+        assert!(w0.poll_transmit(&mut Vec::new()).is_none(), "no reset sent");
+        // An unknown ID of its own gets the usual stateless reset.
+        let ours = w0.new_cid();
+        let ev = w0.handle_datagram(now, remote(), None, None, &mut short(&ours, 60));
+        assert_eq!(ev, Some(DatagramEvent::Response));
+    }
+
+    #[test]
+    fn initials_stay_where_they_arrive() {
+        let w1 = worker(1);
+        let mut w0 = worker(0);
+        w0.set_server_config(None);
+        let mut rng = StdRng::seed_from_u64(10);
+        let now = start();
+        for _ in 0..20 {
+            // An Initial whose (client-chosen) ID happens to look like worker 1's.
+            let dcid = w1.cids.generate(&mut rng);
+            let ev = w0.handle_datagram(now, remote(), None, None, &mut long(0, &dcid, 1200));
+            assert_eq!(ev, None);
+        }
+    }
+
+    #[test]
+    fn without_workers_nothing_is_forwarded() {
+        let mut plain = Endpoint::new(Arc::new(EndpointConfig::default()), None);
+        let w1 = worker(1);
+        let mut rng = StdRng::seed_from_u64(11);
+        let theirs = w1.cids.generate(&mut rng);
+        let ev = plain.handle_datagram(start(), remote(), None, None, &mut short(&theirs, 60));
+        assert_eq!(ev, Some(DatagramEvent::Response));
     }
 }

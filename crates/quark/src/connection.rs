@@ -146,6 +146,29 @@ impl Connection {
         self.inspect(|c| c.rtt()).unwrap_or_default()
     }
 
+    /// Run `task` on the runtime that drives this connection: its endpoint's, or
+    /// in a [`crate::WorkerGroup`] its worker's. Every call on a connection locks
+    /// that endpoint's state, so tasks using the connection belong there (the
+    /// lock then never bounces between cores).
+    pub fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.runtime.spawn(task)
+    }
+
+    /// The runtime that drives this connection (see [`Connection::spawn`]).
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.shared.runtime
+    }
+
+    /// The index of the worker that owns this connection in a
+    /// [`crate::WorkerGroup`]; `None` for a stand-alone endpoint.
+    pub fn worker(&self) -> Option<usize> {
+        self.shared.worker.as_ref().map(|w| w.index)
+    }
+
     fn inspect<R>(&self, f: impl FnOnce(&quark_proto::Connection) -> R) -> Option<R> {
         let state = self.shared.lock();
         state.proto.connection(self.handle).map(f)

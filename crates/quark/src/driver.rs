@@ -1,10 +1,13 @@
 //! The driver task: receive a batch of datagrams, feed them to the protocol,
 //! fire timers, collect every connection's outgoing datagrams into GSO batches and
 //! send them with one system call, then wake whoever waits. One driver per
-//! endpoint; it ends when the endpoint and all its connections are gone.
+//! endpoint; it ends when the endpoint and all its connections are gone. In a
+//! worker group it also passes datagrams for other workers' connections on, and
+//! takes in those passed to it (see `forward`).
 
 use std::future::Future;
 use std::io::IoSliceMut;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -13,6 +16,7 @@ use quark_proto::{ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEv
 use quark_udp::{RecvMeta, UdpSocket};
 use smallvec::SmallVec;
 
+use crate::forward::{Forwarded, Inbox, Link};
 use crate::shared::{ConnEntry, SharedRef, State, dir_index};
 
 /// Datagram buffers handed to one `recvmmsg`.
@@ -25,6 +29,8 @@ const SEND_BATCH: usize = 32;
 const MAX_GSO_BYTES: usize = 64_000;
 /// Loop iterations before yielding to other tasks.
 const POLL_BUDGET: usize = 32;
+/// Datagrams taken from the group inbox per round.
+const INBOX_BATCH: usize = 64;
 
 pub(crate) struct Driver {
     shared: SharedRef,
@@ -39,11 +45,16 @@ pub(crate) struct Driver {
     touched: Vec<ConnectionHandle>,
     /// Connections whose transmit was cut short by a full socket.
     backlog: Vec<ConnectionHandle>,
+    /// This worker's place in its group, and datagrams other workers passed on.
+    link: Option<Link>,
+    inbox: Option<Inbox>,
 }
 
 impl Driver {
-    pub(crate) fn new(shared: SharedRef) -> Self {
+    pub(crate) fn new(shared: SharedRef, inbox: Option<Inbox>) -> Self {
         Driver {
+            link: shared.worker.clone(),
+            inbox,
             shared,
             timer: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
             timer_at: None,
@@ -92,33 +103,94 @@ impl Driver {
             };
             drop(iovs);
             any |= n > 0;
+            let misdeliver = self.link.as_ref().and_then(Link::misdeliver_target);
+            let mut events: SmallVec<[Option<DatagramEvent>; 8]> = SmallVec::new();
             for i in 0..n {
                 let meta = self.metas[i];
                 let ecn = EcnCodepoint::from_bits(meta.ecn);
                 let data = &mut self.recv_bufs[i][..meta.len];
-                let mut events: SmallVec<[DatagramEvent; 4]> = SmallVec::new();
-                state.proto.handle_batch(
-                    now,
-                    meta.addr,
-                    meta.dst_ip,
-                    ecn,
-                    data,
-                    meta.stride,
-                    |e| events.push(e),
-                );
-                for event in events {
-                    match event {
-                        DatagramEvent::NewConnection(h) => {
-                            state.conns.insert(h, ConnEntry::new(true));
-                            self.touch(state, h);
+                if let (Some(to), Some(link)) = (misdeliver, &self.link) {
+                    // Test hook: short-header datagrams go to the wrong worker.
+                    for seg in data.chunks_mut(meta.stride.max(1)) {
+                        if seg.first().is_some_and(|b| b & 0x80 == 0) {
+                            link.misdeliver(to, forwarded(meta.addr, meta.dst_ip, ecn, seg));
+                            continue;
                         }
-                        DatagramEvent::Connection(h) => self.touch(state, h),
-                        DatagramEvent::Response => {}
+                        let event =
+                            state
+                                .proto
+                                .handle_datagram(now, meta.addr, meta.dst_ip, ecn, seg);
+                        if let Some(DatagramEvent::Forward(to)) = event {
+                            link.forward(to, forwarded(meta.addr, meta.dst_ip, ecn, seg));
+                        }
+                        events.push(event);
                     }
+                } else {
+                    // Every segment of a GRO buffer at once: connections decrypt
+                    // their whole share before processing it.
+                    let link = &self.link;
+                    let on_event = |event: DatagramEvent, seg: &[u8]| {
+                        if let (DatagramEvent::Forward(to), Some(link)) = (event, link) {
+                            link.forward(to, forwarded(meta.addr, meta.dst_ip, ecn, seg));
+                        }
+                        events.push(Some(event));
+                    };
+                    state.proto.handle_batch(
+                        now,
+                        meta.addr,
+                        meta.dst_ip,
+                        ecn,
+                        data,
+                        meta.stride,
+                        on_event,
+                    );
+                }
+                for event in events.drain(..) {
+                    self.on_datagram(state, event);
                 }
             }
         }
-        any
+        any | self.receive_forwarded(cx, state, now)
+    }
+
+    /// Take datagrams other workers passed to this one.
+    fn receive_forwarded(&mut self, cx: &mut Context<'_>, state: &mut State, now: Instant) -> bool {
+        let Some(inbox) = &mut self.inbox else {
+            return false;
+        };
+        let mut taken = SmallVec::<[Forwarded; 8]>::new();
+        while taken.len() < INBOX_BATCH {
+            match inbox.poll_recv(cx) {
+                Poll::Ready(Some(f)) => taken.push(f),
+                _ => break,
+            }
+        }
+        let Some(link) = self.link.clone().filter(|_| !taken.is_empty()) else {
+            return false;
+        };
+        for mut f in taken {
+            link.received();
+            let event = state
+                .proto
+                .handle_datagram(now, f.remote, f.local_ip, f.ecn, &mut f.data);
+            if let Some(DatagramEvent::Forward(to)) = event {
+                // Misdelivered by the test hook: now it goes where it belongs.
+                link.forward(to, f);
+            }
+            self.on_datagram(state, event);
+        }
+        true
+    }
+
+    fn on_datagram(&mut self, state: &mut State, event: Option<DatagramEvent>) {
+        match event {
+            Some(DatagramEvent::NewConnection(h)) => {
+                state.conns.insert(h, ConnEntry::new(true));
+                self.touch(state, h);
+            }
+            Some(DatagramEvent::Connection(h)) => self.touch(state, h),
+            Some(DatagramEvent::Response | DatagramEvent::Forward(_)) | None => {}
+        }
     }
 
     /// Fire due timers.
@@ -265,6 +337,20 @@ impl Driver {
         if state.conns.values().all(|e| e.drained) {
             state.idle_wakers.drain(..).for_each(|w| w.wake());
         }
+    }
+}
+
+fn forwarded(
+    remote: SocketAddr,
+    local_ip: Option<IpAddr>,
+    ecn: Option<EcnCodepoint>,
+    data: &[u8],
+) -> Forwarded {
+    Forwarded {
+        remote,
+        local_ip,
+        ecn,
+        data: data.to_vec(),
     }
 }
 

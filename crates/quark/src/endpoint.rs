@@ -5,7 +5,7 @@ use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use quark_proto::{ClientConfig, ConnectError, EndpointConfig, ServerConfig};
@@ -13,6 +13,7 @@ use quark_udp::UdpSocket;
 
 use crate::connection::{Connecting, Connection};
 use crate::driver::Driver;
+use crate::forward::{Inbox, Link};
 use crate::shared::{ConnEntry, Shared, SharedRef, State};
 
 /// A QUIC endpoint bound to one UDP socket. Cheap to clone.
@@ -47,7 +48,19 @@ impl Endpoint {
         server: Option<ServerConfig>,
         socket: UdpSocket,
     ) -> io::Result<Self> {
+        Ok(Self::start(config, server, socket, None).0)
+    }
+
+    /// Start an endpoint and its driver task in the current runtime; as a member
+    /// of a worker group with `worker`. The handle resolves when the driver ends.
+    pub(crate) fn start(
+        config: EndpointConfig,
+        server: Option<ServerConfig>,
+        socket: UdpSocket,
+        worker: Option<(Link, Inbox)>,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
         let proto = quark_proto::Endpoint::new(Arc::new(config), server.map(Arc::new));
+        let (worker, inbox) = worker.unzip();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 proto,
@@ -62,9 +75,11 @@ impl Endpoint {
                 socket_error: None,
             }),
             socket,
+            runtime: tokio::runtime::Handle::current(),
+            worker,
         });
-        tokio::spawn(Driver::new(shared.clone()));
-        Ok(Endpoint { shared })
+        let driver = tokio::spawn(Driver::new(shared.clone(), inbox));
+        (Endpoint { shared }, driver)
     }
 
     /// The local address of the socket.
@@ -92,26 +107,40 @@ impl Endpoint {
     /// Wait for the next incoming connection whose handshake has completed.
     /// `None` once the endpoint is closed.
     pub async fn accept(&self) -> Option<Connection> {
-        poll_fn(|cx| {
-            let mut state = self.shared.lock();
-            while let Some(h) = state.ready.pop_front() {
-                let Some(entry) = state.conns.get_mut(&h) else {
-                    continue;
-                };
-                if !entry.incoming || !entry.connected {
-                    continue;
-                }
-                entry.incoming = false;
-                drop(state);
-                return Poll::Ready(Some(Connection::new(self.shared.clone(), h)));
+        poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    pub(crate) fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<Option<Connection>> {
+        let mut state = self.shared.lock();
+        while let Some(h) = state.ready.pop_front() {
+            let Some(entry) = state.conns.get_mut(&h) else {
+                continue;
+            };
+            if !entry.incoming || !entry.connected {
+                continue;
             }
-            if state.closed || state.socket_error.is_some() {
-                return Poll::Ready(None);
-            }
+            entry.incoming = false;
+            drop(state);
+            return Poll::Ready(Some(Connection::new(self.shared.clone(), h)));
+        }
+        if state.closed || state.socket_error.is_some() {
+            return Poll::Ready(None);
+        }
+        // A group's accept polls every worker on each wake-up: keep one waker
+        // per waiting task, not one per poll.
+        if !state.accept_wakers.iter().any(|w| w.will_wake(cx.waker())) {
             state.accept_wakers.push(cx.waker().clone());
-            Poll::Pending
-        })
-        .await
+        }
+        Poll::Pending
+    }
+
+    /// Stop accepting: new Initials are ignored and `accept` returns `None`;
+    /// connections already there go on.
+    pub(crate) fn stop_accepting(&self) {
+        let mut state = self.shared.lock();
+        state.closed = true;
+        state.proto.set_server_config(None);
+        state.accept_wakers.drain(..).for_each(|w| w.wake());
     }
 
     /// Close every connection with `code` and stop accepting new ones.

@@ -89,7 +89,7 @@ pub fn resolve(root: &Path, path: &str) -> Result<PathBuf, RequestError> {
 pub async fn serve_connection(conn: Connection, root: PathBuf) {
     while let Ok((send, recv)) = conn.accept_bi().await {
         let root = root.clone();
-        tokio::spawn(async move {
+        conn.spawn(async move {
             if let Err(e) = serve_stream(send, recv, &root).await {
                 tracing::debug!(error = %e, "hq request failed");
             }

@@ -22,7 +22,9 @@
 //! | [`stream`] | `SendStream` (`AsyncWrite`), `RecvStream` (`AsyncRead`) |
 //! | [`counters`] | the per-packet CPU breakdown (crypto, ACK handling, system calls) |
 //! | [`tls`] | certificates and rustls configurations (CA file, `--insecure`, cipher suites) |
+//! | [`workers`] | `WorkerGroup`: one address served by N threads (`SO_REUSEPORT`), a connection per core |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
+//! | `forward` | datagrams passed between workers when the kernel put them on the wrong one |
 //!
 //! Environment switches: `QUARK_NO_GSO=1` / `QUARK_NO_GRO=1` run the datagram I/O
 //! without segmentation offload or receive coalescing (for tests and benchmarks).
@@ -33,10 +35,12 @@ pub mod connection;
 pub mod counters;
 mod driver;
 pub mod endpoint;
+mod forward;
 pub mod hq;
 mod shared;
 pub mod stream;
 pub mod tls;
+pub mod workers;
 
 pub use connection::{Connecting, Connection};
 pub use endpoint::Endpoint;
@@ -46,3 +50,4 @@ pub use quark_proto::{
     TransportConfig,
 };
 pub use stream::{ReadError, RecvStream, SendStream, WriteError};
+pub use workers::{WorkerGroup, WorkerStats};

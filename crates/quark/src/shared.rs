@@ -9,6 +9,8 @@ use std::time::Instant;
 use quark_proto::{ConnectionError, ConnectionHandle, Dir, Endpoint as ProtoEndpoint, StreamId};
 use quark_udp::UdpSocket;
 
+use crate::forward::Link;
+
 /// Everything the application may wait for on one connection.
 #[derive(Default)]
 pub(crate) struct ConnWakers {
@@ -118,6 +120,10 @@ impl State {
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) socket: UdpSocket,
+    /// The runtime the driver runs on: connection tasks belong there too.
+    pub(crate) runtime: tokio::runtime::Handle,
+    /// The endpoint's place in a worker group.
+    pub(crate) worker: Option<Link>,
 }
 
 impl Shared {

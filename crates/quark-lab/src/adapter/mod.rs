@@ -62,6 +62,9 @@ pub struct ServeConfig {
     pub cipher: Cipher,
     /// Counters the server updates.
     pub stats: Arc<ServerStats>,
+    /// Serve with this many worker threads of the stack's own (adapters whose
+    /// [`Adapter::own_workers`] is true); `None`: on the process's runtime.
+    pub workers: Option<usize>,
 }
 
 /// What a client needs to reach a server.
@@ -73,6 +76,10 @@ pub struct ClientConfig {
     pub cert: CertificateDer<'static>,
     /// TLS 1.3 cipher suite.
     pub cipher: Cipher,
+    /// Local sockets to spread connections over (adapters that share one socket
+    /// between connections; at least 1). Servers that spread load by 4-tuple
+    /// hash see one flow per socket.
+    pub sockets: usize,
 }
 
 /// A datagram blast: send until `bytes` were sent or `until` passed.
@@ -107,6 +114,11 @@ pub trait Adapter: Send + Sync {
     }
     /// Whether `quark bench` without `--proto` runs it.
     fn in_default_suite(&self) -> bool {
+        false
+    }
+    /// Whether the server runs [`ServeConfig::workers`] threads itself. For the
+    /// others the lab gives the server process a runtime with that many threads.
+    fn own_workers(&self) -> bool {
         false
     }
     /// Binds and starts serving in the current tokio runtime.

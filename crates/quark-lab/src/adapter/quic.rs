@@ -1,8 +1,14 @@
 //! `quic`: hq-interop over quark, the stack under test. Same shape as the
 //! `quinn` adapter: one endpoint per side, one bidirectional stream per request.
+//!
+//! With [`ServeConfig::workers`] the server is a [`quark::WorkerGroup`]: that
+//! many threads with a socket each on the same port (`SO_REUSEPORT`), every
+//! connection served on the thread that owns it. The kernel spreads by 4-tuple,
+//! so the client spreads its connections over [`ClientConfig::sockets`] endpoints.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::Context;
 use tokio::task::JoinHandle;
@@ -59,16 +65,24 @@ fn counters_wanted() -> bool {
     std::env::var("QUARK_COUNTERS").map_or(true, |v| v != "0")
 }
 
-struct QuicServer {
-    endpoint: quark::Endpoint,
-    task: JoinHandle<()>,
+enum QuicServer {
+    /// One endpoint on the process's runtime.
+    Single {
+        endpoint: quark::Endpoint,
+        task: JoinHandle<()>,
+    },
+    /// Worker threads.
+    Group(quark::WorkerGroup),
 }
 
 impl Server for QuicServer {
     fn local_addr(&self) -> SocketAddr {
-        self.endpoint
-            .local_addr()
-            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+        match self {
+            QuicServer::Single { endpoint, .. } => endpoint
+                .local_addr()
+                .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
+            QuicServer::Group(group) => group.local_addr(),
+        }
     }
 
     fn cpu_counters(&self) -> Option<CpuCounters> {
@@ -96,8 +110,13 @@ fn breakdown() -> CpuCounters {
 
 impl Drop for QuicServer {
     fn drop(&mut self) {
-        self.endpoint.close(0, b"server closing");
-        self.task.abort();
+        match self {
+            QuicServer::Single { endpoint, task } => {
+                endpoint.close(0, b"server closing");
+                task.abort();
+            }
+            QuicServer::Group(group) => group.close(0, b"server closing"),
+        }
     }
 }
 
@@ -105,7 +124,7 @@ async fn serve_connection(conn: quark::Connection, stats: Arc<ServerStats>) {
     let _open = stats.connection();
     while let Ok((send, recv)) = conn.accept_bi().await {
         let stats = stats.clone();
-        tokio::spawn(async move {
+        conn.spawn(async move {
             // Failures are counted by the request guard.
             let _ = serve_stream(send, recv, &stats).await;
         });
@@ -153,9 +172,20 @@ impl Adapter for Quic {
         true
     }
 
+    fn own_workers(&self) -> bool {
+        true
+    }
+
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
         Box::pin(async move {
             quark::counters::set_enabled(counters_wanted());
+            if let Some(n) = cfg.workers {
+                let group = quark::Endpoint::server_multi(server_config(&cfg)?, cfg.listen, n)
+                    .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+                let stats = cfg.stats;
+                group.serve(move |conn| serve_connection(conn, stats.clone()));
+                return Ok(Box::new(QuicServer::Group(group)) as Box<dyn Server>);
+            }
             let endpoint = quark::Endpoint::server(server_config(&cfg)?, cfg.listen)
                 .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
             let ep = endpoint.clone();
@@ -165,7 +195,7 @@ impl Adapter for Quic {
                     tokio::spawn(serve_connection(conn, stats.clone()));
                 }
             });
-            Ok(Box::new(QuicServer { endpoint, task }) as Box<dyn Server>)
+            Ok(Box::new(QuicServer::Single { endpoint, task }) as Box<dyn Server>)
         })
     }
 
@@ -173,10 +203,13 @@ impl Adapter for Quic {
         Box::pin(async move {
             let bind = super::client_bind(cfg.server);
             quark::counters::set_enabled(counters_wanted());
-            let endpoint = quark::Endpoint::client(bind)?;
+            let endpoints = (0..cfg.sockets.max(1))
+                .map(|_| quark::Endpoint::client(bind))
+                .collect::<std::io::Result<Vec<_>>>()?;
             let config = quark_client_config(&cfg.cert, cfg.cipher)?;
             Ok(Arc::new(QuicClient {
-                endpoint,
+                endpoints,
+                next: AtomicUsize::new(0),
                 config,
                 server: cfg.server,
             }) as Arc<dyn Client>)
@@ -185,7 +218,9 @@ impl Adapter for Quic {
 }
 
 struct QuicClient {
-    endpoint: quark::Endpoint,
+    /// Connections take these in turn.
+    endpoints: Vec<quark::Endpoint>,
+    next: AtomicUsize,
     config: quark::ClientConfig,
     server: SocketAddr,
 }
@@ -193,8 +228,8 @@ struct QuicClient {
 impl Client for QuicClient {
     fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
         Box::pin(async move {
-            let conn = self
-                .endpoint
+            let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
+            let conn = self.endpoints[i]
                 .connect(self.config.clone(), self.server, SERVER_NAME)?
                 .await
                 .context("QUIC handshake")?;
@@ -203,7 +238,11 @@ impl Client for QuicClient {
     }
 
     fn wait_idle(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.endpoint.wait_idle())
+        Box::pin(async move {
+            for e in &self.endpoints {
+                e.wait_idle().await;
+            }
+        })
     }
 
     fn cpu_counters(&self) -> Option<CpuCounters> {

@@ -73,6 +73,10 @@ pub struct BenchConfig {
     pub json: Option<PathBuf>,
     /// Fault injection: servers exit after this many requests.
     pub die_after: Option<u64>,
+    /// Server worker threads (see `ServerArgs::server_workers`).
+    pub server_workers: Option<usize>,
+    /// Client sockets to spread connections over (see `ClientArgs::client_sockets`).
+    pub client_sockets: usize,
 }
 
 impl BenchConfig {
@@ -98,6 +102,17 @@ impl BenchConfig {
         }
         if self.protocols.is_empty() || self.scenarios.is_empty() {
             bail!("nothing to run");
+        }
+        if let Some(n) = self.server_workers
+            && !(1..=255).contains(&n)
+        {
+            bail!("--server-workers must be between 1 and 255");
+        }
+        if self.server_workers.is_some_and(|n| n > 1) && self.pin.is_some() {
+            bail!("--pin puts the whole server on one CPU: leave it out with --server-workers");
+        }
+        if !(1..=1024).contains(&self.client_sockets) {
+            bail!("--client-sockets must be between 1 and 1024");
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if let Some((s, c)) = self.pin
@@ -196,6 +211,8 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             threads: cfg.threads,
             suite: cfg.suite,
             network: Vec::new(),
+            server_workers: cfg.server_workers.map(|n| n as u32),
+            client_sockets: cfg.client_sockets as u32,
         },
         results: Vec::new(),
         errors: Vec::new(),
@@ -435,6 +452,7 @@ impl Cell<'_> {
             listen,
             key: self.key.into(),
             die_after: cfg.die_after,
+            server_workers: cfg.server_workers,
         };
         let ns = |side: &str| netns.as_ref().map(|p| format!("{p}-{side}"));
         procs.spawn_in(ns("a"), Side::Server, "lab-server", &server.to_argv())?;
@@ -460,6 +478,7 @@ impl Cell<'_> {
             server: addr,
             phases,
             progress_ms: if cfg.progress { 100 } else { 0 },
+            client_sockets: cfg.client_sockets,
         };
         procs.spawn_in(ns("b"), Side::Client, "lab-client", &client.to_argv())?;
         for phase in self.phases {

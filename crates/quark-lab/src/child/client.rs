@@ -52,6 +52,7 @@ fn client(args: ClientArgs) -> anyhow::Result<()> {
                 server: args.server,
                 cert,
                 cipher,
+                sockets: args.client_sockets.max(1),
             })
             .await?;
         let mut cmds = commands();

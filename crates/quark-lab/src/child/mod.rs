@@ -185,6 +185,10 @@ pub struct ServerArgs {
     /// Fault injection: exit after this many requests.
     #[arg(long)]
     pub die_after: Option<u64>,
+    /// Server worker threads: the stack's own (`quic`: SO_REUSEPORT workers), or
+    /// for other protocols runtime threads. Absent: one endpoint on the runtime.
+    #[arg(long)]
+    pub server_workers: Option<usize>,
 }
 
 impl ServerArgs {
@@ -199,6 +203,9 @@ impl ServerArgs {
         ]);
         if let Some(d) = self.die_after {
             v.extend(["--die-after".into(), d.to_string()]);
+        }
+        if let Some(n) = self.server_workers {
+            v.extend(["--server-workers".into(), n.to_string()]);
         }
         v
     }
@@ -219,6 +226,9 @@ pub struct ClientArgs {
     /// Print progress this often (0: never).
     #[arg(long, default_value_t = 0)]
     pub progress_ms: u64,
+    /// Local sockets to spread connections over (protocols that share one).
+    #[arg(long, default_value_t = 1)]
+    pub client_sockets: usize,
 }
 
 impl ClientArgs {
@@ -232,6 +242,7 @@ impl ClientArgs {
             self.phases.clone(),
         ]);
         v.extend(["--progress-ms".into(), self.progress_ms.to_string()]);
+        v.extend(["--client-sockets".into(), self.client_sockets.to_string()]);
         v
     }
 }

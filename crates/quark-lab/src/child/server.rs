@@ -24,9 +24,17 @@ pub fn run_server(args: ServerArgs) -> i32 {
 }
 
 fn serve(args: ServerArgs) -> anyhow::Result<()> {
-    let rt = setup(&args.common)?;
     let adapter = find(&args.common.proto)
         .ok_or_else(|| anyhow!("unknown protocol {}", args.common.proto))?;
+    let mut common = args.common.clone();
+    let mut workers = args.server_workers;
+    if !adapter.own_workers()
+        && let Some(n) = workers.take()
+    {
+        // Spread this server over n runtime threads instead.
+        common.threads = common.threads.max(n as u32);
+    }
+    let rt = setup(&common)?;
     let cipher = Cipher::parse(&args.common.cipher)
         .ok_or_else(|| anyhow!("unknown cipher {}", args.common.cipher))?;
     let identity =
@@ -42,6 +50,7 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
                 identity,
                 cipher,
                 stats: stats.clone(),
+                workers,
             })
             .await?;
         emit(&ServerEvent::Listening {

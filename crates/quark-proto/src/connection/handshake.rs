@@ -206,9 +206,8 @@ impl Connection {
         self.events.push_back(Event::Connected);
         self.reset_idle_timer(now);
         let mut generate = {
-            let len = self.cid_len;
-            let rng = &mut self.rng;
-            move || crate::cid::ConnectionId::random(rng, len)
+            let (cid_gen, rng) = (&self.cid_gen, &mut self.rng);
+            move || cid_gen.generate(rng)
         };
         self.local_cids
             .top_up(&mut generate, &self.reset_key, &mut self.cid_events);

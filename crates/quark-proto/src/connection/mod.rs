@@ -162,6 +162,8 @@ pub(crate) struct ConnectionParams {
     pub(crate) reset_key: Arc<ResetKey>,
     pub(crate) rng_seed: u64,
     pub(crate) cid_len: usize,
+    /// Makes the IDs we issue (they may name a worker).
+    pub(crate) cid_gen: crate::config::CidGenerator,
     /// Client: the token to put in Initials. Server: none.
     pub(crate) token: Vec<u8>,
     /// Server: the client's address was validated (by a Retry token).
@@ -188,6 +190,7 @@ pub struct Connection {
     cid_events: VecDeque<CidEvent>,
     reset_key: Arc<ResetKey>,
     cid_len: usize,
+    cid_gen: crate::config::CidGenerator,
     rng: StdRng,
     streams: Streams,
     local_params: TransportParameters,
@@ -289,6 +292,7 @@ impl Connection {
             cid_events: VecDeque::new(),
             reset_key: p.reset_key,
             cid_len: p.cid_len,
+            cid_gen: p.cid_gen,
             rng: StdRng::seed_from_u64(p.rng_seed),
             streams: Streams::new(p.side, limits),
             local_params: p.local_params,

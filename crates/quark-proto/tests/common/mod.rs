@@ -321,7 +321,7 @@ impl Sim {
         };
         let mut events = Vec::with_capacity(8); // allocated outside the counted call
         let mut call = || {
-            ep.handle_batch(now, from, None, None, data, stride.max(1), |e| {
+            ep.handle_batch(now, from, None, None, data, stride.max(1), |e, _| {
                 events.push(e)
             })
         };

@@ -1,0 +1,254 @@
+//! `WorkerGroup` over real UDP sockets on loopback: many connections from many
+//! client sockets spread over workers with every byte echoed intact, a client
+//! socket's connections on one worker, datagrams delivered to the wrong worker
+//! passed to the right one, and a clean shutdown.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use quark::tls::{self, Identity, Verify};
+use quark::{Connection, ConnectionError, Endpoint, WorkerGroup};
+use sha2::{Digest, Sha256};
+
+const ALPN: &[u8] = b"test";
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn localhost() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// Remote address → workers that held a connection from it.
+type Placement = Arc<Mutex<HashMap<SocketAddr, HashSet<usize>>>>;
+
+/// A group of `workers` echoing every bidirectional stream, recording where each
+/// connection landed.
+fn echo_group(workers: usize) -> (WorkerGroup, quark::ClientConfig, Placement) {
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let server = tls::server_config(&id, &[ALPN]).unwrap();
+    let group = Endpoint::server_multi(server, localhost(), workers).unwrap();
+    let placement = Placement::default();
+    let seen = placement.clone();
+    group.serve(move |conn| {
+        let worker = conn.worker().expect("a worker's connection");
+        seen.lock()
+            .unwrap()
+            .entry(conn.remote_address())
+            .or_default()
+            .insert(worker);
+        serve_echo(conn)
+    });
+    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[ALPN]).unwrap();
+    (group, config, placement)
+}
+
+async fn serve_echo(conn: Connection) {
+    while let Ok((mut send, mut recv)) = conn.accept_bi().await {
+        // On the worker's runtime, as the connection is.
+        tokio::spawn(async move {
+            let Ok(body) = recv.read_to_end(usize::MAX).await else {
+                return;
+            };
+            if send.write_all(&body).await.is_ok() {
+                let _ = send.finish();
+            }
+        });
+    }
+}
+
+fn data(len: usize, seed: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 4);
+    let mut x = seed | 1;
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn sha(b: &[u8]) -> [u8; 32] {
+    Sha256::digest(b).into()
+}
+
+async fn echo(conn: &Connection, body: Vec<u8>) -> Vec<u8> {
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    let writer = tokio::spawn(async move {
+        send.write_all(&body).await.unwrap();
+        send.finish().unwrap();
+    });
+    let out = recv.read_to_end(usize::MAX).await.unwrap();
+    writer.await.unwrap();
+    out
+}
+
+#[tokio::test]
+async fn two_hundred_connections_from_twenty_sockets() {
+    let (group, config, placement) = echo_group(2);
+    let addr = group.local_addr();
+    let clients: Vec<Endpoint> = (0..20)
+        .map(|_| Endpoint::client(localhost()).unwrap())
+        .collect();
+    let mut tasks = Vec::new();
+    for i in 0..200u32 {
+        let client = clients[i as usize % clients.len()].clone();
+        let config = config.clone();
+        tasks.push(tokio::spawn(async move {
+            let conn = client
+                .connect(config, addr, "localhost")
+                .unwrap()
+                .await
+                .unwrap();
+            for (s, len) in [1usize, 3000, 40_000].into_iter().enumerate() {
+                let body = data(len + i as usize, i * 3 + s as u32);
+                let got = echo(&conn, body.clone()).await;
+                assert_eq!(got.len(), body.len(), "connection {i}");
+                assert_eq!(sha(&got), sha(&body), "connection {i}");
+            }
+            conn
+        }));
+    }
+    let mut conns = Vec::new();
+    for t in tasks {
+        conns.push(tokio::time::timeout(LIMIT, t).await.unwrap().unwrap());
+    }
+    let placement = placement.lock().unwrap().clone();
+    assert_eq!(
+        placement.len(),
+        clients.len(),
+        "one entry per client socket"
+    );
+    for (remote, workers) in &placement {
+        assert_eq!(workers.len(), 1, "{remote}'s connections span {workers:?}");
+    }
+    let used: HashSet<usize> = placement.values().flatten().copied().collect();
+    // 20 sockets all hashed to one of 2 workers: odds 2^-19.
+    assert_eq!(
+        used.len(),
+        2,
+        "the kernel spread the sockets over both workers"
+    );
+    let stats = group.stats();
+    assert_eq!(stats.iter().map(|s| s.connections).sum::<usize>(), 200);
+    for s in &stats {
+        assert_eq!(s.forwarded, 0, "nothing needed forwarding: {stats:?}");
+        assert_eq!(s.dropped, 0);
+    }
+    drop(conns);
+    group.shutdown(0, b"done").await;
+}
+
+/// Connect clients until one connection lands on `worker`.
+async fn connection_on(
+    group: &WorkerGroup,
+    config: &quark::ClientConfig,
+    placement: &Placement,
+    worker: usize,
+) -> (Endpoint, Connection) {
+    for _ in 0..64 {
+        let client = Endpoint::client(localhost()).unwrap();
+        let conn = client
+            .connect(config.clone(), group.local_addr(), "localhost")
+            .unwrap()
+            .await
+            .unwrap();
+        // The server records the placement before serving the first stream.
+        assert_eq!(echo(&conn, vec![7]).await, [7]);
+        let local = client.local_addr().unwrap();
+        if placement.lock().unwrap()[&local].contains(&worker) {
+            return (client, conn);
+        }
+        conn.close(0, b"");
+    }
+    panic!("no client socket hashed to worker {worker} in 64 tries");
+}
+
+#[tokio::test]
+async fn misdelivered_datagrams_are_forwarded_to_their_worker() {
+    let (group, config, placement) = echo_group(2);
+    let (_client, conn) = connection_on(&group, &config, &placement, 0).await;
+    // From now on whatever worker 0's socket receives is handed to worker 1 as
+    // if the kernel had put it there; worker 1 must pass it back, not reset.
+    group.test_misdeliver(Some(1));
+    let body = data(2 << 20, 99);
+    let got = tokio::time::timeout(LIMIT, echo(&conn, body.clone()))
+        .await
+        .unwrap();
+    assert_eq!(sha(&got), sha(&body));
+    let stats = group.stats();
+    assert!(stats[0].misdelivered > 0, "{stats:?}");
+    assert!(stats[1].forwarded > 0, "{stats:?}");
+    assert!(stats[0].received_forwarded > 0, "{stats:?}");
+    assert_eq!(stats[1].misdelivered + stats[0].forwarded, 0, "{stats:?}");
+    group.test_misdeliver(None);
+    // The connection is fine afterwards too.
+    let body = data(100_000, 5);
+    assert_eq!(sha(&echo(&conn, body.clone()).await), sha(&body));
+    group.shutdown(0, b"done").await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_every_worker() {
+    let (group, config, _placement) = echo_group(3);
+    let addr = group.local_addr();
+    let mut conns = Vec::new();
+    for _ in 0..12 {
+        let client = Endpoint::client(localhost()).unwrap();
+        let conn = client
+            .connect(config.clone(), addr, "localhost")
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(echo(&conn, vec![1, 2, 3]).await, [1, 2, 3]);
+        conns.push((client, conn));
+    }
+    assert_eq!(group.connection_count(), 12);
+    tokio::time::timeout(LIMIT, group.shutdown(42, b"bye"))
+        .await
+        .unwrap();
+    for (_, conn) in &conns {
+        match conn.closed().await {
+            ConnectionError::ApplicationClosed { code, reason } => {
+                assert_eq!((code, reason.as_str()), (42, "bye"));
+            }
+            e => panic!("unexpected close: {e:?}"),
+        }
+    }
+    // Every worker's socket is gone: the port can be bound without SO_REUSEPORT.
+    std::net::UdpSocket::bind(addr).expect("port released");
+}
+
+#[tokio::test]
+async fn accept_yields_connections_of_every_worker() {
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let group =
+        Endpoint::server_multi(tls::server_config(&id, &[ALPN]).unwrap(), localhost(), 2).unwrap();
+    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[ALPN]).unwrap();
+    let addr = group.local_addr();
+    let mut clients = Vec::new();
+    let mut workers = HashSet::new();
+    for i in 0..24u32 {
+        let client = Endpoint::client(localhost()).unwrap();
+        let connecting = client.connect(config.clone(), addr, "localhost").unwrap();
+        let (c, s) = tokio::join!(connecting, group.accept());
+        let (c, s) = (c.unwrap(), s.unwrap());
+        workers.insert(s.worker().unwrap());
+        // The connection's tasks run on its worker.
+        let echo_task = s.spawn(serve_echo(s.clone()));
+        let body = data(5000, i);
+        assert_eq!(sha(&echo(&c, body.clone()).await), sha(&body));
+        clients.push((client, c, echo_task));
+    }
+    assert_eq!(workers.len(), 2, "24 sockets all on one worker: odds 2^-23");
+    group.shutdown(0, b"").await;
+    for (_, _, task) in clients {
+        // Dropped with the worker's runtime, or ended with the connection.
+        let _ = task.await;
+    }
+    assert!(
+        Endpoint::server_multi(tls::server_config(&id, &[ALPN]).unwrap(), localhost(), 0).is_err()
+    );
+}
