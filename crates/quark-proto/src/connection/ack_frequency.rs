@@ -47,7 +47,8 @@ impl AckFrequencyState {
         let threshold = (packets / WINDOW_FRACTION).clamp(1, MAX_THRESHOLD);
         let delay = (srtt / 4).min(MAX_DELAY).as_micros() as u64;
         let delay = delay.max(min_ack_delay);
-        let reordering = packet_threshold.saturating_sub(1).max(1);
+        // (The threshold may be "off" after deep reordering: ask for the most.)
+        let reordering = packet_threshold.saturating_sub(1).clamp(1, MAX_THRESHOLD);
         let wanted = (threshold, delay, reordering);
         let changed = match self.sent {
             None => threshold > 1,

@@ -28,6 +28,12 @@
 /// loss at any useful speed, and the sent-packet store's ACK cost grows with it.
 pub(super) const MAX_PACKET_THRESHOLD: u64 = 64;
 
+/// The packet threshold once reordering deeper than [`MAX_PACKET_THRESHOLD`] was
+/// seen: packet counting is off and the time threshold alone declares losses.
+//= https://www.rfc-editor.org/rfc/rfc8985#section-6.2
+//# RACK ... uses a time-based reordering window instead of a packet count
+pub(super) const PACKET_THRESHOLD_OFF: u64 = u64::MAX;
+
 /// Time threshold ceiling, in RTTs.
 pub(super) const MAX_TIME_THRESHOLD: f64 = 2.0;
 
@@ -106,7 +112,12 @@ impl Reordering {
         }
         self.epoch_spurious = true;
         self.on_reordered(distance, age);
-        let packet = distance.saturating_add(1).min(MAX_PACKET_THRESHOLD);
+        // Deeper than counting can follow at speed (1 ms of reordering is ~85
+        // packets at 1 Gbit/s): leave loss detection to the time threshold.
+        let packet = match distance.saturating_add(1) {
+            d if d > MAX_PACKET_THRESHOLD => PACKET_THRESHOLD_OFF,
+            d => d,
+        };
         self.packet = self.packet.max(packet);
         // Only when the late packet came later than the time threshold allows:
         // one declared lost by the packet threshold is about one RTT old.
@@ -153,7 +164,10 @@ impl Reordering {
                 .saturating_add(1)
                 .min(MAX_PACKET_THRESHOLD),
         );
-        if self.packet > floor {
+        if self.packet == PACKET_THRESHOLD_OFF {
+            // Counting comes back at its ceiling, then decays as usual.
+            self.packet = MAX_PACKET_THRESHOLD.max(floor);
+        } else if self.packet > floor {
             self.packet -= (self.packet - floor).div_ceil(2);
         }
         let needed = if self.epoch_time > self.base_time {
@@ -197,9 +211,29 @@ mod tests {
         r.on_spurious(4, 1.0);
         assert_eq!(r.packet(), 6, "never lowered by a smaller distance");
         r.on_spurious(1000, 1.5);
-        assert_eq!((r.packet(), r.time()), (MAX_PACKET_THRESHOLD, 1.625));
+        assert_eq!((r.packet(), r.time()), (PACKET_THRESHOLD_OFF, 1.625));
         r.on_spurious(1, 30.0);
         assert_eq!(r.time(), MAX_TIME_THRESHOLD);
+    }
+
+    #[test]
+    fn deep_reordering_turns_packet_counting_off_until_it_decays() {
+        let mut r = Reordering::new(3, BASE_TIME, true);
+        r.on_spurious(MAX_PACKET_THRESHOLD + 20, 1.1);
+        assert_eq!(r.packet(), PACKET_THRESHOLD_OFF);
+        let mut next = 0;
+        rounds(&mut r, DECAY_ROUNDS + 1, &mut next);
+        assert_eq!(
+            r.packet(),
+            PACKET_THRESHOLD_OFF,
+            "no decay in the epoch of the loss"
+        );
+        rounds(&mut r, DECAY_ROUNDS, &mut next);
+        assert_eq!(r.packet(), MAX_PACKET_THRESHOLD);
+        for _ in 0..12 {
+            rounds(&mut r, DECAY_ROUNDS, &mut next);
+        }
+        assert_eq!(r.packet(), 3);
     }
 
     #[test]
