@@ -80,6 +80,13 @@ pub(crate) struct Args {
     /// TLS 1.3 cipher suite: aes128gcm, aes256gcm or chacha20.
     #[arg(long, default_value = "aes128gcm")]
     cipher: String,
+    /// quark's congestion controller: newreno, cubic (default) or bbr (experimental).
+    #[arg(long, default_value = "cubic")]
+    cc: String,
+    /// Linux's TCP congestion controller for the TCP protocols (cubic by default,
+    /// like the papers; `system` keeps the machine's default).
+    #[arg(long, default_value = "cubic")]
+    tcp_cc: String,
     /// Reference protocol for the summary's ratios [default: quic, else quinn].
     #[arg(long = "ref")]
     reference: Option<String>,
@@ -180,6 +187,19 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
             Cipher::NAMES.join(", ")
         )
     })?;
+    let cc: quark::CcAlgorithm = a.cc.parse().map_err(|e: String| anyhow!(e))?;
+    if a.tcp_cc != "system" {
+        let available =
+            std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                .unwrap_or_default();
+        if !available.split_whitespace().any(|c| c == a.tcp_cc) {
+            bail!(
+                "TCP congestion control '{}' is not available (available: {})",
+                a.tcp_cc,
+                available.trim()
+            );
+        }
+    }
     let reference = match &a.reference {
         Some(r) if !protocols.contains(r) => {
             bail!("reference protocol '{r}' is not among the protocols run")
@@ -205,6 +225,8 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         pin,
         threads: a.threads,
         cipher,
+        cc,
+        tcp_cc: a.tcp_cc.clone(),
         reference,
         listen: SocketAddr::new(a.addr, a.port),
         timeout: positive_secs("timeout", a.timeout)?,

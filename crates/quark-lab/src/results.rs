@@ -62,6 +62,12 @@ pub struct RunConfig {
     pub reference: String,
     /// TLS 1.3 cipher suite.
     pub cipher: String,
+    /// quark's congestion controller (absent in older files: cubic).
+    #[serde(default = "cubic")]
+    pub cc: String,
+    /// Linux's TCP congestion controller, or `system` (absent in older files).
+    #[serde(default = "system")]
+    pub tcp_cc: String,
     /// CPUs the server and client were pinned to.
     pub pin: Option<[u32; 2]>,
     /// Runtime threads per process (1 = single-threaded).
@@ -339,4 +345,12 @@ impl Report {
         }
         self.summary = out;
     }
+}
+
+fn cubic() -> String {
+    "cubic".into()
+}
+
+fn system() -> String {
+    "system".into()
 }

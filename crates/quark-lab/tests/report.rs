@@ -191,6 +191,8 @@ fn fixture() -> Report {
             scenarios: vec!["goodput".into(), "rps".into(), "persistent".into()],
             reference: "quinn".into(),
             cipher: "aes128gcm".into(),
+            cc: "cubic".into(),
+            tcp_cc: "cubic".into(),
             pin: Some([0, 1]),
             threads: 1,
             suite: true,

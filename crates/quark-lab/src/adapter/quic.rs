@@ -28,6 +28,14 @@ const MAX_STREAMS: u64 = 1024;
 #[derive(Debug)]
 pub struct Quic;
 
+/// quark's congestion controller for this process (`quark bench --cc`).
+static QUIC_CC: std::sync::OnceLock<quark::CcAlgorithm> = std::sync::OnceLock::new();
+
+/// Choose quark's congestion controller for this process.
+pub fn set_congestion_control(cc: quark::CcAlgorithm) {
+    let _ = QUIC_CC.set(cc);
+}
+
 /// Transport settings. `QUARK_TUNE` switches optimisations off for the
 /// before/after tables (e.g. `QUARK_TUNE=pmtud=0,ackfreq=0`); GSO and GRO are
 /// switched by quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
@@ -35,6 +43,7 @@ fn transport() -> Arc<quark::TransportConfig> {
     let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
     let off = |name: &str| tune.split(',').any(|t| t.trim() == format!("{name}=0"));
     Arc::new(quark::TransportConfig {
+        congestion_control: *QUIC_CC.get().unwrap_or(&quark::CcAlgorithm::Cubic),
         max_concurrent_bidi_streams: MAX_STREAMS,
         max_concurrent_uni_streams: 0,
         mtu_discovery: !off("pmtud"),

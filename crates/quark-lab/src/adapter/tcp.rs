@@ -40,10 +40,34 @@ impl Drop for TaskServer {
 }
 
 /// Binds a TCP listener with a clear message when the address is taken.
+/// Accepted connections inherit the congestion controller set here.
 pub(crate) async fn bind_tcp(addr: SocketAddr) -> anyhow::Result<TcpListener> {
-    TcpListener::bind(addr)
+    let listener = TcpListener::bind(addr)
         .await
-        .with_context(|| format!("cannot listen on tcp {addr}"))
+        .with_context(|| format!("cannot listen on tcp {addr}"))?;
+    set_congestion(&listener)?;
+    Ok(listener)
+}
+
+/// Linux's TCP congestion controller for this process's TCP sockets (the
+/// children of one cell share one setting: `quark bench --tcp-cc`).
+static TCP_CC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Choose the kernel's TCP congestion controller (e.g. `cubic`, `bbr`) for every
+/// TCP socket this process makes; `None` leaves the system default.
+pub fn set_tcp_congestion(name: Option<String>) {
+    if let Some(name) = name {
+        let _ = TCP_CC.set(name);
+    }
+}
+
+fn set_congestion(socket: &impl std::os::fd::AsFd) -> anyhow::Result<()> {
+    if let Some(name) = TCP_CC.get() {
+        socket2::SockRef::from(socket)
+            .set_tcp_congestion(name.as_bytes())
+            .with_context(|| format!("TCP congestion control '{name}' is not available"))?;
+    }
+    Ok(())
 }
 
 impl Adapter for Tcp {
@@ -133,7 +157,14 @@ struct TcpClient {
 
 /// Opens a TCP connection with Nagle off.
 pub(crate) async fn connect_tcp(addr: SocketAddr) -> anyhow::Result<TcpStream> {
-    let s = TcpStream::connect(addr)
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    // Before connecting, so the handshake already runs the chosen controller.
+    set_congestion(&socket)?;
+    let s = socket
+        .connect(addr)
         .await
         .with_context(|| format!("cannot connect to tcp {addr}"))?;
     s.set_nodelay(true)?;

@@ -59,6 +59,10 @@ pub struct BenchConfig {
     pub threads: u32,
     /// TLS cipher suite.
     pub cipher: Cipher,
+    /// quark's congestion controller.
+    pub cc: quark::CcAlgorithm,
+    /// Linux's TCP congestion controller (`system` leaves the default).
+    pub tcp_cc: String,
     /// Protocol the ratios compare against.
     pub reference: String,
     /// Address the servers listen on (port 0: any free port).
@@ -207,6 +211,8 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                 .collect(),
             reference: cfg.reference.clone(),
             cipher: cfg.cipher.name().into(),
+            cc: cfg.cc.to_string(),
+            tcp_cc: cfg.tcp_cc.clone(),
             pin: cfg.pin.map(|(s, c)| [s as u32, c as u32]),
             threads: cfg.threads,
             suite: cfg.suite,
@@ -423,6 +429,8 @@ impl Cell<'_> {
             cipher: self.cfg.cipher.name().into(),
             cpu,
             threads: self.cfg.threads,
+            cc: self.cfg.cc.to_string(),
+            tcp_cc: self.cfg.tcp_cc.clone(),
         }
     }
 

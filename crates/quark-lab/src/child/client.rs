@@ -40,6 +40,7 @@ fn client(args: ClientArgs) -> anyhow::Result<()> {
     let rt = setup(&args.common)?;
     let adapter = find(&args.common.proto)
         .ok_or_else(|| anyhow!("unknown protocol {}", args.common.proto))?;
+    args.common.apply_congestion_control()?;
     let cipher = Cipher::parse(&args.common.cipher)
         .ok_or_else(|| anyhow!("unknown cipher {}", args.common.cipher))?;
     let phases: Vec<Phase> = serde_json::from_str(&args.phases).context("--phases")?;

@@ -147,6 +147,24 @@ pub struct CommonArgs {
     /// Runtime worker threads (1 = single-threaded runtime).
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
+    /// quark's congestion controller.
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// Linux's TCP congestion controller (`system`: leave the default).
+    #[arg(long, default_value = "cubic")]
+    pub tcp_cc: String,
+}
+
+impl CommonArgs {
+    /// Apply the congestion-control choices to this process's adapters.
+    pub fn apply_congestion_control(&self) -> anyhow::Result<()> {
+        let cc = self.cc.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+        crate::adapter::quic::set_congestion_control(cc);
+        crate::adapter::tcp::set_tcp_congestion(
+            (self.tcp_cc != "system").then(|| self.tcp_cc.clone()),
+        );
+        Ok(())
+    }
 }
 
 impl CommonArgs {
@@ -162,6 +180,10 @@ impl CommonArgs {
             self.cipher.clone(),
             "--threads".into(),
             self.threads.to_string(),
+            "--cc".into(),
+            self.cc.clone(),
+            "--tcp-cc".into(),
+            self.tcp_cc.clone(),
         ]);
         if let Some(c) = self.cpu {
             v.extend(["--cpu".into(), c.to_string()]);

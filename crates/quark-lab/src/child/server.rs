@@ -35,6 +35,7 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
         common.threads = common.threads.max(n as u32);
     }
     let rt = setup(&common)?;
+    args.common.apply_congestion_control()?;
     let cipher = Cipher::parse(&args.common.cipher)
         .ok_or_else(|| anyhow!("unknown cipher {}", args.common.cipher))?;
     let identity =
