@@ -14,7 +14,7 @@ use smallvec::SmallVec;
 
 use crate::cid::{ConnectionId, ResetToken};
 use crate::config::{CidGenerator, ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
-use crate::connection::{CidEvent, Connection, ConnectionParams, Transmit};
+use crate::connection::{CidEvent, Connection, ConnectionParams, EndpointShared, Transmit};
 use crate::crypto::tls::{TlsSession, TlsSetupError};
 use crate::crypto::tokens::{ResetKey, TokenContents, TokenKey};
 use crate::packet::{self, HeaderType, MIN_INITIAL_SIZE, PacketDecodeError, PartialDecode};
@@ -138,18 +138,14 @@ impl Endpoint {
                 peer_cid: dcid,
                 initial_dcid: dcid,
                 local_params: params,
-                reset_key: self.reset_key.clone(),
-                rng_seed: self.rng.random(),
-                cid_len: self.config.cid_len,
-                cid_gen: self.cids.clone(),
+                shared: self.connection_shared(),
                 token: Vec::new(),
                 validated: true,
                 retry_src_cid: None,
             },
             now,
         );
-        let h = ConnectionHandle(self.conns.insert(conn));
-        self.routes.insert(local_cid, h);
+        let h = self.insert(conn, local_cid);
         self.sync(h);
         Ok(h)
     }
@@ -407,18 +403,14 @@ impl Endpoint {
                 peer_cid: pd.src_cid,
                 initial_dcid: pd.dst_cid,
                 local_params: params,
-                reset_key: self.reset_key.clone(),
-                rng_seed: self.rng.random(),
-                cid_len: self.config.cid_len,
-                cid_gen: self.cids.clone(),
+                shared: self.connection_shared(),
                 token: Vec::new(),
                 validated,
                 retry_src_cid: retry_scid,
             },
             now,
         );
-        let h = ConnectionHandle(self.conns.insert(conn));
-        self.routes.insert(local_cid, h);
+        let h = self.insert(conn, local_cid);
         self.routes.insert(pd.dst_cid, h);
         self.conns[h.0].handle_datagram(now, remote, ecn, data);
         if !self.conns[h.0].has_received_packet() {
@@ -464,6 +456,23 @@ impl Endpoint {
             data: out,
         });
         Some(DatagramEvent::Response)
+    }
+
+    /// The endpoint's part of a new connection.
+    fn connection_shared(&mut self) -> EndpointShared {
+        EndpointShared {
+            reset_key: self.reset_key.clone(),
+            rng_seed: self.rng.random(),
+            cid_len: self.config.cid_len,
+            cid_gen: self.cids.clone(),
+        }
+    }
+
+    /// Keep a new connection and route its first connection ID to it.
+    fn insert(&mut self, conn: Connection, local_cid: ConnectionId) -> ConnectionHandle {
+        let h = ConnectionHandle(self.conns.insert(conn));
+        self.routes.insert(local_cid, h);
+        h
     }
 
     fn elapsed(&self, now: Instant) -> Duration {

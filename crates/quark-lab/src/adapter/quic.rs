@@ -13,13 +13,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Context;
 use tokio::task::JoinHandle;
 
-use super::hq::{ALPN, RequestReader};
+use super::hq::{self, ALPN};
 use super::tls::{Cipher, SERVER_NAME, client_config};
 use super::{
     Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
     Server, ServerStats,
 };
-use crate::wire::{CHUNK, Header, MAX_HEADER, Verifier, pattern_slice};
 
 /// Concurrent bidirectional streams a peer may open (above `parallel`'s 100).
 const MAX_STREAMS: u64 = 1024;
@@ -135,37 +134,9 @@ async fn serve_connection(conn: quark::Connection, stats: Arc<ServerStats>) {
         let stats = stats.clone();
         conn.spawn(async move {
             // Failures are counted by the request guard.
-            let _ = serve_stream(send, recv, &stats).await;
+            let _ = hq::serve_stream(recv, send, &stats).await;
         });
     }
-}
-
-async fn serve_stream(
-    mut send: quark::SendStream,
-    mut recv: quark::RecvStream,
-    stats: &ServerStats,
-) -> anyhow::Result<()> {
-    let guard = stats.request();
-    let mut req = RequestReader::default();
-    let mut buf = vec![0u8; 64 * 1024];
-    while let Some(n) = recv.read(&mut buf).await? {
-        req.push(&buf[..n])?;
-    }
-    let (h, body) = req.finish()?;
-    write_pattern(&mut send, h.response_len).await?;
-    send.finish()?;
-    guard.finish(body, h.response_len);
-    Ok(())
-}
-
-async fn write_pattern(send: &mut quark::SendStream, len: u64) -> anyhow::Result<()> {
-    let mut off = 0;
-    while off < len {
-        let n = (len - off).min(CHUNK as u64) as usize;
-        send.write_all(pattern_slice(off, n)).await?;
-        off += n as u64;
-    }
-    Ok(())
 }
 
 impl Adapter for Quic {
@@ -264,23 +235,8 @@ struct QuicConn(quark::Connection);
 impl Connection for QuicConn {
     fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async move {
-            let (mut send, mut recv) = self.0.open_bi().await?;
-            let mut head = Vec::with_capacity(MAX_HEADER);
-            Header {
-                response_len: req.response_len,
-                body_len: None,
-            }
-            .encode(&mut head);
-            send.write_all(&head).await?;
-            write_pattern(&mut send, req.body_len).await?;
-            send.finish()?;
-            let mut v = Verifier::new(req.response_len);
-            let mut buf = vec![0u8; 64 * 1024];
-            while let Some(n) = recv.read(&mut buf).await? {
-                v.update(&buf[..n])?;
-            }
-            v.finish()?;
-            Ok(())
+            let (send, recv) = self.0.open_bi().await?;
+            hq::request(send, recv, req).await
         })
     }
 

@@ -144,6 +144,14 @@ impl Path {
     }
 }
 
+/// The endpoint's part of a new connection: secrets, ID generation, a seed.
+pub(crate) struct EndpointShared {
+    pub(crate) reset_key: Arc<ResetKey>,
+    pub(crate) rng_seed: u64,
+    pub(crate) cid_len: usize,
+    pub(crate) cid_gen: crate::config::CidGenerator,
+}
+
 /// Parameters for creating a connection (filled in by the endpoint).
 pub(crate) struct ConnectionParams {
     pub(crate) side: Side,
@@ -159,11 +167,9 @@ pub(crate) struct ConnectionParams {
     /// DCID of the client's first Initial: derives the Initial keys.
     pub(crate) initial_dcid: ConnectionId,
     pub(crate) local_params: TransportParameters,
-    pub(crate) reset_key: Arc<ResetKey>,
-    pub(crate) rng_seed: u64,
-    pub(crate) cid_len: usize,
+    /// What every connection of the endpoint shares.
+    pub(crate) shared: EndpointShared,
     /// Makes the IDs we issue (they may name a worker).
-    pub(crate) cid_gen: crate::config::CidGenerator,
     /// Client: the token to put in Initials. Server: none.
     pub(crate) token: Vec<u8>,
     /// Server: the client's address was validated (by a Retry token).
@@ -265,7 +271,7 @@ impl Connection {
         let mut spaces = [PacketSpace::new(), PacketSpace::new(), PacketSpace::new()];
         spaces[SpaceId::Initial.index()].keys =
             Some(crate::crypto::initial_keys(&p.initial_dcid, p.side));
-        let reset_token = p.reset_key.token(&p.local_cid);
+        let reset_token = p.shared.reset_key.token(&p.local_cid);
         let mut conn = Connection {
             side: p.side,
             version: p.version,
@@ -290,10 +296,10 @@ impl Connection {
             local_cids: LocalCids::new(p.local_cid, reset_token),
             peer_cids: PeerCids::new(p.peer_cid, config.active_connection_id_limit),
             cid_events: VecDeque::new(),
-            reset_key: p.reset_key,
-            cid_len: p.cid_len,
-            cid_gen: p.cid_gen,
-            rng: StdRng::seed_from_u64(p.rng_seed),
+            reset_key: p.shared.reset_key,
+            cid_len: p.shared.cid_len,
+            cid_gen: p.shared.cid_gen,
+            rng: StdRng::seed_from_u64(p.shared.rng_seed),
             streams: Streams::new(p.side, limits),
             local_params: p.local_params,
             peer_params: None,
