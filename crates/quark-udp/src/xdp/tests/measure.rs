@@ -1,0 +1,1 @@
+//! Measurements (to be written).
