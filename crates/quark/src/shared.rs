@@ -7,7 +7,7 @@ use std::task::Waker;
 use std::time::Instant;
 
 use quark_proto::{ConnectionError, ConnectionHandle, Dir, Endpoint as ProtoEndpoint, StreamId};
-use quark_udp::UdpSocket;
+use quark_udp::Socket;
 
 /// Everything the application may wait for on one connection.
 #[derive(Default)]
@@ -117,7 +117,7 @@ impl State {
 
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
-    pub(crate) socket: UdpSocket,
+    pub(crate) socket: Socket,
 }
 
 impl Shared {

@@ -5,6 +5,7 @@
 
 mod io;
 mod measure;
+mod modes;
 
 use std::io::IoSliceMut;
 use std::net::SocketAddr;
