@@ -9,6 +9,7 @@ mod lab;
 mod options;
 mod report;
 mod serve;
+mod xdp;
 
 /// quark: a QUIC v1 stack and its performance lab.
 #[derive(Debug, Parser)]
@@ -28,6 +29,8 @@ enum Command {
     Bench(bench::Args),
     /// Render a results file again (table, HTML).
     Report(report::Args),
+    /// The AF_XDP test bed: two namespaces joined by veth, transfers across them.
+    Xdp(xdp::XdpArgs),
     /// Internal: a lab server process (driven by `quark bench`).
     #[command(hide = true)]
     LabServer(quark_lab::child::ServerArgs),
@@ -75,6 +78,7 @@ fn main() {
         Command::Get(args) => run_async(get::run(args)),
         Command::Bench(args) => bench::run(args),
         Command::Report(args) => report::run(args),
+        Command::Xdp(args) => run_async(xdp::run(args)),
         Command::LabServer(args) => lab::server(args),
         Command::LabClient(args) => lab::client(args),
     };
