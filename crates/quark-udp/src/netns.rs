@@ -204,6 +204,27 @@ pub fn thread_cpu_time() -> (std::time::Duration, std::time::Duration) {
     (d(usage.ru_utime), d(usage.ru_stime))
 }
 
+/// CPU time of the kernel's softirq threads (`ksoftirqd/N`) so far, from
+/// `/proc/<pid>/stat` (10 ms clock ticks): network receive work the kernel deferred
+/// there is charged to no thread of the process being measured.
+pub fn ksoftirqd_time() -> std::time::Duration {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return std::time::Duration::ZERO;
+    };
+    let ticks: u64 = dir
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| stat.contains("(ksoftirqd/"))
+        .filter_map(|stat| {
+            // After the command name: state is field 3, utime 14 and stime 15.
+            let rest = stat.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .sum();
+    std::time::Duration::from_millis(ticks * 10)
+}
+
 /// Why this process can't create network namespaces, if it can't: not root, or
 /// no `ip` command.
 pub fn unavailable() -> Option<String> {

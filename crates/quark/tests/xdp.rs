@@ -157,3 +157,124 @@ fn echo_with_both_ends_on_af_xdp() {
 fn echo_between_af_xdp_server_and_udp_client() {
     echo("xu", false);
 }
+
+/// Which datagram backend one end uses in [`measure_cpu_per_gigabyte`].
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Xdp,
+    /// Kernel UDP with GSO and GRO (quark's default).
+    Udp,
+    /// Kernel UDP, one system call per `BATCH_SIZE` datagrams, no GSO/GRO.
+    UdpPlain,
+}
+
+fn open(side: &netns::Side, port: u16, backend: Backend) -> Socket {
+    let addr = SocketAddr::new(side.ip.into(), port);
+    match backend {
+        Backend::Xdp => XdpSocket::bind(addr, &XdpConfig::new(&side.interface))
+            .unwrap()
+            .into(),
+        Backend::Udp | Backend::UdpPlain => {
+            let s = quark_udp::UdpSocket::bind(addr).unwrap();
+            let offload = matches!(backend, Backend::Udp);
+            s.set_gso(offload);
+            s.set_gro(offload).unwrap();
+            s.into()
+        }
+    }
+}
+
+fn thread_cpu() -> Duration {
+    let (user, sys) = netns::thread_cpu_time();
+    user + sys
+}
+
+/// Downloads `size` bytes from a server in namespace a to a client in b; returns
+/// (server CPU, client CPU, ksoftirqd CPU, wall time of the download).
+fn download(backend: Backend, size: usize) -> Option<(Duration, Duration, Duration, Duration)> {
+    let pair = pair("cpu")?;
+    let (a, b) = (pair.a.clone(), pair.b.clone());
+    let server_addr = SocketAddr::new(a.ip.into(), 4433);
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let cert = id.cert.clone();
+    let (ready, wait) = tokio::sync::oneshot::channel::<()>();
+    let server = run_in(&pair.a.netns, move || async move {
+        let config = tls::server_config(&id, &[ALPN]).unwrap();
+        let sock = open(&a, 4433, backend);
+        let ep = Endpoint::with_socket(Default::default(), Some(config), sock).unwrap();
+        ready.send(()).unwrap();
+        let start = thread_cpu();
+        let conn = ep.accept().await.unwrap();
+        let (mut send, mut recv) = conn.accept_bi().await.unwrap();
+        recv.read_to_end(64).await.unwrap();
+        let chunk = data(1 << 20, 1);
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            send.write_all(&chunk[..n]).await.unwrap();
+            left -= n;
+        }
+        send.finish().unwrap();
+        let _ = send.stopped().await;
+        conn.closed().await;
+        thread_cpu() - start
+    });
+    let client = run_in(&pair.b.netns, move || async move {
+        wait.await.unwrap();
+        let sock = open(&b, 0, backend);
+        let ep = Endpoint::with_socket(Default::default(), None, sock).unwrap();
+        let config = tls::client_config(Verify::Roots(vec![cert]), &[ALPN]).unwrap();
+        let (start, cpu) = (std::time::Instant::now(), thread_cpu());
+        let conn = ep
+            .connect(config, server_addr, "localhost")
+            .unwrap()
+            .await
+            .unwrap();
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        send.write_all(b"get").await.unwrap();
+        send.finish().unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0;
+        while let Some(n) = recv.read(&mut buf).await.unwrap() {
+            got += n;
+        }
+        assert_eq!(got, size);
+        let wall = start.elapsed();
+        conn.close(0, b"done");
+        ep.wait_idle().await;
+        (thread_cpu() - cpu, wall)
+    });
+    let soft = netns::ksoftirqd_time();
+    let (client_cpu, wall) = client.join().unwrap().unwrap();
+    let server_cpu = server.join().unwrap().unwrap();
+    Some((server_cpu, client_cpu, netns::ksoftirqd_time() - soft, wall))
+}
+
+/// CPU seconds per GB for a download between the namespaces, AF_XDP against
+/// kernel UDP. A measurement (`cargo test -p quark --release --test xdp --
+/// --ignored --nocapture`); results in BENCHMARKS.md.
+#[test]
+#[ignore = "measurement"]
+fn measure_cpu_per_gigabyte() {
+    const SIZE: usize = 512 << 20;
+    println!(
+        "| backend | server CPU s/GB | client CPU s/GB | ksoftirqd s/GB | total | goodput Mbit/s |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for _round in 0..3 {
+        for backend in [Backend::Xdp, Backend::Udp, Backend::UdpPlain] {
+            let Some((server, client, soft, wall)) = download(backend, SIZE) else {
+                return;
+            };
+            let per_gb = |d: Duration| d.as_secs_f64() / (SIZE as f64 / 1e9);
+            println!(
+                "| {backend:?} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} |",
+                per_gb(server),
+                per_gb(client),
+                per_gb(soft),
+                per_gb(server + client + soft),
+                SIZE as f64 * 8.0 / wall.as_secs_f64() / 1e6
+            );
+        }
+    }
+}

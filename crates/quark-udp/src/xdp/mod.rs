@@ -19,8 +19,14 @@
 //!   equal-size datagrams of one flow share a buffer, like UDP GRO.
 //! - The destination's Ethernet address comes from `neigh` (static entries,
 //!   learned sources, the kernel's ARP table).
-//! - A kernel UDP socket stays bound to the same address and port, so nothing
-//!   else takes the port and `port 0` picks an ephemeral one.
+//! - A kernel UDP socket is bound to the same address and port: nothing else
+//!   takes the port, `port 0` picks an ephemeral one, and it carries what AF_XDP
+//!   can't. Datagrams the program passes on (arriving on other receive queues,
+//!   with IP options, fragmented, or too large for a frame, such as GSO batches
+//!   over veth with generic XDP) are received there; datagrams to a destination
+//!   whose Ethernet address is unknown are sent there, so the kernel resolves it
+//!   (ARP) instead of the first packets being lost. Both are rare and cost nothing
+//!   otherwise.
 //!
 //! # What it needs
 //!
@@ -59,7 +65,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use tokio::io::unix::AsyncFd;
 
@@ -139,8 +145,9 @@ pub struct XdpSocket {
     io: AsyncFd<OwnedFd>,
     umem: Umem,
     neigh: Mutex<Neighbours>,
-    /// Holds the UDP port in the kernel.
-    _reserve: std::net::UdpSocket,
+    /// A kernel socket on the same address and port: it holds the port, and it
+    /// carries what AF_XDP can't (see the module docs).
+    kernel: crate::UdpSocket,
     local: SocketAddrV4,
     iface: Interface,
     mode: XdpMode,
@@ -185,8 +192,11 @@ impl XdpSocket {
             (true, Some(own)) => own,
             (true, None) => return Err(invalid(&format!("interface {name} has no IPv4 address"))),
         };
-        let reserve = std::net::UdpSocket::bind(SocketAddrV4::new(ip, addr.port()))?;
-        let local = SocketAddrV4::new(ip, reserve.local_addr()?.port());
+        let kernel = crate::UdpSocket::bind(SocketAddrV4::new(ip, addr.port()).into())?;
+        let local = match kernel.local_addr()? {
+            SocketAddr::V4(a) => a,
+            SocketAddr::V6(a) => SocketAddrV4::new(ip, a.port()),
+        };
 
         let frames = config.frames.max(config::MIN_FRAMES).next_power_of_two();
         let (rx_frames, tx_frames) = (frames / 2, frames / 2);
@@ -239,8 +249,8 @@ impl XdpSocket {
             }),
             io,
             umem,
-            neigh: Mutex::new(Neighbours::new(&name, ip, config.neighbours.clone())),
-            _reserve: reserve,
+            neigh: Mutex::new(Neighbours::new(&name, config.neighbours.clone())),
+            kernel,
             local,
             iface,
             mode,
@@ -301,9 +311,10 @@ impl XdpSocket {
     /// [`UdpSocket::try_send`](crate::UdpSocket::try_send). `WouldBlock` when no
     /// send frame is free (they come back as the kernel completes sends).
     ///
-    /// Datagrams the path can't carry (larger than the MTU), to IPv6
-    /// destinations, or to a destination whose Ethernet address is not known yet
-    /// are dropped as a network would drop them, and count as sent.
+    /// A datagram larger than the path's MTU is refused with `EMSGSIZE`, one to
+    /// an IPv6 destination with `Unsupported` (the count says how far it got, as
+    /// for UDP). Datagrams to a destination whose Ethernet address is not known
+    /// yet go through the kernel socket, which resolves it.
     pub fn try_send(&self, transmits: &[Transmit<'_>]) -> io::Result<usize> {
         if transmits.is_empty() {
             return Ok(0);
@@ -312,9 +323,9 @@ impl XdpSocket {
         tx::send(self, &mut tx, transmits)
     }
 
-    /// Receives up to `min(bufs.len(), meta.len())` messages; same contract as
-    /// [`UdpSocket::try_recv`](crate::UdpSocket::try_recv). `WouldBlock` when
-    /// nothing is waiting.
+    /// Receives up to `min(bufs.len(), meta.len())` messages from the XDP rings;
+    /// same contract as [`UdpSocket::try_recv`](crate::UdpSocket::try_recv).
+    /// `WouldBlock` when nothing is waiting.
     pub fn try_recv(
         &self,
         bufs: &mut [IoSliceMut<'_>],
@@ -341,8 +352,9 @@ impl XdpSocket {
         }
     }
 
-    /// [`try_recv`](Self::try_recv), waiting for a datagram. Only the last task
-    /// to poll is woken.
+    /// [`try_recv`](Self::try_recv), waiting for a datagram; also receives what
+    /// reached the kernel socket instead (see the module docs). Only the last
+    /// task to poll is woken.
     pub fn poll_recv(
         &self,
         cx: &mut Context<'_>,
@@ -360,12 +372,17 @@ impl XdpSocket {
             }
         }
         loop {
-            let mut guard = ready!(self.io.poll_read_ready(cx))?;
-            match self.try_recv(bufs, meta) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => guard.clear_ready(),
-                result => return Poll::Ready(result),
+            match self.io.poll_read_ready(cx) {
+                Poll::Ready(Ok(mut guard)) => match self.try_recv(bufs, meta) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => guard.clear_ready(),
+                    result => return Poll::Ready(result),
+                },
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => break,
             }
         }
+        // The XDP rings are empty and will wake us; anything for the kernel socket?
+        self.kernel.poll_recv(cx, bufs, meta)
     }
 
     /// Sends `transmits`, waiting for free frames; returns how many were sent.
@@ -403,7 +420,8 @@ fn attach(
     let map = bpf::create_xskmap(config.queue + 1)
         .map_err(|e| io::Error::new(e.kind(), format!("creating the XSKMAP: {e}")))?;
     bpf::update(map.as_fd(), config.queue, xsk.fd.as_raw_fd() as u32)?;
-    let insns = program::redirect_udp(map.as_raw_fd(), *local.ip(), local.port());
+    let max_len = (xsk::FRAME_SIZE - xsk::RX_HEADROOM) as u16;
+    let insns = program::redirect_udp(map.as_raw_fd(), *local.ip(), local.port(), max_len);
     let prog = bpf::load_xdp(&insns)?;
     let modes: &[(u32, bool)] = match config.attach {
         Attach::Auto => &[

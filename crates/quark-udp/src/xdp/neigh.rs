@@ -10,14 +10,11 @@
 //!    on-link, else the gateway of the longest matching route through the
 //!    interface (`/proc/thread-self/net/route`).
 //!
-//! On a miss the datagram is dropped (as a network would while resolving; QUIC
-//! retransmits) and the kernel is asked to resolve the address: an empty UDP
-//! datagram from a kernel socket to the destination's discard port (9), at most
-//! once per [`ASK_AGAIN`] per destination. Setups that must not lose the first
-//! packets use static neighbours (the `quark xdp` namespaces do).
+//! On a miss the caller sends the datagram through its kernel UDP socket, which
+//! makes the kernel resolve the address; the next read of the ARP table finds it.
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use super::netdev;
@@ -28,31 +25,25 @@ use super::wire::Mac;
 const MAX_ENTRIES: usize = 4096;
 /// Shortest time between two reads of the kernel's tables after misses.
 const RESCAN: Duration = Duration::from_millis(20);
-/// Shortest time between two resolution requests for one destination.
-const ASK_AGAIN: Duration = Duration::from_secs(1);
 
 pub(crate) struct Neighbours {
     ifname: String,
-    local: Ipv4Addr,
     statics: Vec<(Ipv4Addr, Mac)>,
     dynamic: HashMap<Ipv4Addr, Mac>,
     last_scan: Option<Instant>,
-    asked: HashMap<Ipv4Addr, Instant>,
 }
 
 impl Neighbours {
-    pub(crate) fn new(ifname: &str, local: Ipv4Addr, statics: Vec<(Ipv4Addr, Mac)>) -> Self {
+    pub(crate) fn new(ifname: &str, statics: Vec<(Ipv4Addr, Mac)>) -> Self {
         Self {
             ifname: ifname.to_string(),
-            local,
             statics,
             dynamic: HashMap::new(),
             last_scan: None,
-            asked: HashMap::new(),
         }
     }
 
-    /// The Ethernet address for `dst`, or `None` (resolution was requested).
+    /// The Ethernet address for `dst`, or `None` when it is not known (yet).
     pub(crate) fn lookup(&mut self, dst: Ipv4Addr) -> Option<Mac> {
         if let Some(&(_, mac)) = self.statics.iter().find(|(ip, _)| *ip == dst) {
             return Some(mac);
@@ -81,41 +72,17 @@ impl Neighbours {
     fn miss(&mut self, dst: Ipv4Addr, now: Instant) -> Option<Mac> {
         if self
             .last_scan
-            .is_none_or(|t| now.duration_since(t) >= RESCAN)
+            .is_some_and(|t| now.duration_since(t) < RESCAN)
         {
-            self.last_scan = Some(now);
-            let routes = netdev::read_table("route");
-            let hop = netdev::gateway(&routes, &self.ifname, dst).unwrap_or(dst);
-            let arp = netdev::read_table("arp");
-            let found = netdev::arp_entries(&arp, &self.ifname).find(|(ip, _)| *ip == hop);
-            if let Some((_, mac)) = found {
-                self.insert(dst, mac);
-                return Some(mac);
-            }
+            return None;
         }
-        self.ask(dst, now);
-        None
-    }
-
-    /// Makes the kernel resolve `dst` by sending it an empty datagram.
-    fn ask(&mut self, dst: Ipv4Addr, now: Instant) {
-        if self
-            .asked
-            .get(&dst)
-            .is_some_and(|t| now.duration_since(*t) < ASK_AGAIN)
-        {
-            return;
-        }
-        if self.asked.len() >= MAX_ENTRIES {
-            self.asked.clear();
-        }
-        self.asked.insert(dst, now);
-        tracing::debug!(%dst, "no Ethernet address known; asking the kernel to resolve it");
-        let sent = UdpSocket::bind(SocketAddrV4::new(self.local, 0))
-            .and_then(|s| s.send_to(&[], SocketAddrV4::new(dst, 9)));
-        if let Err(error) = sent {
-            tracing::debug!(%dst, %error, "neighbour resolution request failed");
-        }
+        self.last_scan = Some(now);
+        let routes = netdev::read_table("route");
+        let hop = netdev::gateway(&routes, &self.ifname, dst).unwrap_or(dst);
+        let arp = netdev::read_table("arp");
+        let (_, mac) = netdev::arp_entries(&arp, &self.ifname).find(|(ip, _)| *ip == hop)?;
+        self.insert(dst, mac);
+        Some(mac)
     }
 }
 
@@ -126,11 +93,7 @@ mod tests {
     #[test]
     fn statics_win_and_learning_is_bounded() {
         let peer = Ipv4Addr::new(192, 0, 2, 2);
-        let mut n = Neighbours::new(
-            "no-such-if0",
-            Ipv4Addr::LOCALHOST,
-            vec![(peer, [2, 0, 0, 0, 0, 1])],
-        );
+        let mut n = Neighbours::new("no-such-if0", vec![(peer, [2, 0, 0, 0, 0, 1])]);
         n.learn(peer, [2, 0, 0, 0, 0, 9]);
         assert_eq!(n.lookup(peer), Some([2, 0, 0, 0, 0, 1]));
         let other = Ipv4Addr::new(192, 0, 2, 3);
@@ -146,12 +109,14 @@ mod tests {
     }
 
     #[test]
-    fn a_miss_is_none_and_asks_once() {
-        // The "interface" has no ARP entries; the request goes to loopback.
-        let mut n = Neighbours::new("no-such-if0", Ipv4Addr::LOCALHOST, Vec::new());
-        assert_eq!(n.lookup(Ipv4Addr::LOCALHOST), None);
-        let first = n.asked[&Ipv4Addr::LOCALHOST];
-        assert_eq!(n.lookup(Ipv4Addr::LOCALHOST), None);
-        assert_eq!(n.asked[&Ipv4Addr::LOCALHOST], first);
+    fn a_miss_reads_the_tables_at_most_every_rescan() {
+        let mut n = Neighbours::new("no-such-if0", Vec::new());
+        let t0 = Instant::now();
+        assert_eq!(n.miss(Ipv4Addr::LOCALHOST, t0), None);
+        assert_eq!(n.last_scan, Some(t0));
+        assert_eq!(n.miss(Ipv4Addr::LOCALHOST, t0 + RESCAN / 2), None);
+        assert_eq!(n.last_scan, Some(t0));
+        assert_eq!(n.miss(Ipv4Addr::LOCALHOST, t0 + RESCAN), None);
+        assert_eq!(n.last_scan, Some(t0 + RESCAN));
     }
 }

@@ -23,14 +23,17 @@
 //! 16  if w5 != ADDR goto pass          ; (left out for an unspecified address)
 //! 17  r5 = *(u16 *)(r2 + 36)           ; destination port
 //! 18  if w5 != PORT goto pass
-//! 19  r2 = *(u32 *)(r6 + 16)           ; ctx->rx_queue_index
-//! 20  r1 = map (2 slots)
-//! 22  r3 = XDP_PASS                    ; if no socket serves this queue
-//! 23  call bpf_redirect_map
-//! 24  exit
+//! 19  r4 = r2
+//! 20  r4 += MAX                        ; longest frame a UMEM frame takes
+//! 21  if r3 > r4 goto pass             ; (a GSO batch crossing veth whole)
+//! 22  r2 = *(u32 *)(r6 + 16)           ; ctx->rx_queue_index
+//! 23  r1 = map (2 slots)
+//! 25  r3 = XDP_PASS                    ; if no socket serves this queue
+//! 26  call bpf_redirect_map
+//! 27  exit
 //! pass:
-//! 25  r0 = XDP_PASS
-//! 26  exit
+//! 28  r0 = XDP_PASS
+//! 29  exit
 //! ```
 //!
 //! Packet bytes are loaded in memory order, so a loaded `u16`/`u32` is the
@@ -82,8 +85,9 @@ const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
 }
 
 /// Builds the program for the XSKMAP `map_fd`, serving UDP to `addr:port`
-/// (any local address when `addr` is unspecified).
-pub(crate) fn redirect_udp(map_fd: i32, addr: Ipv4Addr, port: u16) -> Vec<Insn> {
+/// (any local address when `addr` is unspecified) in frames of at most
+/// `max_len` bytes.
+pub(crate) fn redirect_udp(map_fd: i32, addr: Ipv4Addr, port: u16, max_len: u16) -> Vec<Insn> {
     // Values as a little-endian load of their wire bytes sees them.
     let ethertype = i32::from(u16::from_ne_bytes([0x08, 0x00]));
     let frag_mask = i32::from(u16::from_ne_bytes([0x3f, 0xff]));
@@ -115,6 +119,9 @@ pub(crate) fn redirect_udp(map_fd: i32, addr: Ipv4Addr, port: u16) -> Vec<Insn> 
     p.extend([
         insn(LDX_H, 5, 2, 36, 0),
         insn(JNE32_K, 5, 0, PASS, port_k),
+        insn(MOV64_X, 4, 2, 0, 0),
+        insn(ADD64_K, 4, 0, 0, i32::from(max_len)),
+        insn(JGT_X, 3, 4, PASS, 0),
         insn(LDX_W, 2, 6, 16, 0),
         insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map_fd),
         insn(0, 0, 0, 0, 0),
@@ -170,7 +177,7 @@ mod tests {
 
     #[test]
     fn constants_are_wire_bytes_read_little_endian() {
-        let p = redirect_udp(3, Ipv4Addr::new(192, 0, 2, 200), 4433);
+        let p = redirect_udp(3, Ipv4Addr::new(192, 0, 2, 200), 4433, 3840);
         let imm = |i: usize| p[i].imm as u32;
         assert_eq!(imm(7).to_le_bytes()[..2], [0x08, 0x00]);
         assert_eq!(imm(16).to_le_bytes(), [192, 0, 2, 200]);
@@ -180,14 +187,14 @@ mod tests {
     #[test]
     fn every_jump_lands_on_pass_and_the_program_ends_in_exit() {
         for addr in [Ipv4Addr::UNSPECIFIED, Ipv4Addr::new(10, 0, 0, 1)] {
-            let p = redirect_udp(3, addr, 443);
+            let p = redirect_udp(3, addr, 443, 3840);
             let pass = p.len() - 2;
             assert_eq!(p[pass], insn(MOV64_K, 0, 0, 0, XDP_PASS));
             assert_eq!(p.last().unwrap().code, EXIT);
             let jumps: Vec<usize> = (0..p.len())
                 .filter(|&i| p[i].code == JGT_X || p[i].code == JNE32_K)
                 .collect();
-            assert_eq!(jumps.len(), if addr.is_unspecified() { 6 } else { 7 });
+            assert_eq!(jumps.len(), if addr.is_unspecified() { 7 } else { 8 });
             for i in jumps {
                 assert_eq!(i as i64 + 1 + i64::from(p[i].off), pass as i64, "jump {i}");
             }

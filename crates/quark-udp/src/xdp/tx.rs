@@ -57,7 +57,12 @@ pub(super) fn send(sock: &XdpSocket, tx: &mut Tx, transmits: &[Transmit<'_>]) ->
             _ => sock.resolve(*dst.ip()),
         };
         let Some(dst_mac) = next_hop else {
-            done += 1; // dropped while the kernel resolves the address
+            // The kernel resolves the address and sends it; if its buffer is
+            // full the datagram is lost, as on a busy link.
+            if let Err(error) = sock.kernel.try_send(std::slice::from_ref(t)) {
+                tracing::debug!(%error, %dst, "send through the kernel socket failed");
+            }
+            done += 1;
             continue;
         };
         tx.resolved = Some((*dst.ip(), dst_mac));
