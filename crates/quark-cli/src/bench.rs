@@ -52,7 +52,7 @@ pub(crate) struct Args {
     /// UDP payload bytes per datagram.
     #[arg(long)]
     datagram_size: Option<u32>,
-    /// Network profile (only `loopback` for now).
+    /// Network profile: loopback, or veth / veth-xdp (two namespaces; root).
     #[arg(long, default_value = "loopback")]
     net: String,
     /// Pin server and client to two CPUs (`--pin` = 0,1).

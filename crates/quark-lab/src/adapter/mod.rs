@@ -29,6 +29,17 @@ pub mod udp;
 pub use stats::{ServerCounters, ServerStats};
 pub use tls::{Cipher, Identity};
 
+/// The address a client binds to reach `server`: loopback for a loopback
+/// server, else any address (the `veth` network profiles).
+pub fn client_bind(server: SocketAddr) -> SocketAddr {
+    match server {
+        SocketAddr::V4(a) if a.ip().is_loopback() => ([127, 0, 0, 1], 0).into(),
+        SocketAddr::V6(a) if a.ip().is_loopback() => (std::net::Ipv6Addr::LOCALHOST, 0).into(),
+        SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
+        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    }
+}
+
 /// A boxed, sendable future (the traits are object-safe so adapters sit in one registry).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

@@ -155,10 +155,7 @@ impl Adapter for Quinn {
 
     fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
         Box::pin(async move {
-            let bind: SocketAddr = match cfg.server {
-                SocketAddr::V4(_) => ([127, 0, 0, 1], 0).into(),
-                SocketAddr::V6(_) => (std::net::Ipv6Addr::LOCALHOST, 0).into(),
-            };
+            let bind = super::client_bind(cfg.server);
             let mut endpoint = quinn::Endpoint::client(bind)?;
             endpoint.set_default_client_config(quinn_client_config(&cfg.cert, cfg.cipher)?);
             Ok(Arc::new(QuinnClient {

@@ -82,10 +82,7 @@ impl Client for UdpClient {
     fn blast(&self, blast: super::Blast) -> BoxFuture<'_, anyhow::Result<BlastReport>> {
         Box::pin(async move {
             let payload = blast.payload.clamp(1, MAX_PAYLOAD);
-            let bind: SocketAddr = match self.server {
-                SocketAddr::V4(_) => ([127, 0, 0, 1], 0).into(),
-                SocketAddr::V6(_) => (std::net::Ipv6Addr::LOCALHOST, 0).into(),
-            };
+            let bind = super::client_bind(self.server);
             let sock = UdpSocket::bind(bind).await?;
             sock.connect(self.server).await?;
             let mut dgram = Vec::with_capacity(HEADER + payload);

@@ -23,8 +23,11 @@ mod procs;
 pub use merge::merge;
 use procs::{CellError, Procs, Side, Signals};
 
-/// Network profiles. Only `loopback` exists; emulated delay/loss comes later.
-pub const NET_PROFILES: &[&str] = &["loopback"];
+/// Network profiles: `loopback`; `veth`, server and client in two network
+/// namespaces joined by veth (`quark_udp::netns`, needs root); `veth-xdp`, the
+/// same with quark's endpoints on AF_XDP (other protocols use the kernel).
+/// Emulated delay/loss comes later.
+pub const NET_PROFILES: &[&str] = &["loopback", "veth", "veth-xdp"];
 
 /// Everything `quark bench` was asked to do.
 #[derive(Debug, Clone)]
@@ -82,6 +85,11 @@ impl BenchConfig {
                         .join(", ")
                 );
             }
+        }
+        if self.net.starts_with("veth")
+            && let Some(why) = quark_udp::netns::unavailable()
+        {
+            bail!("--net {}: {why}", self.net);
         }
         if self.protocols.is_empty() || self.scenarios.is_empty() {
             bail!("nothing to run");
@@ -148,8 +156,23 @@ impl Drop for TempDir {
 }
 
 /// Runs the whole benchmark. `log` receives one line per finished phase.
-pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<Outcome> {
+pub async fn run(mut cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<Outcome> {
     cfg.validate()?;
+    // The `veth` profiles: the pair lives for the run, servers listen in side a.
+    let pair = match cfg.net.as_str() {
+        "veth" | "veth-xdp" => {
+            let name = format!("quark-lab{}", std::process::id());
+            Some(quark_udp::netns::VethPair::create(&name)?)
+        }
+        _ => None,
+    };
+    if let Some(p) = &pair {
+        cfg.listen = SocketAddr::new(p.a.ip.into(), cfg.listen.port());
+    }
+    let xdp = cfg.net == "veth-xdp";
+    let netns = pair.as_ref().map(|p| {
+        [&p.a, &p.b].map(|side| (side.netns.clone(), xdp.then(|| side.interface.clone())))
+    });
     let mut signals = Signals::install()?;
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -216,6 +239,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                 key: &key,
             };
             let mut procs = Procs::new(&cfg.exe, &mut signals, cfg.timeout);
+            procs.netns = netns.clone();
             let res = cell.run(&mut procs, &mut report.results, &mut log).await;
             match res {
                 Ok(()) => procs.shutdown().await,

@@ -93,6 +93,9 @@ pub(super) struct Procs<'a> {
     stash: VecDeque<(Side, serde_json::Value)>,
     /// Progress bar fed by the client's progress events.
     pub(super) bar: Option<ProgressBar>,
+    /// For the `veth` network profiles: the namespace each side runs in, and its
+    /// `QUARK_XDP` setting (server first, then client).
+    pub(super) netns: Option<[(String, Option<String>); 2]>,
 }
 
 impl<'a> Procs<'a> {
@@ -110,6 +113,7 @@ impl<'a> Procs<'a> {
             timeout,
             stash: VecDeque::new(),
             bar: None,
+            netns: None,
         }
     }
 
@@ -125,7 +129,18 @@ impl<'a> Procs<'a> {
         sub: &str,
         args: &[String],
     ) -> Result<(), CellError> {
-        let mut cmd = Command::new(self.exe);
+        let mut cmd = match &self.netns {
+            Some(places) => {
+                let (netns, xdp) = &places[matches!(side, Side::Client) as usize];
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", netns]).arg(self.exe);
+                if let Some(xdp) = xdp {
+                    cmd.env(quark_udp::XDP_ENV, xdp);
+                }
+                cmd
+            }
+            None => Command::new(self.exe),
+        };
         cmd.arg(sub)
             .args(args)
             .stdin(Stdio::piped())
