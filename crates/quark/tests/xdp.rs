@@ -261,8 +261,14 @@ fn measure_cpu_per_gigabyte() {
         "| backend | server CPU s/GB | client CPU s/GB | ksoftirqd s/GB | total | goodput Mbit/s |"
     );
     println!("|---|---|---|---|---|---|");
-    for _round in 0..3 {
+    // `MEASURE_ONLY=Xdp` (or Udp, UdpPlain) runs one backend once, e.g. under perf.
+    let only = std::env::var("MEASURE_ONLY").ok();
+    let rounds = if only.is_some() { 1 } else { 3 };
+    for _round in 0..rounds {
         for backend in [Backend::Xdp, Backend::Udp, Backend::UdpPlain] {
+            if only.as_ref().is_some_and(|o| *o != format!("{backend:?}")) {
+                continue;
+            }
             let Some((server, client, soft, wall)) = download(backend, SIZE) else {
                 return;
             };

@@ -38,13 +38,29 @@
 //! - An Ethernet interface with an IPv4 address; IPv6 is not supported. One
 //!   queue is served (veth has one); one socket per interface, since only one XDP
 //!   program can be attached through a link.
-//! - Frames of at most 3840 bytes (4096 minus the kernel's receive headroom) and
-//!   the interface MTU: larger datagrams are dropped on send, like a path that
-//!   can't carry them (DPLPMTUD probes then fail as they should).
+//! - Datagrams of at most the interface MTU and 3840 bytes of frame (4096 minus
+//!   the kernel's receive headroom): larger ones are refused with `EMSGSIZE`, as
+//!   by a kernel socket (DPLPMTUD probes fail as they should).
+//! - The peer's Ethernet address: static (`neigh=` in [`XdpConfig`]), learned
+//!   from its datagrams, or in the kernel's ARP table; the first datagram to an
+//!   unknown one goes through the kernel.
 //!
-//! On veth, zero-copy is unavailable (the driver has no AF_XDP zero-copy support),
-//! so frames are copied once each way; native XDP attaches and works there.
-//! [`XdpSocket::mode`] says what the kernel granted.
+//! # Selecting it
+//!
+//! `XdpSocket::bind(addr, &config)` directly, [`Socket`](crate::Socket) for
+//! either backend, or the `QUARK_XDP` environment variable
+//! ([`XDP_ENV`](crate::XDP_ENV), e.g. `QUARK_XDP=veth-a,attach=generic`), which
+//! [`Socket::bind`](crate::Socket::bind) and so every quark `Endpoint` (`quark
+//! serve`, `quark get`, the lab's `--net veth-xdp`) obey. `quark xdp setup`
+//! builds the two-namespace veth test bed ([`crate::netns`]).
+//!
+//! # On veth
+//!
+//! Zero-copy is unavailable (veth has no AF_XDP zero-copy support; `bind=zerocopy`
+//! fails with `EOPNOTSUPP`), so frames are copied once each way: copy mode. Native
+//! XDP attaches and works (and makes the peer's veth segment GSO batches before
+//! they cross); generic XDP works too. [`XdpSocket::mode`] says what the kernel
+//! granted: "native XDP, copy mode" by default.
 
 mod bpf;
 mod config;
