@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test suite: unit, simulation, loopback, lab and interop tests.
+# The test suite: unit, simulation, loopback, lab and interop tests, then the
+# tests that move real datagrams once more with GSO and GRO switched off.
 # Installs the third-party QUIC peers first (aioquic from PyPI, quic-go from the
 # Go proxy; quinn comes from crates.io with the build).
 set -euo pipefail
@@ -9,3 +10,7 @@ bash interop/setup.sh
 # The interop and CLI tests run the `quark` binary.
 cargo build -p quark-cli
 cargo test --workspace "$@"
+
+echo "== again without UDP GSO/GRO" >&2
+QUARK_NO_GSO=1 QUARK_NO_GRO=1 cargo test -p quark -p quark-interop "$@"
+QUARK_NO_GSO=1 QUARK_NO_GRO=1 cargo test -p quark-cli --test serve_get "$@"

@@ -7,7 +7,7 @@ use quark::TransportConfig;
 /// Transport tuning common to `serve` and `get`.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct TransportArgs {
-    /// Congestion controller: cubic or newreno.
+    /// Congestion controller: newreno, cubic (default) or bbr (experimental).
     #[arg(long, default_value = "cubic")]
     pub(crate) cc: CcAlgorithm,
     /// TLS 1.3 cipher suites to offer (aes128, aes256, chacha20); default: all.

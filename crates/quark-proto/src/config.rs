@@ -33,6 +33,9 @@ pub struct TransportConfig {
     pub max_udp_payload_size: u16,
     /// Datagram size used from the start (1200 is always safe).
     pub initial_mtu: u16,
+    /// Probe for larger datagrams after the handshake (DPLPMTUD, RFC 8899), up to
+    /// `max_udp_payload_size` and the peer's limit.
+    pub mtu_discovery: bool,
     /// Exponent for the ACK Delay field we send.
     pub ack_delay_exponent: u8,
     /// Longest we delay an ACK (max_ack_delay).
@@ -60,8 +63,11 @@ impl Default for TransportConfig {
             initial_rtt: Duration::from_millis(333),
             congestion_control: CcAlgorithm::Cubic,
             pacing: true,
-            max_udp_payload_size: 65527,
+            // Below the 65 507-byte IPv4 limit, so a loopback or jumbo path is found
+            // with the first MTU probe.
+            max_udp_payload_size: 65_000,
             initial_mtu: 1200,
+            mtu_discovery: true,
             ack_delay_exponent: 3,
             max_ack_delay: Duration::from_millis(25),
             ack_eliciting_threshold: 2,

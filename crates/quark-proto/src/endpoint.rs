@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use slab::Slab;
+use smallvec::SmallVec;
 
 use crate::cid::{ConnectionId, ResetToken};
 use crate::config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
@@ -179,6 +180,63 @@ impl Endpoint {
             }
             _ => None,
         }
+    }
+
+    /// Process the datagrams of one receive (the segments of a GRO buffer:
+    /// `data` cut every `stride` bytes). Consecutive segments for the same
+    /// connection are handed over together, so it can decrypt them all before
+    /// processing any ([`Connection::handle_batch`]). Reports what each did.
+    #[allow(clippy::too_many_arguments)]
+    pub fn handle_batch(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        local_ip: Option<IpAddr>,
+        ecn: Option<EcnCodepoint>,
+        data: &mut [u8],
+        stride: usize,
+        mut on_event: impl FnMut(DatagramEvent),
+    ) {
+        self.epoch.get_or_insert(now);
+        let mut run: SmallVec<[&mut [u8]; 64]> = SmallVec::new();
+        let mut run_conn = None;
+        for segment in data.chunks_mut(stride.max(1)) {
+            let route = PartialDecode::new(segment, self.config.cid_len)
+                .ok()
+                .and_then(|pd| self.routes.get(&pd.dst_cid).copied());
+            if route.is_none() || route != run_conn {
+                self.flush_run(now, remote, ecn, run_conn.take(), &mut run, &mut on_event);
+            }
+            match route {
+                Some(h) => {
+                    run_conn = Some(h);
+                    run.push(segment);
+                }
+                None => {
+                    if let Some(event) = self.handle_datagram(now, remote, local_ip, ecn, segment) {
+                        on_event(event);
+                    }
+                }
+            }
+        }
+        self.flush_run(now, remote, ecn, run_conn, &mut run, &mut on_event);
+    }
+
+    fn flush_run(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        conn: Option<ConnectionHandle>,
+        run: &mut SmallVec<[&mut [u8]; 64]>,
+        on_event: &mut impl FnMut(DatagramEvent),
+    ) {
+        if let Some(h) = conn {
+            self.conns[h.0].handle_batch(now, remote, ecn, run);
+            self.sync(h);
+            on_event(DatagramEvent::Connection(h));
+        }
+        run.clear();
     }
 
     /// A short-header datagram for no known connection: maybe a stateless reset

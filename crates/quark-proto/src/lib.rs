@@ -15,8 +15,9 @@
 //! | [`connection`] | the connection state machine: handshake, frames in, packets out, streams, close |
 //! | [`stream`] | send buffers, receive reassembly, per-stream state, flow control |
 //! | [`recovery`] | RTT, loss detection, PTO (RFC 9002) |
-//! | [`cc`] | congestion controllers (NewReno, CUBIC) |
+//! | [`cc`] | congestion controllers (NewReno, CUBIC, BBR experimental) |
 //! | [`transport_params`] | transport parameters |
+//! | [`cpu`] | counters for the per-packet CPU breakdown (off by default) |
 //! | [`range_set`] | the range set behind ACK frames and stream bookkeeping |
 //! | [`varint`], [`coding`], [`cid`], [`types`], [`error`] | shared vocabulary |
 
@@ -27,6 +28,7 @@ pub mod cid;
 pub mod coding;
 pub mod config;
 pub mod connection;
+pub mod cpu;
 pub mod crypto;
 pub mod endpoint;
 pub mod error;

@@ -232,3 +232,20 @@ fn resumed_connections_use_fresh_transport_parameters() {
         run_echo(&mut sim, &mut echo, 100_000);
     }
 }
+
+#[test]
+fn gro_batches_with_loss_and_reordering() {
+    for s in 0..4 {
+        let (mut sim, tls) = Sim::pair(seed(300 + s));
+        sim.gro = true;
+        sim.set_delay(Duration::from_millis(5));
+        for imp in [&mut sim.to_server, &mut sim.to_client] {
+            imp.loss = 0.02;
+            imp.reorder = 0.05;
+            imp.reorder_delay = Duration::from_millis(2);
+        }
+        let c = sim.connect(&tls);
+        let mut echo = Echo::new(c, vec![payload(3_000_000, 4), payload(50_000, 5)]);
+        run_echo(&mut sim, &mut echo, 400_000);
+    }
+}

@@ -230,12 +230,18 @@ mod random_frames {
             let c = sim.connect(&tls);
             let s = sim.handshake(c);
             sim.client.connection_mut(c).unwrap().inject_raw_frames(&bytes);
-            for _ in 0..500 {
-                if !sim.step() { break; }
-            }
+            sim.run_for(Duration::from_secs(2));
             let server = sim.server.connection(s).unwrap();
+            // Either accepted, or closed: by us with a transport error, or by the
+            // peer because the bytes happened to be a valid CONNECTION_CLOSE.
             if let Some(err) = server.error() {
-                prop_assert!(matches!(err, ConnectionError::TransportError(_)), "{err:?}");
+                let ok = matches!(
+                    err,
+                    ConnectionError::TransportError(_)
+                        | ConnectionError::ConnectionClosed { .. }
+                        | ConnectionError::ApplicationClosed { .. }
+                );
+                prop_assert!(ok, "{err:?}");
             }
         }
     }

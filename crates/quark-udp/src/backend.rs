@@ -66,6 +66,25 @@ impl Socket {
         }
     }
 
+    /// See [`UdpSocket::set_gso`].
+    pub fn set_gso(&self, enabled: bool) {
+        match self {
+            Self::Udp(s) => s.set_gso(enabled),
+            Self::Xdp(s) => s.set_gso(enabled),
+        }
+    }
+
+    /// See [`UdpSocket::set_gro`].
+    pub fn set_gro(&self, enabled: bool) -> io::Result<()> {
+        match self {
+            Self::Udp(s) => s.set_gro(enabled),
+            Self::Xdp(s) => {
+                s.set_gro(enabled);
+                Ok(())
+            }
+        }
+    }
+
     /// See [`UdpSocket::try_send`].
     pub fn try_send(&self, transmits: &[Transmit<'_>]) -> io::Result<usize> {
         match self {

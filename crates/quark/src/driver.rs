@@ -94,23 +94,26 @@ impl Driver {
             any |= n > 0;
             for i in 0..n {
                 let meta = self.metas[i];
-                let stride = meta.stride.max(1);
                 let ecn = EcnCodepoint::from_bits(meta.ecn);
-                let mut start = 0;
-                while start < meta.len {
-                    let end = (start + stride).min(meta.len);
-                    let data = &mut self.recv_bufs[i][start..end];
-                    start = end;
-                    match state
-                        .proto
-                        .handle_datagram(now, meta.addr, meta.dst_ip, ecn, data)
-                    {
-                        Some(DatagramEvent::NewConnection(h)) => {
+                let data = &mut self.recv_bufs[i][..meta.len];
+                let mut events: SmallVec<[DatagramEvent; 4]> = SmallVec::new();
+                state.proto.handle_batch(
+                    now,
+                    meta.addr,
+                    meta.dst_ip,
+                    ecn,
+                    data,
+                    meta.stride,
+                    |e| events.push(e),
+                );
+                for event in events {
+                    match event {
+                        DatagramEvent::NewConnection(h) => {
                             state.conns.insert(h, ConnEntry::new(true));
                             self.touch(state, h);
                         }
-                        Some(DatagramEvent::Connection(h)) => self.touch(state, h),
-                        Some(DatagramEvent::Response) | None => {}
+                        DatagramEvent::Connection(h) => self.touch(state, h),
+                        DatagramEvent::Response => {}
                     }
                 }
             }

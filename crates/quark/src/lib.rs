@@ -20,12 +20,17 @@
 //! | [`endpoint`] | `Endpoint`: bind, `accept` (the listener), `connect` |
 //! | [`connection`] | `Connection`: open / accept streams, close |
 //! | [`stream`] | `SendStream` (`AsyncWrite`), `RecvStream` (`AsyncRead`) |
+//! | [`counters`] | the per-packet CPU breakdown (crypto, ACK handling, system calls) |
 //! | [`tls`] | certificates and rustls configurations (CA file, `--insecure`, cipher suites) |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
+//!
+//! Environment switches: `QUARK_NO_GSO=1` / `QUARK_NO_GRO=1` run the datagram I/O
+//! without segmentation offload or receive coalescing (for tests and benchmarks).
 
 #![warn(missing_docs)]
 
 pub mod connection;
+pub mod counters;
 mod driver;
 pub mod endpoint;
 pub mod hq;

@@ -10,7 +10,8 @@ use tokio::task::JoinHandle;
 use super::hq::{ALPN, RequestReader};
 use super::tls::{Cipher, SERVER_NAME, client_config};
 use super::{
-    Adapter, BoxFuture, Client, ClientConfig, Connection, Request, ServeConfig, Server, ServerStats,
+    Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
+    Server, ServerStats,
 };
 use crate::wire::{CHUNK, Header, MAX_HEADER, Verifier, pattern_slice};
 
@@ -21,10 +22,17 @@ const MAX_STREAMS: u64 = 1024;
 #[derive(Debug)]
 pub struct Quic;
 
+/// Transport settings. `QUARK_TUNE` switches optimisations off for the
+/// before/after tables (e.g. `QUARK_TUNE=pmtud=0,ackfreq=0`); GSO and GRO are
+/// switched by quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
 fn transport() -> Arc<quark::TransportConfig> {
+    let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
+    let off = |name: &str| tune.split(',').any(|t| t.trim() == format!("{name}=0"));
     Arc::new(quark::TransportConfig {
         max_concurrent_bidi_streams: MAX_STREAMS,
         max_concurrent_uni_streams: 0,
+        mtu_discovery: !off("pmtud"),
+        ack_frequency: !off("ackfreq"),
         ..quark::TransportConfig::default()
     })
 }
@@ -46,6 +54,11 @@ fn quark_client_config(
     Ok(cc)
 }
 
+/// The breakdown counters run unless `QUARK_COUNTERS=0` (to measure their cost).
+fn counters_wanted() -> bool {
+    std::env::var("QUARK_COUNTERS").map_or(true, |v| v != "0")
+}
+
 struct QuicServer {
     endpoint: quark::Endpoint,
     task: JoinHandle<()>,
@@ -56,6 +69,28 @@ impl Server for QuicServer {
         self.endpoint
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    fn cpu_counters(&self) -> Option<CpuCounters> {
+        Some(breakdown())
+    }
+}
+
+/// The thesis' categories from quark's built-in counters; "remaining" is the
+/// process's CPU time (getrusage) minus the measured categories.
+fn breakdown() -> CpuCounters {
+    let b = quark::counters::snapshot();
+    let total = crate::metrics::process_cpu_ns();
+    let measured = b.crypto_ns + b.send_ns + b.recv_ns + b.ack_ns;
+    CpuCounters {
+        packets: b.packets,
+        ns: vec![
+            ("crypto".into(), b.crypto_ns),
+            ("sendmsg".into(), b.send_ns),
+            ("recvmsg".into(), b.recv_ns),
+            ("ack".into(), b.ack_ns),
+            ("remaining".into(), total.saturating_sub(measured)),
+        ],
     }
 }
 
@@ -120,6 +155,7 @@ impl Adapter for Quic {
 
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
         Box::pin(async move {
+            quark::counters::set_enabled(counters_wanted());
             let endpoint = quark::Endpoint::server(server_config(&cfg)?, cfg.listen)
                 .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
             let ep = endpoint.clone();
@@ -136,6 +172,7 @@ impl Adapter for Quic {
     fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
         Box::pin(async move {
             let bind = super::client_bind(cfg.server);
+            quark::counters::set_enabled(counters_wanted());
             let endpoint = quark::Endpoint::client(bind)?;
             let config = quark_client_config(&cfg.cert, cfg.cipher)?;
             Ok(Arc::new(QuicClient {
@@ -167,6 +204,10 @@ impl Client for QuicClient {
 
     fn wait_idle(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.endpoint.wait_idle())
+    }
+
+    fn cpu_counters(&self) -> Option<CpuCounters> {
+        Some(breakdown())
     }
 }
 

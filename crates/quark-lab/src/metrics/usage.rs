@@ -74,6 +74,12 @@ impl UsageMeter {
     }
 }
 
+/// User + system CPU time of this process so far, in nanoseconds.
+pub fn process_cpu_ns() -> u64 {
+    let (user, sys, _) = rusage();
+    (user + sys).as_nanos() as u64
+}
+
 fn rusage() -> (Duration, Duration, u64) {
     let Ok(u) = getrusage(UsageWho::RUSAGE_SELF) else {
         return (Duration::ZERO, Duration::ZERO, 0);

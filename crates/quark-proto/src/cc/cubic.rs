@@ -44,6 +44,7 @@ struct Saved {
     cwnd_prior: f64,
     epoch: Option<Epoch>,
     after_timeout: bool,
+    recovery: RecoveryPeriod,
 }
 
 /// CUBIC state.
@@ -187,6 +188,7 @@ impl super::Controller for Cubic {
                 cwnd_prior: self.cwnd_prior,
                 epoch: self.epoch,
                 after_timeout: self.after_timeout,
+                recovery: self.recovery,
             });
             self.recovery.start = Some(now);
             //= https://www.rfc-editor.org/rfc/rfc9438#section-4.7
@@ -224,11 +226,13 @@ impl super::Controller for Cubic {
             self.recovery.start = None;
             self.epoch = None;
             self.after_timeout = true;
+            self.saved = None;
         }
     }
 
     // RFC 9438 §4.9: a spurious congestion event may be undone by restoring cwnd,
-    // ssthresh and CUBIC's own state as they were before it.
+    // ssthresh and CUBIC's own state (the recovery period included) as they were
+    // before it.
     fn on_spurious_congestion(&mut self) {
         if let Some(s) = self.saved.take() {
             self.cwnd = self.cwnd.max(s.cwnd);
@@ -237,6 +241,7 @@ impl super::Controller for Cubic {
             self.cwnd_prior = s.cwnd_prior;
             self.epoch = s.epoch;
             self.after_timeout = s.after_timeout;
+            self.recovery = s.recovery;
         }
     }
 
@@ -246,6 +251,16 @@ impl super::Controller for Cubic {
 
     fn ssthresh(&self) -> u64 {
         self.ssthresh
+    }
+
+    fn set_max_datagram_size(&mut self, mtu: u64) {
+        self.mtu = mtu as f64;
+        self.min_window = minimum_window(mtu) as f64;
+        if self.ssthresh == u64::MAX {
+            // Still in the first slow start: the initial window follows the size.
+            self.cwnd = self.cwnd.max(initial_window(mtu) as f64);
+        }
+        self.cwnd = self.cwnd.max(self.min_window);
     }
 
     fn name(&self) -> &'static str {

@@ -222,6 +222,11 @@ fn spurious_congestion_restores_state() {
     assert_eq!(cc.ssthresh(), 70 * MTU);
     assert_eq!(cc.w_max, w_max);
     assert_eq!(cc.epoch.map(|e| e.start), epoch);
+    assert_eq!(
+        cc.recovery.start,
+        Some(t_loss),
+        "back in the earlier period"
+    );
 }
 
 #[test]

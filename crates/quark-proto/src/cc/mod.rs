@@ -1,9 +1,13 @@
-//! Congestion control behind one trait: NewReno (RFC 9002 §7) and CUBIC (RFC 9438).
+//! Congestion control behind one trait: NewReno (RFC 9002 §7), CUBIC (RFC 9438)
+//! and, experimental, BBR (draft-cardwell-iccrg-bbr-congestion-control).
 //!
 //! [`crate::recovery::Recovery`] owns bytes in flight and decides what is a congestion
-//! signal; a controller only turns acknowledged bytes and congestion events into a
-//! window. Both controllers keep the RFC 9002 §7.3.2 recovery period themselves.
+//! signal; a controller turns acknowledged bytes, congestion events and (for BBR)
+//! delivery-rate samples into a window and, optionally, a pacing rate. Every
+//! controller keeps the RFC 9002 §7.3.2 recovery period itself, with the same rule
+//! (Recovery mirrors it to know when a reduction can be undone).
 
+pub mod bbr;
 pub mod cubic;
 pub mod new_reno;
 
@@ -11,7 +15,23 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Instant;
 
-use crate::recovery::RttEstimator;
+use crate::recovery::{RateSample, RttEstimator};
+
+/// What one ACK frame did, for controllers that model the path
+/// ([`Controller::on_ack_event`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckEvent {
+    /// The delivery-rate sample, when in-flight packets were newly acknowledged.
+    pub rate: Option<RateSample>,
+    /// In-flight bytes newly acknowledged.
+    pub newly_acked: u64,
+    /// In-flight bytes newly declared lost.
+    pub newly_lost: u64,
+    /// Bytes in flight before the ACK was processed.
+    pub prior_in_flight: u64,
+    /// Bytes in flight after it.
+    pub bytes_in_flight: u64,
+}
 
 /// A congestion controller. Windows are in bytes.
 pub trait Controller: Send + fmt::Debug {
@@ -27,8 +47,26 @@ pub trait Controller: Send + fmt::Debug {
         persistent: bool,
         lost_bytes: u64,
     );
-    /// A previous congestion event turned out spurious: restore the window from before it.
+    /// The last congestion event that reduced the window turned out spurious (every
+    /// loss behind it was acknowledged after all): restore the window, and the
+    /// recovery period, from before it. Called at most once per reduction.
     fn on_spurious_congestion(&mut self) {}
+    /// The datagram size changed (path MTU discovery).
+    //= https://www.rfc-editor.org/rfc/rfc9002#section-7.2
+    //# If the maximum datagram size changes during the connection, the
+    //# initial congestion window SHOULD be recalculated with the new size.
+    fn set_max_datagram_size(&mut self, mtu: u64);
+    /// A packet of `bytes` counted in flight was sent; `prior_in_flight` were in
+    /// flight before it.
+    fn on_packet_sent(&mut self, _now: Instant, _bytes: u64, _prior_in_flight: u64) {}
+    /// Once per ACK frame, after its losses ([`Self::on_congestion_event`]) and
+    /// acknowledged packets ([`Self::on_ack`]) were reported.
+    fn on_ack_event(&mut self, _now: Instant, _event: &AckEvent, _rtt: &RttEstimator) {}
+    /// The rate to pace at, in bytes per second; `None`: the pacer's default of
+    /// 5/4 × window / smoothed RTT (RFC 9002 §7.7).
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
     /// Current window.
     fn window(&self) -> u64;
     /// Slow-start threshold (u64::MAX while in the first slow start).
@@ -45,15 +83,31 @@ pub enum CcAlgorithm {
     /// RFC 9438 CUBIC.
     #[default]
     Cubic,
+    /// BBR (v1), experimental: see [`bbr`].
+    Bbr,
 }
 
 impl CcAlgorithm {
+    /// The accepted names, for command-line help.
+    pub const HELP: &'static str = "newreno, cubic (default) or bbr (experimental)";
+
     /// Build a controller for datagrams of `mtu` bytes.
     pub fn build(self, mtu: u64) -> Box<dyn Controller> {
         match self {
             CcAlgorithm::NewReno => Box::new(new_reno::NewReno::new(mtu)),
             CcAlgorithm::Cubic => Box::new(cubic::Cubic::new(mtu)),
+            CcAlgorithm::Bbr => Box::new(bbr::Bbr::new(mtu)),
         }
+    }
+}
+
+impl fmt::Display for CcAlgorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CcAlgorithm::NewReno => "newreno",
+            CcAlgorithm::Cubic => "cubic",
+            CcAlgorithm::Bbr => "bbr",
+        })
     }
 }
 
@@ -63,8 +117,10 @@ impl FromStr for CcAlgorithm {
         match s.to_ascii_lowercase().as_str() {
             "newreno" | "new-reno" | "reno" => Ok(CcAlgorithm::NewReno),
             "cubic" => Ok(CcAlgorithm::Cubic),
+            "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
             other => Err(format!(
-                "unknown congestion controller '{other}' (expected newreno or cubic)"
+                "unknown congestion controller '{other}' (expected {})",
+                CcAlgorithm::HELP
             )),
         }
     }
@@ -123,8 +179,12 @@ mod tests {
     fn names_parse() {
         assert_eq!("Reno".parse::<CcAlgorithm>(), Ok(CcAlgorithm::NewReno));
         assert_eq!("cubic".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Cubic));
-        assert!("bbr".parse::<CcAlgorithm>().is_err());
-        assert_eq!(CcAlgorithm::NewReno.build(1200).name(), "newreno");
-        assert_eq!(CcAlgorithm::Cubic.build(1200).name(), "cubic");
+        assert_eq!("BBR".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Bbr));
+        let err = "vegas".parse::<CcAlgorithm>().unwrap_err();
+        assert!(err.contains("bbr (experimental)"), "{err}");
+        for cc in [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Bbr] {
+            assert_eq!(cc.build(1200).name(), cc.to_string());
+            assert_eq!(cc.to_string().parse::<CcAlgorithm>(), Ok(cc));
+        }
     }
 }

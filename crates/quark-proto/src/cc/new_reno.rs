@@ -14,8 +14,9 @@ pub struct NewReno {
     /// Bytes acknowledged in congestion avoidance not yet turned into window.
     acked_bytes: u64,
     recovery: RecoveryPeriod,
-    /// Window and ssthresh before the last reduction, for `on_spurious_congestion`.
-    prior: Option<(u64, u64)>,
+    /// Window, ssthresh and recovery period before the last reduction, for
+    /// `on_spurious_congestion`.
+    prior: Option<(u64, u64, RecoveryPeriod)>,
 }
 
 impl NewReno {
@@ -91,7 +92,7 @@ impl super::Controller for NewReno {
             //# congestion_recovery_start_time = now()
             //# ssthresh = congestion_window * kLossReductionFactor
             //# congestion_window = max(ssthresh, kMinimumWindow)
-            self.prior = Some((self.window, self.ssthresh));
+            self.prior = Some((self.window, self.ssthresh, self.recovery));
             self.recovery.start = Some(now);
             self.ssthresh = self.window / 2;
             self.window = self.ssthresh.max(minimum_window(self.mtu));
@@ -105,13 +106,15 @@ impl super::Controller for NewReno {
             self.window = minimum_window(self.mtu);
             self.recovery.start = None;
             self.acked_bytes = 0;
+            self.prior = None;
         }
     }
 
     fn on_spurious_congestion(&mut self) {
-        if let Some((window, ssthresh)) = self.prior.take() {
+        if let Some((window, ssthresh, recovery)) = self.prior.take() {
             self.window = self.window.max(window);
             self.ssthresh = ssthresh;
+            self.recovery = recovery;
         }
     }
 
@@ -121,6 +124,15 @@ impl super::Controller for NewReno {
 
     fn ssthresh(&self) -> u64 {
         self.ssthresh
+    }
+
+    fn set_max_datagram_size(&mut self, mtu: u64) {
+        self.mtu = mtu;
+        if self.ssthresh == u64::MAX {
+            // Still in the first slow start: the initial window follows the size.
+            self.window = self.window.max(initial_window(mtu));
+        }
+        self.window = self.window.max(minimum_window(mtu));
     }
 
     fn name(&self) -> &'static str {
@@ -238,5 +250,11 @@ mod tests {
         assert_eq!((cc.window(), cc.ssthresh()), (20_000, u64::MAX));
         cc.on_spurious_congestion(); // nothing left to undo
         assert_eq!(cc.window(), 20_000);
+        // The recovery period is gone with it: slow start resumes for packets sent
+        // before the undone event, and a later loss cuts again.
+        cc.on_ack(t0 + 120 * MS, t0 + 20 * MS, MTU, &rtt());
+        assert_eq!(cc.window(), 21_200);
+        cc.on_congestion_event(t0 + 130 * MS, t0 + 30 * MS, false, MTU);
+        assert_eq!(cc.window(), 10_600);
     }
 }

@@ -183,6 +183,7 @@ impl Connection {
             }
         }
         self.streams.set_peer_params(&params);
+        self.mtu.set_peer_max(params.max_udp_payload_size);
         self.local_cids
             .set_peer_limit(params.active_connection_id_limit);
         if let Some(min_ack_delay) = params.min_ack_delay {

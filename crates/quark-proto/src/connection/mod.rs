@@ -14,9 +14,12 @@
 //! - `streams/`: streams and their frames; `cids.rs`: connection IDs;
 //!   `spaces.rs`: per-space state; `sent.rs`: what each sent packet carried
 
+mod ack_frequency;
 mod cids;
 mod close;
+mod frames;
 mod handshake;
+mod mtu;
 mod recv;
 mod send;
 mod sent;
@@ -46,8 +49,10 @@ use crate::stream::ReadOutcome;
 use crate::transport_params::TransportParameters;
 use crate::types::{Dir, EcnCodepoint, Side, SpaceId, StreamId};
 
+use ack_frequency::AckFrequencyState;
 use cids::{LocalCids, PeerCids};
 use close::State;
+use mtu::MtuDiscovery;
 use sent::SentFrames;
 use spaces::{AckPolicy, PacketSpace};
 use streams::StreamLimits;
@@ -110,6 +115,8 @@ pub struct ConnectionStats {
     pub ptos: u64,
     /// Key updates.
     pub key_updates: u64,
+    /// Packets declared lost and acknowledged afterwards (reordering).
+    pub spurious_losses: u64,
 }
 
 /// The network path (quark does not migrate; one path per connection).
@@ -174,6 +181,8 @@ pub struct Connection {
     one_rtt: Option<OneRttKeys>,
     recovery: Recovery<SentFrames>,
     path: Path,
+    /// Path MTU discovery; `path.mtu` follows its `current()`.
+    mtu: MtuDiscovery,
     local_cids: LocalCids,
     peer_cids: PeerCids,
     cid_events: VecDeque<CidEvent>,
@@ -202,11 +211,15 @@ pub struct Connection {
     path_responses: VecDeque<[u8; 8]>,
     /// A PING was requested (keep-alive or application).
     ping_pending: bool,
+    /// ECN codepoint for the datagrams being built (from ECN validation).
+    tx_ecn: Option<EcnCodepoint>,
     /// An ack-eliciting packet was sent since the last packet was received.
     sent_eliciting_since_recv: bool,
     ack_policy: AckPolicy,
     /// Highest ACK_FREQUENCY sequence number applied.
     ack_frequency_seq: Option<u64>,
+    /// What we ask the peer for (ACK_FREQUENCY we send).
+    ack_freq: AckFrequencyState,
     timers: Timers,
     events: VecDeque<Event>,
     stats: ConnectionStats,
@@ -218,6 +231,11 @@ pub struct Connection {
     raw_frames: Vec<u8>,
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
     decrypt_failures: u64,
+    /// 1-RTT packets built but not yet encrypted: sealed together just before
+    /// `poll_transmit` hands the batch out (the VPP trick).
+    seal_jobs: Vec<crate::packet::SealJob>,
+    /// Reused per batch: 1-RTT packets decrypted, frames not yet processed.
+    decrypted_scratch: Vec<recv::Decrypted>,
     /// Reused buffer for handshake bytes.
     crypto_scratch: Vec<u8>,
 }
@@ -261,6 +279,11 @@ impl Connection {
                 bytes_sent: 0,
                 mtu: config.initial_mtu,
             },
+            mtu: MtuDiscovery::new(
+                config.initial_mtu,
+                config.max_udp_payload_size,
+                config.mtu_discovery,
+            ),
             local_cids: LocalCids::new(p.local_cid, reset_token),
             peer_cids: PeerCids::new(p.peer_cid, config.active_connection_id_limit),
             cid_events: VecDeque::new(),
@@ -281,6 +304,7 @@ impl Connection {
             handshake_done_pending: false,
             path_responses: VecDeque::new(),
             ping_pending: false,
+            tx_ecn: None,
             sent_eliciting_since_recv: false,
             ack_policy: AckPolicy {
                 threshold: config.ack_eliciting_threshold,
@@ -288,6 +312,7 @@ impl Connection {
                 reordering_threshold: 1,
             },
             ack_frequency_seq: None,
+            ack_freq: AckFrequencyState::default(),
             timers: Timers::default(),
             events: VecDeque::new(),
             stats: ConnectionStats::default(),
@@ -295,6 +320,8 @@ impl Connection {
             lost_scratch: Vec::new(),
             crypto_scratch: Vec::new(),
             decrypt_failures: 0,
+            seal_jobs: Vec::new(),
+            decrypted_scratch: Vec::new(),
             #[cfg(feature = "testing")]
             raw_frames: Vec::new(),
             config,
@@ -368,6 +395,7 @@ impl Connection {
         s.packets_lost = r.lost_packets;
         s.ptos = r.ptos;
         s.key_updates = self.one_rtt.as_ref().map_or(0, |k| k.updates());
+        s.spurious_losses = r.spurious_losses;
         s
     }
 

@@ -2,20 +2,29 @@
 //! dispatch frames, and record what to acknowledge.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::ops::Range;
+use std::time::Instant;
 
 use super::Connection;
 use super::close::{ConnectionError, State};
-use super::sent::{Control, SentFrames};
 use crate::cid::{ConnectionId, RESET_TOKEN_LEN};
 use crate::crypto::one_rtt::OneRttError;
 use crate::error::TransportError;
-use crate::frame::{self, Ack, AckFrequency, Frame};
+use crate::frame;
 use crate::packet::{self, HeaderType, PartialDecode, Unprotected};
 use crate::types::{EcnCodepoint, PacketKind, SpaceId};
 
-/// Most PATH_RESPONSEs we queue; further challenges wait for the next packet.
-const MAX_PATH_RESPONSES: usize = 4;
+/// A 1-RTT packet decrypted in place, its frames not yet processed.
+#[derive(Clone, Debug)]
+pub(crate) struct Decrypted {
+    /// Which datagram of the batch, and where the packet lies in it.
+    segment: usize,
+    packet: Range<usize>,
+    hdr: Unprotected,
+    /// The plaintext frames, relative to the packet.
+    payload: Range<usize>,
+    dst_cid: ConnectionId,
+}
 
 impl Connection {
     /// Process one UDP datagram from the peer. `data` is decrypted in place.
@@ -26,6 +35,19 @@ impl Connection {
         ecn: Option<EcnCodepoint>,
         data: &mut [u8],
     ) {
+        self.handle_batch(now, remote, ecn, &mut [data]);
+    }
+
+    /// Process a batch of datagrams from the peer (e.g. the segments of one GRO
+    /// receive): every 1-RTT packet is decrypted first, then all their frames are
+    /// processed (batched crypto, as the VPP paper measured). Decrypted in place.
+    pub fn handle_batch(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        segments: &mut [&mut [u8]],
+    ) {
         if matches!(self.state, State::Drained { .. } | State::Draining { .. }) {
             return;
         }
@@ -34,6 +56,46 @@ impl Connection {
             tracing::trace!(%remote, "datagram from an unknown address dropped");
             return;
         }
+        let mut decrypted = std::mem::take(&mut self.decrypted_scratch);
+        for (index, data) in segments.iter_mut().enumerate() {
+            self.open_datagram(now, ecn, index, data, &mut decrypted);
+            if !matches!(self.state, State::Handshake | State::Established) {
+                break;
+            }
+        }
+        for d in decrypted.drain(..) {
+            if !matches!(self.state, State::Handshake | State::Established) {
+                break;
+            }
+            let packet = &segments[d.segment][d.packet.clone()];
+            self.process_packet(
+                now,
+                ecn,
+                PacketKind::OneRtt,
+                packet,
+                &d.hdr,
+                d.payload,
+                &d.dst_cid,
+                None,
+            );
+        }
+        self.decrypted_scratch = decrypted;
+        if matches!(self.state, State::Closing { .. }) {
+            self.on_packet_while_closing();
+        }
+    }
+
+    /// Phase one for one datagram: long-header packets are handled at once (the
+    /// handshake is rare and order-sensitive); 1-RTT packets are decrypted and
+    /// queued in `decrypted`.
+    fn open_datagram(
+        &mut self,
+        now: Instant,
+        ecn: Option<EcnCodepoint>,
+        index: usize,
+        data: &mut [u8],
+        decrypted: &mut Vec<Decrypted>,
+    ) {
         self.stats.datagrams_in += 1;
         self.stats.bytes_in += data.len() as u64;
         let was_blocked = self.path.amplification_budget() == 0;
@@ -57,15 +119,55 @@ impl Connection {
             //# packets with a different Destination Connection ID than the first
             //# packet in the datagram.
             if *first_dcid.get_or_insert(pd.dst_cid) == pd.dst_cid {
-                self.handle_packet(now, ecn, &mut data[offset..end], &pd, tail);
+                let packet = &mut data[offset..end];
+                if pd.ty == HeaderType::Frames(PacketKind::OneRtt) {
+                    let largest = decrypted.last().map(|d| d.hdr.pn);
+                    match self.open_one_rtt(now, packet, &pd, largest) {
+                        Some((hdr, payload)) => decrypted.push(Decrypted {
+                            segment: index,
+                            packet: offset..end,
+                            hdr,
+                            payload,
+                            dst_cid: pd.dst_cid,
+                        }),
+                        None => self.on_undecryptable(&pd, tail),
+                    }
+                } else {
+                    self.handle_packet(now, ecn, packet, &pd, tail);
+                }
             }
             offset = end;
             if !matches!(self.state, State::Handshake | State::Established) {
                 break;
             }
         }
-        if matches!(self.state, State::Closing { .. }) {
-            self.on_packet_while_closing();
+    }
+
+    /// 1-RTT protection off, counted as crypto time. `batch_largest` is the
+    /// largest packet number already decrypted in this batch (for decoding).
+    fn open_one_rtt(
+        &mut self,
+        now: Instant,
+        packet: &mut [u8],
+        pd: &PartialDecode,
+        batch_largest: Option<u64>,
+    ) -> Option<(Unprotected, Range<usize>)> {
+        let seen = self.spaces[SpaceId::Data.index()].ack.largest_pn();
+        let largest = seen.max(batch_largest);
+        crate::cpu::measure(crate::cpu::Work::Crypto, || {
+            self.unprotect(now, PacketKind::OneRtt, packet, pd, largest)
+        })
+    }
+
+    /// A packet that could not be decrypted: dropped, unless the datagram is a
+    /// stateless reset for this connection.
+    fn on_undecryptable(&mut self, pd: &PartialDecode, tail: Option<[u8; RESET_TOKEN_LEN]>) {
+        self.stats.packets_dropped += 1;
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-10.3.1
+        //# An endpoint detects a potential Stateless Reset using the trailing 16
+        //# bytes of the UDP datagram.
+        if !pd.is_long() && tail.is_some_and(|t| self.peer_cids.is_reset(&t)) {
+            self.enter_drained(ConnectionError::Reset);
         }
     }
 
@@ -134,6 +236,7 @@ impl Connection {
         self.lost_scratch = dropped;
     }
 
+    /// A long-header packet: open and process at once.
     fn on_protected(
         &mut self,
         now: Instant,
@@ -143,17 +246,41 @@ impl Connection {
         pd: &PartialDecode,
         tail: Option<[u8; RESET_TOKEN_LEN]>,
     ) {
-        let space = kind.space();
-        let Some((hdr, payload)) = self.unprotect(now, kind, packet, pd) else {
-            self.stats.packets_dropped += 1;
-            //= https://www.rfc-editor.org/rfc/rfc9000#section-10.3.1
-            //# An endpoint detects a potential Stateless Reset using the trailing 16
-            //# bytes of the UDP datagram.
-            if !pd.is_long() && tail.is_some_and(|t| self.peer_cids.is_reset(&t)) {
-                self.enter_drained(ConnectionError::Reset);
-            }
+        let largest = self.spaces[kind.space().index()].ack.largest_pn();
+        let opened = crate::cpu::measure(crate::cpu::Work::Crypto, || {
+            self.unprotect(now, kind, packet, pd, largest)
+        });
+        let Some((hdr, payload)) = opened else {
+            self.on_undecryptable(pd, tail);
             return;
         };
+        self.process_packet(
+            now,
+            ecn,
+            kind,
+            packet,
+            &hdr,
+            payload,
+            &pd.dst_cid,
+            Some(pd.src_cid),
+        );
+    }
+
+    /// Phase two: a decrypted packet's checks and frames. `src_cid` is the long
+    /// header's Source Connection ID.
+    #[allow(clippy::too_many_arguments)]
+    fn process_packet(
+        &mut self,
+        now: Instant,
+        ecn: Option<EcnCodepoint>,
+        kind: PacketKind,
+        packet: &[u8],
+        hdr: &Unprotected,
+        payload: Range<usize>,
+        dst_cid: &ConnectionId,
+        src_cid: Option<ConnectionId>,
+    ) {
+        let space = kind.space();
         if !hdr.reserved_bits_zero {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-17.2
             //# An endpoint MUST treat receipt of a packet that has a non-zero value for
@@ -166,12 +293,18 @@ impl Connection {
             self.stats.packets_dropped += 1;
             return;
         }
+        crate::cpu::count_packet();
         self.received_any = true;
         self.sent_eliciting_since_recv = false;
         self.stats.packets_in += 1;
-        if self.side.is_client() && kind == PacketKind::Initial && !self.got_server_initial {
+        if let (true, PacketKind::Initial, false, Some(src)) = (
+            self.side.is_client(),
+            kind,
+            self.got_server_initial,
+            src_cid,
+        ) {
             self.got_server_initial = true;
-            self.peer_cids.set_initial(pd.src_cid);
+            self.peer_cids.set_initial(src);
         }
         if self.side.is_server() && kind == PacketKind::Handshake {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-8.1
@@ -205,7 +338,7 @@ impl Connection {
         for frame in frame::Iter::new(payload, kind) {
             let result = frame.map_err(TransportError::from).and_then(|f| {
                 ack_eliciting |= f.is_ack_eliciting();
-                self.on_frame(now, space, &pd.dst_cid, f)
+                self.on_frame(now, space, dst_cid, f)
             });
             if let Err(e) = result {
                 self.close_on_error(now, e);
@@ -229,9 +362,9 @@ impl Connection {
         kind: PacketKind,
         packet: &mut [u8],
         pd: &PartialDecode,
-    ) -> Option<(Unprotected, std::ops::Range<usize>)> {
+        largest: Option<u64>,
+    ) -> Option<(Unprotected, Range<usize>)> {
         let space = kind.space();
-        let largest = self.spaces[space.index()].ack.largest_pn();
         match kind {
             // quark neither sends nor accepts 0-RTT.
             PacketKind::ZeroRtt => None,
@@ -292,215 +425,6 @@ impl Connection {
                 }
             }
         }
-    }
-
-    fn on_frame(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        dcid: &ConnectionId,
-        frame: Frame<'_>,
-    ) -> Result<(), TransportError> {
-        match frame {
-            Frame::Padding { .. } | Frame::Ping => {}
-            Frame::Ack(ack) => self.on_ack_frame(now, space, &ack)?,
-            Frame::Crypto(c) => self.on_crypto_frame(now, space, c.offset, c.data)?,
-            Frame::Stream(s) => self
-                .streams
-                .on_stream_frame(s.id, s.offset, s.data, s.fin)?,
-            Frame::ResetStream(f) => self.streams.on_reset_stream(&f)?,
-            Frame::StopSending(f) => self.streams.on_stop_sending(&f)?,
-            Frame::MaxData(max) => self.streams.on_max_data(max),
-            Frame::MaxStreamData { id, max } => self.streams.on_max_stream_data(id, max)?,
-            Frame::MaxStreams { dir, max } => self.streams.on_max_streams(dir, max),
-            // Credit follows the application's reads; nothing to do.
-            Frame::DataBlocked { .. } | Frame::StreamsBlocked { .. } => {}
-            Frame::StreamDataBlocked { id, .. } => self.streams.on_stream_data_blocked(id)?,
-            Frame::NewToken { .. } => {
-                //= https://www.rfc-editor.org/rfc/rfc9000#section-19.7
-                //# A server MUST treat receipt of a NEW_TOKEN frame as a connection
-                //# error of type PROTOCOL_VIOLATION.
-                if self.side.is_server() {
-                    return Err(TransportError::protocol_violation(
-                        "NEW_TOKEN sent by a client",
-                    ));
-                }
-            }
-            Frame::NewConnectionId(f) => self.peer_cids.on_new(&f, &mut self.cid_events)?,
-            Frame::RetireConnectionId { seq } => {
-                self.local_cids.on_retire(seq, dcid, &mut self.cid_events)?;
-                let (len, rng) = (self.cid_len, &mut self.rng);
-                let mut generate = || ConnectionId::random(rng, len);
-                self.local_cids
-                    .top_up(&mut generate, &self.reset_key, &mut self.cid_events);
-            }
-            Frame::PathChallenge(data) => {
-                if self.path_responses.len() < MAX_PATH_RESPONSES {
-                    self.path_responses.push_back(data);
-                }
-            }
-            // We never send PATH_CHALLENGE (no migration), so no response matters.
-            Frame::PathResponse(_) => {}
-            Frame::Close(c) => self.on_peer_close(now, &c),
-            Frame::HandshakeDone => {
-                //= https://www.rfc-editor.org/rfc/rfc9000#section-19.20
-                //# A server MUST treat receipt of a HANDSHAKE_DONE frame as a
-                //# connection error of type PROTOCOL_VIOLATION.
-                if self.side.is_server() {
-                    return Err(TransportError::protocol_violation(
-                        "HANDSHAKE_DONE sent by a client",
-                    ));
-                }
-                self.confirm_handshake(now);
-            }
-            Frame::Datagram { .. } => {
-                //= https://www.rfc-editor.org/rfc/rfc9221#section-3
-                //# An endpoint that receives a DATAGRAM frame when it has not indicated
-                //# support via the transport parameter MUST terminate the connection
-                //# with an error of type PROTOCOL_VIOLATION.
-                return Err(TransportError::protocol_violation(
-                    "DATAGRAM frames not negotiated",
-                ));
-            }
-            Frame::AckFrequency(f) => self.on_ack_frequency(&f)?,
-            Frame::ImmediateAck => self.spaces[space.index()].ack.immediate = true,
-        }
-        Ok(())
-    }
-
-    fn on_ack_frame(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        ack: &Ack<'_>,
-    ) -> Result<(), TransportError> {
-        self.stats.acks_in += 1;
-        //= https://www.rfc-editor.org/rfc/rfc9002#section-5.3
-        //# an endpoint ... MAY ignore the acknowledgment delay for Initial packets
-        let delay = match space {
-            SpaceId::Data => {
-                let exponent = self
-                    .peer_params
-                    .as_ref()
-                    .map_or(3, |p| p.ack_delay_exponent);
-                Duration::from_micros(
-                    ack.delay
-                        .checked_shl(u32::from(exponent))
-                        .unwrap_or(u64::MAX >> 1),
-                )
-            }
-            _ => Duration::ZERO,
-        };
-        let path = self.path_state();
-        let mut acked = std::mem::take(&mut self.acked_scratch);
-        let mut lost = std::mem::take(&mut self.lost_scratch);
-        let result = self.recovery.on_ack_received(
-            now,
-            space,
-            ack.iter(),
-            delay,
-            ack.ecn,
-            &path,
-            &mut acked,
-            &mut lost,
-        );
-        for (pn, pkt) in acked.drain(..) {
-            self.on_packet_acked(space, pn, &pkt.data);
-        }
-        for (pn, pkt) in lost.drain(..) {
-            self.on_packet_lost(space, pn, &pkt.data);
-        }
-        self.acked_scratch = acked;
-        self.lost_scratch = lost;
-        result?;
-        if space == SpaceId::Data {
-            if let Some(keys) = self.one_rtt.as_mut() {
-                keys.on_ack(ack.largest);
-            }
-        }
-        Ok(())
-    }
-
-    fn on_packet_acked(&mut self, space: SpaceId, _pn: u64, frames: &SentFrames) {
-        let s = &mut self.spaces[space.index()];
-        if let Some(largest) = frames.ack_largest {
-            s.ack.on_ack_acked(largest);
-        }
-        if let Some((offset, len)) = frames.crypto {
-            s.crypto_send.on_ack(offset, len as usize, false);
-        }
-        if !frames.streams.is_empty() || !frames.control.is_empty() {
-            self.streams.on_acked(frames);
-        }
-    }
-
-    pub(crate) fn on_packet_lost(&mut self, space: SpaceId, _pn: u64, frames: &SentFrames) {
-        if let Some((offset, len)) = frames.crypto {
-            self.spaces[space.index()]
-                .crypto_send
-                .on_lost(offset, len as usize, false);
-        }
-        if frames.handshake_done {
-            self.handshake_done_pending = true;
-        }
-        for ctl in &frames.control {
-            match *ctl {
-                Control::NewConnectionId(seq) => self.local_cids.on_announcement_lost(seq),
-                Control::RetireConnectionId(seq) => self.peer_cids.on_retire_lost(seq),
-                _ => {}
-            }
-        }
-        if !frames.streams.is_empty() || !frames.control.is_empty() {
-            self.streams.on_lost(frames);
-        }
-    }
-
-    /// The loss-detection timer fired.
-    pub(crate) fn on_loss_timer(&mut self, now: Instant) {
-        let path = self.path_state();
-        let mut lost = std::mem::take(&mut self.lost_scratch);
-        let action = self.recovery.on_timeout(now, &path, &mut lost);
-        for (pn, pkt) in lost.drain(..) {
-            self.on_packet_lost(pkt.data.space, pn, &pkt.data);
-        }
-        self.lost_scratch = lost;
-        if let crate::recovery::TimeoutAction::Probe { space, count } = action {
-            let s = &mut self.spaces[space.index()];
-            s.probes = count;
-            if space != SpaceId::Data {
-                // Carry the handshake data again rather than a bare PING.
-                let ranges: Vec<(u64, u32)> = self
-                    .recovery
-                    .in_flight(space)
-                    .filter_map(|(_, p)| p.data.crypto)
-                    .collect();
-                let s = &mut self.spaces[space.index()];
-                for (offset, len) in ranges {
-                    s.crypto_send.on_lost(offset, len as usize, false);
-                }
-            }
-        }
-    }
-
-    fn on_ack_frequency(&mut self, f: &AckFrequency) -> Result<(), TransportError> {
-        let Some(min_ack_delay) = self.local_params.min_ack_delay else {
-            return Err(TransportError::protocol_violation(
-                "ACK_FREQUENCY not negotiated",
-            ));
-        };
-        if f.request_max_ack_delay < min_ack_delay {
-            return Err(TransportError::protocol_violation(
-                "requested ACK delay below min_ack_delay",
-            ));
-        }
-        if self.ack_frequency_seq.is_some_and(|seen| f.seq <= seen) {
-            return Ok(()); // stale or repeated
-        }
-        self.ack_frequency_seq = Some(f.seq);
-        self.ack_policy.threshold = f.ack_eliciting_threshold.saturating_add(1);
-        self.ack_policy.max_delay = Duration::from_micros(f.request_max_ack_delay);
-        self.ack_policy.reordering_threshold = f.reordering_threshold;
-        Ok(())
     }
 }
 

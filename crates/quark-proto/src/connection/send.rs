@@ -10,6 +10,7 @@ use super::timers::Timer;
 use super::{Connection, Transmit};
 use crate::frame::{self, Close, Frame, NewConnectionId};
 use crate::packet::{HeaderParams, MIN_INITIAL_SIZE, PacketBuilder};
+use crate::recovery::SendFlags;
 use crate::types::{PacketKind, SpaceId};
 
 /// Below this many bytes of room, don't start another packet in a datagram.
@@ -19,6 +20,8 @@ const MAX_CRYPTO_HEADER: usize = 11;
 /// A datagram within this many bytes of its limit counts as full: frame headers
 /// are sized conservatively, so packets rarely fill to the last byte.
 const FULL_SLACK: usize = 24;
+/// Bytes a connection sends before it starts PMTU discovery.
+const MTU_PROBE_AFTER: u64 = 64 * 1024;
 /// ACK ranges written per ACK frame at most.
 const MAX_ACK_RANGES: usize = 64;
 
@@ -39,6 +42,8 @@ impl Connection {
             State::Closing { .. } => return self.transmit_close(now, buf),
             _ => {}
         }
+        // One ECN codepoint per batch; validation only changes it on ACKs.
+        self.tx_ecn = self.recovery.ecn_codepoint();
         let mtu = usize::from(self.path.mtu);
         let mut count = 0;
         let mut segment = mtu;
@@ -51,6 +56,7 @@ impl Connection {
             let long = self.write_datagram(now, buf, budget);
             let size = buf.len() - start;
             if size == 0 {
+                self.note_app_limited(now);
                 break;
             }
             count += 1;
@@ -65,17 +71,103 @@ impl Connection {
             }
         }
         if count == 0 {
-            return None;
+            // Nothing else to send now (idle or window-limited): the time for a
+            // PMTU probe, which must never delay data.
+            let probe = self.transmit_mtu_probe(now, buf);
+            self.seal_batch(buf);
+            return probe;
         }
+        self.seal_batch(buf);
         self.stats.datagrams_out += count as u64;
         self.stats.bytes_out += buf.len() as u64;
         Some(Transmit {
             destination: self.path.remote,
             size: buf.len(),
             segment_size: (count > 1).then_some(segment),
-            ecn: None,
+            ecn: self.tx_ecn,
             src_ip: self.path.local_ip,
         })
+    }
+
+    /// A PMTU probe, alone in its datagram, when one is due (RFC 9000 §14.4).
+    fn transmit_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        // Short exchanges cannot profit from bigger datagrams; probing them only
+        // costs time. Start once the connection looks like a bulk transfer.
+        if !self.handshake_confirmed
+            || !matches!(self.state, State::Established)
+            || self.stats.bytes_out < MTU_PROBE_AFTER
+        {
+            return None;
+        }
+        let size = self.mtu.probe_due(now)?;
+        let builder = self.begin_packet(SpaceId::Data, buf, usize::from(size))?;
+        let pn = builder.pn;
+        Frame::Ping.encode(buf);
+        let mut sent = SentFrames::new(SpaceId::Data);
+        sent.mtu_probe = true;
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-14.4
+        //# Loss of a QUIC packet that is carried in a PMTU probe is therefore not
+        //# a reliable indication of congestion and SHOULD NOT trigger a
+        //# congestion control reaction
+        // Not counted in flight, so its loss is no congestion signal.
+        self.end_packet(
+            now,
+            SpaceId::Data,
+            builder,
+            buf,
+            usize::from(size),
+            sent,
+            true,
+            false,
+        );
+        let timeout = 3 * self.recovery.pto_base(SpaceId::Data, &self.path_state());
+        self.mtu.on_probe_sent(size, pn, now, timeout);
+        self.stats.datagrams_out += 1;
+        self.stats.bytes_out += buf.len() as u64;
+        Some(Transmit {
+            destination: self.path.remote,
+            size: buf.len(),
+            segment_size: None,
+            ecn: self.tx_ecn,
+            src_ip: self.path.local_ip,
+        })
+    }
+
+    /// Encrypt every 1-RTT packet built since the last call: all payloads first,
+    /// then all header protection (which samples the ciphertext).
+    fn seal_batch(&mut self, buf: &mut [u8]) {
+        if self.seal_jobs.is_empty() {
+            return;
+        }
+        let keys = self
+            .one_rtt
+            .as_ref()
+            .expect("1-RTT keys for pending packets");
+        let jobs = &self.seal_jobs;
+        crate::cpu::measure(crate::cpu::Work::Crypto, || {
+            let (key, hp) = (keys.local_packet(), keys.local_header());
+            for job in jobs {
+                job.seal_payload(buf, key);
+            }
+            for job in jobs {
+                job.protect_header(buf, hp, key.tag_len());
+            }
+        });
+        self.seal_jobs.clear();
+    }
+
+    /// The peer's min_ack_delay (µs), when it supports the ACK frequency extension.
+    fn peer_min_ack_delay(&self) -> Option<u64> {
+        self.peer_params.as_ref().and_then(|p| p.min_ack_delay)
+    }
+
+    /// Nothing was left to send: if the window had room (and the pacer did not
+    /// hold us back), the application is what limits the rate (RFC 9002 §7.8).
+    fn note_app_limited(&mut self, now: Instant) {
+        let pacing = self.timers.get(Timer::Pacing).is_some_and(|t| t > now);
+        if !pacing && self.recovery.send_allowance() > 0 {
+            self.recovery.on_app_limited();
+        }
     }
 
     /// May ack-eliciting packets go now (congestion window and pacer)?
@@ -124,16 +216,27 @@ impl Connection {
                 || self.streams.wants_to_send())
     }
 
+    /// The spaces with something to send, in order (no allocation: this runs per datagram).
+    fn ready_spaces(&self, now: Instant, cc_ok: bool) -> ([SpaceId; 3], usize) {
+        let mut out = [SpaceId::Initial; 3];
+        let mut n = 0;
+        for space in SpaceId::ALL {
+            if self.space_ready(space, now, cc_ok) {
+                out[n] = space;
+                n += 1;
+            }
+        }
+        (out, n)
+    }
+
     /// Build one datagram of at most `limit` bytes. Returns whether it holds
     /// long-header packets.
     fn write_datagram(&mut self, now: Instant, buf: &mut Vec<u8>, limit: usize) -> bool {
         let start = buf.len();
         let end = start + limit;
         let cc_ok = self.congestion_allows(now);
-        let ready: Vec<SpaceId> = SpaceId::ALL
-            .into_iter()
-            .filter(|&s| self.space_ready(s, now, cc_ok))
-            .collect();
+        let (ready, n) = self.ready_spaces(now, cc_ok);
+        let ready = &ready[..n];
         let Some(&last) = ready.last() else {
             return false;
         };
@@ -148,7 +251,7 @@ impl Connection {
                 let s = &self.spaces[SpaceId::Initial.index()];
                 s.crypto_send.has_pending() || s.probes > 0
             });
-        for &space in &ready {
+        for &space in ready {
             if end - buf.len() < MIN_PACKET_ROOM {
                 break;
             }
@@ -216,14 +319,23 @@ impl Connection {
         min_size: usize,
         sent: SentFrames,
         ack_eliciting: bool,
+        in_flight: bool,
     ) {
         let pn = builder.pn;
         let size = match space {
             SpaceId::Data => {
-                let keys = self.one_rtt.as_ref().expect("1-RTT keys");
-                builder.finish(buf, min_size, keys.local_packet(), keys.local_header())
+                // Encrypted later, with the rest of the batch (`seal_batch`).
+                let tag_len = self
+                    .one_rtt
+                    .as_ref()
+                    .expect("1-RTT keys")
+                    .local_packet()
+                    .tag_len();
+                let job = builder.finish_plaintext(buf, min_size, tag_len);
+                self.seal_jobs.push(job);
+                job.end + tag_len - job.start
             }
-            _ => {
+            _ => crate::cpu::measure(crate::cpu::Work::Crypto, || {
                 let keys = self.spaces[space.index()]
                     .keys
                     .as_ref()
@@ -234,21 +346,19 @@ impl Connection {
                     keys.local.packet.as_ref(),
                     keys.local.header.as_ref(),
                 )
-            }
+            }),
         };
+        crate::cpu::count_packet();
         self.spaces[space.index()].next_pn += 1;
-        let in_flight = ack_eliciting || min_size > 0;
         let path = self.path_state();
-        self.recovery.on_packet_sent(
-            now,
-            space,
-            pn,
-            size as u16,
+        let flags = SendFlags {
             ack_eliciting,
             in_flight,
-            sent,
-            &path,
-        );
+            ecn: self.tx_ecn,
+            mtu_probe: sent.mtu_probe,
+        };
+        self.recovery
+            .on_packet_sent_with(now, space, pn, size as u16, flags, sent, &path);
         if space == SpaceId::Data {
             if let Some(keys) = self.one_rtt.as_mut() {
                 keys.on_packet_sent(pn);
@@ -282,6 +392,8 @@ impl Connection {
         cc_ok: bool,
     ) -> bool {
         if space == SpaceId::Data && self.one_rtt.as_ref().is_some_and(|k| k.should_update()) {
+            // Packets already built carry the old key phase: seal them first.
+            self.seal_batch(buf);
             //= https://www.rfc-editor.org/rfc/rfc9001#section-6.6
             //# Endpoints MUST initiate a key update before the confidentiality limit
             //# is reached
@@ -305,7 +417,7 @@ impl Connection {
         }
         if cc_ok || probing {
             if space == SpaceId::Data {
-                eliciting |= self.write_data_control(buf, max_end, &mut sent);
+                eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
             }
             eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
             if space == SpaceId::Data && self.handshake_complete {
@@ -315,7 +427,16 @@ impl Connection {
             }
             let ping = probing || (space == SpaceId::Data && self.ping_pending);
             if !eliciting && ping && buf.len() < max_end {
-                Frame::Ping.encode(buf);
+                // A probe wants its ACK at once; peers of the ACK frequency
+                // extension understand IMMEDIATE_ACK, others get a PING.
+                let immediate =
+                    probing && space == SpaceId::Data && self.peer_min_ack_delay().is_some();
+                if immediate {
+                    Frame::ImmediateAck
+                } else {
+                    Frame::Ping
+                }
+                .encode(buf);
                 eliciting = true;
             }
             if eliciting {
@@ -330,7 +451,10 @@ impl Connection {
             buf.truncate(builder.start);
             return false;
         }
-        self.end_packet(now, space, builder, buf, min_size, sent, eliciting);
+        let in_flight = eliciting || min_size > 0;
+        self.end_packet(
+            now, space, builder, buf, min_size, sent, eliciting, in_flight,
+        );
         true
     }
 
@@ -396,11 +520,30 @@ impl Connection {
     /// Connection-level control frames of the 1-RTT space. Returns whether any was written.
     fn write_data_control(
         &mut self,
+        now: Instant,
         buf: &mut Vec<u8>,
         max_end: usize,
         sent: &mut SentFrames,
     ) -> bool {
         let before = buf.len();
+        if let (Some(min_ack_delay), true) = (self.peer_min_ack_delay(), self.handshake_confirmed) {
+            let (cwnd, mtu) = (self.recovery.congestion_window(), u64::from(self.path.mtu));
+            let (srtt, threshold) = (
+                self.recovery.rtt().smoothed(),
+                self.recovery.packet_threshold(),
+            );
+            self.ack_freq
+                .update(now, cwnd, mtu, srtt, threshold, min_ack_delay);
+            if let Some(f) = self.ack_freq.take() {
+                let frame = Frame::AckFrequency(f);
+                if buf.len() + frame.encoded_len() <= max_end {
+                    frame.encode(buf);
+                    sent.control.push(Control::AckFrequency(f.seq));
+                } else {
+                    self.ack_freq.put_back(f);
+                }
+            }
+        }
         let fits = |buf: &Vec<u8>, f: &Frame<'_>| buf.len() + f.encoded_len() <= max_end;
         while let Some(&data) = self.path_responses.front() {
             let f = Frame::PathResponse(data);
@@ -445,6 +588,7 @@ impl Connection {
     /// still encrypt for (the peer may not have 1-RTT keys yet).
     fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         let close = self.take_close_frame()?;
+        self.tx_ecn = None;
         let limit = (self
             .path
             .amplification_budget()
@@ -477,8 +621,10 @@ impl Connection {
                 min_size,
                 SentFrames::new(space),
                 false,
+                false,
             );
         }
+        self.seal_batch(buf);
         if buf.is_empty() {
             return None;
         }

@@ -27,6 +27,7 @@ pub(crate) enum Control {
     StopSending(StreamId),
     NewConnectionId(u64),
     RetireConnectionId(u64),
+    AckFrequency(u64),
 }
 
 /// The retransmittable contents of one packet. Small and inline for the common
@@ -42,6 +43,8 @@ pub(crate) struct SentFrames {
     pub(crate) streams: SmallVec<[StreamChunk; 2]>,
     pub(crate) control: SmallVec<[Control; 1]>,
     pub(crate) handshake_done: bool,
+    /// A PMTU probe (PING + PADDING).
+    pub(crate) mtu_probe: bool,
 }
 
 impl SentFrames {
@@ -53,6 +56,7 @@ impl SentFrames {
             streams: SmallVec::new(),
             control: SmallVec::new(),
             handshake_done: false,
+            mtu_probe: false,
         }
     }
 }

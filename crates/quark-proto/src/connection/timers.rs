@@ -64,11 +64,15 @@ impl Connection {
         let acks = SpaceId::ALL
             .iter()
             .filter_map(|s| self.spaces[s.index()].ack.timer());
-        [self.timers.earliest(), self.recovery.loss_detection_timer()]
-            .into_iter()
-            .flatten()
-            .chain(acks)
-            .min()
+        [
+            self.timers.earliest(),
+            self.recovery.loss_detection_timer(),
+            self.mtu.timer(),
+        ]
+        .into_iter()
+        .flatten()
+        .chain(acks)
+        .min()
     }
 
     /// Let timers that are due fire.
@@ -93,6 +97,7 @@ impl Connection {
             self.ping_pending = true;
         }
         self.timers.expired(Timer::Pacing, now);
+        self.mtu.on_timeout(now);
         if self
             .recovery
             .loss_detection_timer()

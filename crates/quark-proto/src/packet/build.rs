@@ -159,6 +159,13 @@ impl SealJob {
     /// `buf` is the buffer `finish_plaintext` wrote into; `key` must have the tag
     /// length given to it.
     pub fn seal(&self, buf: &mut [u8], key: &dyn PacketKey, hp: &dyn HeaderProtectionKey) {
+        self.seal_payload(buf, key);
+        self.protect_header(buf, hp, key.tag_len());
+    }
+
+    /// The first half of [`SealJob::seal`]: encrypt the payload and write the tag.
+    /// Batches seal every payload first, then protect every header.
+    pub fn seal_payload(&self, buf: &mut [u8], key: &dyn PacketKey) {
         let tag_len = key.tag_len();
         let packet = &mut buf[self.start..self.end + tag_len];
 
@@ -172,7 +179,12 @@ impl SealJob {
             .encrypt_in_place(self.pn, header, payload)
             .expect("QUIC packets are far below the AEAD's input limit");
         tag_out.copy_from_slice(tag.as_ref());
+    }
 
+    /// The second half of [`SealJob::seal`]: header protection, which samples the
+    /// ciphertext and so must follow [`SealJob::seal_payload`].
+    pub fn protect_header(&self, buf: &mut [u8], hp: &dyn HeaderProtectionKey, tag_len: usize) {
+        let packet = &mut buf[self.start..self.end + tag_len];
         //= https://www.rfc-editor.org/rfc/rfc9001#section-5.4.1
         //# Header protection is applied after packet protection is applied (see
         //# Section 5.3).  The ciphertext of the packet is sampled and used as

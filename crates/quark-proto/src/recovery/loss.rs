@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::rtt::GRANULARITY;
+use super::spurious::LostRecord;
 use super::{PathState, Recovery, SentPacket};
 use crate::types::SpaceId;
 
@@ -20,9 +21,19 @@ impl<T> Recovery<T> {
         //#
         //# max(kTimeThreshold * max(smoothed_rtt, latest_rtt), kGranularity)
         let rtt = self.rtt.smoothed().max(self.rtt.latest());
-        let delay = Duration::try_from_secs_f64(rtt.as_secs_f64() * self.time_threshold)
+        let delay = Duration::try_from_secs_f64(rtt.as_secs_f64() * self.reorder.time())
             .unwrap_or(Duration::MAX);
         delay.max(GRANULARITY)
+    }
+
+    /// How long a lost packet is remembered: an acknowledgment of it later than
+    /// this means nothing (the packet was really lost, or the path reorders beyond
+    /// what any threshold could wait for).
+    pub(super) fn lost_horizon(&self, path: &PathState) -> Duration {
+        self.rtt
+            .pto_base()
+            .saturating_add(path.max_ack_delay)
+            .saturating_mul(2)
     }
 
     /// Declare lost what the thresholds say is lost in `space` (appending it to
@@ -38,7 +49,7 @@ impl<T> Recovery<T> {
         lost: &mut Vec<(u64, SentPacket<T>)>,
     ) {
         let loss_delay = self.loss_delay();
-        let (packet_threshold, first_sample) = (self.packet_threshold, self.first_rtt_sample);
+        let (packet_threshold, first_sample) = (self.reorder.packet(), self.first_rtt_sample);
         let first_lost = lost.len();
         let sp = &mut self.spaces[space.index()];
         //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.10
@@ -58,9 +69,16 @@ impl<T> Recovery<T> {
         };
         sp.loss_time = scan.loss_time;
         sp.sent.compact();
+        let mut marked_lost = 0;
+        let mut congestion_lost = 0u32;
         for (_, p) in &lost[first_lost..] {
             self.stats.lost_packets += 1;
             self.stats.lost_bytes += u64::from(p.size);
+            marked_lost += u64::from(p.ecn.is_some());
+            congestion_lost += u32::from(p.in_flight && !p.mtu_probe);
+        }
+        if marked_lost > 0 {
+            self.ecn.on_lost(marked_lost);
         }
 
         let persistent = scan
@@ -79,14 +97,62 @@ impl<T> Recovery<T> {
             .into_iter()
             .flatten()
             .max();
+        let mut episode = 0;
         if let Some(sent_time) = signal {
             self.stats.congestion_events += 1;
+            episode = self.episodes.on_signal(
+                now,
+                sent_time,
+                congestion_lost,
+                ecn_signal.is_some(),
+                persistent,
+            );
             self.cc
                 .on_congestion_event(now, sent_time, persistent, scan.lost_bytes);
         }
         if persistent {
             self.stats.persistent_congestion += 1;
             self.rtt.reset_min();
+        }
+        // Remember the losses, to recognise them if they are acknowledged later.
+        let sp = &mut self.spaces[space.index()];
+        for (pn, p) in &lost[first_lost..] {
+            if p.in_flight && !p.mtu_probe {
+                sp.lost.push(LostRecord {
+                    pn: *pn,
+                    time_sent: p.time_sent,
+                    lost_at: now,
+                    episode,
+                });
+            }
+        }
+    }
+
+    /// `records` were declared lost and have now been acknowledged (the ACK raised
+    /// the largest acknowledged from `prior_largest`): count them, adapt the
+    /// reordering thresholds, and undo the congestion episode they caused if they
+    /// were all it had.
+    pub(super) fn on_spurious_losses(
+        &mut self,
+        now: Instant,
+        prior_largest: Option<u64>,
+        records: &[LostRecord],
+    ) {
+        let rtt = self.rtt.smoothed().max(self.rtt.latest()).as_secs_f64();
+        for r in records {
+            self.stats.spurious_losses += 1;
+            // How far behind the largest acknowledged it came: a threshold above
+            // that would have waited for it.
+            let distance = prior_largest.map_or(0, |l| l.saturating_sub(r.pn));
+            let age = now.saturating_duration_since(r.time_sent).as_secs_f64() / rtt;
+            self.reorder.on_spurious(distance, age);
+            if self.episodes.on_spurious(r.episode) {
+                // Every loss behind the cut was spurious: undo it (RFC 9438 §4.9
+                // describes this for CUBIC; NewReno and BBR restore their windows
+                // the same way).
+                self.stats.spurious_congestion_events += 1;
+                self.cc.on_spurious_congestion();
+            }
         }
     }
 

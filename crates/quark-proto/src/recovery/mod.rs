@@ -1,36 +1,55 @@
 //! Loss detection and recovery (RFC 9002): RTT estimation, per-space tracking of sent
-//! packets, packet- and time-threshold loss detection, PTO, persistent congestion, and
-//! the congestion controller and pacer it drives.
+//! packets, packet- and time-threshold loss detection with RACK-style adaptive
+//! thresholds, spurious-loss undo, PTO, persistent congestion, ECN validation
+//! (RFC 9000 §13.4.2), delivery-rate sampling, and the congestion controller and
+//! pacer it drives.
 //!
 //! Sent packets carry an opaque `T` (what the connection put in them, for
 //! retransmission); acknowledged and lost packets are handed back through caller-owned
 //! vectors so nothing allocates per packet.
 
 mod ack;
+mod delivery;
+mod ecn;
 mod loss;
 pub mod pacer;
+mod reorder;
 pub mod rtt;
+mod send;
 mod sent;
+mod spurious;
 mod timer;
 
 use std::time::{Duration, Instant};
 
+pub use delivery::RateSample;
+pub use ecn::EcnState;
 pub use pacer::Pacer;
 pub use rtt::RttEstimator;
 
 use crate::cc::{CcAlgorithm, Controller};
-use crate::types::SpaceId;
+use crate::types::{EcnCodepoint, SpaceId};
+use delivery::{DeliveryRate, DeliveryStamp};
+use ecn::EcnValidator;
+use reorder::Reordering;
 use sent::SentStore;
+use spurious::{Episodes, LostHistory, LostRecord};
 
 /// Recovery settings.
 #[derive(Clone, Debug)]
 pub struct RecoveryConfig {
     /// RTT assumed before the first sample (RFC 9002: 333 ms).
     pub initial_rtt: Duration,
-    /// Packet reordering threshold (RFC 9002 kPacketThreshold: 3).
+    /// Initial packet reordering threshold (RFC 9002 kPacketThreshold: 3).
     pub packet_threshold: u64,
-    /// Time reordering threshold as a fraction of RTT (kTimeThreshold: 9/8).
+    /// Initial time reordering threshold as a fraction of RTT (kTimeThreshold: 9/8).
     pub time_threshold: f64,
+    /// Raise the thresholds when losses turn out spurious (RACK-style), and let
+    /// them decay back when reordering stops.
+    pub adaptive_reordering: bool,
+    /// Mark packets ECT(0) when [`Recovery::ecn_codepoint`] says so, validating the
+    /// path (RFC 9000 §13.4.2). Off: never mark.
+    pub ecn: bool,
     /// Congestion controller.
     pub cc: CcAlgorithm,
     /// Maximum datagram size used for window arithmetic.
@@ -45,6 +64,8 @@ impl Default for RecoveryConfig {
             initial_rtt: Duration::from_millis(333),
             packet_threshold: 3,
             time_threshold: 9.0 / 8.0,
+            adaptive_reordering: true,
+            ecn: true,
             cc: CcAlgorithm::Cubic,
             max_datagram_size: 1200,
             pacing: true,
@@ -63,8 +84,29 @@ pub struct SentPacket<T> {
     pub ack_eliciting: bool,
     /// Counts toward bytes in flight (ack-eliciting or PADDING).
     pub in_flight: bool,
+    /// The ECN codepoint of the datagram that carried it.
+    pub ecn: Option<EcnCodepoint>,
+    /// A PMTU probe: its loss is no congestion signal.
+    pub mtu_probe: bool,
+    /// Delivery-rate state when it was sent.
+    pub(crate) delivery: DeliveryStamp,
     /// What the connection put in it.
     pub data: T,
+}
+
+/// How a packet was sent, for [`Recovery::on_packet_sent_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendFlags {
+    /// Contains a frame other than ACK, PADDING or CONNECTION_CLOSE.
+    pub ack_eliciting: bool,
+    /// Counts toward bytes in flight (ack-eliciting or PADDING).
+    pub in_flight: bool,
+    /// The ECN codepoint the datagram was sent with (what
+    /// [`Recovery::ecn_codepoint`] said when the datagram was built, if the socket
+    /// applied it).
+    pub ecn: Option<EcnCodepoint>,
+    /// A PMTU probe (RFC 9000 §14.4): losing it is no congestion signal.
+    pub mtu_probe: bool,
 }
 
 /// Facts about the connection that PTO arming depends on (RFC 9002 §6.2.2.1, A.8).
@@ -92,6 +134,8 @@ pub struct AckSummary {
     pub rtt_sample: bool,
     /// The congestion controller saw a CE increase.
     pub ecn_ce: bool,
+    /// Packets this ACK acknowledged that had been declared lost.
+    pub spurious_losses: u32,
 }
 
 /// What the loss-detection timer asks for when it fires.
@@ -110,6 +154,28 @@ pub enum TimeoutAction {
     None,
 }
 
+/// Counters kept by [`Recovery`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryStats {
+    /// Packets declared lost (spurious ones included).
+    pub lost_packets: u64,
+    /// Bytes declared lost.
+    pub lost_bytes: u64,
+    /// Probe timeouts.
+    pub ptos: u64,
+    /// Congestion signals (losses or ECN-CE increases) passed to the controller,
+    /// at most one per ACK frame or timeout; the controller ignores those that fall
+    /// inside its current recovery period.
+    pub congestion_events: u64,
+    /// Persistent congestion episodes.
+    pub persistent_congestion: u64,
+    /// Packets declared lost and acknowledged afterwards (reordered, not lost).
+    pub spurious_losses: u64,
+    /// Congestion window reductions undone because every loss behind them turned
+    /// out spurious.
+    pub spurious_congestion_events: u64,
+}
+
 /// Per packet-number-space state (RFC 9002 A.3).
 struct Space<T> {
     sent: SentStore<T>,
@@ -117,11 +183,11 @@ struct Space<T> {
     /// When the next packet may be declared lost by the time threshold.
     loss_time: Option<Instant>,
     time_of_last_ack_eliciting: Option<Instant>,
-    /// Highest ECN-CE count the peer reported (B.2 ecn_ce_counters).
-    ecn_ce: u64,
     /// Latest send time of any packet acknowledged here, for the cross-space
     /// persistent-congestion check.
     latest_acked_sent: Option<Instant>,
+    /// Recently lost packets, to recognise spurious losses.
+    lost: LostHistory,
 }
 
 impl<T> Space<T> {
@@ -131,16 +197,17 @@ impl<T> Space<T> {
             largest_acked: None,
             loss_time: None,
             time_of_last_ack_eliciting: None,
-            ecn_ce: 0,
             latest_acked_sent: None,
+            lost: LostHistory::default(),
         }
     }
 }
 
 /// Loss detection and congestion control for one connection (all three spaces).
 ///
-/// Drive it with [`on_packet_sent`](Self::on_packet_sent),
-/// [`on_ack_received`](Self::on_ack_received) and, when
+/// Drive it with [`on_packet_sent`](Self::on_packet_sent) (or
+/// [`on_packet_sent_with`](Self::on_packet_sent_with) for ECN-marked packets and
+/// PMTU probes), [`on_ack_received`](Self::on_ack_received) and, when
 /// [`loss_detection_timer`](Self::loss_detection_timer) has passed,
 /// [`on_timeout`](Self::on_timeout). When a server that was blocked by the
 /// anti-amplification limit receives a datagram, call
@@ -158,8 +225,12 @@ pub struct Recovery<T> {
     pacing: bool,
     /// Set by `on_app_limited`, cleared once a send fills the window.
     app_limited: bool,
-    packet_threshold: u64,
-    time_threshold: f64,
+    reorder: Reordering,
+    episodes: Episodes,
+    ecn: EcnValidator,
+    delivery: DeliveryRate,
+    /// Reused buffer for the lost packets an ACK turns out to cover.
+    spurious_scratch: Vec<LostRecord>,
     stats: RecoveryStats,
 }
 
@@ -189,55 +260,17 @@ impl<T> Recovery<T> {
             pacer: Pacer::new(mtu, burst),
             pacing: config.pacing,
             app_limited: false,
-            packet_threshold: config.packet_threshold.max(1),
-            time_threshold,
+            reorder: Reordering::new(
+                config.packet_threshold.max(1),
+                time_threshold,
+                config.adaptive_reordering,
+            ),
+            episodes: Episodes::default(),
+            ecn: EcnValidator::new(config.ecn),
+            delivery: DeliveryRate::default(),
+            spurious_scratch: Vec::new(),
             stats: RecoveryStats::default(),
         }
-    }
-
-    /// Record a sent packet (RFC 9002 A.5). Packet numbers per space increase.
-    #[allow(clippy::too_many_arguments)]
-    pub fn on_packet_sent(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        pn: u64,
-        size: u16,
-        ack_eliciting: bool,
-        in_flight: bool,
-        data: T,
-        path: &PathState,
-    ) {
-        let sp = &mut self.spaces[space.index()];
-        let packet = SentPacket {
-            time_sent: now,
-            size,
-            ack_eliciting,
-            in_flight,
-            data,
-        };
-        let recorded = sp.sent.push(pn, packet);
-        debug_assert!(recorded, "packet numbers must increase");
-        if !recorded || !in_flight {
-            return;
-        }
-        //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.5
-        //# if (in_flight):
-        //#   if (ack_eliciting):
-        //#     time_of_last_ack_eliciting_packet[pn_space] = now()
-        //#   OnPacketSentCC(sent_bytes)
-        //#   SetLossDetectionTimer()
-        if ack_eliciting {
-            sp.time_of_last_ack_eliciting = Some(now);
-        }
-        if self.pacing {
-            self.pacer.on_sent(now, u64::from(size));
-        }
-        // A send that fills the window ends an app-limited period (§7.8).
-        if self.bytes_in_flight() >= self.cc.window() {
-            self.app_limited = false;
-        }
-        self.set_timer(now, path);
     }
 
     /// When the loss-detection timer should fire (A.8), given the path state.
@@ -277,36 +310,11 @@ impl<T> Recovery<T> {
         //# SetLossDetectionTimer()
         let sp = &mut self.spaces[space.index()];
         sp.sent.drain(dropped);
+        sp.lost.clear();
         sp.time_of_last_ack_eliciting = None;
         sp.loss_time = None;
         self.pto_count = 0;
         self.set_timer(now, path);
-    }
-
-    /// Bytes the congestion controller allows to be sent now (window minus in flight).
-    pub fn send_allowance(&self) -> u64 {
-        self.cc.window().saturating_sub(self.bytes_in_flight())
-    }
-
-    /// When the pacer allows the next packet of `bytes` (None: now).
-    pub fn pacing_delay(&mut self, now: Instant, bytes: u64) -> Option<Instant> {
-        if !self.pacing {
-            return None;
-        }
-        self.pacer
-            .delay(now, bytes, self.cc.window(), self.rtt.smoothed())
-    }
-
-    /// The application had nothing more to send while the window was open (RFC 9002
-    /// §7.8): the window must not grow on the ACKs of what was sent.
-    pub fn on_app_limited(&mut self) {
-        //= https://www.rfc-editor.org/rfc/rfc9002#section-7.8
-        //# When bytes in flight is smaller than the congestion window and
-        //# sending is not pacing limited, the congestion window is
-        //# underutilized.
-        if self.bytes_in_flight() < self.cc.window() {
-            self.app_limited = true;
-        }
     }
 
     /// Congestion window in bytes.
@@ -362,6 +370,36 @@ impl<T> Recovery<T> {
             .filter(|(_, p)| p.in_flight)
     }
 
+    /// The packet reordering threshold in use (3 until reordering raises it). Also
+    /// the natural Reordering Threshold to ask the peer for in ACK_FREQUENCY
+    /// (draft-ietf-quic-ack-frequency: kPacketThreshold − 1).
+    pub fn packet_threshold(&self) -> u64 {
+        self.reorder.packet()
+    }
+
+    /// The time reordering threshold in use, in RTTs (9/8 until raised).
+    pub fn time_threshold(&self) -> f64 {
+        self.reorder.time()
+    }
+
+    /// The ECN codepoint to put on datagrams built now (`None`: send them unmarked).
+    /// Report what was actually sent with
+    /// [`on_packet_sent_with`](Self::on_packet_sent_with).
+    pub fn ecn_codepoint(&self) -> Option<EcnCodepoint> {
+        self.ecn.codepoint()
+    }
+
+    /// Where ECN validation stands.
+    pub fn ecn_state(&self) -> EcnState {
+        self.ecn.state()
+    }
+
+    /// Validate ECN again from the start: on a new path (migration, preferred
+    /// address), or to retry after a failure.
+    pub fn restart_ecn_validation(&mut self) {
+        self.ecn.restart();
+    }
+
     /// Counters: packets and bytes declared lost, PTOs fired, congestion signals.
     pub fn stats(&self) -> RecoveryStats {
         self.stats
@@ -382,20 +420,3 @@ pub(crate) fn test_epoch() -> Instant {
 
 #[cfg(test)]
 mod tests;
-
-/// Counters kept by [`Recovery`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecoveryStats {
-    /// Packets declared lost.
-    pub lost_packets: u64,
-    /// Bytes declared lost.
-    pub lost_bytes: u64,
-    /// Probe timeouts.
-    pub ptos: u64,
-    /// Congestion signals (losses or ECN-CE increases) passed to the controller,
-    /// at most one per ACK frame or timeout; the controller ignores those that fall
-    /// inside its current recovery period.
-    pub congestion_events: u64,
-    /// Persistent congestion episodes.
-    pub persistent_congestion: u64,
-}

@@ -17,7 +17,48 @@ const N_DEN: u128 = 4;
 /// Bursts may last this long at the pacing rate.
 const BURST_INTERVAL: Duration = Duration::from_millis(2);
 
-/// A token-bucket pacer at N × cwnd / smoothed_rtt (N = 1.25), allowing a small burst.
+/// A sending rate as a fraction: `bytes` per `nanos` nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Rate {
+    bytes: u128,
+    nanos: u128,
+}
+
+impl Rate {
+    /// N × cwnd / srtt.
+    fn of_window(cwnd: u64, srtt: Duration) -> Self {
+        Rate {
+            bytes: u128::from(cwnd) * N_NUM,
+            nanos: srtt.as_nanos() * N_DEN,
+        }
+    }
+
+    /// A controller's own rate, in bytes per second.
+    fn per_second(bytes_per_second: u64) -> Self {
+        Rate {
+            bytes: u128::from(bytes_per_second),
+            nanos: 1_000_000_000,
+        }
+    }
+
+    fn is_zero(self) -> bool {
+        self.bytes == 0 || self.nanos == 0
+    }
+
+    /// Bytes earned in `nanos` nanoseconds, rounded down.
+    fn bytes_in(self, nanos: u128) -> u128 {
+        nanos * self.bytes / self.nanos
+    }
+
+    /// Time to earn `bytes`, rounded up.
+    fn time_for(self, bytes: u128) -> Duration {
+        let nanos = (bytes * self.nanos).div_ceil(self.bytes);
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// A token-bucket pacer at N × cwnd / smoothed_rtt (N = 1.25), or at a rate the
+/// congestion controller chooses, allowing a small burst.
 #[derive(Clone, Debug)]
 pub struct Pacer {
     /// Smallest burst (the configured packets × MTU).
@@ -29,8 +70,7 @@ pub struct Pacer {
     /// When the bucket was last refilled; `None` before first use (bucket full).
     last: Option<Instant>,
     /// The rate last asked about, used to refill when a packet is sent.
-    cwnd: u64,
-    srtt: Duration,
+    rate: Rate,
 }
 
 impl Pacer {
@@ -42,8 +82,7 @@ impl Pacer {
             capacity,
             tokens: capacity,
             last: None,
-            cwnd: 0,
-            srtt: Duration::ZERO,
+            rate: Rate::default(),
         }
     }
 
@@ -55,42 +94,56 @@ impl Pacer {
         cwnd: u64,
         srtt: Duration,
     ) -> Option<Instant> {
-        self.cwnd = cwnd;
-        self.srtt = srtt;
-        let rate_den = u128::from(cwnd) * N_NUM;
-        if srtt.is_zero() || rate_den == 0 {
+        self.delay_with(now, bytes, Rate::of_window(cwnd, srtt), cwnd)
+    }
+
+    /// When a packet of `bytes` may be sent at `rate` bytes per second (a
+    /// controller's pacing rate), bursts bounded by the window (None: now).
+    pub fn delay_at_rate(
+        &mut self,
+        now: Instant,
+        bytes: u64,
+        rate: u64,
+        cwnd: u64,
+    ) -> Option<Instant> {
+        self.delay_with(now, bytes, Rate::per_second(rate), cwnd)
+    }
+
+    fn delay_with(&mut self, now: Instant, bytes: u64, rate: Rate, cwnd: u64) -> Option<Instant> {
+        self.rate = rate;
+        if rate.is_zero() {
             return None;
         }
-        self.update_capacity();
+        self.update_capacity(cwnd);
         self.refill(now);
         // A packet larger than the bucket would wait forever; a full bucket suffices.
         let need = bytes.min(self.capacity);
         if self.tokens >= need {
             return None;
         }
-        // time = deficit / rate = deficit * srtt / (N * cwnd), rounded up.
-        let deficit = u128::from(need - self.tokens);
-        let nanos = (deficit * srtt.as_nanos() * N_DEN).div_ceil(rate_den);
-        let wait = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        let wait = rate.time_for(u128::from(need - self.tokens));
         Some(now.checked_add(wait).unwrap_or(now))
     }
 
-    /// Account for a packet sent at `now`.
     /// Let the bucket hold about [`BURST_INTERVAL`] worth of sending at the pacing
     /// rate, between the configured minimum and one congestion window. Bursts that
     /// short are what the network sees anyway (timer and scheduling granularity),
     /// and they let a whole GSO batch go out in one system call.
-    fn update_capacity(&mut self) {
-        let per_interval = u128::from(self.cwnd) * N_NUM * BURST_INTERVAL.as_nanos()
-            / (N_DEN * self.srtt.as_nanos().max(1));
+    fn update_capacity(&mut self, cwnd: u64) {
+        let per_interval = self.rate.bytes_in(BURST_INTERVAL.as_nanos());
         let per_interval = u64::try_from(per_interval).unwrap_or(u64::MAX);
-        self.capacity = per_interval.min(self.cwnd).max(self.min_capacity);
+        self.capacity = per_interval.min(cwnd).max(self.min_capacity);
         // Before first use the bucket is full, whatever its size turned out to be.
         self.tokens = if self.last.is_none() {
             self.capacity
         } else {
             self.tokens.min(self.capacity)
         };
+    }
+
+    /// Bursts of at least two datagrams of the new size (path MTU discovery).
+    pub fn set_mtu(&mut self, mtu: u64) {
+        self.min_capacity = self.min_capacity.max(2 * mtu);
     }
 
     /// Account for `bytes` sent at `now`.
@@ -105,12 +158,12 @@ impl Pacer {
             self.last = Some(now);
             return;
         };
-        if self.tokens >= self.capacity || self.srtt.is_zero() {
+        if self.tokens >= self.capacity || self.rate.is_zero() {
             self.last = Some(now);
             return;
         }
         let elapsed = now.saturating_duration_since(last).as_nanos();
-        let earned = elapsed * u128::from(self.cwnd) * N_NUM / (self.srtt.as_nanos() * N_DEN);
+        let earned = self.rate.bytes_in(elapsed);
         // Leave `last` alone while less than a byte was earned so fractions add up.
         if earned > 0 {
             let earned = u64::try_from(earned).unwrap_or(u64::MAX);
@@ -225,5 +278,30 @@ mod tests {
         p.on_sent(t0, MTU);
         let at = p.delay(t0, 10 * MTU, cwnd, srtt).expect("must wait");
         assert_eq!(at, t0 + Duration::from_millis(8));
+    }
+
+    #[test]
+    fn controller_rate_paces_at_that_rate() {
+        let t0 = test_epoch();
+        let mut p = Pacer::new(MTU, 2);
+        // 1.2 MB/s: 1200 B per ms; a 2 ms burst is 2 packets (the minimum).
+        let (rate, cwnd) = (1_200_000, 1_000_000);
+        let mut now = t0;
+        let mut sent = 0u64;
+        while now < t0 + Duration::from_secs(1) {
+            match p.delay_at_rate(now, MTU, rate, cwnd) {
+                None => {
+                    p.on_sent(now, MTU);
+                    sent += MTU;
+                }
+                Some(t) => now = t,
+            }
+        }
+        assert!(sent.abs_diff(1_200_000 + 2 * MTU) <= MTU, "sent {sent}");
+        assert_eq!(
+            p.delay_at_rate(now, MTU, 0, cwnd),
+            None,
+            "no rate: no pacing"
+        );
     }
 }

@@ -35,7 +35,7 @@ pub(super) struct LossScan {
     pub(super) loss_time: Option<Instant>,
     /// Send time of the latest in-flight lost packet.
     pub(super) largest_lost_sent: Option<Instant>,
-    /// In-flight bytes declared lost.
+    /// In-flight bytes declared lost (PMTU probes aside).
     pub(super) lost_bytes: u64,
     /// The longest span of ack-eliciting lost packets, sent after `first_sample`,
     /// with no acknowledged packet between them (persistent-congestion candidate).
@@ -211,7 +211,13 @@ impl<T> SentStore<T> {
             let Some(p) = self.take(index, Slot::Lost) else {
                 continue;
             };
-            if p.in_flight {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-14.4
+            //# Loss of
+            //# a QUIC packet that is carried in a PMTU probe is therefore not a
+            //# reliable indication of congestion and SHOULD NOT trigger a congestion
+            //# control reaction; see Item 7 in Section 3 of [DPLPMTUD].
+            let congestion = p.in_flight && !p.mtu_probe;
+            if congestion {
                 scan.lost_bytes += u64::from(p.size);
                 scan.largest_lost_sent = Some(p.time_sent);
             }
@@ -219,7 +225,7 @@ impl<T> SentStore<T> {
             //# These two packets MUST be ack-eliciting, since a receiver is required
             //# to acknowledge only ack-eliciting packets within its acknowledgment
             //# delay;
-            if p.ack_eliciting && first_sample.is_some_and(|f| p.time_sent > f) {
+            if congestion && p.ack_eliciting && first_sample.is_some_and(|f| p.time_sent > f) {
                 let first = run.map_or(p.time_sent, |(first, _)| first);
                 run = Some((first, p.time_sent));
                 let span = p.time_sent.saturating_duration_since(first);
@@ -284,6 +290,7 @@ impl<T> SentStore<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recovery::delivery::DeliveryRate;
     use crate::recovery::test_epoch;
 
     fn packet(t: Instant, in_flight: bool) -> SentPacket<u64> {
@@ -292,6 +299,9 @@ mod tests {
             size: 1000,
             ack_eliciting: in_flight,
             in_flight,
+            ecn: None,
+            mtu_probe: false,
+            delivery: DeliveryRate::default().on_sent(t, true),
             data: 7,
         }
     }

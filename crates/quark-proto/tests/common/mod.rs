@@ -124,10 +124,19 @@ pub struct Sim {
     pub dropped: (u64, u64),
     /// Largest datagram seen.
     pub max_datagram: usize,
+    /// Datagrams larger than this (UDP payload bytes) are dropped, like a real
+    /// path with an MTU. Default 1472 (Ethernet, IPv4).
+    pub path_mtu: usize,
+    /// Datagrams dropped for exceeding `path_mtu`.
+    pub too_big: u64,
     /// Set to inspect/corrupt datagrams: called with (to_server, datagram) and
     /// returns whether to deliver.
     pub filter: Option<Filter>,
     pub server_handles: Vec<ConnectionHandle>,
+    /// Wraps each protocol call (e.g. to count allocations inside it only).
+    pub counted: Option<fn(&mut dyn FnMut())>,
+    /// Deliver runs of equal-sized datagrams as one GRO buffer (`handle_batch`).
+    pub gro: bool,
 }
 
 impl Sim {
@@ -154,8 +163,12 @@ impl Sim {
             delivered: (0, 0),
             dropped: (0, 0),
             max_datagram: 0,
+            path_mtu: 1472,
+            too_big: 0,
             filter: None,
             server_handles: Vec::new(),
+            counted: None,
+            gro: false,
         }
     }
 
@@ -187,6 +200,10 @@ impl Sim {
     }
 
     fn enqueue(&mut self, to_server: bool, mut data: Vec<u8>) {
+        if data.len() > self.path_mtu {
+            self.too_big += 1;
+            return;
+        }
         self.max_datagram = self.max_datagram.max(data.len());
         if let Some(f) = self.filter.as_mut() {
             if !f(to_server, &mut data) {
@@ -256,7 +273,14 @@ impl Sim {
                         &mut self.server
                     };
                     let conn = ep.connection_mut(h).unwrap();
-                    let Some(t) = conn.poll_transmit(self.now, 10, &mut buf) else {
+                    let now = self.now;
+                    let mut out = None;
+                    let mut call = || out = conn.poll_transmit(now, 10, &mut buf);
+                    match self.counted {
+                        Some(wrap) => wrap(&mut call),
+                        None => call(),
+                    }
+                    let Some(t) = out else {
                         break;
                     };
                     ep.sync(h);
@@ -285,23 +309,48 @@ impl Sim {
         }
         due.sort_by_key(|d| (d.at, d.seq));
         let any = !due.is_empty();
-        for mut d in due {
-            if d.to_server {
-                self.delivered.0 += 1;
-                let ev = self.server.handle_datagram(
-                    self.now,
-                    self.client_addr,
-                    None,
-                    None,
-                    &mut d.data,
-                );
-                if let Some(quark_proto::DatagramEvent::NewConnection(h)) = ev {
-                    self.server_handles.push(h);
+        let mut due = due.into_iter().peekable();
+        while let Some(mut d) = due.next() {
+            // GRO: the kernel coalesces back-to-back datagrams of one size.
+            let stride = d.data.len();
+            if self.gro {
+                while let Some(next) = due.peek() {
+                    if next.to_server != d.to_server
+                        || next.data.len() > stride
+                        || d.data.len() >= 64 * stride
+                    {
+                        break;
+                    }
+                    let last = next.data.len() < stride;
+                    let next = due.next().unwrap();
+                    d.data.extend_from_slice(&next.data);
+                    if last {
+                        break;
+                    }
                 }
+            }
+            let now = self.now;
+            let (ep, from) = if d.to_server {
+                self.delivered.0 += 1;
+                (&mut self.server, self.client_addr)
             } else {
                 self.delivered.1 += 1;
-                self.client
-                    .handle_datagram(self.now, self.server_addr, None, None, &mut d.data);
+                (&mut self.client, self.server_addr)
+            };
+            let mut events = Vec::with_capacity(8); // allocated outside the counted call
+            let mut call = || {
+                ep.handle_batch(now, from, None, None, &mut d.data, stride, |e| {
+                    events.push(e)
+                })
+            };
+            match self.counted {
+                Some(wrap) => wrap(&mut call),
+                None => call(),
+            }
+            for ev in events {
+                if let quark_proto::DatagramEvent::NewConnection(h) = ev {
+                    self.server_handles.push(h);
+                }
             }
         }
         any

@@ -24,6 +24,11 @@ pub struct UdpSocket {
     state: State,
 }
 
+/// Whether an environment switch like `QUARK_NO_GSO=1` is set (any value but `0`).
+pub(crate) fn env_flag(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| v != "0")
+}
+
 impl UdpSocket {
     /// Creates a socket bound to `addr` and configures it (see the crate docs). An
     /// unspecified IPv6 address (`[::]`) gives a dual-stack socket. Must be called
@@ -59,10 +64,18 @@ impl UdpSocket {
         // owns it until dropped; a `std::net::UdpSocket` always returns that same
         // descriptor from `as_raw_fd`.
         let io = unsafe { AsyncFd::register(socket) }.map_err(io::Error::from)?;
-        Ok(Self {
+        let socket = Self {
             io,
             state: State::new(v6, features),
-        })
+        };
+        // Switches for tests and benchmarks: run everything without GSO or GRO.
+        if env_flag("QUARK_NO_GSO") {
+            socket.set_gso(false);
+        }
+        if env_flag("QUARK_NO_GRO") {
+            socket.set_gro(false)?;
+        }
+        Ok(socket)
     }
 
     /// The address the socket is bound to.

@@ -8,9 +8,10 @@ use crate::stream::{RecvState, SendState};
 use crate::types::{Dir, StreamId};
 use crate::varint::varint_size;
 
-/// Worst-case STREAM header: type, ID, an 8-byte offset, a 2-byte length.
-fn max_stream_header(id: StreamId) -> usize {
-    1 + varint_size(id.0) + 8 + 2
+/// Worst-case STREAM header for a frame filling `room` bytes: type, ID, an
+/// 8-byte offset, and a length field as long as `room` needs.
+fn max_stream_header(id: StreamId, room: usize) -> usize {
+    1 + varint_size(id.0) + 8 + varint_size(room as u64)
 }
 
 impl Streams {
@@ -164,7 +165,7 @@ impl Streams {
                 entry.queued = false;
                 continue;
             };
-            let header = max_stream_header(id);
+            let header = max_stream_header(id, max_end.saturating_sub(buf.len()));
             while buf.len() + header < max_end {
                 let Some(range) = send.next_range(max_end - buf.len() - header) else {
                     break;
@@ -274,7 +275,9 @@ impl Streams {
                 Control::DataBlocked(_)
                 | Control::StreamDataBlocked(..)
                 | Control::StreamsBlocked(..) => {}
-                Control::NewConnectionId(_) | Control::RetireConnectionId(_) => {}
+                Control::NewConnectionId(_)
+                | Control::RetireConnectionId(_)
+                | Control::AckFrequency(_) => {}
             }
         }
     }

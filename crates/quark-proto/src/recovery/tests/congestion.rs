@@ -86,31 +86,31 @@ fn no_persistent_congestion_before_an_rtt_sample() {
 #[test]
 fn ecn_ce_increase_is_a_congestion_event() {
     let mut h = H::new(CcAlgorithm::Cubic, confirmed());
-    for pn in 0..10 {
-        h.send(pn, SpaceId::Data, pn);
-    }
-    let ce = |n| {
-        Some(EcnCounts {
-            ect0: 10,
-            ect1: 0,
-            ce: n,
-        })
+    let marked = SendFlags {
+        ack_eliciting: true,
+        in_flight: true,
+        ecn: Some(EcnCodepoint::Ect0),
+        mtu_probe: false,
     };
+    for pn in 0..10 {
+        h.send_with(pn, SpaceId::Data, pn, marked);
+    }
+    let ce = |ect0, ce| Some(EcnCounts { ect0, ect1: 0, ce });
     //= https://www.rfc-editor.org/rfc/rfc9002#section-7.3.2
     //# The sender MUST exit slow start and enter a recovery period when a
     //# packet is lost or when the ECN-CE count reported by its peer
     //# increases.
-    let s = h.ack_ecn(100, SpaceId::Data, &[0..=4], ce(1)).unwrap();
+    let s = h.ack_ecn(100, SpaceId::Data, &[0..=4], ce(4, 1)).unwrap();
     assert!(s.ecn_ce);
     assert_eq!(h.r.congestion_window(), 8400);
-    // The same count again is no new signal; packets sent before the recovery
+    // The same CE count again is no new signal; packets sent before the recovery
     // period do not grow the window either.
-    let s = h.ack_ecn(101, SpaceId::Data, &[0..=9], ce(1)).unwrap();
+    let s = h.ack_ecn(101, SpaceId::Data, &[0..=9], ce(9, 1)).unwrap();
     assert!(!s.ecn_ce);
     assert_eq!(h.r.congestion_window(), 8400);
     // A CE increase for a packet sent after the recovery began reduces again.
-    h.send(150, SpaceId::Data, 10);
-    h.ack_ecn(250, SpaceId::Data, &[0..=10], ce(2)).unwrap();
+    h.send_with(150, SpaceId::Data, 10, marked);
+    h.ack_ecn(250, SpaceId::Data, &[0..=10], ce(9, 2)).unwrap();
     assert_eq!(h.r.congestion_window(), 5880);
     assert_eq!(h.r.stats().congestion_events, 2);
     assert_eq!(h.r.stats().lost_packets, 0);

@@ -1,9 +1,12 @@
 //! RFC 9002 rules, one test each, with the rule quoted next to the check, on a
 //! small harness that drives [`Recovery`] with millisecond timestamps.
 
+mod bottleneck;
 mod congestion;
+mod ecn;
 mod loss;
 mod pto;
+mod reorder;
 mod sim;
 
 use super::*;
@@ -53,8 +56,12 @@ impl H {
             pacing: false,
             ..RecoveryConfig::default()
         };
+        Self::with_config(&config, path)
+    }
+
+    pub(super) fn with_config(config: &RecoveryConfig, path: PathState) -> Self {
         H {
-            r: Recovery::new(&config),
+            r: Recovery::new(config),
             t0: test_epoch(),
             path,
             acked: Vec::new(),
@@ -70,6 +77,12 @@ impl H {
         let now = self.at(ms);
         self.r
             .on_packet_sent(now, space, pn, SIZE, true, true, pn, &self.path);
+    }
+
+    pub(super) fn send_with(&mut self, ms: u64, space: SpaceId, pn: u64, flags: SendFlags) {
+        let now = self.at(ms);
+        self.r
+            .on_packet_sent_with(now, space, pn, SIZE, flags, pn, &self.path);
     }
 
     pub(super) fn ack(

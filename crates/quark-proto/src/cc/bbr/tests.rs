@@ -1,0 +1,170 @@
+//! BBR's state machine, driven by synthetic per-ACK events (one ACK = one round).
+//! The end-to-end behaviour on a simulated bottleneck is in
+//! `recovery/tests/bottleneck.rs`.
+
+use super::*;
+use crate::cc::Controller;
+use crate::recovery::{RateSample, test_epoch};
+
+const MTU: u64 = 1200;
+const MS: Duration = Duration::from_millis(1);
+
+struct Feed {
+    bbr: Bbr,
+    now: Instant,
+    delivered: u64,
+    rtt: RttEstimator,
+}
+
+impl Feed {
+    fn new() -> Self {
+        let mut rtt = RttEstimator::new(100 * MS);
+        rtt.update(50 * MS, Duration::ZERO, Duration::ZERO, true);
+        Feed {
+            bbr: Bbr::new(MTU),
+            now: test_epoch(),
+            delivered: 0,
+            rtt,
+        }
+    }
+
+    /// One round trip of `rtt` later, an ACK of 10 packets measuring `rate` B/s,
+    /// leaving `in_flight` bytes outstanding.
+    fn ack(&mut self, rate: u64, rtt: Duration, in_flight: u64) {
+        let acked = 10 * MTU;
+        let prior = self.delivered;
+        self.delivered += acked;
+        self.now += rtt;
+        let event = AckEvent {
+            rate: Some(RateSample {
+                delivery_rate: Some(rate),
+                prior_delivered: prior,
+                delivered: self.delivered,
+                is_app_limited: false,
+                rtt,
+            }),
+            newly_acked: acked,
+            newly_lost: 0,
+            prior_in_flight: in_flight + acked,
+            bytes_in_flight: in_flight,
+        };
+        self.bbr.on_ack_event(self.now, &event, &self.rtt);
+    }
+
+    /// Through Startup and Drain at `rate` with a 50 ms RTT.
+    fn reach_probe_bw(&mut self, rate: u64) {
+        for r in 0..5 {
+            self.ack(rate >> (4 - r), 50 * MS, 500_000);
+        }
+        for _ in 0..4 {
+            self.ack(rate, 50 * MS, 500_000);
+        }
+        assert_eq!(self.bbr.state(), BbrState::Drain);
+        // BDP: 1 MB/s × 50 ms = 50 000 B.
+        self.ack(rate, 50 * MS, 40_000);
+        assert_eq!(self.bbr.state(), BbrState::ProbeBw);
+    }
+}
+
+#[test]
+fn starts_fast_and_paced() {
+    let bbr = Bbr::new(MTU);
+    assert_eq!((bbr.state(), bbr.window()), (BbrState::Startup, 12_000));
+    assert_eq!(bbr.ssthresh(), u64::MAX);
+    // 2.89 × 12 000 B per ms until an RTT is known.
+    assert_eq!(bbr.pacing_rate(), Some((HIGH_GAIN * 12_000_000.0) as u64));
+}
+
+#[test]
+fn startup_ends_after_three_rounds_without_growth_then_drains() {
+    let mut f = Feed::new();
+    let mut rate = 62_500;
+    let initial = (HIGH_GAIN * (12_000.0 / 0.05)) as u64;
+    for _ in 0..5 {
+        f.ack(rate, 50 * MS, 100_000);
+        assert_eq!(f.bbr.state(), BbrState::Startup);
+        // Startup paces at 2.89 × the bandwidth, never below the initial
+        // 2.89 × initial window / first RTT.
+        let expect = ((HIGH_GAIN * rate as f64) as u64).max(initial);
+        assert_eq!(f.bbr.pacing_rate, expect);
+        rate *= 2;
+    }
+    rate /= 2;
+    // 1 MB/s three rounds in a row (less than 25 % growth): the pipe is full.
+    f.ack(rate, 50 * MS, 100_000);
+    f.ack(rate, 50 * MS, 100_000);
+    assert_eq!(f.bbr.state(), BbrState::Startup);
+    f.ack(rate, 50 * MS, 100_000);
+    assert_eq!(f.bbr.state(), BbrState::Drain);
+    assert_eq!(f.bbr.pacing_rate, ((1.0 / HIGH_GAIN) * rate as f64) as u64);
+    // Drain ends once in flight is down to the BDP (50 000 B + quanta).
+    f.ack(rate, 50 * MS, 60_000);
+    assert_eq!(f.bbr.state(), BbrState::Drain);
+    f.ack(rate, 50 * MS, 50_000);
+    assert_eq!(f.bbr.state(), BbrState::ProbeBw);
+    assert_eq!(f.bbr.bandwidth(), rate);
+    assert_eq!(f.bbr.min_rtt(), Some(50 * MS));
+}
+
+#[test]
+fn probe_bw_cycles_gains_around_the_bandwidth_and_caps_the_window() {
+    let mut f = Feed::new();
+    let bw = 1_000_000;
+    f.reach_probe_bw(bw);
+    let mut seen = Vec::new();
+    for _ in 0..16 {
+        // In flight at 1.25 BDP lets the probing phase end after one RTprop.
+        f.ack(bw, 51 * MS, 63_000);
+        seen.push(f.bbr.pacing_rate);
+        assert!(f.bbr.window() <= 2 * 50_000 + 3 * 2400, "cwnd_gain 2");
+    }
+    for gain in [1.25, 0.75, 1.0] {
+        assert!(seen.contains(&((gain * bw as f64) as u64)), "{seen:?}");
+    }
+}
+
+#[test]
+fn probe_rtt_after_ten_seconds_without_a_lower_rtt() {
+    let mut f = Feed::new();
+    f.reach_probe_bw(1_000_000);
+    let window = f.bbr.window();
+    // RTTs above the minimum for 10 s: the estimate expires.
+    while f.bbr.state() == BbrState::ProbeBw {
+        f.ack(1_000_000, 60 * MS, 50_000);
+        assert!(f.now < test_epoch() + Duration::from_secs(12));
+    }
+    assert_eq!(f.bbr.state(), BbrState::ProbeRtt);
+    assert_eq!(f.bbr.window(), 4 * MTU);
+    // In flight falls to four packets: 200 ms and a round later it is over.
+    f.ack(1_000_000, 60 * MS, 4 * MTU);
+    for _ in 0..4 {
+        f.ack(1_000_000, 60 * MS, 4 * MTU);
+    }
+    assert_eq!(f.bbr.state(), BbrState::ProbeBw);
+    assert!(f.bbr.window() >= window, "cwnd restored");
+    assert_eq!(f.bbr.min_rtt(), Some(60 * MS), "the new propagation delay");
+}
+
+#[test]
+fn loss_conserves_packets_then_restores_and_spurious_undoes() {
+    let mut f = Feed::new();
+    f.reach_probe_bw(1_000_000);
+    let window = f.bbr.window();
+    let t = f.now;
+    f.bbr.on_packet_sent(t, MTU, 40_000 - MTU);
+    f.bbr.on_congestion_event(t, t - MS, false, 2 * MTU);
+    // In flight after the losses, plus one packet.
+    assert_eq!(f.bbr.window(), 40_000 - 2 * MTU + MTU);
+    f.bbr.on_spurious_congestion();
+    assert_eq!(f.bbr.window(), window, "undo");
+    // A real episode: the window stays down until a packet sent after it began is
+    // acknowledged, then comes back.
+    f.bbr
+        .on_congestion_event(t - 5 * MS, t - 6 * MS, false, 2 * MTU);
+    assert!(f.bbr.window() < window);
+    f.ack(1_000_000, 50 * MS, 30_000);
+    assert!(f.bbr.window() >= window);
+    // Persistent congestion: the minimum window.
+    f.bbr.on_congestion_event(f.now, f.now - MS, true, 20 * MTU);
+    assert_eq!(f.bbr.window(), 2 * MTU);
+}

@@ -1,0 +1,247 @@
+//! Frames from the peer: dispatch to streams, crypto, connection IDs and close
+//! handling; ACK frames into loss detection; what happens to the contents of
+//! packets acknowledged or lost.
+
+use std::time::{Duration, Instant};
+
+use super::Connection;
+use super::sent::{Control, SentFrames};
+use crate::cid::ConnectionId;
+use crate::error::TransportError;
+use crate::frame::{Ack, AckFrequency, Frame};
+use crate::types::SpaceId;
+
+/// Consecutive PTOs after which a larger-than-base MTU is suspected of black-holing.
+const BLACK_HOLE_PTOS: u32 = 3;
+/// Most PATH_RESPONSEs we queue; further challenges wait for the next packet.
+const MAX_PATH_RESPONSES: usize = 4;
+
+impl Connection {
+    pub(crate) fn on_frame(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        dcid: &ConnectionId,
+        frame: Frame<'_>,
+    ) -> Result<(), TransportError> {
+        match frame {
+            Frame::Padding { .. } | Frame::Ping => {}
+            Frame::Ack(ack) => crate::cpu::measure(crate::cpu::Work::Ack, || {
+                self.on_ack_frame(now, space, &ack)
+            })?,
+            Frame::Crypto(c) => self.on_crypto_frame(now, space, c.offset, c.data)?,
+            Frame::Stream(s) => self
+                .streams
+                .on_stream_frame(s.id, s.offset, s.data, s.fin)?,
+            Frame::ResetStream(f) => self.streams.on_reset_stream(&f)?,
+            Frame::StopSending(f) => self.streams.on_stop_sending(&f)?,
+            Frame::MaxData(max) => self.streams.on_max_data(max),
+            Frame::MaxStreamData { id, max } => self.streams.on_max_stream_data(id, max)?,
+            Frame::MaxStreams { dir, max } => self.streams.on_max_streams(dir, max),
+            // Credit follows the application's reads; nothing to do.
+            Frame::DataBlocked { .. } | Frame::StreamsBlocked { .. } => {}
+            Frame::StreamDataBlocked { id, .. } => self.streams.on_stream_data_blocked(id)?,
+            Frame::NewToken { .. } => {
+                //= https://www.rfc-editor.org/rfc/rfc9000#section-19.7
+                //# A server MUST treat receipt of a NEW_TOKEN frame as a connection
+                //# error of type PROTOCOL_VIOLATION.
+                if self.side.is_server() {
+                    return Err(TransportError::protocol_violation(
+                        "NEW_TOKEN sent by a client",
+                    ));
+                }
+            }
+            Frame::NewConnectionId(f) => self.peer_cids.on_new(&f, &mut self.cid_events)?,
+            Frame::RetireConnectionId { seq } => {
+                self.local_cids.on_retire(seq, dcid, &mut self.cid_events)?;
+                let (len, rng) = (self.cid_len, &mut self.rng);
+                let mut generate = || ConnectionId::random(rng, len);
+                self.local_cids
+                    .top_up(&mut generate, &self.reset_key, &mut self.cid_events);
+            }
+            Frame::PathChallenge(data) => {
+                if self.path_responses.len() < MAX_PATH_RESPONSES {
+                    self.path_responses.push_back(data);
+                }
+            }
+            // We never send PATH_CHALLENGE (no migration), so no response matters.
+            Frame::PathResponse(_) => {}
+            Frame::Close(c) => self.on_peer_close(now, &c),
+            Frame::HandshakeDone => {
+                //= https://www.rfc-editor.org/rfc/rfc9000#section-19.20
+                //# A server MUST treat receipt of a HANDSHAKE_DONE frame as a
+                //# connection error of type PROTOCOL_VIOLATION.
+                if self.side.is_server() {
+                    return Err(TransportError::protocol_violation(
+                        "HANDSHAKE_DONE sent by a client",
+                    ));
+                }
+                self.confirm_handshake(now);
+            }
+            Frame::Datagram { .. } => {
+                //= https://www.rfc-editor.org/rfc/rfc9221#section-3
+                //# An endpoint that receives a DATAGRAM frame when it has not indicated
+                //# support via the transport parameter MUST terminate the connection
+                //# with an error of type PROTOCOL_VIOLATION.
+                return Err(TransportError::protocol_violation(
+                    "DATAGRAM frames not negotiated",
+                ));
+            }
+            Frame::AckFrequency(f) => self.on_ack_frequency(&f)?,
+            Frame::ImmediateAck => self.spaces[space.index()].ack.immediate = true,
+        }
+        Ok(())
+    }
+
+    fn on_ack_frame(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        ack: &Ack<'_>,
+    ) -> Result<(), TransportError> {
+        self.stats.acks_in += 1;
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-5.3
+        //# an endpoint ... MAY ignore the acknowledgment delay for Initial packets
+        let delay = match space {
+            SpaceId::Data => {
+                let exponent = self
+                    .peer_params
+                    .as_ref()
+                    .map_or(3, |p| p.ack_delay_exponent);
+                Duration::from_micros(
+                    ack.delay
+                        .checked_shl(u32::from(exponent))
+                        .unwrap_or(u64::MAX >> 1),
+                )
+            }
+            _ => Duration::ZERO,
+        };
+        let path = self.path_state();
+        let mut acked = std::mem::take(&mut self.acked_scratch);
+        let mut lost = std::mem::take(&mut self.lost_scratch);
+        let result = self.recovery.on_ack_received(
+            now,
+            space,
+            ack.iter(),
+            delay,
+            ack.ecn,
+            &path,
+            &mut acked,
+            &mut lost,
+        );
+        for (pn, pkt) in acked.drain(..) {
+            self.on_packet_acked(space, pn, &pkt.data);
+        }
+        for (pn, pkt) in lost.drain(..) {
+            self.on_packet_lost(space, pn, &pkt.data);
+        }
+        self.acked_scratch = acked;
+        self.lost_scratch = lost;
+        result?;
+        if space == SpaceId::Data {
+            if let Some(keys) = self.one_rtt.as_mut() {
+                keys.on_ack(ack.largest);
+            }
+        }
+        Ok(())
+    }
+
+    fn on_packet_acked(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
+        if frames.mtu_probe && self.mtu.on_probe_acked(pn) {
+            self.path.mtu = self.mtu.current();
+            self.recovery
+                .set_max_datagram_size(u64::from(self.path.mtu));
+            tracing::debug!(mtu = self.path.mtu, "path MTU raised");
+        }
+        let s = &mut self.spaces[space.index()];
+        if let Some(largest) = frames.ack_largest {
+            s.ack.on_ack_acked(largest);
+        }
+        if let Some((offset, len)) = frames.crypto {
+            s.crypto_send.on_ack(offset, len as usize, false);
+        }
+        if !frames.streams.is_empty() || !frames.control.is_empty() {
+            self.streams.on_acked(frames);
+        }
+    }
+
+    pub(crate) fn on_packet_lost(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
+        if frames.mtu_probe {
+            self.mtu.on_probe_failed(pn);
+        }
+        if let Some((offset, len)) = frames.crypto {
+            self.spaces[space.index()]
+                .crypto_send
+                .on_lost(offset, len as usize, false);
+        }
+        if frames.handshake_done {
+            self.handshake_done_pending = true;
+        }
+        for ctl in &frames.control {
+            match *ctl {
+                Control::NewConnectionId(seq) => self.local_cids.on_announcement_lost(seq),
+                Control::RetireConnectionId(seq) => self.peer_cids.on_retire_lost(seq),
+                Control::AckFrequency(seq) => self.ack_freq.on_lost(seq),
+                _ => {}
+            }
+        }
+        if !frames.streams.is_empty() || !frames.control.is_empty() {
+            self.streams.on_lost(frames);
+        }
+    }
+
+    /// The loss-detection timer fired.
+    pub(crate) fn on_loss_timer(&mut self, now: Instant) {
+        let path = self.path_state();
+        let mut lost = std::mem::take(&mut self.lost_scratch);
+        let action = self.recovery.on_timeout(now, &path, &mut lost);
+        for (pn, pkt) in lost.drain(..) {
+            self.on_packet_lost(pkt.data.space, pn, &pkt.data);
+        }
+        self.lost_scratch = lost;
+        if self.recovery.pto_count() >= BLACK_HOLE_PTOS && self.mtu.on_black_hole() {
+            // Full-size packets keep vanishing: maybe the path MTU shrank.
+            self.path.mtu = self.mtu.current();
+            self.recovery
+                .set_max_datagram_size(u64::from(self.path.mtu));
+            tracing::debug!(mtu = self.path.mtu, "suspected PMTU black hole");
+        }
+        if let crate::recovery::TimeoutAction::Probe { space, count } = action {
+            let s = &mut self.spaces[space.index()];
+            s.probes = count;
+            if space != SpaceId::Data {
+                // Carry the handshake data again rather than a bare PING.
+                let ranges: Vec<(u64, u32)> = self
+                    .recovery
+                    .in_flight(space)
+                    .filter_map(|(_, p)| p.data.crypto)
+                    .collect();
+                let s = &mut self.spaces[space.index()];
+                for (offset, len) in ranges {
+                    s.crypto_send.on_lost(offset, len as usize, false);
+                }
+            }
+        }
+    }
+
+    fn on_ack_frequency(&mut self, f: &AckFrequency) -> Result<(), TransportError> {
+        let Some(min_ack_delay) = self.local_params.min_ack_delay else {
+            return Err(TransportError::protocol_violation(
+                "ACK_FREQUENCY not negotiated",
+            ));
+        };
+        if f.request_max_ack_delay < min_ack_delay {
+            return Err(TransportError::protocol_violation(
+                "requested ACK delay below min_ack_delay",
+            ));
+        }
+        if self.ack_frequency_seq.is_some_and(|seen| f.seq <= seen) {
+            return Ok(()); // stale or repeated
+        }
+        self.ack_frequency_seq = Some(f.seq);
+        self.ack_policy.threshold = f.ack_eliciting_threshold.saturating_add(1);
+        self.ack_policy.max_delay = Duration::from_micros(f.request_max_ack_delay);
+        self.ack_policy.reordering_threshold = f.reordering_threshold;
+        Ok(())
+    }
+}

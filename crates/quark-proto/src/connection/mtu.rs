@@ -1,0 +1,262 @@
+//! Datagram packetization layer PMTU discovery (DPLPMTUD, RFC 8899 as applied to
+//! QUIC by RFC 9000 §14.3): probe larger datagrams with PING + PADDING packets
+//! and use the largest size the path acknowledged. On loopback and jumbo-frame
+//! paths this lets quark send datagrams of tens of kilobytes, cutting the
+//! per-packet costs (system calls, crypto calls, ACKs) by an order of magnitude.
+
+use std::time::{Duration, Instant};
+
+/// The size every QUIC path supports (RFC 9000 §14: BASE_PLPMTU).
+pub(crate) const BASE_MTU: u16 = 1200;
+/// A common Ethernet-sized payload worth trying early (1500 - IPv6 - UDP headers).
+const ETHERNET_MTU: u16 = 1452;
+/// Attempts per probe size before it counts as too big (RFC 8899 MAX_PROBES).
+const MAX_PROBES: u8 = 3;
+/// Stop searching when the bounds are this close.
+const SEARCH_GRANULARITY: u16 = 32;
+/// Search again after this long, in case the path got better (RFC 8899 §5.1.1).
+const RAISE_TIMER: Duration = Duration::from_secs(600);
+
+/// Where the search stands.
+#[derive(Debug)]
+pub(crate) struct MtuDiscovery {
+    /// The validated size in use.
+    current: u16,
+    /// Sizes above this failed (or exceed the limits).
+    ceiling: u16,
+    /// The probe in flight: its size, packet number, and when it expires.
+    probe: Option<Probe>,
+    /// Failed attempts at the current candidate.
+    attempts: u8,
+    /// Which candidate comes next.
+    phase: Phase,
+    /// When the next probe may go (search restarts after RAISE_TIMER).
+    not_before: Option<Instant>,
+    /// Disabled (e.g. the peer limits datagrams to the base size).
+    enabled: bool,
+}
+
+/// The search order: optimistic first (loopback, jumbo frames), then a common
+/// Ethernet size, then bisection between what worked and what failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Ceiling,
+    Ethernet,
+    Bisect,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Probe {
+    size: u16,
+    pn: u64,
+    expires: Instant,
+}
+
+impl MtuDiscovery {
+    pub(crate) fn new(initial: u16, local_max: u16, enabled: bool) -> Self {
+        MtuDiscovery {
+            current: initial,
+            ceiling: local_max.max(initial),
+            probe: None,
+            attempts: 0,
+            phase: Phase::Ceiling,
+            not_before: None,
+            enabled,
+        }
+    }
+
+    /// The datagram size to use now.
+    pub(crate) fn current(&self) -> u16 {
+        self.current
+    }
+
+    /// The peer's max_udp_payload_size bounds the search.
+    pub(crate) fn set_peer_max(&mut self, peer_max: u64) {
+        let peer_max = u16::try_from(peer_max).unwrap_or(u16::MAX);
+        self.ceiling = self.ceiling.min(peer_max).max(self.current);
+    }
+
+    /// The next size to try, if the search is not finished.
+    fn next_size(&self) -> Option<u16> {
+        if !self.enabled || self.ceiling < self.current.saturating_add(SEARCH_GRANULARITY) {
+            return None;
+        }
+        match self.phase {
+            Phase::Ceiling => Some(self.ceiling),
+            Phase::Ethernet if self.current < ETHERNET_MTU && ETHERNET_MTU < self.ceiling => {
+                Some(ETHERNET_MTU)
+            }
+            _ => Some(self.current + (self.ceiling - self.current) / 2),
+        }
+    }
+
+    /// If a probe should be sent now, its size. The caller sends it and calls
+    /// [`MtuDiscovery::on_probe_sent`].
+    pub(crate) fn probe_due(&mut self, now: Instant) -> Option<u16> {
+        if self.probe.is_some() || self.not_before.is_some_and(|t| now < t) {
+            return None;
+        }
+        let size = self.next_size();
+        if size.is_none() && self.enabled && self.not_before.is_none() {
+            // Search done: look again much later.
+            self.not_before = Some(now + RAISE_TIMER);
+        }
+        size
+    }
+
+    pub(crate) fn on_probe_sent(&mut self, size: u16, pn: u64, now: Instant, timeout: Duration) {
+        self.probe = Some(Probe {
+            size,
+            pn,
+            expires: now + timeout,
+        });
+    }
+
+    /// The probe timer, if a probe is out.
+    pub(crate) fn timer(&self) -> Option<Instant> {
+        self.probe.map(|p| p.expires)
+    }
+
+    /// A probe packet was acknowledged: the path carries its size.
+    pub(crate) fn on_probe_acked(&mut self, pn: u64) -> bool {
+        let Some(probe) = self.probe.filter(|p| p.pn == pn) else {
+            return false;
+        };
+        self.probe = None;
+        self.attempts = 0;
+        self.advance_phase();
+        if probe.size > self.current {
+            self.current = probe.size;
+            return true;
+        }
+        false
+    }
+
+    /// A probe was declared lost or timed out.
+    pub(crate) fn on_probe_failed(&mut self, pn: u64) {
+        let Some(probe) = self.probe.filter(|p| p.pn == pn) else {
+            return;
+        };
+        self.probe = None;
+        self.attempts += 1;
+        //= https://www.rfc-editor.org/rfc/rfc8899#section-5.1.2
+        //# MAX_PROBES: The MAX_PROBES is the maximum value of the PROBE_COUNT
+        //# counter ... the probed size is then considered not supported.
+        if self.attempts >= MAX_PROBES {
+            self.attempts = 0;
+            self.ceiling = probe.size.saturating_sub(1).max(self.current);
+            self.advance_phase();
+        }
+    }
+
+    fn advance_phase(&mut self) {
+        self.phase = match self.phase {
+            Phase::Ceiling => Phase::Ethernet,
+            Phase::Ethernet | Phase::Bisect => Phase::Bisect,
+        };
+    }
+
+    /// Check the probe timer.
+    pub(crate) fn on_timeout(&mut self, now: Instant) {
+        if let Some(p) = self.probe {
+            if p.expires <= now {
+                self.on_probe_failed(p.pn);
+            }
+        }
+    }
+
+    /// Packets of the current size seem to vanish (repeated PTOs): fall back to
+    /// the base size and search again (RFC 8899 §4.3 black-hole detection).
+    pub(crate) fn on_black_hole(&mut self) -> bool {
+        if self.current <= BASE_MTU {
+            return false;
+        }
+        self.ceiling = self.current - 1;
+        self.current = BASE_MTU;
+        self.probe = None;
+        self.attempts = 0;
+        self.phase = Phase::Ceiling;
+        self.not_before = None;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Instant {
+        #[allow(clippy::disallowed_methods)]
+        Instant::now()
+    }
+
+    /// Drive the search against a path that carries up to `path_mtu`.
+    fn search(path_mtu: u16, ceiling: u16) -> (u16, usize) {
+        let mut d = MtuDiscovery::new(BASE_MTU, ceiling, true);
+        let t = now();
+        let mut probes = 0;
+        let mut pn = 0;
+        while let Some(size) = d.probe_due(t) {
+            probes += 1;
+            pn += 1;
+            d.on_probe_sent(size, pn, t, Duration::from_millis(10));
+            if size <= path_mtu {
+                d.on_probe_acked(pn);
+            } else {
+                d.on_probe_failed(pn);
+            }
+            assert!(probes < 200, "search does not end");
+        }
+        (d.current(), probes)
+    }
+
+    #[test]
+    fn loopback_finds_the_ceiling_in_one_probe() {
+        assert_eq!(search(65_000, 65_000), (65_000, 1));
+    }
+
+    #[test]
+    fn ethernet_path() {
+        let (mtu, probes) = search(1472, 65_000);
+        assert!(
+            mtu <= 1472 && mtu + SEARCH_GRANULARITY > 1472,
+            "found {mtu}"
+        );
+        assert!(probes < 40, "{probes} probes");
+    }
+
+    #[test]
+    fn base_only_path_stays_at_the_base() {
+        assert_eq!(search(1200, 65_000).0, BASE_MTU);
+    }
+
+    #[test]
+    fn peer_limit_bounds_the_search() {
+        let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
+        d.set_peer_max(9000);
+        assert_eq!(d.probe_due(now()), Some(9000));
+    }
+
+    #[test]
+    fn timeouts_count_as_failures_and_black_holes_reset() {
+        let mut d = MtuDiscovery::new(BASE_MTU, 10_000, true);
+        let t = now();
+        let size = d.probe_due(t).unwrap();
+        d.on_probe_sent(size, 1, t, Duration::from_millis(5));
+        d.on_timeout(t + Duration::from_millis(6));
+        assert!(d.timer().is_none());
+        assert_eq!(d.probe_due(t), Some(size), "retried after a timeout");
+        d.on_probe_sent(size, 2, t, Duration::from_millis(5));
+        assert!(d.on_probe_acked(2));
+        assert_eq!(d.current(), 10_000);
+        assert!(d.on_black_hole());
+        assert_eq!(d.current(), BASE_MTU);
+        assert!(d.probe_due(t).unwrap() < 10_000);
+    }
+
+    #[test]
+    fn disabled_never_probes() {
+        let mut d = MtuDiscovery::new(BASE_MTU, 65_000, false);
+        assert_eq!(d.probe_due(now()), None);
+    }
+}

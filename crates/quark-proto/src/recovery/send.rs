@@ -1,0 +1,128 @@
+//! The sending side: recording sent packets (RFC 9002 A.5), the congestion window
+//! and pacer gates, and application-limited periods (§7.8).
+
+use std::time::Instant;
+
+use super::{PathState, Recovery, SendFlags, SentPacket};
+use crate::types::SpaceId;
+
+impl<T> Recovery<T> {
+    /// Record a sent packet (RFC 9002 A.5), unmarked and not a PMTU probe. Packet
+    /// numbers per space increase.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_packet_sent(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        pn: u64,
+        size: u16,
+        ack_eliciting: bool,
+        in_flight: bool,
+        data: T,
+        path: &PathState,
+    ) {
+        let flags = SendFlags {
+            ack_eliciting,
+            in_flight,
+            ..SendFlags::default()
+        };
+        self.on_packet_sent_with(now, space, pn, size, flags, data, path);
+    }
+
+    /// Record a sent packet (RFC 9002 A.5) with its ECN codepoint and whether it is
+    /// a PMTU probe. Packet numbers per space increase.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_packet_sent_with(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        pn: u64,
+        size: u16,
+        flags: SendFlags,
+        data: T,
+        path: &PathState,
+    ) {
+        let prior_in_flight = self.bytes_in_flight();
+        let packet = SentPacket {
+            time_sent: now,
+            size,
+            ack_eliciting: flags.ack_eliciting,
+            in_flight: flags.in_flight,
+            ecn: flags.ecn,
+            mtu_probe: flags.mtu_probe,
+            delivery: self.delivery.on_sent(now, prior_in_flight == 0),
+            data,
+        };
+        let sp = &mut self.spaces[space.index()];
+        let recorded = sp.sent.push(pn, packet);
+        debug_assert!(recorded, "packet numbers must increase");
+        if !recorded {
+            return;
+        }
+        if flags.ecn.is_some() {
+            let pto = self.pto_base(space, path);
+            self.ecn.on_sent(now, space.index(), flags.ecn, pto);
+        }
+        if !flags.in_flight {
+            return;
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.5
+        //# if (in_flight):
+        //#   if (ack_eliciting):
+        //#     time_of_last_ack_eliciting_packet[pn_space] = now()
+        //#   OnPacketSentCC(sent_bytes)
+        //#   SetLossDetectionTimer()
+        if flags.ack_eliciting {
+            self.spaces[space.index()].time_of_last_ack_eliciting = Some(now);
+        }
+        self.cc
+            .on_packet_sent(now, u64::from(size), prior_in_flight);
+        if self.pacing {
+            self.pacer.on_sent(now, u64::from(size));
+        }
+        // A send that fills the window ends an app-limited period (§7.8).
+        if self.bytes_in_flight() >= self.cc.window() {
+            self.app_limited = false;
+        }
+        self.set_timer(now, path);
+    }
+
+    /// The datagram size changed (path MTU discovery): windows and pacing follow.
+    pub fn set_max_datagram_size(&mut self, mtu: u64) {
+        self.cc.set_max_datagram_size(mtu);
+        self.pacer.set_mtu(mtu);
+    }
+
+    /// Bytes the congestion controller allows to be sent now (window minus in flight).
+    pub fn send_allowance(&self) -> u64 {
+        self.cc.window().saturating_sub(self.bytes_in_flight())
+    }
+
+    /// When the pacer allows the next packet of `bytes` (None: now). The rate is the
+    /// controller's own when it has one (BBR), else 5/4 × cwnd / smoothed RTT.
+    pub fn pacing_delay(&mut self, now: Instant, bytes: u64) -> Option<Instant> {
+        if !self.pacing {
+            return None;
+        }
+        let cwnd = self.cc.window();
+        match self.cc.pacing_rate() {
+            Some(rate) => self.pacer.delay_at_rate(now, bytes, rate, cwnd),
+            None => self.pacer.delay(now, bytes, cwnd, self.rtt.smoothed()),
+        }
+    }
+
+    /// The application had nothing more to send while the window was open (RFC 9002
+    /// §7.8): the window must not grow on the ACKs of what was sent, and delivery
+    /// rate samples until then measure the application, not the path.
+    pub fn on_app_limited(&mut self) {
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-7.8
+        //# When bytes in flight is smaller than the congestion window and
+        //# sending is not pacing limited, the congestion window is
+        //# underutilized.
+        let in_flight = self.bytes_in_flight();
+        if in_flight < self.cc.window() {
+            self.app_limited = true;
+            self.delivery.on_app_limited(in_flight);
+        }
+    }
+}
