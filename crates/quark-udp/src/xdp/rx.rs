@@ -91,7 +91,12 @@ pub(super) fn recv(
                 lock(&sock.neigh).learn(*p.src.ip(), p.src_mac);
             }
         }
-        rx.fill.push(Umem::base(desc.addr));
+        // Give the frame back (an address outside the UMEM, which the kernel
+        // never hands out, is not passed on).
+        let base = Umem::base(desc.addr);
+        if sock.umem.ptr(base, 0).is_some() {
+            rx.fill.push(base);
+        }
         taken += 1;
     }
     rx.ring.consume(taken);
