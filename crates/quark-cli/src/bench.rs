@@ -53,7 +53,9 @@ pub(crate) struct Args {
     #[arg(long)]
     datagram_size: Option<u32>,
     /// Network profiles, run one after the other: `loopback` (no emulation),
-    /// lan, interop, blackhole, reorder0.1, reorder1 or rtt<ms>-loss<pct>[-reorder<pct>][-rate<mbit>];
+    /// `veth` / `veth-xdp` (two namespaces joined by veth, no emulation; quark on
+    /// kernel UDP / AF_XDP; root), lan, interop, blackhole, reorder0.1, reorder1
+    /// or rtt<ms>-loss<pct>[-reorder<pct>][-rate<mbit>];
     /// comma- or space-separated, braces expanded (`rtt{10,30,100}-loss{0,0.1,1}`).
     #[arg(long, num_args = 1.., default_value = "loopback")]
     net: Vec<String>,

@@ -13,6 +13,7 @@ mod relay;
 mod report;
 mod serve;
 mod timer;
+mod xdp;
 
 /// quark: a QUIC v1 stack and its performance lab.
 #[derive(Debug, Parser)]
@@ -36,6 +37,8 @@ enum Command {
     Relay(relay::Args),
     /// An emulated layer-3 link between two network namespaces (`link up`, `link down`).
     Link(link::Args),
+    /// The AF_XDP test bed: two namespaces joined by veth, transfers across them.
+    Xdp(xdp::XdpArgs),
     /// Internal: a lab server process (driven by `quark bench`).
     #[command(hide = true)]
     LabServer(quark_lab::child::ServerArgs),
@@ -85,6 +88,7 @@ fn main() {
         Command::Report(args) => report::run(args),
         Command::Relay(args) => relay::run(args),
         Command::Link(args) => link::run(args),
+        Command::Xdp(args) => run_async(xdp::run(args)),
         Command::LabServer(args) => lab::server(args),
         Command::LabClient(args) => lab::client(args),
     };

@@ -47,22 +47,30 @@
 //!
 //! [`UdpSocket`] (tokio integration) sits on `sys`, one module per mechanism: socket
 //! options, control messages, socket addresses, and the `mmsg` backend
-//! (`sendmmsg`/`recvmmsg`). Another backend (AF_XDP) can be added next to `mmsg`.
-//! [`stats`] counts system calls, datagrams, bytes and time for the lab.
+//! (`sendmmsg`/`recvmmsg`). [`xdp`] is the kernel-bypass backend, [`XdpSocket`]:
+//! AF_XDP with the same batch API, for IPv4 on one interface. [`Socket`] holds
+//! either, chosen at run time (the `QUARK_XDP` environment variable, [`XDP_ENV`]).
+//! [`netns`] builds the two-namespace veth test bed AF_XDP is tested and measured
+//! on. [`stats`] counts system calls, datagrams, bytes and time for the lab.
 
 #![warn(missing_docs)]
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("quark-udp supports Linux only");
 
+mod backend;
+pub mod netns;
 mod socket;
 pub mod stats;
 mod sys;
 pub mod tun;
+pub mod xdp;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
+pub use backend::{Socket, XDP_ENV, xdp_from_env};
 pub use socket::UdpSocket;
+pub use xdp::{XdpConfig, XdpSocket};
 
 /// Most messages one system call sends or receives; [`UdpSocket::try_send`] loops
 /// for longer slices, [`UdpSocket::try_recv`] returns at most this many messages.

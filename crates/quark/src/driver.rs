@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use quark_proto::{ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent, Transmit};
-use quark_udp::{RecvMeta, UdpSocket};
+use quark_udp::{RecvMeta, Socket};
 use smallvec::SmallVec;
 
 use crate::forward::{Forwarded, Inbox, Link};
@@ -81,7 +81,7 @@ impl Driver {
     fn receive(
         &mut self,
         cx: &mut Context<'_>,
-        socket: &UdpSocket,
+        socket: &Socket,
         state: &mut State,
         now: Instant,
     ) -> bool {
@@ -211,7 +211,7 @@ impl Driver {
     }
 
     /// Send what is queued. Returns false if the socket is full.
-    fn flush(&mut self, cx: &mut Context<'_>, socket: &UdpSocket) -> bool {
+    fn flush(&mut self, cx: &mut Context<'_>, socket: &Socket) -> bool {
         while !self.outgoing.is_empty() {
             let batch: SmallVec<[quark_udp::Transmit<'_>; SEND_BATCH]> = self
                 .outgoing
@@ -254,7 +254,7 @@ impl Driver {
         &mut self,
         cx: &mut Context<'_>,
         state: &mut State,
-        socket: &UdpSocket,
+        socket: &Socket,
         now: Instant,
     ) -> bool {
         let mut any = false;

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use quark_proto::{ClientConfig, ConnectError, EndpointConfig, ServerConfig};
-use quark_udp::UdpSocket;
+use quark_udp::Socket;
 
 use crate::connection::{Connecting, Connection};
 use crate::driver::Driver;
@@ -32,23 +32,25 @@ impl Endpoint {
         Self::with_config(EndpointConfig::default(), None, addr)
     }
 
-    /// Bind with explicit endpoint settings.
+    /// Bind with explicit endpoint settings. The socket is kernel UDP, or AF_XDP
+    /// when the `QUARK_XDP` environment variable names an interface (see
+    /// [`quark_udp::XDP_ENV`]).
     pub fn with_config(
         config: EndpointConfig,
         server: Option<ServerConfig>,
         addr: SocketAddr,
     ) -> io::Result<Self> {
-        let socket = UdpSocket::bind(addr)?;
+        let socket = Socket::bind(addr)?;
         Self::with_socket(config, server, socket)
     }
 
-    /// Use an existing socket.
+    /// Use an existing socket: a `quark_udp::UdpSocket`, `XdpSocket` or `Socket`.
     pub fn with_socket(
         config: EndpointConfig,
         server: Option<ServerConfig>,
-        socket: UdpSocket,
+        socket: impl Into<Socket>,
     ) -> io::Result<Self> {
-        Ok(Self::start(config, server, socket, None).0)
+        Ok(Self::start(config, server, socket.into(), None).0)
     }
 
     /// Start an endpoint and its driver task in the current runtime; as a member
@@ -56,7 +58,7 @@ impl Endpoint {
     pub(crate) fn start(
         config: EndpointConfig,
         server: Option<ServerConfig>,
-        socket: UdpSocket,
+        socket: Socket,
         worker: Option<(Link, Inbox)>,
     ) -> (Self, tokio::task::JoinHandle<()>) {
         let proto = quark_proto::Endpoint::new(Arc::new(config), server.map(Arc::new));

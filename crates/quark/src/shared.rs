@@ -7,7 +7,7 @@ use std::task::Waker;
 use std::time::Instant;
 
 use quark_proto::{ConnectionError, ConnectionHandle, Dir, Endpoint as ProtoEndpoint, StreamId};
-use quark_udp::UdpSocket;
+use quark_udp::Socket;
 
 use crate::forward::Link;
 
@@ -119,7 +119,7 @@ impl State {
 
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
-    pub(crate) socket: UdpSocket,
+    pub(crate) socket: Socket,
     /// The runtime the driver runs on: connection tasks belong there too.
     pub(crate) runtime: tokio::runtime::Handle,
     /// The endpoint's place in a worker group.

@@ -330,7 +330,7 @@ fn start_worker(
                 io::Result::Ok(Endpoint::start(
                     config,
                     Some(server),
-                    socket,
+                    socket.into(),
                     Some((link, inbox)),
                 ))
             });

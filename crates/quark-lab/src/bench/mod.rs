@@ -25,10 +25,14 @@ pub use merge::merge;
 pub use net::{NetInfo, NetMode, NetModeChoice};
 use procs::{CellError, Procs, Side, Signals};
 
-/// Network profiles by name: `loopback` (no emulation) and quark-netem's named
-/// profiles; the grammar `rtt<ms>-loss<pct>[-reorder<pct>][-rate<mbit>]` adds the rest.
+/// Network profiles by name: `loopback` (no emulation); `veth` and `veth-xdp`
+/// (two namespaces joined by veth, no emulation; the second puts quark on
+/// AF_XDP); quark-netem's named profiles; the grammar
+/// `rtt<ms>-loss<pct>[-reorder<pct>][-rate<mbit>]` adds the rest.
 pub const NET_PROFILES: &[&str] = &[
     "loopback",
+    "veth",
+    "veth-xdp",
     "lan",
     "interop",
     "blackhole",
@@ -233,6 +237,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
         if mode != NetMode::Loopback {
             let how = match mode {
                 NetMode::Link => "layer-3 link between network namespaces".to_string(),
+                NetMode::Veth | NetMode::VethXdp => "a fresh pair per cell".to_string(),
                 _ => format!(
                     "UDP relay (UDP protocols only: {})",
                     net::link_unavailable().unwrap_or_else(|| "asked for".into())
@@ -452,9 +457,23 @@ impl Cell<'_> {
             *emulator = Some(e);
             let ip = IpAddr::from(net::LINK_SERVER_ADDR);
             (SocketAddr::new(ip, cfg.listen.port()), Some(prefix))
+        } else if matches!(self.net.mode, NetMode::Veth | NetMode::VethXdp) {
+            let (e, server) = net::Emulator::veth(&cfg.exe, &prefix)
+                .map_err(|e| CellError::Failed(format!("{e:#}")))?;
+            *emulator = Some(e);
+            (
+                SocketAddr::new(server.ip(), cfg.listen.port()),
+                Some(prefix),
+            )
         } else {
             (cfg.listen, None)
         };
+        // veth-xdp: quark's endpoints (only) open AF_XDP sockets on the veth.
+        let xdp = [true, false].map(|server| match (self.net.mode, emulator.as_ref()) {
+            (NetMode::VethXdp, Some(e)) if self.proto == "quic" => e.veth_interface(server),
+            _ => None,
+        });
+        let [server_xdp, client_xdp] = xdp;
         let server = ServerArgs {
             common: self.common(cfg.pin.map(|p| p.0)),
             listen,
@@ -463,7 +482,13 @@ impl Cell<'_> {
             server_workers: cfg.server_workers,
         };
         let ns = |side: &str| netns.as_ref().map(|p| format!("{p}-{side}"));
-        procs.spawn_in(ns("a"), Side::Server, "lab-server", &server.to_argv())?;
+        procs.spawn_in(
+            ns("a"),
+            server_xdp,
+            Side::Server,
+            "lab-server",
+            &server.to_argv(),
+        )?;
         let Listening { addr } = procs.expect(Side::Server, "listening").await?;
         let addr = match addr.ip() {
             // A wildcard listener is reached over loopback.
@@ -488,7 +513,13 @@ impl Cell<'_> {
             progress_ms: if cfg.progress { 100 } else { 0 },
             client_sockets: cfg.client_sockets,
         };
-        procs.spawn_in(ns("b"), Side::Client, "lab-client", &client.to_argv())?;
+        procs.spawn_in(
+            ns("b"),
+            client_xdp,
+            Side::Client,
+            "lab-client",
+            &client.to_argv(),
+        )?;
         for phase in self.phases {
             procs.rearm();
             let _: Ignore = procs.expect(Side::Client, "phase").await?;

@@ -18,6 +18,10 @@ use crate::child::PARENT_ENV;
 
 /// No emulation: straight over loopback.
 pub const LOOPBACK: &str = "loopback";
+/// No emulation: two namespaces joined by a veth pair, every side on the kernel.
+pub const VETH: &str = "veth";
+/// Like [`VETH`], with quark's endpoints on AF_XDP (other protocols stay on the kernel).
+pub const VETH_XDP: &str = "veth-xdp";
 /// Address of the server's namespace in link mode.
 pub const LINK_SERVER_ADDR: [u8; 4] = [10, 77, 0, 1];
 /// Seed of every emulated link: each cell replays the same impairments.
@@ -33,6 +37,11 @@ pub enum NetMode {
     Link,
     /// A UDP relay through the emulator (UDP-based protocols only).
     Relay,
+    /// Two namespaces joined by a veth pair, no emulation.
+    Veth,
+    /// The same, with quark on AF_XDP.
+    #[serde(rename = "veth-xdp")]
+    VethXdp,
 }
 
 /// How `--net-mode` asks for it.
@@ -129,7 +138,11 @@ fn braces(s: &str) -> anyhow::Result<Vec<String>> {
 /// Checks every name is `loopback` or a profile quark-netem knows.
 pub fn validate(names: &[String]) -> anyhow::Result<()> {
     for n in names {
-        if n != LOOPBACK {
+        if n == VETH || n == VETH_XDP {
+            if let Some(why) = quark_udp::netns::unavailable() {
+                bail!("--net {n}: {why}");
+            }
+        } else if n != LOOPBACK {
             Profile::parse(n).map_err(|e| anyhow!("{e}"))?;
         }
     }
@@ -164,8 +177,11 @@ pub fn carried_by_relay(proto: &str) -> bool {
 
 /// The mode a profile runs in.
 pub fn mode_for(name: &str, choice: NetModeChoice) -> anyhow::Result<NetMode> {
-    if name == LOOPBACK {
-        return Ok(NetMode::Loopback);
+    match name {
+        LOOPBACK => return Ok(NetMode::Loopback),
+        VETH => return Ok(NetMode::Veth),
+        VETH_XDP => return Ok(NetMode::VethXdp),
+        _ => {}
     }
     match choice {
         NetModeChoice::Relay => Ok(NetMode::Relay),
@@ -183,8 +199,12 @@ pub fn mode_for(name: &str, choice: NetModeChoice) -> anyhow::Result<NetMode> {
 
 /// The record of one network.
 pub fn info(name: &str, mode: NetMode) -> NetInfo {
-    let description = match Profile::parse(name) {
-        Ok(p) if name != LOOPBACK => p.describe(),
+    let description = match (mode, Profile::parse(name)) {
+        (NetMode::Veth, _) => "veth between two namespaces, no emulation".into(),
+        (NetMode::VethXdp, _) => {
+            "veth between two namespaces, no emulation, quark on AF_XDP".into()
+        }
+        (NetMode::Link | NetMode::Relay, Ok(p)) => p.describe(),
         _ => "no emulation".into(),
     };
     NetInfo {
@@ -197,7 +217,9 @@ pub fn info(name: &str, mode: NetMode) -> NetInfo {
 
 /// A running `quark link up` or `quark relay`.
 pub struct Emulator {
-    child: Child,
+    child: Option<Child>,
+    /// `veth`: the pair, deleted on drop.
+    veth: Option<quark_udp::netns::VethPair>,
     /// `link`: the namespace prefix.
     prefix: Option<String>,
     exe: std::path::PathBuf,
@@ -218,7 +240,8 @@ impl Emulator {
         ];
         let (child, _) = start(exe, &args, "link up").await?;
         Ok(Emulator {
-            child,
+            child: Some(child),
+            veth: None,
             prefix: Some(prefix.into()),
             exe: exe.into(),
         })
@@ -252,7 +275,8 @@ impl Emulator {
             .with_context(|| format!("relay said '{line}'"))?;
         Ok((
             Emulator {
-                child,
+                child: Some(child),
+                veth: None,
                 prefix: None,
                 exe: exe.into(),
             },
@@ -260,20 +284,44 @@ impl Emulator {
         ))
     }
 
+    /// Creates namespaces `{prefix}-a` (server) and `-b` joined by veth; returns
+    /// them with the server's address.
+    pub fn veth(exe: &std::path::Path, prefix: &str) -> anyhow::Result<(Self, SocketAddr)> {
+        let pair = quark_udp::netns::VethPair::create(prefix)?;
+        let server = SocketAddr::new(pair.a.ip.into(), 0);
+        let e = Emulator {
+            child: None,
+            veth: Some(pair),
+            prefix: None,
+            exe: exe.into(),
+        };
+        Ok((e, server))
+    }
+
+    /// The veth interface of side `a` or `b`, in veth mode.
+    pub fn veth_interface(&self, server: bool) -> Option<String> {
+        let pair = self.veth.as_ref()?;
+        Some(if server { &pair.a } else { &pair.b }.interface.clone())
+    }
+
     /// Stops it (SIGTERM, so a link removes its namespaces), waiting for it.
     pub async fn stop(mut self) {
-        if let Some(pid) = self.child.id() {
+        drop(self.veth.take());
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if let Some(pid) = child.id() {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid as i32),
                 nix::sys::signal::Signal::SIGTERM,
             );
         }
-        if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+        if tokio::time::timeout(Duration::from_secs(5), child.wait())
             .await
             .is_err()
         {
-            let _ = self.child.start_kill();
-            let _ = self.child.wait().await;
+            let _ = child.start_kill();
+            let _ = child.wait().await;
         }
         if let Some(prefix) = &self.prefix {
             // Belt and braces: nothing may outlive the run.

@@ -119,10 +119,12 @@ impl<'a> Procs<'a> {
     }
 
     /// Spawns `quark <sub> <args>` as `side`, inside network namespace `netns`
-    /// if given (`ip netns exec` replaces itself with quark: same process).
+    /// if given (`ip netns exec` replaces itself with quark: same process), on
+    /// AF_XDP over interface `xdp` if given (the `veth-xdp` profile).
     pub(super) fn spawn_in(
         &mut self,
         netns: Option<String>,
+        xdp: Option<String>,
         side: Side,
         sub: &str,
         args: &[String],
@@ -135,6 +137,9 @@ impl<'a> Procs<'a> {
             }
             None => Command::new(self.exe),
         };
+        if let Some(ifname) = xdp {
+            cmd.env(quark_udp::XDP_ENV, ifname);
+        }
         cmd.arg(sub)
             .args(args)
             .stdin(Stdio::piped())

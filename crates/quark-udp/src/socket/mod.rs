@@ -25,7 +25,7 @@ pub struct UdpSocket {
 }
 
 /// Whether an environment switch like `QUARK_NO_GSO=1` is set (any value but `0`).
-fn env_flag(name: &str) -> bool {
+pub(crate) fn env_flag(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| v != "0")
 }
 

@@ -1,0 +1,127 @@
+//! AF_XDP between two network namespaces joined by veth ([`crate::netns`]).
+//!
+//! These tests need root, `ip` and a kernel with AF_XDP and BPF; without them
+//! each prints why and passes. Traffic only flows inside the namespaces they create.
+
+mod io;
+mod measure;
+mod modes;
+
+use std::io::IoSliceMut;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::netns::{self, VethPair};
+use crate::xdp::bpf;
+use crate::{RecvMeta, Socket, Transmit};
+
+/// A fresh namespace pair for one test, or `None` (after saying why) when this
+/// machine can't run AF_XDP tests.
+fn pair(test: &str) -> Option<VethPair> {
+    if let Some(why) = netns::unavailable() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    // AF_XDP sockets and BPF maps must both be allowed.
+    // SAFETY: plain system call; the descriptor is closed right away.
+    let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW, 0) };
+    if fd < 0 {
+        eprintln!(
+            "skipped: socket(AF_XDP): {}",
+            std::io::Error::last_os_error()
+        );
+        return None;
+    }
+    // SAFETY: `fd` was just opened by us.
+    unsafe { libc::close(fd) };
+    if let Err(e) = bpf::create_xskmap(1) {
+        eprintln!("skipped: creating a BPF XSKMAP: {e}");
+        return None;
+    }
+    let name = format!("qx{}-{test}", std::process::id());
+    match VethPair::create(&name) {
+        Ok(pair) => Some(pair),
+        Err(e) => {
+            eprintln!("skipped: could not create the namespaces: {e}");
+            None
+        }
+    }
+}
+
+/// Runs `f` in a current-thread tokio runtime on a thread inside `netns`.
+fn run_in<T, Fut>(
+    netns: &str,
+    f: impl FnOnce() -> Fut + Send + 'static,
+) -> std::thread::JoinHandle<std::io::Result<T>>
+where
+    T: Send + 'static,
+    Fut: std::future::Future<Output = T>,
+{
+    netns::spawn_in(netns, move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f())
+    })
+}
+
+/// A recognisable payload: `tag` in the first four bytes, then a pattern.
+fn payload(tag: u32, len: usize) -> Vec<u8> {
+    let mut p: Vec<u8> = (0..len)
+        .map(|i| (i as u32).wrapping_mul(13).wrapping_add(tag) as u8)
+        .collect();
+    let n = len.min(4);
+    p[..n].copy_from_slice(&tag.to_be_bytes()[..n]);
+    p
+}
+
+/// A single-datagram transmit.
+fn datagram(to: SocketAddr, contents: &[u8], ecn: u8) -> Transmit<'_> {
+    Transmit {
+        destination: to,
+        ecn,
+        contents,
+        segment_size: None,
+        src_ip: None,
+    }
+}
+
+/// One received datagram with the metadata of its message.
+type Got = (Vec<u8>, RecvMeta);
+
+/// Receives `count` datagrams on `sock`, splitting coalesced messages by stride.
+async fn collect(sock: &Socket, count: usize) -> Vec<Got> {
+    let mut storage = vec![vec![0u8; 65536]; 16];
+    let mut meta = [RecvMeta::default(); 16];
+    let mut out = Vec::new();
+    while out.len() < count {
+        let mut bufs: Vec<IoSliceMut<'_>> =
+            storage.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        // A guard against hanging forever, not a timing assertion.
+        let got = tokio::time::timeout(Duration::from_secs(20), sock.recv(&mut bufs, &mut meta))
+            .await
+            .unwrap_or_else(|_| panic!("only {} of {count} datagrams arrived", out.len()))
+            .unwrap();
+        for (buf, m) in bufs.iter().zip(&meta).take(got) {
+            for d in buf[..m.len].chunks(m.stride) {
+                out.push((d.to_vec(), *m));
+            }
+        }
+    }
+    out
+}
+
+/// Sends every transmit, waiting for room.
+async fn send_all(sock: &Socket, transmits: &[Transmit<'_>]) {
+    let mut sent = 0;
+    while sent < transmits.len() {
+        sent += sock.send(&transmits[sent..]).await.unwrap();
+    }
+}
+
+/// Sorts received datagrams by their tag (first four bytes).
+fn by_tag(mut got: Vec<Got>) -> Vec<Got> {
+    got.sort_by_key(|(d, _)| u32::from_be_bytes(d[..4].try_into().unwrap()));
+    got
+}
