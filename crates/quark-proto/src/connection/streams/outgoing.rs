@@ -10,8 +10,13 @@ use crate::varint::varint_size;
 
 /// Worst-case STREAM header for a frame filling `room` bytes: type, ID, an
 /// 8-byte offset, and a length field as long as `room` needs.
-fn max_stream_header(id: StreamId, room: usize) -> usize {
-    1 + varint_size(id.0) + 8 + varint_size(room as u64)
+/// The largest STREAM frame header for a frame of stream `id` starting at or
+/// below `max_offset` in `room` bytes. Sized from the real offset, not the
+/// 8-byte worst case: a header reserved too large leaves datagrams a few bytes
+/// short, and a short datagram ends a GSO batch (1200-byte packets went out two
+/// per batch until offsets passed 2^30).
+fn max_stream_header(id: StreamId, max_offset: u64, room: usize) -> usize {
+    1 + varint_size(id.0) + varint_size(max_offset) + varint_size(room as u64)
 }
 
 impl Streams {
@@ -165,7 +170,8 @@ impl Streams {
                 entry.queued = false;
                 continue;
             };
-            let header = max_stream_header(id, max_end.saturating_sub(buf.len()));
+            // No range starts beyond what was written.
+            let header = max_stream_header(id, send.written(), max_end.saturating_sub(buf.len()));
             while buf.len() + header < max_end {
                 let Some(range) = send.next_range(max_end - buf.len() - header) else {
                     break;
