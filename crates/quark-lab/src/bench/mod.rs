@@ -253,32 +253,18 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             for proto in &cfg.protocols {
                 let adapter = find(proto).ok_or_else(|| anyhow!("unknown protocol {proto}"))?;
                 let suffix = net_suffix(&nets, info);
-                let phases = match scenario.phases(params, adapter.kind()) {
-                    Ok(p) if info.mode == NetMode::Relay && !net::carried_by_relay(proto) => {
-                        let why = format!(
-                            "{proto} runs over TCP and the UDP relay carries only UDP ({})",
-                            net::link_unavailable().map_or_else(
-                                || "--net-mode relay".to_string(),
-                                |w| format!("network namespaces unavailable: {w}")
-                            )
-                        );
-                        log(&format!(
-                            "{} {proto}{suffix}: skipped ({why})",
-                            scenario.name()
-                        ));
-                        drop(p);
-                        report.results.push(CellResult {
-                            scenario: scenario.name().into(),
-                            protocol: proto.clone(),
-                            label: format!("-{suffix}"),
-                            status: Status::Skipped,
-                            error: Some(why),
-                            workload: None,
-                            metrics: None,
-                            net: net_field(info),
-                        });
-                        continue;
-                    }
+                let phases = if info.mode == NetMode::Relay && !net::carried_by_relay(proto) {
+                    Err(format!(
+                        "{proto} runs over TCP and the UDP relay carries only UDP ({})",
+                        net::link_unavailable().map_or_else(
+                            || "--net-mode relay".to_string(),
+                            |w| format!("network namespaces unavailable: {w}")
+                        )
+                    ))
+                } else {
+                    scenario.phases(params, adapter.kind())
+                };
+                let phases = match phases {
                     Ok(mut p) => {
                         for phase in &mut p {
                             phase.label.push_str(&suffix);
@@ -286,7 +272,10 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                         p
                     }
                     Err(why) => {
-                        log(&format!("{} {proto}: skipped ({why})", scenario.name()));
+                        log(&format!(
+                            "{} {proto}{suffix}: skipped ({why})",
+                            scenario.name()
+                        ));
                         report.results.push(CellResult {
                             scenario: scenario.name().into(),
                             protocol: proto.clone(),
@@ -458,8 +447,8 @@ impl Cell<'_> {
             let ip = IpAddr::from(net::LINK_SERVER_ADDR);
             (SocketAddr::new(ip, cfg.listen.port()), Some(prefix))
         } else if matches!(self.net.mode, NetMode::Veth | NetMode::VethXdp) {
-            let (e, server) = net::Emulator::veth(&cfg.exe, &prefix)
-                .map_err(|e| CellError::Failed(format!("{e:#}")))?;
+            let (e, server) =
+                net::Emulator::veth(&prefix).map_err(|e| CellError::Failed(format!("{e:#}")))?;
             *emulator = Some(e);
             (
                 SocketAddr::new(server.ip(), cfg.listen.port()),

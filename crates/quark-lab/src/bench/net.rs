@@ -215,14 +215,16 @@ pub fn info(name: &str, mode: NetMode) -> NetInfo {
     }
 }
 
-/// A running `quark link up` or `quark relay`.
-pub struct Emulator {
-    child: Option<Child>,
-    /// `veth`: the pair, deleted on drop.
-    veth: Option<quark_udp::netns::VethPair>,
-    /// `link`: the namespace prefix.
-    prefix: Option<String>,
-    exe: std::path::PathBuf,
+/// A running `quark link up` or `quark relay`, or a veth pair.
+pub enum Emulator {
+    /// `quark link up` (namespaces `{prefix}-a`, `-b`) or `quark relay` (no prefix).
+    Process {
+        child: Child,
+        link_prefix: Option<String>,
+        exe: std::path::PathBuf,
+    },
+    /// A veth pair, deleted on drop.
+    Veth(quark_udp::netns::VethPair),
 }
 
 impl Emulator {
@@ -239,10 +241,9 @@ impl Emulator {
             prefix,
         ];
         let (child, _) = start(exe, &args, "link up").await?;
-        Ok(Emulator {
-            child: Some(child),
-            veth: None,
-            prefix: Some(prefix.into()),
+        Ok(Emulator::Process {
+            child,
+            link_prefix: Some(prefix.into()),
             exe: exe.into(),
         })
     }
@@ -273,42 +274,39 @@ impl Emulator {
             .trim()
             .parse()
             .with_context(|| format!("relay said '{line}'"))?;
-        Ok((
-            Emulator {
-                child: Some(child),
-                veth: None,
-                prefix: None,
-                exe: exe.into(),
-            },
-            addr,
-        ))
+        let relay = Emulator::Process {
+            child,
+            link_prefix: None,
+            exe: exe.into(),
+        };
+        Ok((relay, addr))
     }
 
     /// Creates namespaces `{prefix}-a` (server) and `-b` joined by veth; returns
     /// them with the server's address.
-    pub fn veth(exe: &std::path::Path, prefix: &str) -> anyhow::Result<(Self, SocketAddr)> {
+    pub fn veth(prefix: &str) -> anyhow::Result<(Self, SocketAddr)> {
         let pair = quark_udp::netns::VethPair::create(prefix)?;
         let server = SocketAddr::new(pair.a.ip.into(), 0);
-        let e = Emulator {
-            child: None,
-            veth: Some(pair),
-            prefix: None,
-            exe: exe.into(),
-        };
-        Ok((e, server))
+        Ok((Emulator::Veth(pair), server))
     }
 
     /// The veth interface of side `a` or `b`, in veth mode.
     pub fn veth_interface(&self, server: bool) -> Option<String> {
-        let pair = self.veth.as_ref()?;
+        let Emulator::Veth(pair) = self else {
+            return None;
+        };
         Some(if server { &pair.a } else { &pair.b }.interface.clone())
     }
 
     /// Stops it (SIGTERM, so a link removes its namespaces), waiting for it.
-    pub async fn stop(mut self) {
-        drop(self.veth.take());
-        let Some(mut child) = self.child.take() else {
-            return;
+    pub async fn stop(self) {
+        let Emulator::Process {
+            mut child,
+            link_prefix,
+            exe,
+        } = self
+        else {
+            return; // a veth pair goes with the drop
         };
         if let Some(pid) = child.id() {
             let _ = nix::sys::signal::kill(
@@ -323,9 +321,9 @@ impl Emulator {
             let _ = child.start_kill();
             let _ = child.wait().await;
         }
-        if let Some(prefix) = &self.prefix {
+        if let Some(prefix) = &link_prefix {
             // Belt and braces: nothing may outlive the run.
-            let _ = Command::new(&self.exe)
+            let _ = Command::new(&exe)
                 .args(["link", "down", "--prefix", prefix])
                 .stderr(Stdio::null())
                 .status()

@@ -117,12 +117,6 @@ pub struct ConnectionStats {
     pub key_updates: u64,
     /// Packets declared lost and acknowledged afterwards (reordering).
     pub spurious_losses: u64,
-    /// Congestion window now (bytes).
-    pub congestion_window: u64,
-    /// Bytes in flight now.
-    pub bytes_in_flight: u64,
-    /// Datagram size in use now (bytes).
-    pub path_mtu: u64,
 }
 
 /// The network path (quark does not migrate; one path per connection).
@@ -412,9 +406,6 @@ impl Connection {
         s.ptos = r.ptos;
         s.key_updates = self.one_rtt.as_ref().map_or(0, |k| k.updates());
         s.spurious_losses = r.spurious_losses;
-        s.congestion_window = self.recovery.congestion_window();
-        s.bytes_in_flight = self.recovery.bytes_in_flight();
-        s.path_mtu = u64::from(self.path.mtu);
         s
     }
 

@@ -11,12 +11,10 @@ use super::{Connection, Transmit};
 use crate::frame::{self, Close, Frame, NewConnectionId};
 use crate::packet::{HeaderParams, MIN_INITIAL_SIZE, PacketBuilder};
 use crate::recovery::SendFlags;
-use crate::types::{PacketKind, SpaceId};
+use crate::types::{EcnCodepoint, PacketKind, SpaceId};
 
 /// Below this many bytes of room, don't start another packet in a datagram.
 const MIN_PACKET_ROOM: usize = 48;
-/// Worst-case CRYPTO header: type, 8-byte offset, 2-byte length.
-const MAX_CRYPTO_HEADER: usize = 11;
 /// A datagram within this many bytes of its limit counts as full: frame headers
 /// are sized conservatively, so packets rarely fill to the last byte.
 const FULL_SLACK: usize = 24;
@@ -78,15 +76,27 @@ impl Connection {
             return probe;
         }
         self.seal_batch(buf);
+        Some(self.transmitted(buf.len(), count, segment, self.tx_ecn))
+    }
+
+    /// Count `count` datagrams of `size` bytes in all as sent and describe them
+    /// (one GSO batch of `segment`-byte datagrams when more than one).
+    fn transmitted(
+        &mut self,
+        size: usize,
+        count: usize,
+        segment: usize,
+        ecn: Option<EcnCodepoint>,
+    ) -> Transmit {
         self.stats.datagrams_out += count as u64;
-        self.stats.bytes_out += buf.len() as u64;
-        Some(Transmit {
+        self.stats.bytes_out += size as u64;
+        Transmit {
             destination: self.path.remote,
-            size: buf.len(),
+            size,
             segment_size: (count > 1).then_some(segment),
-            ecn: self.tx_ecn,
+            ecn,
             src_ip: self.path.local_ip,
-        })
+        }
     }
 
     /// A PMTU probe, alone in its datagram, when one is due (RFC 9000 §14.4).
@@ -122,15 +132,7 @@ impl Connection {
         );
         let timeout = 3 * self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.mtu.on_probe_sent(size, pn, now, timeout);
-        self.stats.datagrams_out += 1;
-        self.stats.bytes_out += buf.len() as u64;
-        Some(Transmit {
-            destination: self.path.remote,
-            size: buf.len(),
-            segment_size: None,
-            ecn: self.tx_ecn,
-            src_ip: self.path.local_ip,
-        })
+        Some(self.transmitted(buf.len(), 1, buf.len(), self.tx_ecn))
     }
 
     /// Encrypt every 1-RTT packet built since the last call: all payloads first,
@@ -505,10 +507,12 @@ impl Connection {
     ) -> bool {
         let crypto = &mut self.spaces[space.index()].crypto_send;
         let room = max_end.saturating_sub(buf.len());
-        if room <= MAX_CRYPTO_HEADER || !crypto.has_pending() {
+        // No range starts beyond what was written.
+        let header = frame::crypto_header_len(crypto.written(), room);
+        if room <= header || !crypto.has_pending() {
             return false;
         }
-        let Some(range) = crypto.next_range(room - MAX_CRYPTO_HEADER) else {
+        let Some(range) = crypto.next_range(room - header) else {
             return false;
         };
         frame::encode_crypto_header(buf, range.offset, range.len);
@@ -628,15 +632,7 @@ impl Connection {
         if buf.is_empty() {
             return None;
         }
-        self.stats.datagrams_out += 1;
-        self.stats.bytes_out += buf.len() as u64;
-        Some(Transmit {
-            destination: self.path.remote,
-            size: buf.len(),
-            segment_size: None,
-            ecn: None,
-            src_ip: self.path.local_ip,
-        })
+        Some(self.transmitted(buf.len(), 1, buf.len(), None))
     }
 }
 

@@ -5,20 +5,10 @@ use super::{StreamEvent, Streams, dir_index};
 use crate::connection::sent::{Control, SentFrames, StreamChunk};
 use crate::frame::{self, Frame, ResetStream, StopSending};
 use crate::stream::{RecvState, SendState};
-use crate::types::{Dir, StreamId};
-use crate::varint::varint_size;
+use crate::types::Dir;
 
 /// Worst-case STREAM header for a frame filling `room` bytes: type, ID, an
 /// 8-byte offset, and a length field as long as `room` needs.
-/// The largest STREAM frame header for a frame of stream `id` starting at or
-/// below `max_offset` in `room` bytes. Sized from the real offset, not the
-/// 8-byte worst case: a header reserved too large leaves datagrams a few bytes
-/// short, and a short datagram ends a GSO batch (1200-byte packets went out two
-/// per batch until offsets passed 2^30).
-fn max_stream_header(id: StreamId, max_offset: u64, room: usize) -> usize {
-    1 + varint_size(id.0) + varint_size(max_offset) + varint_size(room as u64)
-}
-
 impl Streams {
     pub(crate) fn has_control(&self) -> bool {
         let p = &self.pending;
@@ -170,8 +160,12 @@ impl Streams {
                 entry.queued = false;
                 continue;
             };
-            // No range starts beyond what was written.
-            let header = max_stream_header(id, send.written(), max_end.saturating_sub(buf.len()));
+            // Sized from the real offset (no range starts beyond what was
+            // written), not the 8-byte worst case: a header reserved too large
+            // leaves datagrams a few bytes short, and a short datagram ends a
+            // GSO batch.
+            let room = max_end.saturating_sub(buf.len());
+            let header = frame::stream_header_len(id, send.written(), room, true);
             while buf.len() + header < max_end {
                 let Some(range) = send.next_range(max_end - buf.len() - header) else {
                     break;
