@@ -14,7 +14,9 @@ use smallvec::SmallVec;
 
 use crate::cid::{ConnectionId, ResetToken};
 use crate::config::{CidGenerator, ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
-use crate::connection::{CidEvent, Connection, ConnectionParams, EndpointShared, Transmit};
+use crate::connection::{
+    BASE_MTU, CidEvent, Connection, ConnectionParams, EndpointShared, PathMtu, Transmit,
+};
 use crate::crypto::tls::{TlsSession, TlsSetupError};
 use crate::crypto::tokens::{ResetKey, TokenContents, TokenKey};
 use crate::packet::{self, HeaderType, MIN_INITIAL_SIZE, PacketDecodeError, PartialDecode};
@@ -73,7 +75,13 @@ pub struct Endpoint {
     accept_queue: VecDeque<ConnectionHandle>,
     /// The first `now` seen: token issue times are measured from it.
     epoch: Option<Instant>,
+    /// What connections learnt about each path's MTU, per (local IP, remote IP),
+    /// offered to the other connections on the same path (see `PathMtu`).
+    mtus: HashMap<(Option<IpAddr>, IpAddr), PathMtu>,
 }
+
+/// Paths whose MTU the endpoint remembers (bounded: peers choose addresses).
+const MAX_CACHED_MTUS: usize = 4096;
 
 impl Endpoint {
     /// An endpoint; with `server`, it accepts connections.
@@ -90,6 +98,7 @@ impl Endpoint {
             server,
             conns: Slab::new(),
             routes: HashMap::new(),
+            mtus: HashMap::new(),
             reset_tokens: HashMap::new(),
             token_key,
             rng,
@@ -522,6 +531,24 @@ impl Endpoint {
                 CidEvent::PeerResetToken(token) => {
                     self.reset_tokens.insert(token, h);
                 }
+            }
+        }
+        if let Some(news) = conn.take_mtu_news() {
+            let path = conn.mtu_path();
+            match news {
+                PathMtu::Known(size) if usize::from(size) <= usize::from(BASE_MTU) => {
+                    self.mtus.remove(&path);
+                }
+                // A probe doesn't displace a size already validated.
+                PathMtu::Probing(_) if matches!(self.mtus.get(&path), Some(PathMtu::Known(_))) => {}
+                _ if self.mtus.len() < MAX_CACHED_MTUS || self.mtus.contains_key(&path) => {
+                    self.mtus.insert(path, news);
+                }
+                _ => {}
+            }
+        } else if conn.wants_mtu_offer() {
+            if let Some(&hint) = self.mtus.get(&conn.mtu_path()) {
+                conn.offer_mtu(hint);
             }
         }
     }

@@ -49,5 +49,5 @@ pub use connection::{
 pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
 pub use error::{TransportError, TransportErrorCode};
 pub use stream::{ReadError, ReadOutcome, WriteError};
-pub use types::{Dir, EcnCodepoint, PacketKind, Side, SpaceId, StreamId};
+pub use types::{Dir, EcnCodepoint, IdHasher, IdMap, PacketKind, Side, SpaceId, StreamId};
 pub use varint::VarInt;

@@ -197,3 +197,29 @@ impl PacketKind {
         }
     }
 }
+
+/// A hasher for small integer keys the local side chooses or bounds (stream IDs,
+/// connection handles): one multiply instead of SipHash. Not for keys an attacker
+/// picks freely, such as connection IDs.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = v as u64;
+    }
+}
+
+/// A map keyed by stream IDs or connection handles, hashed with [`IdHasher`].
+pub type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;

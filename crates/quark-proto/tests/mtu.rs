@@ -79,3 +79,31 @@ fn bulk_data_fills_gso_batches() {
         assert_eq!(seg, conn.max_datagram_size(), "segments are full-sized");
     }
 }
+
+/// One connection's search serves the next on the same path (the endpoint's
+/// PMTU cache): the second connection uses the validated size without
+/// sending a probe of its own.
+#[test]
+fn later_connections_reuse_the_path_mtu() {
+    let (mut sim, tls) = Sim::pair(seed(63));
+    sim.path_mtu = 9000;
+    sim.set_delay(Duration::from_millis(5));
+    let first = sim.connect(&tls);
+    let mut echo = Echo::new(first, vec![payload(1_000_000, 4)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    sim.run_for(Duration::from_secs(1));
+    let found = sim.client.connection(first).unwrap().max_datagram_size();
+    assert!(found > 8000, "first connection found {found}");
+    assert!(sim.client.connection(first).unwrap().stats().mtu_probes >= 1);
+
+    let second = sim.connect(&tls);
+    while sim.server_handles.len() < 2 {
+        assert!(sim.step(), "second handshake stalled");
+    }
+    let mut echo = Echo::new(second, vec![payload(1_000_000, 5)]);
+    echo.set_server(sim.server_handles[1]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    let conn = sim.client.connection(second).unwrap();
+    assert_eq!(conn.max_datagram_size(), found);
+    assert_eq!(conn.stats().mtu_probes, 0, "second connection probed");
+}

@@ -1,12 +1,14 @@
 //! State shared by the driver task and the application's handles: the protocol
 //! endpoint behind one lock, plus the wakers of everyone waiting on it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Instant;
 
-use quark_proto::{ConnectionError, ConnectionHandle, Dir, Endpoint as ProtoEndpoint, StreamId};
+use quark_proto::{
+    ConnectionError, ConnectionHandle, Dir, Endpoint as ProtoEndpoint, IdMap, StreamId,
+};
 use quark_udp::Socket;
 
 use crate::forward::Link;
@@ -14,10 +16,10 @@ use crate::forward::Link;
 /// Everything the application may wait for on one connection.
 #[derive(Default)]
 pub(crate) struct ConnWakers {
-    pub(crate) readers: HashMap<StreamId, Waker>,
-    pub(crate) writers: HashMap<StreamId, Waker>,
+    pub(crate) readers: IdMap<StreamId, Waker>,
+    pub(crate) writers: IdMap<StreamId, Waker>,
     /// Waiting for a stream to be acknowledged in full or stopped.
-    pub(crate) finishers: HashMap<StreamId, Waker>,
+    pub(crate) finishers: IdMap<StreamId, Waker>,
     pub(crate) accept: [Option<Waker>; 2],
     pub(crate) open: [Option<Waker>; 2],
     pub(crate) connected: Option<Waker>,
@@ -54,7 +56,7 @@ pub(crate) struct ConnEntry {
     /// Server side: not yet handed to `accept`.
     pub(crate) incoming: bool,
     /// Streams whose sending side was fully acknowledged (or stopped).
-    pub(crate) finished_streams: HashMap<StreamId, Option<u64>>,
+    pub(crate) finished_streams: IdMap<StreamId, Option<u64>>,
     /// When the protocol next wants a timeout.
     pub(crate) timeout: Option<Instant>,
     /// Queued for the driver's current round.
@@ -70,7 +72,7 @@ impl ConnEntry {
             drained: false,
             refs: 0,
             incoming,
-            finished_streams: HashMap::new(),
+            finished_streams: IdMap::default(),
             timeout: None,
             touched: false,
         }
@@ -87,7 +89,7 @@ pub(crate) fn dir_index(dir: Dir) -> usize {
 /// The lock-protected state.
 pub(crate) struct State {
     pub(crate) proto: ProtoEndpoint,
-    pub(crate) conns: HashMap<ConnectionHandle, ConnEntry>,
+    pub(crate) conns: IdMap<ConnectionHandle, ConnEntry>,
     /// Connections with work for the driver (new input from the application).
     pub(crate) dirty: VecDeque<ConnectionHandle>,
     /// Server connections whose handshake completed, for `accept`.

@@ -242,6 +242,34 @@ impl RecvStream {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<Result<Option<usize>, ReadError>> {
+        self.poll_read_with(cx, |conn, id| conn.read(id, buf))
+    }
+
+    /// Read what has arrived in order, at most `max` bytes, into a new buffer of
+    /// exactly that size: `None` at the end of the stream. Unlike a read into a
+    /// large zeroed buffer, this costs only the bytes it returns (one copy).
+    pub fn poll_read_chunk(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+    ) -> Poll<Result<Option<Vec<u8>>, ReadError>> {
+        let mut chunk = Vec::new();
+        let polled = self.poll_read_with(cx, |conn, id| conn.read_append(id, &mut chunk, max));
+        polled.map_ok(|n| n.map(|_| chunk))
+    }
+
+    /// [`poll_read_chunk`](Self::poll_read_chunk) as a future.
+    pub async fn read_chunk(&mut self, max: usize) -> Result<Option<Vec<u8>>, ReadError> {
+        poll_fn(|cx| self.poll_read_chunk(cx, max)).await
+    }
+
+    /// Run `read` on the protocol connection and turn its outcome into a poll
+    /// result, registering the waker when nothing is readable yet.
+    fn poll_read_with(
+        &mut self,
+        cx: &mut Context<'_>,
+        read: impl FnOnce(&mut quark_proto::Connection, StreamId) -> Result<ReadOutcome, StreamError>,
+    ) -> Poll<Result<Option<usize>, ReadError>> {
         if self.done {
             return Poll::Ready(Ok(None));
         }
@@ -259,14 +287,21 @@ impl RecvStream {
                     .unwrap_or(ConnectionError::LocallyClosed),
             )));
         };
-        match conn.read(self.id, buf) {
+        match read(conn, self.id) {
             Ok(ReadOutcome::Data(n)) => {
-                // Reading may have opened flow-control credit worth announcing.
-                state.touch(self.conn.handle);
+                // Wake the driver only if the read opened flow-control credit
+                // worth announcing: most reads leave it nothing to send.
+                if conn.has_pending_stream_control() {
+                    state.touch(self.conn.handle);
+                }
                 Poll::Ready(Ok(Some(n)))
             }
             Ok(ReadOutcome::Finished) => {
                 self.done = true;
+                // The finished stream may be freed, raising MAX_STREAMS.
+                if conn.has_pending_stream_control() {
+                    state.touch(self.conn.handle);
+                }
                 Poll::Ready(Ok(None))
             }
             Ok(ReadOutcome::Blocked) => {
@@ -295,13 +330,16 @@ impl RecvStream {
     /// Read the whole stream, refusing more than `limit` bytes.
     pub async fn read_to_end(&mut self, limit: usize) -> Result<Vec<u8>, ReadError> {
         let mut out = Vec::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        while let Some(n) = self.read(&mut buf).await? {
-            if out.len() + n > limit {
+        while let Some(chunk) = self.read_chunk(usize::MAX).await? {
+            if out.len() + chunk.len() > limit {
                 let _ = self.stop(0);
                 return Err(ReadError::TooLong(limit));
             }
-            out.extend_from_slice(&buf[..n]);
+            if out.is_empty() {
+                out = chunk;
+            } else {
+                out.extend_from_slice(&chunk);
+            }
         }
         Ok(out)
     }
@@ -325,8 +363,12 @@ impl AsyncRead for RecvStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let dst = buf.initialize_unfilled();
-        match this.poll_read_buf(cx, dst) {
+        // Initialise (zero) only what this read will fill, not the whole buffer.
+        let polled = this.poll_read_with(cx, |conn, id| {
+            let n = conn.readable_bytes(id).min(buf.remaining());
+            conn.read(id, buf.initialize_unfilled_to(n))
+        });
+        match polled {
             Poll::Ready(Ok(Some(n))) => {
                 buf.advance(n);
                 Poll::Ready(Ok(()))

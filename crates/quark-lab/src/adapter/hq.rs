@@ -1,17 +1,29 @@
-//! hq-interop (HTTP/0.9 over QUIC, ALPN `hq-interop`) over any pair of
-//! stream halves implementing the tokio I/O traits.
+//! hq-interop (HTTP/0.9 over QUIC, ALPN `hq-interop`) over quark's streams.
 //!
 //! A request is one bidirectional stream: `GET /<n>\r\n`, then optionally a
 //! request body, then FIN. The server reads to FIN and answers `n` bytes of
-//! pattern, then FIN. These helpers let a QUIC stack's adapter reuse the
-//! protocol code; the quinn adapter uses quinn's zero-copy chunk API instead.
+//! pattern, then FIN. Data is read in chunks of what has arrived (quark's
+//! `read_chunk`), as the quinn adapter does with quinn's chunk API, so neither
+//! stack pays for zeroing a large read buffer per request.
 
 use anyhow::{Context, bail};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use super::stream::write_pattern;
 use super::{Request, ServerStats};
 use crate::wire::{Header, MAX_HEADER, Verifier, WireError};
+
+/// A stream's receiving half, read in chunks of what has arrived.
+pub trait ReadChunks {
+    /// The next chunk, or `None` at the end of the stream.
+    fn read_chunk(&mut self) -> impl Future<Output = anyhow::Result<Option<Vec<u8>>>> + Send;
+}
+
+impl ReadChunks for quark::RecvStream {
+    async fn read_chunk(&mut self) -> anyhow::Result<Option<Vec<u8>>> {
+        Ok(quark::RecvStream::read_chunk(self, usize::MAX).await?)
+    }
+}
 
 /// The ALPN token of hq-interop.
 pub const ALPN: &[u8] = b"hq-interop";
@@ -68,18 +80,13 @@ impl RequestReader {
 /// Serves one hq-interop request stream.
 pub async fn serve_stream<R, W>(mut recv: R, mut send: W, stats: &ServerStats) -> anyhow::Result<()>
 where
-    R: AsyncRead + Unpin,
+    R: ReadChunks,
     W: AsyncWrite + Unpin,
 {
     let guard = stats.request();
     let mut req = RequestReader::default();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = recv.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        req.push(&buf[..n])?;
+    while let Some(chunk) = recv.read_chunk().await? {
+        req.push(&chunk)?;
     }
     let (h, body) = req.finish()?;
     write_pattern(&mut send, h.response_len).await?;
@@ -92,7 +99,7 @@ where
 pub async fn request<W, R>(mut send: W, mut recv: R, req: Request) -> anyhow::Result<()>
 where
     W: AsyncWrite + Unpin,
-    R: AsyncRead + Unpin,
+    R: ReadChunks,
 {
     let mut head = Vec::with_capacity(MAX_HEADER);
     Header {
@@ -104,13 +111,8 @@ where
     write_pattern(&mut send, req.body_len).await?;
     send.shutdown().await?;
     let mut v = Verifier::new(req.response_len);
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = recv.read(&mut buf).await.context("response")?;
-        if n == 0 {
-            break;
-        }
-        v.update(&buf[..n])?;
+    while let Some(chunk) = recv.read_chunk().await.context("response")? {
+        v.update(&chunk)?;
     }
     if !v.is_complete() {
         bail!(v.finish().unwrap_err());
@@ -155,6 +157,16 @@ mod tests {
         assert!(r.push(b"GET /1\r\nbad body").is_err());
         let mut r = RequestReader::default();
         assert!(r.push(b"GET /1 5\r\n").is_err());
+    }
+
+    impl ReadChunks for tokio::io::DuplexStream {
+        async fn read_chunk(&mut self) -> anyhow::Result<Option<Vec<u8>>> {
+            use tokio::io::AsyncReadExt;
+            let mut buf = vec![0; 1000];
+            let n = self.read(&mut buf).await?;
+            buf.truncate(n);
+            Ok((n > 0).then_some(buf))
+        }
     }
 
     #[tokio::test]

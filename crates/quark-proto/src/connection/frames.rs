@@ -148,9 +148,7 @@ impl Connection {
 
     fn on_packet_acked(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
         if frames.mtu_probe && self.mtu.on_probe_acked(pn) {
-            self.path.mtu = self.mtu.current();
-            self.recovery
-                .set_max_datagram_size(u64::from(self.path.mtu));
+            self.apply_mtu();
             tracing::debug!(mtu = self.path.mtu, "path MTU raised");
         }
         let s = &mut self.spaces[space.index()];
@@ -201,9 +199,7 @@ impl Connection {
         self.lost_scratch = lost;
         if self.recovery.pto_count() >= BLACK_HOLE_PTOS && self.mtu.on_black_hole() {
             // Full-size packets keep vanishing: maybe the path MTU shrank.
-            self.path.mtu = self.mtu.current();
-            self.recovery
-                .set_max_datagram_size(u64::from(self.path.mtu));
+            self.apply_mtu();
             tracing::debug!(mtu = self.path.mtu, "suspected PMTU black hole");
         }
         if let crate::recovery::TimeoutAction::Probe { space, count } = action {

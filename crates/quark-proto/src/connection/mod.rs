@@ -45,7 +45,7 @@ use crate::crypto::one_rtt::OneRttKeys;
 use crate::crypto::tls::TlsSession;
 use crate::crypto::tokens::ResetKey;
 use crate::recovery::{PathState, Recovery, RecoveryConfig};
-use crate::stream::ReadOutcome;
+use crate::stream::{Append, ReadOutcome};
 use crate::transport_params::TransportParameters;
 use crate::types::{Dir, EcnCodepoint, Side, SpaceId, StreamId};
 
@@ -53,6 +53,7 @@ use ack_frequency::AckFrequencyState;
 use cids::{LocalCids, PeerCids};
 use close::State;
 use mtu::MtuDiscovery;
+pub(crate) use mtu::{BASE_MTU, PathMtu};
 use sent::SentFrames;
 use spaces::{AckPolicy, PacketSpace};
 use streams::StreamLimits;
@@ -117,6 +118,8 @@ pub struct ConnectionStats {
     pub key_updates: u64,
     /// Packets declared lost and acknowledged afterwards (reordering).
     pub spurious_losses: u64,
+    /// PMTU probes sent.
+    pub mtu_probes: u64,
 }
 
 /// The network path (quark does not migrate; one path per connection).
@@ -426,6 +429,37 @@ impl Connection {
         self.raw_frames.extend_from_slice(frames);
     }
 
+    /// The path (local and remote address) this connection's MTU is learnt on.
+    pub(crate) fn mtu_path(&self) -> (Option<IpAddr>, IpAddr) {
+        (self.path.local_ip, self.path.remote.ip())
+    }
+
+    /// Whether the MTU search is about to begin, so the endpoint should offer
+    /// what other connections learnt about the path (from half the probing
+    /// threshold on, so the offer arrives before the first probe would go).
+    pub(crate) fn wants_mtu_offer(&self) -> bool {
+        self.handshake_confirmed
+            && self.stats.bytes_out >= mtu::MTU_PROBE_AFTER / 2
+            && self.mtu.fresh()
+    }
+
+    /// What other connections on the path learnt about its MTU.
+    pub(crate) fn offer_mtu(&mut self, hint: PathMtu) {
+        self.mtu.offer(hint);
+    }
+
+    /// What this connection learnt about its path MTU since the last call.
+    pub(crate) fn take_mtu_news(&mut self) -> Option<PathMtu> {
+        self.mtu.take_news()
+    }
+
+    /// Make the path and congestion control follow the MTU search.
+    pub(crate) fn apply_mtu(&mut self) {
+        self.path.mtu = self.mtu.current();
+        self.recovery
+            .set_max_datagram_size(u64::from(self.path.mtu));
+    }
+
     /// Size of the datagrams this connection sends.
     pub fn max_datagram_size(&self) -> usize {
         usize::from(self.path.mtu)
@@ -499,6 +533,28 @@ impl Connection {
     /// Read from a stream.
     pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadOutcome, StreamError> {
         self.streams.read(id, buf)
+    }
+
+    /// Read from a stream, appending at most `max` bytes to `out` (no zeroed
+    /// buffer needed first).
+    pub fn read_append(
+        &mut self,
+        id: StreamId,
+        out: &mut Vec<u8>,
+        max: usize,
+    ) -> Result<ReadOutcome, StreamError> {
+        self.streams.read(id, &mut Append { out, max })
+    }
+
+    /// Bytes a read of the stream would return now (0 for an unknown stream).
+    pub fn readable_bytes(&self, id: StreamId) -> usize {
+        self.streams.readable_bytes(id)
+    }
+
+    /// Whether stream or flow-control frames are queued: after a read, the
+    /// transmit path has work only if this is true.
+    pub fn has_pending_stream_control(&self) -> bool {
+        self.streams.has_pending_control()
     }
 
     /// Ask the peer to stop sending on a stream.

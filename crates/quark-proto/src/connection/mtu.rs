@@ -14,6 +14,9 @@ const ETHERNET_MTU: u16 = 1452;
 const MAX_PROBES: u8 = 3;
 /// Stop searching when the bounds are this close.
 const SEARCH_GRANULARITY: u16 = 32;
+/// Bytes a connection sends before it starts PMTU discovery: short exchanges
+/// cannot profit from bigger datagrams.
+pub(crate) const MTU_PROBE_AFTER: u64 = 64 * 1024;
 /// Search again after this long, in case the path got better (RFC 8899 §5.1.1).
 const RAISE_TIMER: Duration = Duration::from_secs(600);
 
@@ -34,6 +37,33 @@ pub(crate) struct MtuDiscovery {
     not_before: Option<Instant>,
     /// Disabled (e.g. the peer limits datagrams to the base size).
     enabled: bool,
+    /// What the endpoint's cache knows of this path from other connections,
+    /// used instead of searching if the search has not begun.
+    hint: Option<PathMtu>,
+    /// What this connection learnt since the endpoint last asked.
+    news: Option<PathMtu>,
+}
+
+/// What connections on one path tell each other through the endpoint: like
+/// the kernel's per-destination MTU cache, one connection's probes serve every
+/// connection on the path. Without it, 144 connections that reached the
+/// probing threshold together each sent a 64 KB probe, stalling a
+/// request/response run for ~9 ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PathMtu {
+    /// A probe is out until then: wait for its answer rather than probe too.
+    Probing(Instant),
+    /// This size was validated (the base size after a black hole: forget it).
+    Known(u16),
+}
+
+/// What an offer from the endpoint did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Offer {
+    /// A validated size was adopted: the search is over.
+    Adopted,
+    /// Another connection is probing this path: don't probe now.
+    Wait,
 }
 
 /// The search order: optimistic first (loopback, jumbo frames), then a common
@@ -62,6 +92,52 @@ impl MtuDiscovery {
             phase: Phase::Ceiling,
             not_before: None,
             enabled,
+            hint: None,
+            news: None,
+        }
+    }
+
+    /// Whether the search has not begun (so an offer from the endpoint can
+    /// replace it).
+    pub(crate) fn fresh(&self) -> bool {
+        self.enabled
+            && self.phase == Phase::Ceiling
+            && self.attempts == 0
+            && self.probe.is_none()
+            && self.not_before.is_none()
+    }
+
+    /// Offer what other connections learnt about the path.
+    pub(crate) fn offer(&mut self, hint: PathMtu) {
+        self.hint = Some(hint);
+    }
+
+    /// What this connection learnt since the last call (for the endpoint's cache).
+    pub(crate) fn take_news(&mut self) -> Option<PathMtu> {
+        self.news.take()
+    }
+
+    /// Use the endpoint's offer instead of searching, if the search has not
+    /// begun. A wrong size is caught by black-hole detection, which restarts
+    /// the search.
+    pub(crate) fn use_offer(&mut self, now: Instant) -> Option<Offer> {
+        if !self.fresh() {
+            self.hint = None;
+            return None;
+        }
+        match self.hint? {
+            PathMtu::Probing(until) if now < until => Some(Offer::Wait),
+            PathMtu::Known(size) if size.min(self.ceiling) > self.current => {
+                self.hint = None;
+                self.current = size.min(self.ceiling);
+                self.phase = Phase::Bisect;
+                self.not_before = Some(now + RAISE_TIMER);
+                Some(Offer::Adopted)
+            }
+            _ => {
+                self.hint = None;
+                None
+            }
         }
     }
 
@@ -110,6 +186,7 @@ impl MtuDiscovery {
             pn,
             expires: now + timeout,
         });
+        self.news = Some(PathMtu::Probing(now + timeout));
     }
 
     /// The probe timer, if a probe is out.
@@ -127,6 +204,7 @@ impl MtuDiscovery {
         self.advance_phase();
         if probe.size > self.current {
             self.current = probe.size;
+            self.news = Some(PathMtu::Known(self.current));
             return true;
         }
         false
@@ -173,6 +251,8 @@ impl MtuDiscovery {
         }
         self.ceiling = self.current - 1;
         self.current = BASE_MTU;
+        self.news = Some(PathMtu::Known(BASE_MTU));
+        self.hint = None;
         self.probe = None;
         self.attempts = 0;
         self.phase = Phase::Ceiling;
@@ -252,6 +332,53 @@ mod tests {
         assert!(d.on_black_hole());
         assert_eq!(d.current(), BASE_MTU);
         assert!(d.probe_due(t).unwrap() < 10_000);
+    }
+
+    #[test]
+    fn a_known_size_replaces_the_search_once_and_is_capped() {
+        let t = now();
+        let mut d = MtuDiscovery::new(BASE_MTU, 9000, true);
+        d.offer(PathMtu::Known(65_000));
+        assert_eq!(d.use_offer(t), Some(Offer::Adopted));
+        // Capped by this connection's own ceiling, and the search is over.
+        assert_eq!(d.current(), 9000);
+        assert_eq!(d.probe_due(t), None);
+        assert_eq!(d.take_news(), None, "an adopted size is not news");
+        d.offer(PathMtu::Known(9000));
+        assert_eq!(d.use_offer(t), None);
+    }
+
+    #[test]
+    fn another_probe_in_flight_defers_ours_until_it_expires() {
+        let t = now();
+        let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
+        d.offer(PathMtu::Probing(t + Duration::from_millis(30)));
+        assert_eq!(d.use_offer(t), Some(Offer::Wait));
+        assert_eq!(
+            d.use_offer(t + Duration::from_millis(29)),
+            Some(Offer::Wait)
+        );
+        // The other probe's answer never came: search ourselves.
+        assert_eq!(d.use_offer(t + Duration::from_millis(30)), None);
+        assert_eq!(d.probe_due(t + Duration::from_millis(30)), Some(65_000));
+    }
+
+    #[test]
+    fn offers_are_ignored_once_the_search_began() {
+        let t = now();
+        let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
+        let size = d.probe_due(t).unwrap();
+        d.on_probe_sent(size, 1, t, Duration::from_millis(10));
+        assert_eq!(
+            d.take_news(),
+            Some(PathMtu::Probing(t + Duration::from_millis(10)))
+        );
+        d.offer(PathMtu::Known(9000));
+        assert_eq!(d.use_offer(t), None);
+        assert!(d.on_probe_acked(1));
+        assert_eq!(d.take_news(), Some(PathMtu::Known(65_000)));
+        assert!(d.on_black_hole());
+        assert_eq!(d.take_news(), Some(PathMtu::Known(BASE_MTU)));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::close::{CloseFrame, State};
+use super::mtu::{MTU_PROBE_AFTER, Offer};
 use super::sent::{Control, SentFrames};
 use super::timers::Timer;
 use super::{Connection, Transmit};
@@ -18,8 +19,6 @@ const MIN_PACKET_ROOM: usize = 48;
 /// A datagram within this many bytes of its limit counts as full: frame headers
 /// are sized conservatively, so packets rarely fill to the last byte.
 const FULL_SLACK: usize = 24;
-/// Bytes a connection sends before it starts PMTU discovery.
-const MTU_PROBE_AFTER: u64 = 64 * 1024;
 /// ACK ranges written per ACK frame at most.
 const MAX_ACK_RANGES: usize = 64;
 
@@ -109,6 +108,16 @@ impl Connection {
         {
             return None;
         }
+        match self.mtu.use_offer(now) {
+            Some(Offer::Adopted) => {
+                // Another connection on this path validated a larger size.
+                self.apply_mtu();
+                tracing::debug!(mtu = self.path.mtu, "path MTU from the endpoint's cache");
+                return None;
+            }
+            Some(Offer::Wait) => return None,
+            None => {}
+        }
         let size = self.mtu.probe_due(now)?;
         let builder = self.begin_packet(SpaceId::Data, buf, usize::from(size))?;
         let pn = builder.pn;
@@ -132,6 +141,7 @@ impl Connection {
         );
         let timeout = 3 * self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.mtu.on_probe_sent(size, pn, now, timeout);
+        self.stats.mtu_probes += 1;
         Some(self.transmitted(buf.len(), 1, buf.len(), self.tx_ecn))
     }
 

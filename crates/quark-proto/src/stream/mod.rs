@@ -18,7 +18,7 @@ pub mod recv;
 pub mod send;
 
 pub use flow::{RecvFlow, SendFlow};
-pub use recv::{ReadError, ReadOutcome, RecvBuffer, RecvState, RecvStream};
+pub use recv::{Append, ReadError, ReadInto, ReadOutcome, RecvBuffer, RecvState, RecvStream};
 pub use send::{SendBuffer, SendRange, SendState, SendStream, WriteError};
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::varint::VarInt;
 
 mod buffer;
 
-pub use buffer::RecvBuffer;
+pub use buffer::{Append, ReadInto, RecvBuffer};
 
 /// Receiving part of a stream (RFC 9000 §3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,6 +230,14 @@ impl RecvStream {
     /// Read into `buf`. After `Finished` or an error is returned once, the stream is
     /// in a terminal state (and keeps returning the same).
     pub fn read(&mut self, buf: &mut [u8]) -> Result<ReadOutcome, ReadError> {
+        self.read_into(buf)
+    }
+
+    /// [`read`](Self::read) into any [`ReadInto`] destination.
+    pub fn read_into<D: ReadInto + ?Sized>(
+        &mut self,
+        buf: &mut D,
+    ) -> Result<ReadOutcome, ReadError> {
         if self.stopped {
             return Err(ReadError::Stopped);
         }
@@ -241,7 +249,7 @@ impl RecvStream {
             RecvState::DataRead => Ok(ReadOutcome::Finished),
             RecvState::Recv | RecvState::SizeKnown | RecvState::DataRecvd => {
                 if self.buf.readable() > 0 {
-                    Ok(ReadOutcome::Data(self.buf.read(buf)))
+                    Ok(ReadOutcome::Data(self.buf.read_into(buf)))
                 } else if self.state == RecvState::DataRecvd {
                     self.state = RecvState::DataRead;
                     Ok(ReadOutcome::Finished)

@@ -174,9 +174,18 @@ impl UdpSocket {
         if bufs.is_empty() || meta.is_empty() {
             return Poll::Ready(Ok(0));
         }
+        let asked = bufs.len().min(meta.len()).min(crate::BATCH_SIZE);
         loop {
             let mut guard = ready!(self.io.poll_read_ready(cx))?;
             if let Ok(result) = guard.try_io(|_| self.try_recv(bufs, meta)) {
+                if matches!(result, Ok(n) if n < asked) {
+                    // Fewer messages than asked: the queue was empty just now. The
+                    // reactor's epoll is edge-triggered, so any datagram arriving
+                    // later raises a new event; clearing readiness here saves the
+                    // empty `recvmmsg` (EAGAIN) that would otherwise follow every
+                    // wake-up.
+                    guard.clear_ready();
+                }
                 return Poll::Ready(result);
             }
         }

@@ -5,36 +5,18 @@
 mod incoming;
 mod outgoing;
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 
 use crate::stream::{
-    ReadError, ReadOutcome, RecvFlow, RecvState, RecvStream, SendFlow, SendState, SendStream,
-    WriteError,
+    ReadError, ReadInto, ReadOutcome, RecvFlow, RecvState, RecvStream, SendFlow, SendState,
+    SendStream, WriteError,
 };
 use crate::transport_params::TransportParameters;
 use crate::types::{Dir, Side, StreamId};
 
 /// Stream IDs are small integers chosen within limits we set, so a trivial hash
 /// is both fast and safe here.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-type IdMap<V> = HashMap<StreamId, V, BuildHasherDefault<IdHasher>>;
+type IdMap<V> = crate::types::IdMap<StreamId, V>;
 
 /// Something the application should hear about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -246,11 +228,15 @@ impl Streams {
     }
 
     /// Read received data.
-    pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadOutcome, StreamError> {
+    pub fn read<D: ReadInto + ?Sized>(
+        &mut self,
+        id: StreamId,
+        buf: &mut D,
+    ) -> Result<ReadOutcome, StreamError> {
         let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
         let recv = entry.recv.as_mut().ok_or(StreamError::WrongDirection)?;
         let before = recv.read_offset();
-        let outcome = recv.read(buf);
+        let outcome = recv.read_into(buf);
         let consumed = recv.read_offset() - before;
         if recv.take_max_stream_data().is_some() {
             self.pending.max_stream_data.push_back(id);
@@ -263,6 +249,20 @@ impl Streams {
             self.maybe_free(id);
         }
         outcome.map_err(StreamError::from)
+    }
+
+    /// Whether flow-control or stream-state frames wait to be sent (so the
+    /// caller knows if a read left anything for the transmit path).
+    pub fn has_pending_control(&self) -> bool {
+        let p = &self.pending;
+        p.max_data
+            || !p.max_stream_data.is_empty()
+            || p.max_streams.iter().any(|&b| b)
+            || p.streams_blocked.iter().any(Option::is_some)
+            || !p.stream_data_blocked.is_empty()
+            || p.data_blocked.is_some()
+            || !p.reset.is_empty()
+            || !p.stop.is_empty()
     }
 
     /// Bytes of some stream were read or discarded: return them to the
@@ -309,6 +309,14 @@ impl Streams {
             .get(&id)
             .and_then(|e| e.recv.as_ref())
             .is_some_and(|r| r.is_readable())
+    }
+
+    /// Bytes a read would return now.
+    pub fn readable_bytes(&self, id: StreamId) -> usize {
+        self.map
+            .get(&id)
+            .and_then(|e| e.recv.as_ref())
+            .map_or(0, |r| r.buffer().readable())
     }
 
     /// Next event for the application.

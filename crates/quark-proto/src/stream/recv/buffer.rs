@@ -8,6 +8,47 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+/// Where a read puts its bytes: a slice (filled from its start) or the end of a
+/// `Vec` (appended, so nothing is zeroed first).
+pub trait ReadInto {
+    /// The most bytes this destination takes.
+    fn room(&self) -> usize;
+    /// Store the bytes read: `first` then `second`, together at most `room()`.
+    fn put(&mut self, first: &[u8], second: &[u8]);
+}
+
+impl ReadInto for [u8] {
+    fn room(&self) -> usize {
+        self.len()
+    }
+
+    fn put(&mut self, first: &[u8], second: &[u8]) {
+        let (a, rest) = self.split_at_mut(first.len());
+        a.copy_from_slice(first);
+        rest[..second.len()].copy_from_slice(second);
+    }
+}
+
+/// Appends at most `max` bytes to a `Vec`.
+pub struct Append<'a> {
+    /// Where the bytes go.
+    pub out: &'a mut Vec<u8>,
+    /// The most bytes to append.
+    pub max: usize,
+}
+
+impl ReadInto for Append<'_> {
+    fn room(&self) -> usize {
+        self.max
+    }
+
+    fn put(&mut self, first: &[u8], second: &[u8]) {
+        self.out.reserve(first.len() + second.len());
+        self.out.extend_from_slice(first);
+        self.out.extend_from_slice(second);
+    }
+}
+
 /// Reassembles bytes received at arbitrary offsets into an in-order byte stream.
 /// In-order data is appended to contiguous storage directly; out-of-order segments
 /// wait in an ordered map until the gap before them fills. Duplicates and overlaps
@@ -141,11 +182,15 @@ impl RecvBuffer {
 
     /// Copy contiguous bytes into `buf`; returns how many.
     pub fn read(&mut self, buf: &mut [u8]) -> usize {
-        let n = buf.len().min(self.data.len());
+        self.read_into(buf)
+    }
+
+    /// Copy contiguous bytes into `dst`, as many as it has room for; returns how many.
+    pub fn read_into<D: ReadInto + ?Sized>(&mut self, dst: &mut D) -> usize {
+        let n = dst.room().min(self.data.len());
         let (a, b) = self.data.as_slices();
         let from_a = n.min(a.len());
-        buf[..from_a].copy_from_slice(&a[..from_a]);
-        buf[from_a..n].copy_from_slice(&b[..n - from_a]);
+        dst.put(&a[..from_a], &b[..n - from_a]);
         self.consume(n);
         n
     }

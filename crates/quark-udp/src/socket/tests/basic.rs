@@ -238,3 +238,45 @@ fn bind_outside_a_runtime_is_an_error() {
     let err = UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::Other);
 }
+
+/// A batch shorter than asked clears the socket's readiness (so no empty
+/// `recvmmsg` follows every wake-up); a datagram arriving afterwards must still
+/// wake the receiver, every time.
+#[tokio::test]
+async fn short_batch_clears_readiness_without_losing_wakeups() {
+    let rx = bind("127.0.0.1:0");
+    let tx = bind("127.0.0.1:0");
+    let to = rx.local_addr().unwrap();
+    let (mut a, mut b) = ([0u8; 64], [0u8; 64]);
+    let mut meta = [RecvMeta::default(); 2];
+    for round in 0..100u32 {
+        let p = payload(round, 40);
+        assert_eq!(tx.try_send(&[datagram(to, &p)]).unwrap(), 1);
+        let mut bufs = [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)];
+        assert_eq!(rx.recv_polled(&mut bufs, &mut meta).await.unwrap(), 1);
+        assert_eq!(&a[..meta[0].len], &p[..]);
+        // Nothing is waiting: a poll must not report data.
+        let mut bufs = [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)];
+        let waker = std::task::Waker::noop();
+        let polled = rx.poll_recv(
+            &mut std::task::Context::from_waker(waker),
+            &mut bufs,
+            &mut meta,
+        );
+        assert!(polled.is_pending(), "round {round}: {polled:?}");
+        // A datagram sent while the receiver waits wakes it.
+        let late = payload(round + 1000, 40);
+        let send_later = async {
+            tokio::task::yield_now().await;
+            assert_eq!(tx.try_send(&[datagram(to, &late)]).unwrap(), 1);
+        };
+        let mut bufs = [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)];
+        let recv = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            rx.recv_polled(&mut bufs, &mut meta),
+        );
+        let (got, ()) = tokio::join!(recv, send_later);
+        assert_eq!(got.expect("receiver woken").unwrap(), 1, "round {round}");
+        assert_eq!(&a[..meta[0].len], &late[..]);
+    }
+}

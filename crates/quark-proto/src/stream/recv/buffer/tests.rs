@@ -21,6 +21,41 @@ fn in_order_takes_the_fast_path() {
 }
 
 #[test]
+fn append_reads_at_most_max_across_the_ring_seam() {
+    let mut b = RecvBuffer::new();
+    // Read some, then insert more, so the ring's contents wrap around.
+    b.insert(0, &[1u8; 100]);
+    assert_eq!(read_all(&mut b).len(), 100);
+    let data: Vec<u8> = (0..200u8).collect();
+    b.insert(100, &data);
+    let mut out = vec![9u8];
+    assert_eq!(
+        b.read_into(&mut Append {
+            out: &mut out,
+            max: 150
+        }),
+        150
+    );
+    assert_eq!(out[0], 9, "appends, keeps what was there");
+    assert_eq!(&out[1..], &data[..150]);
+    assert_eq!(
+        b.read_into(&mut Append {
+            out: &mut out,
+            max: 1000
+        }),
+        50
+    );
+    assert_eq!(&out[1..], &data[..]);
+    assert_eq!(
+        b.read_into(&mut Append {
+            out: &mut out,
+            max: 1000
+        }),
+        0
+    );
+}
+
+#[test]
 fn gap_fill_moves_waiting_segments() {
     let mut b = RecvBuffer::new();
     assert_eq!(b.insert(10, b"klmno"), 15);
