@@ -69,7 +69,7 @@ pub mod xdp;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 pub use backend::{Socket, XDP_ENV, xdp_from_env};
-pub use socket::UdpSocket;
+pub use socket::{UdpSocket, bind_std};
 pub use xdp::{XdpConfig, XdpSocket};
 
 /// Most messages one system call sends or receives; [`UdpSocket::try_send`] loops

@@ -25,7 +25,6 @@ use std::task::Poll;
 use quark_proto::config::Worker;
 use quark_proto::{EndpointConfig, ServerConfig};
 use quark_udp::UdpSocket;
-use socket2::{Domain, Protocol, Socket, Type};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
@@ -275,24 +274,11 @@ impl std::fmt::Debug for WorkerGroup {
 fn reuseport_sockets(mut addr: SocketAddr, n: usize) -> io::Result<Vec<std::net::UdpSocket>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        let socket = Socket::new(
-            Domain::for_address(addr),
-            Type::DGRAM.nonblocking().cloexec(),
-            Some(Protocol::UDP),
-        )?;
-        if addr.is_ipv6() && addr.ip().is_unspecified() {
-            // Dual-stack, as `quark_udp::UdpSocket::bind` does.
-            let _ = socket.set_only_v6(false);
-        }
-        socket.set_reuse_port(true)?;
-        socket.bind(&addr.into())?;
+        let socket = quark_udp::bind_std(addr, true)?;
         if addr.port() == 0 {
-            addr = socket
-                .local_addr()?
-                .as_socket()
-                .ok_or_else(|| io::Error::other("socket has no IP address"))?;
+            addr = socket.local_addr()?;
         }
-        out.push(socket.into());
+        out.push(socket);
     }
     Ok(out)
 }

@@ -29,24 +29,35 @@ pub(crate) fn env_flag(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| v != "0")
 }
 
+/// A UDP socket bound to `addr`, non-blocking, not yet registered with a
+/// runtime (to hand to [`UdpSocket::from_std`] on the thread that will drive
+/// it). An unspecified IPv6 address (`[::]`) gives a dual-stack socket;
+/// `reuse_port` sets `SO_REUSEPORT` so several sockets can share the port.
+pub fn bind_std(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
+    let socket = Socket::new(
+        Domain::for_address(addr),
+        Type::DGRAM.nonblocking().cloexec(),
+        Some(Protocol::UDP),
+    )?;
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        // Don't depend on the net.ipv6.bindv6only sysctl.
+        if let Err(error) = socket.set_only_v6(false) {
+            tracing::debug!(%error, "IPV6_V6ONLY=0 failed; IPv6 only");
+        }
+    }
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
 impl UdpSocket {
     /// Creates a socket bound to `addr` and configures it (see the crate docs). An
     /// unspecified IPv6 address (`[::]`) gives a dual-stack socket. Must be called
     /// inside a tokio runtime with I/O enabled.
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {
-        let socket = Socket::new(
-            Domain::for_address(addr),
-            Type::DGRAM.nonblocking().cloexec(),
-            Some(Protocol::UDP),
-        )?;
-        if addr.is_ipv6() && addr.ip().is_unspecified() {
-            // Don't depend on the net.ipv6.bindv6only sysctl.
-            if let Err(error) = socket.set_only_v6(false) {
-                tracing::debug!(%error, "IPV6_V6ONLY=0 failed; IPv6 only");
-            }
-        }
-        socket.bind(&addr.into())?;
-        Self::from_std(socket.into())
+        Self::from_std(bind_std(addr, false)?)
     }
 
     /// Takes over a bound UDP socket: makes it non-blocking, configures it (see the
