@@ -109,6 +109,11 @@ impl ServerStats {
         }
     }
 
+    /// Requests being served now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Relaxed)
+    }
+
     /// A datagram arrived with `payload` bytes; `good` if it verified.
     pub fn datagram(&self, payload: u64, good: bool) {
         self.datagrams.fetch_add(1, Relaxed);

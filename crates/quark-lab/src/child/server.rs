@@ -71,6 +71,10 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
                         // Count the warm-up's datagrams before the interval.
                         drain(&stats).await;
                     }
+                    // A client sees a response complete before the server task
+                    // that wrote it counts it: let earlier requests finish
+                    // counting, or one lands in the interval (201 of 200).
+                    settle(&stats).await;
                     stats.reset();
                     meter = Some((UsageMeter::start(baseline), server.cpu_counters()));
                     emit(&ServerEvent::Started);
@@ -104,6 +108,16 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
 
 /// Lets datagrams still queued in the socket be counted: waits until none
 /// arrived for 50 ms (at most 2 s).
+/// Waits (at most 2 s) until no request is being served.
+async fn settle(stats: &ServerStats) {
+    for _ in 0..2000 {
+        if stats.in_flight() == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 async fn drain(stats: &ServerStats) {
     let mut last = stats.snapshot().datagrams;
     for _ in 0..40 {
