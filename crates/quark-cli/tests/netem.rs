@@ -3,11 +3,13 @@
 //! between its namespaces and leaves nothing behind, and bad input ends in one
 //! `error:` line with exit code 2.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+mod common;
 
-use sha2::{Digest, Sha256};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use common::{free_port, sha, stderr, tempdir};
 
 const QUARK: &str = env!("CARGO_BIN_EXE_quark");
 
@@ -39,29 +41,6 @@ impl Proc {
             .unwrap_or_default();
         (ok, rest)
     }
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("quark-netem-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn sha(b: &[u8]) -> Vec<u8> {
-    Sha256::digest(b).to_vec()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Spawns `cmd` and waits for a line on stderr starting with `ready`
@@ -99,7 +78,7 @@ fn file(root: &Path, len: usize) -> Vec<u8> {
 
 #[test]
 fn transfer_through_a_lossy_relay_matches() {
-    let dir = tempdir("relay");
+    let dir = tempdir("quark-netem", "relay");
     let data = file(&dir, 1_000_000);
     let port = free_port();
     let mut serve = Command::new(QUARK);
@@ -189,7 +168,7 @@ fn layer3_link_carries_a_transfer_and_cleans_up() {
     }
     let prefix = format!("qt{}", std::process::id() % 100_000);
     let (a, b) = (format!("{prefix}-a"), format!("{prefix}-b"));
-    let dir = tempdir("link");
+    let dir = tempdir("quark-netem", "link");
     let data = file(&dir, 500_000);
     let mut up = Command::new(QUARK);
     up.args([

@@ -1,12 +1,14 @@
 //! `quark serve` and `quark get` as a user runs them: transfers checked by hash,
 //! and every kind of bad input ending in one clear error line and a non-zero exit.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
+use common::{free_port, sha, stderr, tempdir};
 
 const QUARK: &str = env!("CARGO_BIN_EXE_quark");
 
@@ -21,21 +23,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("quark-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Start `quark serve` on `root` and wait until it listens.
@@ -80,14 +67,6 @@ fn get(args: &[&str]) -> Output {
     Command::new(QUARK).arg("get").args(args).output().unwrap()
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn sha(b: &[u8]) -> Vec<u8> {
-    Sha256::digest(b).to_vec()
-}
-
 fn write_files(root: &Path) -> Vec<(String, Vec<u8>)> {
     let files: Vec<(String, Vec<u8>)> = vec![
         (
@@ -105,7 +84,7 @@ fn write_files(root: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn fetches_files_in_parallel_and_to_stdout() {
-    let dir = tempdir("ok");
+    let dir = tempdir("quark-cli", "ok");
     let root = dir.join("root");
     let out = dir.join("out");
     std::fs::create_dir_all(&root).unwrap();
@@ -155,7 +134,7 @@ fn error_line(o: &Output) -> String {
 
 #[test]
 fn request_errors() {
-    let dir = tempdir("errors");
+    let dir = tempdir("quark-cli", "errors");
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
     write_files(&root);
@@ -217,7 +196,7 @@ fn unreachable_server() {
 
 #[test]
 fn bad_flags() {
-    let dir = tempdir("flags");
+    let dir = tempdir("quark-cli", "flags");
     let cases: Vec<Vec<String>> = vec![
         vec!["get".into()],
         vec!["get".into(), "ftp://x/y".into(), "--insecure".into()],
@@ -277,7 +256,7 @@ fn bad_flags() {
 
 #[test]
 fn worker_threads_serve_every_client() {
-    let dir = tempdir("workers");
+    let dir = tempdir("quark-cli", "workers");
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
     let files = write_files(&root);
@@ -301,7 +280,7 @@ fn worker_threads_serve_every_client() {
 
 #[test]
 fn port_in_use() {
-    let dir = tempdir("port");
+    let dir = tempdir("quark-cli", "port");
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     let o = Command::new(QUARK)

@@ -8,8 +8,8 @@ mod common;
 use std::alloc::System;
 use std::time::Duration;
 
+use common::upload::Upload;
 use common::{Sim, seed};
-use quark_proto::{Dir, ReadOutcome};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -45,47 +45,14 @@ fn hundred_megabytes_without_per_packet_allocation() {
     sim.counted = Some(counted_step);
     let c = sim.connect(&tls);
     let s = sim.handshake(c);
-    let id = sim
-        .client
-        .connection_mut(c)
-        .unwrap()
-        .open_stream(Dir::Bi)
-        .unwrap();
-    let chunk = vec![0x5a_u8; 64 * 1024];
-    let mut buf = vec![0u8; 64 * 1024];
-    let (mut written, mut read) = (0usize, 0usize);
-    let mut server_stream = None;
+    let mut upload = Upload::new(&mut sim, c, s, TOTAL, 0x5a);
     // Warm up: buffers and maps reach their working size first.
     let mut warmed = false;
     let mut baseline = 0;
     let mut packets_at_baseline = 0;
-    while read < TOTAL {
-        counted(|| {
-            let conn = sim.client.connection_mut(c).unwrap();
-            while written < TOTAL {
-                let n = conn
-                    .write(id, &chunk[..chunk.len().min(TOTAL - written)])
-                    .unwrap();
-                if n == 0 {
-                    break;
-                }
-                written += n;
-                if written == TOTAL {
-                    conn.finish(id).unwrap();
-                }
-            }
-            let server = sim.server.connection_mut(s).unwrap();
-            if server_stream.is_none() {
-                server_stream = server.accept_stream(Dir::Bi);
-            }
-            if let Some(sid) = server_stream {
-                while let Ok(ReadOutcome::Data(n)) = server.read(sid, &mut buf) {
-                    assert!(buf[..n].iter().all(|&b| b == 0x5a));
-                    read += n;
-                }
-            }
-        });
-        if !warmed && read > 10 * 1000 * 1000 {
+    while !upload.done() {
+        counted(|| upload.pump(&mut sim));
+        if !warmed && upload.read > 10 * 1000 * 1000 {
             warmed = true;
             baseline = total();
             packets_at_baseline = sim.client.connection(c).unwrap().stats().packets_out;

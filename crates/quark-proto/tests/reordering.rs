@@ -3,8 +3,8 @@
 
 mod common;
 
+use common::upload::Upload;
 use common::{Sim, seed};
-use quark_proto::{Dir, ReadOutcome};
 
 /// Upload `total` bytes under `profile`; return simulated goodput (bit/s) and
 /// the client's spurious losses.
@@ -13,40 +13,10 @@ fn upload(profile: &str, total: usize) -> (f64, u64) {
     sim.set_profile(profile);
     let c = sim.connect(&tls);
     let s = sim.handshake(c);
-    let id = sim
-        .client
-        .connection_mut(c)
-        .unwrap()
-        .open_stream(Dir::Bi)
-        .unwrap();
-    let chunk = vec![1u8; 65536];
-    let mut buf = vec![0u8; 65536];
-    let (mut written, mut read, mut sid) = (0, 0, None);
+    let mut upload = Upload::new(&mut sim, c, s, total, 1);
     let start = sim.now;
-    while read < total {
-        let conn = sim.client.connection_mut(c).unwrap();
-        while written < total {
-            let n = conn
-                .write(id, &chunk[..chunk.len().min(total - written)])
-                .unwrap();
-            if n == 0 {
-                break;
-            }
-            written += n;
-            if written == total {
-                conn.finish(id).unwrap();
-            }
-        }
-        let server = sim.server.connection_mut(s).unwrap();
-        if sid.is_none() {
-            sid = server.accept_stream(Dir::Bi);
-        }
-        if let Some(sid) = sid {
-            while let Ok(ReadOutcome::Data(n)) = server.read(sid, &mut buf) {
-                assert!(buf[..n].iter().all(|&b| b == 1));
-                read += n;
-            }
-        }
+    while !upload.done() {
+        upload.pump(&mut sim);
         assert!(sim.step(), "stalled");
     }
     let secs = (sim.now - start).as_secs_f64();

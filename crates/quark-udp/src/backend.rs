@@ -117,6 +117,15 @@ impl Socket {
         }
     }
 
+    /// See [`UdpSocket::poll_recv_ready`]. AF_XDP always says ready: its receive
+    /// also moves the send ring along, so it must be called every round.
+    pub fn poll_recv_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Self::Udp(s) => s.poll_recv_ready(cx),
+            Self::Xdp(_) => Poll::Ready(Ok(())),
+        }
+    }
+
     /// See [`UdpSocket::poll_recv`].
     pub fn poll_recv(
         &self,

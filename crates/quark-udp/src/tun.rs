@@ -111,7 +111,16 @@ mod tests {
                 assert_eq!(t.name(), name);
                 assert!(std::path::Path::new("/sys/class/net").join(&name).exists());
                 drop(t);
-                assert!(!std::path::Path::new("/sys/class/net").join(&name).exists());
+                // The kernel unregisters the device asynchronously (it waits for the
+                // RTNL lock, which the namespace tests beside this one also take).
+                let gone = (0..200).any(|_| {
+                    let exists = std::path::Path::new("/sys/class/net").join(&name).exists();
+                    if exists {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
+                    !exists
+                });
+                assert!(gone, "{name} still exists 2 s after closing it");
             }
             Err(e) => eprintln!("skipped: cannot create a TUN device: {e}"),
         }

@@ -87,6 +87,10 @@ impl Driver {
     ) -> bool {
         let mut any = false;
         for _ in 0..4 {
+            if socket.poll_recv_ready(cx).is_pending() {
+                // Nothing waiting (and the waker is registered): skip the buffers.
+                break;
+            }
             let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_BATCH]> = self
                 .recv_bufs
                 .iter_mut()
@@ -455,7 +459,11 @@ impl Driver {
         let next = state.conns.values().filter_map(|e| e.timeout).min();
         match next {
             Some(at) => {
-                if self.timer_at != Some(at) {
+                // Re-arming the timer wheel costs more than the odd early wake-up, and
+                // most sends push the deadline later: keep an earlier one armed
+                // while it is still ahead.
+                let stale = self.timer.is_elapsed();
+                if stale || self.timer_at.is_none_or(|armed| at < armed) {
                     self.timer.as_mut().reset(at.into());
                     self.timer_at = Some(at);
                 }

@@ -263,6 +263,27 @@ impl RecvStream {
         poll_fn(|cx| self.poll_read_chunk(cx, max)).await
     }
 
+    /// Hand what has arrived in order, at most `max` bytes, to `f` in place (one or
+    /// two pieces): `Some(n)` bytes, or `None` at the end of the stream. Nothing is
+    /// copied or allocated; `f` runs under the endpoint's lock, so keep it short.
+    pub fn poll_read_visit(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+        f: impl FnMut(&[u8]),
+    ) -> Poll<Result<Option<usize>, ReadError>> {
+        self.poll_read_with(cx, |conn, id| conn.read_visit(id, max, f))
+    }
+
+    /// [`poll_read_visit`](Self::poll_read_visit) as a future.
+    pub async fn read_visit(
+        &mut self,
+        max: usize,
+        mut f: impl FnMut(&[u8]),
+    ) -> Result<Option<usize>, ReadError> {
+        poll_fn(|cx| self.poll_read_visit(cx, max, &mut f)).await
+    }
+
     /// Run `read` on the protocol connection and turn its outcome into a poll
     /// result, registering the waker when nothing is readable yet.
     fn poll_read_with(

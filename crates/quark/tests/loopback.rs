@@ -2,9 +2,12 @@
 //! directions, many streams, close codes, resets, and every cipher suite. Every
 //! transfer is compared by SHA-256.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use common::{data, echo, sha};
 use quark::tls::{self, Identity, Verify};
 use quark::{Connection, ConnectionError, Endpoint};
 use sha2::{Digest, Sha256};
@@ -39,23 +42,6 @@ async fn connect(
     (c.unwrap(), s.unwrap())
 }
 
-fn data(len: usize, seed: u8) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len);
-    let mut x = u32::from(seed) | 1;
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
-fn sha(b: &[u8]) -> [u8; 32] {
-    Sha256::digest(b).into()
-}
-
 /// Server: echo every bidirectional stream.
 fn spawn_echo(conn: Connection) {
     tokio::spawn(async move {
@@ -70,16 +56,23 @@ fn spawn_echo(conn: Connection) {
     });
 }
 
-async fn echo(conn: &Connection, body: &[u8]) -> Vec<u8> {
-    let (mut send, mut recv) = conn.open_bi().await.unwrap();
-    let body = body.to_vec();
-    let writer = tokio::spawn(async move {
-        send.write_all(&body).await.unwrap();
-        send.finish().unwrap();
-    });
-    let out = recv.read_to_end(usize::MAX).await.unwrap();
-    writer.await.unwrap();
-    out
+/// Server: accept every connection and echo it, for tests that connect many times.
+fn spawn_echo_server(server: &Endpoint) -> tokio::task::JoinHandle<()> {
+    let server = server.clone();
+    tokio::spawn(async move {
+        while let Some(conn) = server.accept().await {
+            spawn_echo(conn);
+        }
+    })
+}
+
+/// Client side only: connects to `addr` and waits for the handshake.
+async fn dial(client: &Endpoint, config: quark::ClientConfig, addr: SocketAddr) -> Connection {
+    client
+        .connect(config, addr, "localhost")
+        .unwrap()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -89,7 +82,7 @@ async fn echo_small_and_large() {
     assert_eq!(c.alpn().as_deref(), Some(ALPN));
     spawn_echo(s);
     for len in [0, 1, 1000, 1 << 20, 8 << 20] {
-        let body = data(len, len as u8);
+        let body = data(len, u32::from(len as u8));
         let got = tokio::time::timeout(Duration::from_secs(60), echo(&c, &body))
             .await
             .unwrap();
@@ -108,7 +101,7 @@ async fn hundred_parallel_streams() {
     for i in 0..100u32 {
         let c = c.clone();
         tasks.push(tokio::spawn(async move {
-            let body = data(1000 + i as usize * 531, i as u8);
+            let body = data(1000 + i as usize * 531, i);
             assert_eq!(sha(&echo(&c, &body).await), sha(&body));
         }));
     }
@@ -225,21 +218,10 @@ async fn unreachable_server_times_out() {
 async fn resumed_sessions_on_one_endpoint() {
     let (server, client, config) = pair_with(&[]);
     let addr = server.local_addr().unwrap();
-    let accept = tokio::spawn({
-        let server = server.clone();
-        async move {
-            while let Some(conn) = server.accept().await {
-                spawn_echo(conn);
-            }
-        }
-    });
+    let accept = spawn_echo_server(&server);
     let mut conns = Vec::new();
     for i in 0..6 {
-        let c = client
-            .connect(config.clone(), addr, "localhost")
-            .unwrap()
-            .await
-            .unwrap();
+        let c = dial(&client, config.clone(), addr).await;
         let body = data(5000, i);
         assert_eq!(sha(&echo(&c, &body).await), sha(&body));
         conns.push(c);
@@ -249,11 +231,7 @@ async fn resumed_sessions_on_one_endpoint() {
         .map(|i| {
             let (client, config) = (client.clone(), config.clone());
             tokio::spawn(async move {
-                let c = client
-                    .connect(config, addr, "localhost")
-                    .unwrap()
-                    .await
-                    .unwrap();
+                let c = dial(&client, config, addr).await;
                 let body = data(2000, i);
                 assert_eq!(sha(&echo(&c, &body).await), sha(&body));
             })
@@ -271,25 +249,14 @@ async fn resumed_sessions_on_one_endpoint() {
 async fn many_busy_connections() {
     let (server, client, config) = pair_with(&[]);
     let addr = server.local_addr().unwrap();
-    let accept = tokio::spawn({
-        let server = server.clone();
-        async move {
-            while let Some(conn) = server.accept().await {
-                spawn_echo(conn);
-            }
-        }
-    });
+    let accept = spawn_echo_server(&server);
     let tasks: Vec<_> = (0..100)
         .map(|i| {
             let (client, config) = (client.clone(), config.clone());
             tokio::spawn(async move {
-                let c = client
-                    .connect(config, addr, "localhost")
-                    .unwrap()
-                    .await
-                    .unwrap();
+                let c = dial(&client, config, addr).await;
                 for j in 0..5u8 {
-                    let body = data(3000, i as u8 ^ j);
+                    let body = data(3000, u32::from(i as u8 ^ j));
                     assert_eq!(sha(&echo(&c, &body).await), sha(&body));
                 }
             })

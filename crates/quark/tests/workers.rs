@@ -3,14 +3,16 @@
 //! socket's connections on one worker, datagrams delivered to the wrong worker
 //! passed to the right one, and a clean shutdown.
 
+mod common;
+
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::{data, echo, sha};
 use quark::tls::{self, Identity, Verify};
 use quark::{Connection, ConnectionError, Endpoint, WorkerGroup};
-use sha2::{Digest, Sha256};
 
 const ALPN: &[u8] = b"test";
 const LIMIT: Duration = Duration::from_secs(120);
@@ -57,34 +59,6 @@ async fn serve_echo(conn: Connection) {
     }
 }
 
-fn data(len: usize, seed: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len + 4);
-    let mut x = seed | 1;
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
-fn sha(b: &[u8]) -> [u8; 32] {
-    Sha256::digest(b).into()
-}
-
-async fn echo(conn: &Connection, body: Vec<u8>) -> Vec<u8> {
-    let (mut send, mut recv) = conn.open_bi().await.unwrap();
-    let writer = tokio::spawn(async move {
-        send.write_all(&body).await.unwrap();
-        send.finish().unwrap();
-    });
-    let out = recv.read_to_end(usize::MAX).await.unwrap();
-    writer.await.unwrap();
-    out
-}
-
 #[tokio::test]
 async fn two_hundred_connections_from_twenty_sockets() {
     let (group, config, placement) = echo_group(2);
@@ -104,7 +78,7 @@ async fn two_hundred_connections_from_twenty_sockets() {
                 .unwrap();
             for (s, len) in [1usize, 3000, 40_000].into_iter().enumerate() {
                 let body = data(len + i as usize, i * 3 + s as u32);
-                let got = echo(&conn, body.clone()).await;
+                let got = echo(&conn, &body).await;
                 assert_eq!(got.len(), body.len(), "connection {i}");
                 assert_eq!(sha(&got), sha(&body), "connection {i}");
             }
@@ -156,7 +130,7 @@ async fn connection_on(
             .await
             .unwrap();
         // The server records the placement before serving the first stream.
-        assert_eq!(echo(&conn, vec![7]).await, [7]);
+        assert_eq!(echo(&conn, &[7]).await, [7]);
         let local = client.local_addr().unwrap();
         if placement.lock().unwrap()[&local].contains(&worker) {
             return (client, conn);
@@ -174,7 +148,7 @@ async fn misdelivered_datagrams_are_forwarded_to_their_worker() {
     // if the kernel had put it there; worker 1 must pass it back, not reset.
     group.test_misdeliver(Some(1));
     let body = data(2 << 20, 99);
-    let got = tokio::time::timeout(LIMIT, echo(&conn, body.clone()))
+    let got = tokio::time::timeout(LIMIT, echo(&conn, &body))
         .await
         .unwrap();
     assert_eq!(sha(&got), sha(&body));
@@ -186,7 +160,7 @@ async fn misdelivered_datagrams_are_forwarded_to_their_worker() {
     group.test_misdeliver(None);
     // The connection is fine afterwards too.
     let body = data(100_000, 5);
-    assert_eq!(sha(&echo(&conn, body.clone()).await), sha(&body));
+    assert_eq!(sha(&echo(&conn, &body).await), sha(&body));
     group.shutdown(0, b"done").await;
 }
 
@@ -202,7 +176,7 @@ async fn shutdown_closes_every_worker() {
             .unwrap()
             .await
             .unwrap();
-        assert_eq!(echo(&conn, vec![1, 2, 3]).await, [1, 2, 3]);
+        assert_eq!(echo(&conn, &[1, 2, 3]).await, [1, 2, 3]);
         conns.push((client, conn));
     }
     assert_eq!(group.connection_count(), 12);
@@ -239,7 +213,7 @@ async fn accept_yields_connections_of_every_worker() {
         // The connection's tasks run on its worker.
         let echo_task = s.spawn(serve_echo(s.clone()));
         let body = data(5000, i);
-        assert_eq!(sha(&echo(&c, body.clone()).await), sha(&body));
+        assert_eq!(sha(&echo(&c, &body).await), sha(&body));
         clients.push((client, c, echo_task));
     }
     assert_eq!(workers.len(), 2, "24 sockets all on one worker: odds 2^-23");

@@ -5,34 +5,19 @@
 //! Needs root, `ip`, and a kernel with AF_XDP and BPF; otherwise each test says
 //! why and passes.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use common::{data, sha};
 use quark::tls::{self, Identity, Verify};
 use quark::{Connection, Endpoint};
 use quark_udp::netns::{self, VethPair};
 use quark_udp::{Socket, XdpConfig, XdpSocket};
-use sha2::{Digest, Sha256};
 
 const ALPN: &[u8] = b"test";
 const SIZE: usize = 8 << 20;
-
-fn data(len: usize, seed: u8) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len);
-    let mut x = u32::from(seed) | 1;
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
-fn sha(b: &[u8]) -> [u8; 32] {
-    Sha256::digest(b).into()
-}
 
 /// Runs `f` in a current-thread runtime on a thread inside `netns`.
 fn run_in<T: Send + 'static, Fut: Future<Output = T>>(

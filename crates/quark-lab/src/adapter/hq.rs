@@ -2,9 +2,9 @@
 //!
 //! A request is one bidirectional stream: `GET /<n>\r\n`, then optionally a
 //! request body, then FIN. The server reads to FIN and answers `n` bytes of
-//! pattern, then FIN. Data is read in chunks of what has arrived (quark's
-//! `read_chunk`), as the quinn adapter does with quinn's chunk API, so neither
-//! stack pays for zeroing a large read buffer per request.
+//! pattern, then FIN. Data is read in place as it arrives (quark's `read_visit`),
+//! as the quinn adapter takes quinn's zero-copy chunks, so neither stack pays for
+//! zeroing a large read buffer, or allocating one, per request.
 
 use anyhow::{Context, bail};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -13,15 +13,38 @@ use super::stream::write_pattern;
 use super::{Request, ServerStats};
 use crate::wire::{Header, MAX_HEADER, Verifier, WireError};
 
-/// A stream's receiving half, read in chunks of what has arrived.
+/// A stream's receiving half, read in pieces of what has arrived.
 pub trait ReadChunks {
-    /// The next chunk, or `None` at the end of the stream.
-    fn read_chunk(&mut self) -> impl Future<Output = anyhow::Result<Option<Vec<u8>>>> + Send;
+    /// Hands the next bytes to arrive to `f` (in one or more pieces); `false` at
+    /// the end of the stream.
+    fn read_with<F: FnMut(&[u8]) + Send>(
+        &mut self,
+        f: F,
+    ) -> impl Future<Output = anyhow::Result<bool>> + Send;
 }
 
 impl ReadChunks for quark::RecvStream {
-    async fn read_chunk(&mut self) -> anyhow::Result<Option<Vec<u8>>> {
-        Ok(quark::RecvStream::read_chunk(self, usize::MAX).await?)
+    async fn read_with<F: FnMut(&[u8]) + Send>(&mut self, f: F) -> anyhow::Result<bool> {
+        Ok(self.read_visit(usize::MAX, f).await?.is_some())
+    }
+}
+
+/// Feeds a whole stream to `push`, ending at FIN or at `push`'s first error.
+async fn read_all<R: ReadChunks>(
+    recv: &mut R,
+    mut push: impl FnMut(&[u8]) -> Result<(), WireError> + Send,
+) -> anyhow::Result<()> {
+    let mut failed = None;
+    let feed = |data: &[u8]| {
+        if failed.is_none() {
+            failed = push(data).err();
+        }
+    };
+    let mut feed = feed;
+    while recv.read_with(&mut feed).await? {}
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
     }
 }
 
@@ -85,9 +108,7 @@ where
 {
     let guard = stats.request();
     let mut req = RequestReader::default();
-    while let Some(chunk) = recv.read_chunk().await? {
-        req.push(&chunk)?;
-    }
+    read_all(&mut recv, |data| req.push(data)).await?;
     let (h, body) = req.finish()?;
     write_pattern(&mut send, h.response_len).await?;
     send.shutdown().await?;
@@ -111,9 +132,9 @@ where
     write_pattern(&mut send, req.body_len).await?;
     send.shutdown().await?;
     let mut v = Verifier::new(req.response_len);
-    while let Some(chunk) = recv.read_chunk().await.context("response")? {
-        v.update(&chunk)?;
-    }
+    read_all(&mut recv, |data| v.update(data))
+        .await
+        .context("response")?;
     if !v.is_complete() {
         bail!(v.finish().unwrap_err());
     }
@@ -160,12 +181,12 @@ mod tests {
     }
 
     impl ReadChunks for tokio::io::DuplexStream {
-        async fn read_chunk(&mut self) -> anyhow::Result<Option<Vec<u8>>> {
+        async fn read_with<F: FnMut(&[u8]) + Send>(&mut self, mut f: F) -> anyhow::Result<bool> {
             use tokio::io::AsyncReadExt;
-            let mut buf = vec![0; 1000];
+            let mut buf = [0; 1000];
             let n = self.read(&mut buf).await?;
-            buf.truncate(n);
-            Ok((n > 0).then_some(buf))
+            f(&buf[..n]);
+            Ok(n > 0)
         }
     }
 

@@ -45,7 +45,7 @@ use crate::crypto::one_rtt::OneRttKeys;
 use crate::crypto::tls::TlsSession;
 use crate::crypto::tokens::ResetKey;
 use crate::recovery::{PathState, Recovery, RecoveryConfig};
-use crate::stream::{Append, ReadOutcome};
+use crate::stream::{Append, ReadOutcome, Visit};
 use crate::transport_params::TransportParameters;
 use crate::types::{Dir, EcnCodepoint, Side, SpaceId, StreamId};
 
@@ -544,6 +544,17 @@ impl Connection {
         max: usize,
     ) -> Result<ReadOutcome, StreamError> {
         self.streams.read(id, &mut Append { out, max })
+    }
+
+    /// Read from a stream in place: hand at most `max` bytes to `f` (in one or two
+    /// pieces) without copying them out first.
+    pub fn read_visit(
+        &mut self,
+        id: StreamId,
+        max: usize,
+        f: impl FnMut(&[u8]),
+    ) -> Result<ReadOutcome, StreamError> {
+        self.streams.read(id, &mut Visit { f, max })
     }
 
     /// Bytes a read of the stream would return now (0 for an unknown stream).

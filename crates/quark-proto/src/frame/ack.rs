@@ -9,13 +9,14 @@
 use std::ops::{Range, RangeInclusive};
 
 use bytes::BufMut;
+use smallvec::SmallVec;
 
 use super::{Ack, EcnCounts, FrameError};
 use crate::coding::Reader;
 use crate::varint::{VarInt, put_varint, varint_size};
 
 /// The most bytes of (Gap, ACK Range Length) pairs [`encode_ack`] writes. The range
-/// count precedes the ranges on the wire, so they are staged on the stack before
+/// count precedes the ranges on the wire, so they are staged (on the stack for a few) before
 /// being written; 2 KiB holds over a thousand typical ranges, far more than any
 /// useful ACK (and more than fits a 1500-byte packet).
 const MAX_RANGE_BYTES: usize = 2048;
@@ -172,7 +173,8 @@ pub fn encode_ack<B: BufMut>(
         return 0;
     }
 
-    let mut scratch = [0u8; MAX_RANGE_BYTES];
+    // Most ACKs have one range: don't zero a large scratch buffer for them.
+    let mut scratch: SmallVec<[u8; 64]> = SmallVec::new();
     let mut used = 0;
     let mut count = 0u64;
     let mut prev_smallest = first.start;
@@ -191,9 +193,11 @@ pub fn encode_ack<B: BufMut>(
         if used + pair > MAX_RANGE_BYTES || fixed + varint_size(count + 1) + used + pair > max_len {
             break;
         }
-        let mut w = &mut scratch[used..];
+        let mut pair_bytes = [0u8; 16];
+        let mut w = &mut pair_bytes[..];
         put_varint(&mut w, gap);
         put_varint(&mut w, len);
+        scratch.extend_from_slice(&pair_bytes[..pair]);
         used += pair;
         count += 1;
         prev_smallest = range.start;

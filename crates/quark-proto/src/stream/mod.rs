@@ -18,7 +18,9 @@ pub mod recv;
 pub mod send;
 
 pub use flow::{RecvFlow, SendFlow};
-pub use recv::{Append, ReadError, ReadInto, ReadOutcome, RecvBuffer, RecvState, RecvStream};
+pub use recv::{
+    Append, ReadError, ReadInto, ReadOutcome, RecvBuffer, RecvState, RecvStream, Visit,
+};
 pub use send::{SendBuffer, SendRange, SendState, SendStream, WriteError};
 
 #[cfg(test)]

@@ -2,12 +2,14 @@
 //! order and O(log n) when it does not, bounded by flow control; and the receiving
 //! half of a stream (RFC 9000 §3.2) with its flow control (§4.1, §4.5).
 
+use std::collections::VecDeque;
+
 use crate::error::TransportError;
 use crate::varint::VarInt;
 
 mod buffer;
 
-pub use buffer::{Append, ReadInto, RecvBuffer};
+pub use buffer::{Append, ReadInto, RecvBuffer, Visit};
 
 /// Receiving part of a stream (RFC 9000 §3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,8 +75,13 @@ impl RecvStream {
     /// A stream on which we advertised `window` bytes of initial credit; later updates
     /// keep the limit at read offset + `window`.
     pub fn new(window: u64) -> Self {
+        Self::with_storage(window, VecDeque::new())
+    }
+
+    /// [`new`](Self::new), reassembling into `storage` (see [`RecvBuffer::with_storage`]).
+    pub fn with_storage(window: u64, storage: VecDeque<u8>) -> Self {
         RecvStream {
-            buf: RecvBuffer::new(),
+            buf: RecvBuffer::with_storage(storage),
             state: RecvState::Recv,
             window,
             max_stream_data: window,
@@ -83,6 +90,11 @@ impl RecvStream {
             reset_code: None,
             stopped: false,
         }
+    }
+
+    /// The buffer's byte storage, for reuse by another stream.
+    pub fn into_storage(self) -> VecDeque<u8> {
+        self.buf.into_storage()
     }
 
     /// A STREAM frame arrived. Checks the stream limit (FLOW_CONTROL_ERROR) and the

@@ -1,6 +1,8 @@
 //! Outgoing stream data: buffered until acknowledged, retransmitted when lost, and
 //! the sending half of a stream (RFC 9000 §3.1) with its flow control (§4.1).
 
+use std::collections::VecDeque;
+
 use bytes::BufMut;
 
 mod buffer;
@@ -67,8 +69,13 @@ impl SendStream {
     /// A stream the peer lets us send `max_stream_data` bytes on; we buffer at most
     /// `buffer_limit` unacknowledged bytes.
     pub fn new(max_stream_data: u64, buffer_limit: usize) -> Self {
+        Self::with_storage(max_stream_data, buffer_limit, VecDeque::new())
+    }
+
+    /// [`new`](Self::new), buffering into `storage` (see [`SendBuffer::with_storage`]).
+    pub fn with_storage(max_stream_data: u64, buffer_limit: usize, storage: VecDeque<u8>) -> Self {
         SendStream {
-            buf: SendBuffer::new(),
+            buf: SendBuffer::with_storage(storage),
             state: SendState::Send,
             max_stream_data,
             buffer_limit,
@@ -76,6 +83,11 @@ impl SendStream {
             blocked_at: None,
             blocked_reported: None,
         }
+    }
+
+    /// The buffer's byte storage, for reuse by another stream.
+    pub fn into_storage(self) -> VecDeque<u8> {
+        self.buf.into_storage()
     }
 
     /// Stream credit left: bytes the peer still lets us write.

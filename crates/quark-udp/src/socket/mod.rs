@@ -202,6 +202,13 @@ impl UdpSocket {
         }
     }
 
+    /// Whether a receive may find datagrams: `Pending` (and the task is woken when
+    /// one arrives) after [`poll_recv`](Self::poll_recv) found the queue empty. Lets
+    /// a caller skip preparing receive buffers when nothing is waiting.
+    pub fn poll_recv_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.io.poll_read_ready(cx).map_ok(|_| ())
+    }
+
     /// Sends `transmits`, waiting while the socket buffer is full; returns how many
     /// were sent (at least one unless the slice is empty). See
     /// [`try_send`](Self::try_send) for errors.

@@ -4,9 +4,11 @@
 
 mod incoming;
 mod outgoing;
+mod spare;
 
 use std::collections::VecDeque;
 
+use self::spare::Spare;
 use crate::stream::{
     ReadError, ReadInto, ReadOutcome, RecvFlow, RecvState, RecvStream, SendFlow, SendState,
     SendStream, WriteError,
@@ -106,6 +108,8 @@ pub struct Streams {
     peer_window: [u64; 3],
     pending: Pending,
     events: VecDeque<StreamEvent>,
+    /// Storage of freed streams, for new ones.
+    spare: Spare,
 }
 
 /// Control frames waiting to be sent.
@@ -139,6 +143,7 @@ impl Streams {
             peer_window: [0; 3],
             pending: Pending::default(),
             events: VecDeque::new(),
+            spare: Spare::default(),
         }
     }
 
@@ -347,9 +352,9 @@ impl Streams {
             (Dir::Bi, true) => Some(self.peer_window[1]),
             (Dir::Uni, true) => Some(self.peer_window[2]),
         }
-        .map(|max| SendStream::new(max, self.limits.send_buffer));
-        let recv =
-            (id.dir() == Dir::Bi || !ours).then(|| RecvStream::new(self.limits.stream_window));
+        .map(|max| SendStream::with_storage(max, self.limits.send_buffer, self.spare.take()));
+        let recv = (id.dir() == Dir::Bi || !ours)
+            .then(|| RecvStream::with_storage(self.limits.stream_window, self.spare.take()));
         self.map.insert(
             id,
             StreamEntry {
@@ -381,7 +386,11 @@ impl Streams {
         if !(send_done && recv_done) || entry.queued {
             return;
         }
-        self.map.remove(&id);
+        if let Some(entry) = self.map.remove(&id) {
+            let storage = entry.send.map(SendStream::into_storage).into_iter();
+            let storage = storage.chain(entry.recv.map(RecvStream::into_storage));
+            storage.for_each(|buf| self.spare.keep(buf));
+        }
         if id.initiator() != self.side {
             let d = dir_index(id.dir());
             self.closed_remote[d] += 1;

@@ -37,6 +37,28 @@ pub struct Append<'a> {
     pub max: usize,
 }
 
+/// Hands at most `max` bytes to a function, in place: no copy, no allocation.
+pub struct Visit<F> {
+    /// Called with each contiguous piece (one or two per read).
+    pub f: F,
+    /// The most bytes to hand over.
+    pub max: usize,
+}
+
+impl<F: FnMut(&[u8])> ReadInto for Visit<F> {
+    fn room(&self) -> usize {
+        self.max
+    }
+
+    fn put(&mut self, first: &[u8], second: &[u8]) {
+        for piece in [first, second] {
+            if !piece.is_empty() {
+                (self.f)(piece);
+            }
+        }
+    }
+}
+
 impl ReadInto for Append<'_> {
     fn room(&self) -> usize {
         self.max
@@ -76,6 +98,21 @@ impl RecvBuffer {
     /// An empty buffer.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty buffer that stores into `storage` (emptied first), typically a
+    /// freed stream's, so a new stream need not allocate.
+    pub fn with_storage(mut storage: VecDeque<u8>) -> Self {
+        storage.clear();
+        RecvBuffer {
+            data: storage,
+            ..Self::default()
+        }
+    }
+
+    /// The contiguous byte storage, for reuse by another stream.
+    pub fn into_storage(self) -> VecDeque<u8> {
+        self.data
     }
 
     /// One past the last contiguous byte received.

@@ -54,8 +54,15 @@ impl Default for SendBuffer {
 impl SendBuffer {
     /// An empty buffer.
     pub fn new() -> Self {
+        Self::with_storage(VecDeque::new())
+    }
+
+    /// An empty buffer that writes into `storage` (emptied first), typically a
+    /// freed stream's, so a new stream need not allocate.
+    pub fn with_storage(mut storage: VecDeque<u8>) -> Self {
+        storage.clear();
         SendBuffer {
-            data: VecDeque::new(),
+            data: storage,
             acked_end: 0,
             acked: Ranges::default(),
             lost: Ranges::default(),
@@ -198,10 +205,11 @@ impl SendBuffer {
         let freed = (end - self.acked_end) as usize;
         self.data.drain(..freed);
         self.acked_end = end;
-        if self.data.is_empty() && self.fin == Fin::Acked {
-            // Stream complete: give the storage back.
-            self.data = VecDeque::new();
-        }
+    }
+
+    /// The byte storage, for reuse by another stream.
+    pub fn into_storage(self) -> VecDeque<u8> {
+        self.data
     }
 
     /// Whether all written bytes, and the FIN if the stream is finished, are acknowledged.
