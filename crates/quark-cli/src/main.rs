@@ -45,6 +45,10 @@ enum Command {
     /// Internal: a lab client process (driven by `quark bench`).
     #[command(hide = true)]
     LabClient(quark_lab::child::ClientArgs),
+    /// Internal: write a lab certificate and key (DER), for running the lab
+    /// processes by hand (e.g. under callgrind: `scripts/instructions.sh`).
+    #[command(hide = true)]
+    LabCert(lab::CertArgs),
 }
 
 /// Run an async subcommand; any error becomes one line on stderr and exit code 1.
@@ -91,6 +95,7 @@ fn main() {
         Command::Xdp(args) => run_async(xdp::run(args)),
         Command::LabServer(args) => lab::server(args),
         Command::LabClient(args) => lab::client(args),
+        Command::LabCert(args) => lab::cert(args),
     };
     std::process::exit(code);
 }

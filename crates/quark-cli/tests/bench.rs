@@ -344,3 +344,56 @@ fn killing_the_orchestrator_kills_its_children() {
     );
     let _ = std::fs::remove_file(json);
 }
+
+#[test]
+fn lab_cert_makes_an_identity_a_lab_server_accepts() {
+    let (cert, key) = (tmp("lab-cert.der"), tmp("lab-key.der"));
+    let out = quark()
+        .args(["lab-cert", "--cert"])
+        .arg(&cert)
+        .arg("--key")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The server loads it and listens; closing its stdin ends it.
+    let out = quark()
+        .args([
+            "lab-server",
+            "--proto",
+            "quic",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+        ])
+        .arg(&cert)
+        .arg("--key")
+        .arg(&key)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("\"listening\""),
+        "{stdout} {}",
+        stderr(&out)
+    );
+    let _ = (std::fs::remove_file(&cert), std::fs::remove_file(&key));
+
+    let out = quark()
+        .args([
+            "lab-cert",
+            "--cert",
+            "/nonexistent/dir/c.der",
+            "--key",
+            "/nonexistent/dir/k.der",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error:") && err.lines().count() == 1,
+        "{err}"
+    );
+}

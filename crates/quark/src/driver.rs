@@ -45,6 +45,8 @@ pub(crate) struct Driver {
     touched: Vec<ConnectionHandle>,
     /// Connections whose transmit was cut short by a full socket.
     backlog: Vec<ConnectionHandle>,
+    /// Scratch for `timers` (kept to reuse its allocation).
+    due: Vec<ConnectionHandle>,
     /// This worker's place in its group, and datagrams other workers passed on.
     link: Option<Link>,
     inbox: Option<Inbox>,
@@ -64,6 +66,7 @@ impl Driver {
             pool: Vec::new(),
             touched: Vec::new(),
             backlog: Vec::new(),
+            due: Vec::new(),
         }
     }
 
@@ -199,36 +202,36 @@ impl Driver {
 
     /// Fire due timers.
     fn timers(&mut self, state: &mut State, now: Instant) {
-        let due: SmallVec<[ConnectionHandle; 16]> = state
+        let mut due = std::mem::take(&mut self.due);
+        let expired = state
             .conns
             .iter()
-            .filter(|(_, e)| e.timeout.is_some_and(|t| t <= now))
-            .map(|(h, _)| *h)
-            .collect();
-        for h in due {
+            .filter(|(_, e)| e.timeout.is_some_and(|t| t <= now));
+        due.extend(expired.map(|(h, _)| *h));
+        for h in due.drain(..) {
             state.proto.handle_timeout(h, now);
             if let Some(e) = state.conns.get_mut(&h) {
                 e.timeout = None;
             }
             self.touch(state, h);
         }
+        self.due = due;
     }
 
     /// Send what is queued. Returns false if the socket is full.
     fn flush(&mut self, cx: &mut Context<'_>, socket: &Socket) -> bool {
         while !self.outgoing.is_empty() {
-            let batch: SmallVec<[quark_udp::Transmit<'_>; SEND_BATCH]> = self
-                .outgoing
-                .iter()
-                .take(SEND_BATCH)
-                .map(|(t, buf)| quark_udp::Transmit {
+            // Built in place: collecting would move the whole inline array.
+            let mut batch = SmallVec::<[quark_udp::Transmit<'_>; SEND_BATCH]>::new();
+            batch.extend(self.outgoing.iter().take(SEND_BATCH).map(|(t, buf)| {
+                quark_udp::Transmit {
                     destination: t.destination,
                     ecn: t.ecn.map_or(0, EcnCodepoint::bits),
                     contents: &buf[..t.size],
                     segment_size: t.segment_size,
                     src_ip: t.src_ip,
-                })
-                .collect();
+                }
+            }));
             match socket.poll_send(cx, &batch) {
                 Poll::Ready(Ok(n)) => {
                     drop(batch);

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Instructions per request, counted by callgrind: repeatable to the instruction
+# on a machine whose timings are not (a shared VM).
+#
+#   scripts/instructions.sh [PROTOS] [SIZE] [REQUESTS]
+#   scripts/instructions.sh quic,quinn,tcp+tls 2048 4000
+#
+# For each protocol, runs the lab server and client (one connection, one request
+# in flight, SIZE-byte request and response) with one side under callgrind,
+# twice: REQUESTS and 2 x REQUESTS measured requests. The difference divided by
+# REQUESTS is the per-request count, free of start-up and handshake. User space
+# only: the kernel's share (system calls, TCP) is not counted. Needs valgrind and
+# a release build (BIN, default target/release/quark; CERT_BIN makes the
+# certificate when BIN predates `lab-cert`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PROTOS=${1:-quic,quinn,tcp+tls}
+SIZE=${2:-2048}
+REQUESTS=${3:-4000}
+BIN=${BIN:-target/release/quark}
+PORT=${PORT:-47311}
+
+command -v valgrind >/dev/null || { echo "error: valgrind is not installed" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "error: no $BIN (cargo build --release -p quark-cli)" >&2; exit 1; }
+
+dir=$(mktemp -d /tmp/quark-instr.XXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+"${CERT_BIN:-$BIN}" lab-cert --cert "$dir/cert.der" --key "$dir/key.der"
+
+# Total instructions of one side for one run of `requests` measured requests.
+count() {
+    local proto=$1 side=$2 requests=$3
+    local phases="[{\"label\":\"r\",\"workload\":{\"type\":\"persistent\",\"connections\":1,\"in_flight\":1,\"requests\":$requests,\"response_len\":$SIZE,\"body_len\":$SIZE,\"warmup\":500}}]"
+    local out="$dir/cg.out" sv=() cv=()
+    local vg=(valgrind --tool=callgrind --callgrind-out-file="$out")
+    if [ "$side" = server ]; then sv=("${vg[@]}"); else cv=("${vg[@]}"); fi
+    local common=(--proto "$proto" --cert "$dir/cert.der" --threads 1)
+    rm -f "$out" "$dir/in"
+    mkfifo "$dir/in"
+    "${sv[@]}" "$BIN" lab-server "${common[@]}" --key "$dir/key.der" \
+        --listen "127.0.0.1:$PORT" <"$dir/in" >"$dir/server.log" 2>&1 &
+    local server=$!
+    exec 3>"$dir/in"
+    for _ in $(seq 100); do
+        grep -q '"listening"' "$dir/server.log" && break
+        sleep 0.2
+    done
+    # The client takes its commands on stdin and quits when it closes: keep it
+    # open until the phase is done.
+    {
+        printf 'prepare\ngo\n'
+        for _ in $(seq 3000); do
+            grep -q '"event":"done"\|error' "$dir/client.log" 2>/dev/null && break
+            sleep 0.2
+        done
+    } | "${cv[@]}" "$BIN" lab-client "${common[@]}" \
+        --server "127.0.0.1:$PORT" --phases "$phases" >"$dir/client.log" 2>&1
+    exec 3>&-
+    wait "$server" || true
+    grep -q "\"requests\":$requests" "$dir/client.log" ||
+        { echo "error: $proto $side run failed: $(tail -c 300 "$dir/client.log")" >&2; exit 1; }
+    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
+}
+
+printf '%-8s %6s  %18s  %18s\n' protocol size "server instr/req" "client instr/req"
+for proto in ${PROTOS//,/ }; do
+    per=()
+    for side in server client; do
+        one=$(count "$proto" "$side" "$REQUESTS")
+        two=$(count "$proto" "$side" $((2 * REQUESTS)))
+        per+=($(((two - one) / REQUESTS)))
+    done
+    printf '%-8s %6s  %18s  %18s\n' "$proto" "$SIZE" "${per[0]}" "${per[1]}"
+done
