@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test suite: unit, simulation, loopback, lab and interop tests, then the
-# tests that move real datagrams once more with GSO and GRO switched off.
+# tests that move real datagrams once more with GSO and GRO switched off, and
+# (as root) the loopback suite once more over AF_XDP.
 # Installs the third-party QUIC peers first (aioquic from PyPI, quic-go from the
 # Go proxy; quinn comes from crates.io with the build).
 set -euo pipefail
@@ -14,3 +15,10 @@ cargo test --workspace "$@"
 echo "== again without UDP GSO/GRO" >&2
 QUARK_NO_GSO=1 QUARK_NO_GRO=1 cargo test -p quark -p quark-interop "$@"
 QUARK_NO_GSO=1 QUARK_NO_GRO=1 cargo test -p quark-cli --test serve_get "$@"
+
+if [ "$(id -u)" = 0 ]; then
+    echo "== the loopback suite again over AF_XDP (two namespaces joined by veth)" >&2
+    QUARK_TEST_XDP=1 cargo test -p quark --test loopback "$@"
+else
+    echo "== not root: the AF_XDP pass of the loopback suite is skipped" >&2
+fi

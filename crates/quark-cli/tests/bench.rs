@@ -397,3 +397,30 @@ fn lab_cert_makes_an_identity_a_lab_server_accepts() {
         "{err}"
     );
 }
+
+#[test]
+fn lab_runs_quark_over_af_xdp_between_namespaces() {
+    // Needs root (namespaces, veth, AF_XDP); without it there is nothing to test.
+    let id = Command::new("id").arg("-u").output();
+    if !id.is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
+        eprintln!("skipped: not root");
+        return;
+    }
+    let json = tmp("xdp.json");
+    let out = quark()
+        .args(["bench", "-p", "quic", "-s", "rps,goodput", "--sizes", "2KB"])
+        .args(["--requests", "100", "--runs", "2", "--warmup", "1"])
+        .args(["--connections", "4", "--net", "veth-xdp", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = read_json(&json);
+    for (scenario, requests) in [("rps", 100), ("goodput", 2)] {
+        let cell = cells(&v, scenario, "quic")[0];
+        assert_eq!(cell["net"], "veth-xdp");
+        assert_eq!(cell["metrics"]["server_counters"]["requests"], requests);
+        assert_eq!(cell["metrics"]["server_counters"]["errors"], 0);
+    }
+    let _ = std::fs::remove_file(&json);
+}

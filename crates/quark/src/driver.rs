@@ -383,13 +383,17 @@ fn handle_event(entry: &mut ConnEntry, ev: Event) -> bool {
             }
         }
         Event::Stream(StreamEvent::Finished(id)) => {
-            entry.finished_streams.insert(id, None);
+            if let Some(outcome) = entry.send_halves.get_mut(&id) {
+                *outcome = Some(None);
+            }
             if let Some(waker) = w.finishers.remove(&id) {
                 waker.wake();
             }
         }
         Event::Stream(StreamEvent::Stopped(id, code)) => {
-            entry.finished_streams.insert(id, Some(code));
+            if let Some(outcome) = entry.send_halves.get_mut(&id) {
+                *outcome = Some(Some(code));
+            }
             for waker in [w.finishers.remove(&id), w.writers.remove(&id)]
                 .into_iter()
                 .flatten()

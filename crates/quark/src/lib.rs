@@ -42,6 +42,9 @@ pub mod stream;
 pub mod tls;
 pub mod workers;
 
+#[cfg(test)]
+mod tests;
+
 pub use connection::{Connecting, Connection};
 pub use endpoint::Endpoint;
 pub use quark_proto::cc::CcAlgorithm;

@@ -55,8 +55,11 @@ pub(crate) struct ConnEntry {
     pub(crate) refs: usize,
     /// Server side: not yet handed to `accept`.
     pub(crate) incoming: bool,
-    /// Streams whose sending side was fully acknowledged (or stopped).
-    pub(crate) finished_streams: IdMap<StreamId, Option<u64>>,
+    /// Send halves the application holds a `SendStream` for, and how each ended
+    /// once it has: `Some(None)` all acknowledged, `Some(Some(code))` stopped by
+    /// the peer. An entry leaves with its handle, so a connection serving
+    /// millions of streams keeps only those still held.
+    pub(crate) send_halves: IdMap<StreamId, Option<Option<u64>>>,
     /// When the protocol next wants a timeout.
     pub(crate) timeout: Option<Instant>,
     /// Queued for the driver's current round.
@@ -72,7 +75,7 @@ impl ConnEntry {
             drained: false,
             refs: 0,
             incoming,
-            finished_streams: IdMap::default(),
+            send_halves: IdMap::default(),
             timeout: None,
             touched: false,
         }

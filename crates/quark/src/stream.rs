@@ -72,6 +72,9 @@ pub struct SendStream {
 
 impl SendStream {
     pub(crate) fn new(conn: Connection, id: StreamId) -> Self {
+        if let Some(entry) = conn.shared.lock().conns.get_mut(&conn.handle) {
+            entry.send_halves.insert(id, None);
+        }
         SendStream {
             conn,
             id,
@@ -166,7 +169,7 @@ impl SendStream {
                 .conns
                 .get_mut(&self.conn.handle)
                 .expect("connection entry");
-            if let Some(outcome) = entry.finished_streams.get(&self.id) {
+            if let Some(Some(outcome)) = entry.send_halves.get(&self.id) {
                 return Poll::Ready(Ok(*outcome));
             }
             if let Some(e) = &entry.error {
@@ -210,6 +213,12 @@ impl Drop for SendStream {
         // Like closing a TCP socket: what was written is still delivered.
         if !self.finished {
             let _ = self.finish();
+        }
+        let mut state = self.conn.shared.lock();
+        if let Some(entry) = state.conns.get_mut(&self.conn.handle) {
+            entry.send_halves.remove(&self.id);
+            entry.wakers.writers.remove(&self.id);
+            entry.wakers.finishers.remove(&self.id);
         }
     }
 }
@@ -405,6 +414,10 @@ impl Drop for RecvStream {
     fn drop(&mut self) {
         if !self.done {
             let _ = self.stop(0);
+        }
+        let mut state = self.conn.shared.lock();
+        if let Some(entry) = state.conns.get_mut(&self.conn.handle) {
+            entry.wakers.readers.remove(&self.id);
         }
     }
 }

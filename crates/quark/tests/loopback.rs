@@ -1,6 +1,8 @@
-//! The async API over real UDP sockets on loopback: handshakes, streams in both
-//! directions, many streams, close codes, resets, and every cipher suite. Every
-//! transfer is compared by SHA-256.
+//! The async API over real sockets: handshakes, streams in both directions, many
+//! streams, close codes, resets, and every cipher suite. Every transfer is
+//! compared by SHA-256. Kernel UDP on loopback by default; `QUARK_TEST_XDP=1`
+//! (root) runs the same tests over AF_XDP between two network namespaces
+//! (`scripts/test.sh` does both).
 
 mod common;
 
@@ -10,6 +12,7 @@ use std::time::Duration;
 use common::{data, echo, sha};
 use quark::tls::{self, Identity, Verify};
 use quark::{Connection, ConnectionError, Endpoint};
+use quark_udp::netns::VethPair;
 use sha2::{Digest, Sha256};
 
 const ALPN: &[u8] = b"test";
@@ -18,17 +21,26 @@ fn localhost() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-fn pair_with(suites: &[rustls::SupportedCipherSuite]) -> (Endpoint, Endpoint, quark::ClientConfig) {
+/// A server and a client endpoint (on kernel UDP, or AF_XDP: see
+/// [`common::sockets`]) and a client config that trusts the server. The last
+/// element keeps the AF_XDP test bed alive.
+fn pair_with(
+    suites: &[rustls::SupportedCipherSuite],
+) -> (Endpoint, Endpoint, quark::ClientConfig, Option<VethPair>) {
     let id = Identity::self_signed(&["localhost"]).unwrap();
-    let server = Endpoint::server(
-        tls::server_config_with(&id, &[ALPN], suites).unwrap(),
-        localhost(),
-    )
-    .unwrap();
-    let client = Endpoint::client(localhost()).unwrap();
+    let (server, client, net) =
+        endpoints(Some(tls::server_config_with(&id, &[ALPN], suites).unwrap()));
     let config =
         tls::client_config_with(Verify::Roots(vec![id.cert.clone()]), &[ALPN], suites).unwrap();
-    (server, client, config)
+    (server, client, config, net)
+}
+
+/// Server and client endpoints on [`common::sockets`].
+fn endpoints(server_config: Option<quark::ServerConfig>) -> (Endpoint, Endpoint, Option<VethPair>) {
+    let (server_socket, client_socket, net) = common::sockets();
+    let server = Endpoint::with_socket(Default::default(), server_config, server_socket).unwrap();
+    let client = Endpoint::with_socket(Default::default(), None, client_socket).unwrap();
+    (server, client, net)
 }
 
 async fn connect(
@@ -77,7 +89,7 @@ async fn dial(client: &Endpoint, config: quark::ClientConfig, addr: SocketAddr) 
 
 #[tokio::test]
 async fn echo_small_and_large() {
-    let (server, client, config) = pair_with(&[]);
+    let (server, client, config, _net) = pair_with(&[]);
     let (c, s) = connect(&server, &client, config).await;
     assert_eq!(c.alpn().as_deref(), Some(ALPN));
     spawn_echo(s);
@@ -94,7 +106,7 @@ async fn echo_small_and_large() {
 
 #[tokio::test]
 async fn hundred_parallel_streams() {
-    let (server, client, config) = pair_with(&[]);
+    let (server, client, config, _net) = pair_with(&[]);
     let (c, s) = connect(&server, &client, config).await;
     spawn_echo(s);
     let mut tasks = Vec::new();
@@ -121,7 +133,7 @@ async fn every_cipher_suite() {
         cs::TLS13_AES_256_GCM_SHA384,
         cs::TLS13_CHACHA20_POLY1305_SHA256,
     ] {
-        let (server, client, config) = pair_with(&[suite]);
+        let (server, client, config, _net) = pair_with(&[suite]);
         let (c, s) = connect(&server, &client, config).await;
         assert_eq!(c.cipher_suite(), Some(format!("{:?}", suite.suite())));
         spawn_echo(s);
@@ -132,7 +144,7 @@ async fn every_cipher_suite() {
 
 #[tokio::test]
 async fn close_code_reaches_peer() {
-    let (server, client, config) = pair_with(&[]);
+    let (server, client, config, _net) = pair_with(&[]);
     let (c, s) = connect(&server, &client, config).await;
     s.close(7, b"bye");
     let err = tokio::time::timeout(Duration::from_secs(5), c.closed())
@@ -150,7 +162,7 @@ async fn close_code_reaches_peer() {
 
 #[tokio::test]
 async fn reset_and_stop_sending() {
-    let (server, client, config) = pair_with(&[]);
+    let (server, client, config, _net) = pair_with(&[]);
     let (c, s) = connect(&server, &client, config).await;
     let (mut send, _recv) = c.open_bi().await.unwrap();
     send.write_all(b"partial").await.unwrap();
@@ -174,8 +186,7 @@ async fn reset_and_stop_sending() {
 async fn wrong_certificate_fails_the_handshake() {
     let id = Identity::self_signed(&["localhost"]).unwrap();
     let other = Identity::self_signed(&["localhost"]).unwrap();
-    let server = Endpoint::server(tls::server_config(&id, &[ALPN]).unwrap(), localhost()).unwrap();
-    let client = Endpoint::client(localhost()).unwrap();
+    let (server, client, _net) = endpoints(Some(tls::server_config(&id, &[ALPN]).unwrap()));
     let config = tls::client_config(Verify::Roots(vec![other.cert.clone()]), &[ALPN]).unwrap();
     let result = tokio::time::timeout(
         Duration::from_secs(5),
@@ -216,7 +227,7 @@ async fn unreachable_server_times_out() {
 /// handshake must still validate the new server's transport parameters.
 #[tokio::test]
 async fn resumed_sessions_on_one_endpoint() {
-    let (server, client, config) = pair_with(&[]);
+    let (server, client, config, _net) = pair_with(&[]);
     let addr = server.local_addr().unwrap();
     let accept = spawn_echo_server(&server);
     let mut conns = Vec::new();
@@ -247,7 +258,7 @@ async fn resumed_sessions_on_one_endpoint() {
 /// served; a driver round that stopped early used to forget the rest.
 #[tokio::test]
 async fn many_busy_connections() {
-    let (server, client, config) = pair_with(&[]);
+    let (server, client, config, _net) = pair_with(&[]);
     let addr = server.local_addr().unwrap();
     let accept = spawn_echo_server(&server);
     let tasks: Vec<_> = (0..100)
@@ -273,7 +284,7 @@ async fn many_busy_connections() {
 
 #[tokio::test]
 async fn unidirectional_streams_both_ways() {
-    let (server, client, config) = pair_with(&[]);
+    let (server, client, config, _net) = pair_with(&[]);
     let (c, s) = connect(&server, &client, config).await;
     // Client → server, and the server answers on its own unidirectional stream.
     let server_task = tokio::spawn(async move {

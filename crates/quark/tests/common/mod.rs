@@ -1,10 +1,59 @@
 //! Helpers shared by the integration tests: deterministic payloads, their
-//! digests and a client-side echo, so every test checks transfers the same way.
+//! digests and a client-side echo, so every test checks transfers the same way;
+//! and the sockets a test's two endpoints use (kernel UDP or AF_XDP).
 
 #![allow(dead_code)]
 
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use quark::Connection;
+use quark_udp::netns::{self, Side, VethPair};
+use quark_udp::{Socket, XdpConfig, XdpSocket};
 use sha2::{Digest, Sha256};
+
+/// Set to run the loopback suite over AF_XDP (root; see [`sockets`]).
+pub(crate) const XDP_TESTS_ENV: &str = "QUARK_TEST_XDP";
+
+/// Sockets for a test's server and client, and the namespaces that must outlive
+/// them. Kernel UDP on 127.0.0.1 normally; with `QUARK_TEST_XDP=1`, AF_XDP
+/// sockets in two network namespaces joined by veth, so the same tests check
+/// quark over kernel bypass. Must be called inside a tokio runtime.
+pub(crate) fn sockets() -> (Socket, Socket, Option<VethPair>) {
+    if std::env::var_os(XDP_TESTS_ENV).is_none() {
+        let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        return (
+            Socket::bind(local).unwrap(),
+            Socket::bind(local).unwrap(),
+            None,
+        );
+    }
+    if let Some(why) = netns::unavailable() {
+        panic!("{XDP_TESTS_ENV} is set but AF_XDP test beds cannot be made: {why}");
+    }
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let pair = VethPair::create(&format!("qt{}-{n}", std::process::id() % 100_000))
+        .expect("creating the veth test bed");
+    let runtime = tokio::runtime::Handle::current();
+    // A socket belongs to the namespace it is made in; it registers with this
+    // test's runtime, which then drives it from the test's own thread.
+    let bind = |side: &Side| -> Socket {
+        let addr = SocketAddr::new(side.ip.into(), 0);
+        let config = XdpConfig::new(&side.interface);
+        let runtime = runtime.clone();
+        netns::spawn_in(&side.netns, move || {
+            let _entered = runtime.enter();
+            XdpSocket::bind(addr, &config)
+        })
+        .join()
+        .unwrap()
+        .and_then(|bound| bound)
+        .expect("binding an AF_XDP socket")
+        .into()
+    };
+    (bind(&pair.a), bind(&pair.b), Some(pair))
+}
 
 /// Deterministic pseudo-random bytes (xorshift from `seed`) that a test can regenerate.
 pub(crate) fn data(len: usize, seed: u32) -> Vec<u8> {

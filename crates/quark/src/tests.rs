@@ -1,0 +1,70 @@
+//! Tests that look inside the shared state: what the API keeps per stream must
+//! leave with the stream, or a long-lived connection grows without bound.
+
+use std::net::SocketAddr;
+
+use crate::tls::{self, Identity, Verify};
+use crate::{Connection, Endpoint};
+
+const ALPN: &[u8] = b"test";
+
+/// Per-stream entries the connection's bookkeeping holds now.
+fn per_stream_entries(conn: &Connection) -> usize {
+    let state = conn.shared.lock();
+    let entry = &state.conns[&conn.handle];
+    let w = &entry.wakers;
+    entry.send_halves.len() + w.readers.len() + w.writers.len() + w.finishers.len()
+}
+
+#[tokio::test]
+async fn finished_streams_leave_no_bookkeeping_behind() {
+    let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let server = Endpoint::server(tls::server_config(&id, &[ALPN]).unwrap(), local).unwrap();
+    let client = Endpoint::client(local).unwrap();
+    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[ALPN]).unwrap();
+    let addr = server.local_addr().unwrap();
+    let (c, s) = tokio::join!(
+        client.connect(config, addr, "localhost").unwrap(),
+        server.accept()
+    );
+    let (c, s) = (c.unwrap(), s.unwrap());
+    let echo = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            while let Ok((mut send, mut recv)) = s.accept_bi().await {
+                let body = recv.read_to_end(1 << 20).await.unwrap();
+                send.write_all(&body).await.unwrap();
+                send.finish().unwrap();
+                assert_eq!(send.stopped().await.unwrap(), None);
+            }
+        })
+    };
+    const STREAMS: usize = 300;
+    for i in 0..STREAMS {
+        let body = vec![i as u8; 1000 + i];
+        let (mut send, mut recv) = c.open_bi().await.unwrap();
+        send.write_all(&body).await.unwrap();
+        send.finish().unwrap();
+        assert_eq!(recv.read_to_end(1 << 20).await.unwrap(), body);
+    }
+    // The server's last `stopped` resolves once the client's ACK arrives.
+    for _ in 0..200 {
+        if per_stream_entries(&s) == 0 && per_stream_entries(&c) == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        per_stream_entries(&c),
+        0,
+        "client keeps entries for dropped streams"
+    );
+    assert_eq!(
+        per_stream_entries(&s),
+        0,
+        "server keeps entries for dropped streams"
+    );
+    c.close(0, b"");
+    echo.abort();
+}
