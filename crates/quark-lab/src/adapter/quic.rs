@@ -36,7 +36,7 @@ pub fn set_congestion_control(cc: quark::CcAlgorithm) {
 }
 
 /// Transport settings. `QUARK_TUNE` switches optimisations off for the
-/// before/after tables (e.g. `QUARK_TUNE=pmtud=0,ackfreq=0`); GSO and GRO are
+/// before/after tables (e.g. `QUARK_TUNE=pmtud=0,ackfreq=0,pacing=0`); GSO and GRO are
 /// switched by quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
 fn transport() -> Arc<quark::TransportConfig> {
     let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
@@ -47,6 +47,7 @@ fn transport() -> Arc<quark::TransportConfig> {
         max_concurrent_uni_streams: 0,
         mtu_discovery: !off("pmtud"),
         ack_frequency: !off("ackfreq"),
+        pacing: !off("pacing"),
         ..quark::TransportConfig::default()
     })
 }
