@@ -8,7 +8,9 @@
 //!
 //! Each case runs every file set (1 KiB, 1 MiB, 50 MiB, 100 small files, each
 //! on one connection), a missing file and a path traversal (both must fail),
-//! plus the cipher-suite runs listed with it.
+//! plus the cipher-suite runs listed with it. The `_over_af_xdp` cases put the
+//! server and the client in two network namespaces joined by veth, quark's end
+//! on AF_XDP (root only; skipped otherwise).
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -237,5 +239,42 @@ fn quark_client_quark_server_retry() {
         Case::new(&QUARK, &QUARK)
             .retry()
             .runs(vec![Run::files(FileSet::Small), Run::files(FileSet::Many)]),
+    );
+}
+
+// --- the same pairs across two namespaces, quark on AF_XDP (root only) ---------
+
+#[test]
+fn quinn_client_quark_server_over_af_xdp() {
+    check(Case::new(&QUINN, &QUARK).over_af_xdp().run(mib(Aes256)));
+}
+
+#[test]
+fn quark_client_quinn_server_over_af_xdp() {
+    check(Case::new(&QUARK, &QUINN).over_af_xdp().run(mib(Chacha20)));
+}
+
+#[test]
+fn aioquic_client_quark_server_over_af_xdp() {
+    check(Case::new(&AIOQUIC, &QUARK).over_af_xdp());
+}
+
+#[test]
+fn quark_client_quicgo_server_over_af_xdp() {
+    check(Case::new(&QUARK, &QUIC_GO).over_af_xdp());
+}
+
+#[test]
+fn quicgo_client_quark_server_over_af_xdp() {
+    check(Case::new(&QUIC_GO, &QUARK).over_af_xdp());
+}
+
+#[test]
+fn quark_client_quark_server_over_af_xdp() {
+    check(
+        Case::new(&QUARK, &QUARK)
+            .over_af_xdp()
+            .retry()
+            .runs(vec![Run::files(FileSet::Medium), Run::files(FileSet::Many)]),
     );
 }

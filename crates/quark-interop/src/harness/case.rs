@@ -84,6 +84,8 @@ pub struct Case {
     pub retry: bool,
     /// The client runs, in order, against one server process.
     pub runs: Vec<Run>,
+    /// Server and client in two namespaces joined by veth, quark on AF_XDP.
+    pub xdp: bool,
 }
 
 impl Case {
@@ -95,6 +97,7 @@ impl Case {
             server_ciphers: Vec::new(),
             retry: false,
             runs: Run::standard(),
+            xdp: false,
         }
     }
 
@@ -122,6 +125,12 @@ impl Case {
         self
     }
 
+    /// Runs across two namespaces, quark's end on AF_XDP (root only).
+    pub fn over_af_xdp(mut self) -> Case {
+        self.xdp = true;
+        self
+    }
+
     /// `client-to-server`, for directory names and logs.
     pub fn name(&self) -> String {
         let mut name = format!("{}-to-{}", self.client.name, self.server.name);
@@ -130,6 +139,9 @@ impl Case {
         }
         if self.retry {
             name.push_str("-retry");
+        }
+        if self.xdp {
+            name.push_str("-xdp");
         }
         name
     }

@@ -14,9 +14,11 @@ pub struct Certs {
 
 impl Certs {
     /// Generates `cert.pem` and `key.pem` in `dir` for `localhost` (and
-    /// 127.0.0.1 / ::1).
+    /// 127.0.0.1 / ::1, and 10.77.0.1: the server side of the AF_XDP bed).
     pub fn generate(dir: &Path) -> anyhow::Result<Certs> {
-        let names = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
+        let names = ["localhost", "127.0.0.1", "::1", "10.77.0.1"]
+            .map(String::from)
+            .to_vec();
         let certified = rcgen::generate_simple_self_signed(names)?;
         let certs = Certs {
             cert: dir.join("cert.pem"),

@@ -10,6 +10,7 @@ pub mod corpus;
 pub mod env;
 pub mod peers;
 pub mod process;
+pub mod xdp;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -57,11 +58,19 @@ pub fn run_case(env: &Env, corpus: &Corpus, work: &Path, case: &Case) -> anyhow:
         }
         bail!("{name}: {why} (set QUARK_INTEROP_OPTIONAL=1 to skip instead)");
     }
+    let bed = match case.xdp.then(|| xdp::Bed::create(&name)).transpose() {
+        Ok(bed) => bed,
+        Err(why) => {
+            return Ok(Outcome::Skipped(format!(
+                "{name}: no AF_XDP test bed: {why}"
+            )));
+        }
+    };
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
     let certs = Certs::generate(&dir)?;
 
-    let (mut server, addr) = start_server(env, corpus, case, &certs, &dir)?;
+    let (mut server, addr) = start_server(env, corpus, case, &certs, &dir, bed.as_ref())?;
     for (i, run) in case.runs.iter().enumerate() {
         let started = Instant::now();
         let result = client_run(
@@ -69,7 +78,10 @@ pub fn run_case(env: &Env, corpus: &Corpus, work: &Path, case: &Case) -> anyhow:
             corpus,
             case,
             run,
-            addr,
+            Served {
+                addr,
+                bed: bed.as_ref(),
+            },
             &certs,
             &dir.join(format!("run-{i}")),
         );
@@ -144,9 +156,11 @@ fn start_server(
     case: &Case,
     certs: &Certs,
     dir: &Path,
+    bed: Option<&xdp::Bed>,
 ) -> anyhow::Result<(Guard, SocketAddr)> {
+    let ip = bed.map_or(Ipv4Addr::LOCALHOST, xdp::Bed::server_ip);
     for attempt in 1..=START_ATTEMPTS {
-        let addr: SocketAddr = (Ipv4Addr::LOCALHOST, process::free_port()?).into();
+        let addr: SocketAddr = (ip, process::free_port()?).into();
         let spec = ServerSpec {
             listen: addr,
             root: &corpus.root,
@@ -154,7 +168,10 @@ fn start_server(
             ciphers: &case.server_ciphers,
             retry: case.retry,
         };
-        let cmd = (case.server.server)(env, &spec)?;
+        let mut cmd = (case.server.server)(env, &spec)?;
+        if let Some(bed) = bed {
+            cmd = bed.server(&cmd, std::ptr::eq(case.server, &peers::QUARK));
+        }
         let log = dir.join(format!("server-{attempt}.log"));
         let mut server = Guard::spawn(cmd, &log)?;
         match wait_listening(&mut server, case.server.ready, addr, START_LIMIT)? {
@@ -180,15 +197,24 @@ fn start_server(
     )
 }
 
+/// Where the case's server runs: its address, and the namespaces when the case
+/// crosses them.
+#[derive(Clone, Copy)]
+struct Served<'a> {
+    addr: SocketAddr,
+    bed: Option<&'a xdp::Bed>,
+}
+
 fn client_run(
     env: &Env,
     corpus: &Corpus,
     case: &Case,
     run: &Run,
-    addr: SocketAddr,
+    served: Served<'_>,
     certs: &Certs,
     dir: &Path,
 ) -> anyhow::Result<()> {
+    let Served { addr, bed } = served;
     let out = dir.join("out");
     std::fs::create_dir_all(&out)?;
     let (paths, expect_success): (Vec<String>, bool) = match run.fetch {
@@ -205,7 +231,7 @@ fn client_run(
     };
     let urls: Vec<String> = paths
         .iter()
-        .map(|p| format!("https://localhost:{}/{p}", addr.port()))
+        .map(|p| format!("https://{}:{}/{p}", xdp::host(addr.ip()), addr.port()))
         .collect();
     let ciphers: Vec<Cipher> = run.cipher.into_iter().collect();
     let spec = ClientSpec {
@@ -214,7 +240,10 @@ fn client_run(
         ca: &certs.cert,
         ciphers: &ciphers,
     };
-    let cmd = (case.client.client)(env, &spec)?;
+    let mut cmd = (case.client.client)(env, &spec)?;
+    if let Some(bed) = bed {
+        cmd = bed.client(&cmd, std::ptr::eq(case.client, &peers::QUARK));
+    }
     let mut client = Guard::spawn(cmd, &dir.join("client.log"))?;
     let status = client.wait_for(CLIENT_LIMIT)?;
     let log = client.output();
