@@ -5,6 +5,7 @@
 use std::io;
 use std::mem;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 use super::config::Bind;
 use super::ring::{Mmap, Ring};
@@ -19,6 +20,9 @@ pub(crate) const RX_HEADROOM: u32 = 256;
 /// `XDP_MAX_TX_SKB_BUDGET` (Linux 6.17): descriptors one copy-mode `sendto` may
 /// send (default 32).
 const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
+
+/// How long a bind waits for a just-closed socket to release its queue.
+const QUEUE_RELEASE_WAIT: Duration = Duration::from_secs(2);
 
 /// The packet memory: `frames` frames of [`FRAME_SIZE`] bytes.
 pub(crate) struct Umem {
@@ -177,16 +181,28 @@ impl Xsk {
             sxdp_queue_id: queue,
             sxdp_shared_umem_fd: 0,
         };
-        // SAFETY: `addr` is a valid `sockaddr_xdp` of the length given.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_xdp).cast(),
-                size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
+        // A socket on this queue closed just before (the previous `quark get`,
+        // say) is released asynchronously: the queue is EBUSY for a moment.
+        let deadline = Instant::now() + QUEUE_RELEASE_WAIT;
+        let bound = loop {
+            // SAFETY: `addr` is a valid `sockaddr_xdp` of the length given.
+            let rc = unsafe {
+                libc::bind(
+                    fd.as_raw_fd(),
+                    (&addr as *const libc::sockaddr_xdp).cast(),
+                    size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+                )
+            };
+            if rc == 0 {
+                break Ok(());
+            }
             let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EBUSY) || Instant::now() >= deadline {
+                break Err(e);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        if let Err(e) = bound {
             return Err(io::Error::new(
                 e.kind(),
                 format!("bind(AF_XDP, ifindex {ifindex}, queue {queue}, {bind:?}): {e}"),

@@ -80,6 +80,24 @@ fn xdp_to_xdp_generic_copy() {
 }
 
 #[test]
+fn a_queue_is_free_again_right_after_its_socket_closes() {
+    // Processes run one after another (`quark get` twice) each bind the same
+    // queue; the kernel releases a closed socket's queue asynchronously.
+    let Some(pair) = pair("rb") else { return };
+    let a = pair.a.clone();
+    let result = run_in(&a.netns, move || async move {
+        for round in 0..20 {
+            let config = XdpConfig::new(&a.interface);
+            let socket = XdpSocket::bind(SocketAddr::new(a.ip.into(), 0), &config)
+                .map_err(|e| format!("round {round}: {e}"))?;
+            drop(socket);
+        }
+        Ok::<(), String>(())
+    });
+    result.join().unwrap().unwrap().unwrap();
+}
+
+#[test]
 fn zero_copy_is_refused_on_veth() {
     let Some(pair) = pair("zc") else { return };
     let a = pair.a.clone();
