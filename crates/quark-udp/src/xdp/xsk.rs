@@ -21,8 +21,9 @@ pub(crate) const RX_HEADROOM: u32 = 256;
 /// send (default 32).
 const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
 
-/// How long a bind waits for a just-closed socket to release its queue.
-const QUEUE_RELEASE_WAIT: Duration = Duration::from_secs(2);
+/// How long a bind waits for a just-closed socket to release its queue (it takes
+/// milliseconds); a queue held by a live socket stays EBUSY, reported after this.
+const QUEUE_RELEASE_WAIT: Duration = Duration::from_millis(250);
 
 /// The packet memory: `frames` frames of [`FRAME_SIZE`] bytes.
 pub(crate) struct Umem {

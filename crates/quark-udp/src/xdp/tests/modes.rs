@@ -213,10 +213,11 @@ fn other_traffic_still_reaches_the_kernel_and_the_program_leaves_with_the_socket
     });
     let sender = run_in(&b.netns, move || async move {
         let sock = Socket::bind_with(SocketAddr::new(b.ip.into(), 0), None).unwrap();
-        // Repeat each until the receiver moves on (it binds in between).
+        // Repeat each until the receiver moves on (it binds in between, and the
+        // refused second AF_XDP bind waits a moment for the queue first).
         for (tag, to_port) in [(1, port + 1), (2, port)] {
             let p = payload(tag, 64);
-            for _ in 0..50 {
+            for _ in 0..100 {
                 send_all(
                     &sock,
                     &[datagram(SocketAddr::new(a_ip.into(), to_port), &p, 0)],
