@@ -1,9 +1,13 @@
 //! End-to-end: the real `quark` binary runs small suites, rejects bad input
 //! with one error line, survives dying servers and leaves no processes behind.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
+
+use common::stderr;
 
 fn quark() -> Command {
     Command::new(env!("CARGO_BIN_EXE_quark"))
@@ -34,10 +38,6 @@ fn cells<'a>(v: &'a serde_json::Value, scenario: &str, proto: &str) -> Vec<&'a s
         .iter()
         .filter(|c| c["scenario"] == scenario && c["protocol"] == proto)
         .collect()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
 }
 
 #[test]

@@ -6,10 +6,11 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use quark_proto::{ConnectionError, ReadOutcome, StreamError, StreamId};
+use quark_proto::{ConnectionError, ConnectionHandle, ReadOutcome, StreamError, StreamId};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::connection::Connection;
+use crate::shared::State;
 
 /// Why a write failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -136,14 +137,8 @@ impl SendStream {
         if self.finished {
             return Ok(());
         }
-        let mut state = self.conn.shared.lock();
-        let conn = state
-            .proto
-            .connection_mut(self.conn.handle)
-            .ok_or(WriteError::ClosedStream)?;
-        conn.finish(self.id).map_err(write_error)?;
+        finish_locked(&mut self.conn.shared.lock(), self.conn.handle, self.id)?;
         self.finished = true;
-        state.touch(self.conn.handle);
         Ok(())
     }
 
@@ -182,6 +177,25 @@ impl SendStream {
     }
 }
 
+/// FIN on stream `id` of connection `h`, with the endpoint's state locked.
+fn finish_locked(state: &mut State, h: ConnectionHandle, id: StreamId) -> Result<(), WriteError> {
+    let conn = state
+        .proto
+        .connection_mut(h)
+        .ok_or(WriteError::ClosedStream)?;
+    conn.finish(id).map_err(write_error)?;
+    state.touch(h);
+    Ok(())
+}
+
+/// STOP_SENDING on stream `id` of connection `h`, with the endpoint's state locked.
+fn stop_locked(state: &mut State, h: ConnectionHandle, id: StreamId, code: u64) {
+    if let Some(conn) = state.proto.connection_mut(h) {
+        let _ = conn.stop_sending(id, code);
+    }
+    state.touch(h);
+}
+
 fn write_error(e: StreamError) -> WriteError {
     match e {
         StreamError::Write(quark_proto::WriteError::Stopped(code)) => WriteError::Stopped(code),
@@ -210,11 +224,11 @@ impl AsyncWrite for SendStream {
 
 impl Drop for SendStream {
     fn drop(&mut self) {
+        let mut state = self.conn.shared.lock();
         // Like closing a TCP socket: what was written is still delivered.
         if !self.finished {
-            let _ = self.finish();
+            let _ = finish_locked(&mut state, self.conn.handle, self.id);
         }
-        let mut state = self.conn.shared.lock();
         if let Some(entry) = state.conns.get_mut(&self.conn.handle) {
             entry.send_halves.remove(&self.id);
             entry.wakers.writers.remove(&self.id);
@@ -377,11 +391,12 @@ impl RecvStream {
     /// Tell the peer we will not read any more (STOP_SENDING with `code`).
     pub fn stop(&mut self, code: u64) -> Result<(), ReadError> {
         self.done = true;
-        let mut state = self.conn.shared.lock();
-        if let Some(conn) = state.proto.connection_mut(self.conn.handle) {
-            let _ = conn.stop_sending(self.id, code);
-        }
-        state.touch(self.conn.handle);
+        stop_locked(
+            &mut self.conn.shared.lock(),
+            self.conn.handle,
+            self.id,
+            code,
+        );
         Ok(())
     }
 }
@@ -412,10 +427,10 @@ impl AsyncRead for RecvStream {
 
 impl Drop for RecvStream {
     fn drop(&mut self) {
-        if !self.done {
-            let _ = self.stop(0);
-        }
         let mut state = self.conn.shared.lock();
+        if !self.done {
+            stop_locked(&mut state, self.conn.handle, self.id, 0);
+        }
         if let Some(entry) = state.conns.get_mut(&self.conn.handle) {
             entry.wakers.readers.remove(&self.id);
         }

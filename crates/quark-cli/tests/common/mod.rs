@@ -1,5 +1,8 @@
 //! Helpers shared by the tests that run the `quark` binary.
 
+// Not every test binary uses every helper.
+#![allow(dead_code)]
+
 use std::path::PathBuf;
 use std::process::Output;
 

@@ -35,12 +35,11 @@ async fn read_all<R: ReadChunks>(
     mut push: impl FnMut(&[u8]) -> Result<(), WireError> + Send,
 ) -> anyhow::Result<()> {
     let mut failed = None;
-    let feed = |data: &[u8]| {
+    let mut feed = |data: &[u8]| {
         if failed.is_none() {
             failed = push(data).err();
         }
     };
-    let mut feed = feed;
     while recv.read_with(&mut feed).await? {}
     match failed {
         Some(e) => Err(e.into()),

@@ -175,7 +175,6 @@ pub fn encode_ack<B: BufMut>(
 
     // Most ACKs have one range: don't zero a large scratch buffer for them.
     let mut scratch: SmallVec<[u8; 64]> = SmallVec::new();
-    let mut used = 0;
     let mut count = 0u64;
     let mut prev_smallest = first.start;
     for range in ranges_desc {
@@ -190,6 +189,7 @@ pub fn encode_ack<B: BufMut>(
         let gap = prev_smallest - range.end - 1;
         let len = range.end - 1 - range.start;
         let pair = varint_size(gap) + varint_size(len);
+        let used = scratch.len();
         if used + pair > MAX_RANGE_BYTES || fixed + varint_size(count + 1) + used + pair > max_len {
             break;
         }
@@ -198,7 +198,6 @@ pub fn encode_ack<B: BufMut>(
         put_varint(&mut w, gap);
         put_varint(&mut w, len);
         scratch.extend_from_slice(&pair_bytes[..pair]);
-        used += pair;
         count += 1;
         prev_smallest = range.start;
     }
@@ -208,11 +207,11 @@ pub fn encode_ack<B: BufMut>(
     put_varint(buf, delay);
     put_varint(buf, count);
     put_varint(buf, first_range);
-    buf.put_slice(&scratch[..used]);
+    buf.put_slice(&scratch);
     if let Some(e) = ecn {
         put_varint(buf, e.ect0);
         put_varint(buf, e.ect1);
         put_varint(buf, e.ce);
     }
-    fixed + varint_size(count) + used
+    fixed + varint_size(count) + scratch.len()
 }
