@@ -107,3 +107,36 @@ fn later_connections_reuse_the_path_mtu() {
     assert_eq!(conn.max_datagram_size(), found);
     assert_eq!(conn.stats().mtu_probes, 0, "second connection probed");
 }
+
+/// A validated size is adopted as soon as the handshake is confirmed, not
+/// only after the probing threshold (64 KB sent): a short exchange on a known
+/// path already uses large datagrams, and sends no probe.
+#[test]
+fn a_short_exchange_on_a_known_path_uses_its_mtu() {
+    let (mut sim, tls) = Sim::pair(seed(64));
+    sim.path_mtu = 9000;
+    sim.set_delay(Duration::from_millis(5));
+    let first = sim.connect(&tls);
+    let mut echo = Echo::new(first, vec![payload(1_000_000, 6)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    sim.run_for(Duration::from_secs(1));
+    let found = sim.client.connection(first).unwrap().max_datagram_size();
+    assert!(found > 8000, "first connection found {found}");
+
+    let second = sim.connect(&tls);
+    while sim.server_handles.len() < 2 {
+        assert!(sim.step(), "second handshake stalled");
+    }
+    sim.run_for(Duration::from_millis(50));
+    let mut echo = Echo::new(second, vec![payload(6_000, 7)]);
+    echo.set_server(sim.server_handles[1]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    let conn = sim.client.connection(second).unwrap();
+    assert_eq!(conn.max_datagram_size(), found);
+    assert_eq!(conn.stats().mtu_probes, 0, "second connection probed");
+    assert!(
+        conn.stats().bytes_out < 20_000,
+        "{} bytes sent: not a short exchange",
+        conn.stats().bytes_out
+    );
+}

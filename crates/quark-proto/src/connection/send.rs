@@ -39,6 +39,9 @@ impl Connection {
             State::Closing { .. } => return self.transmit_close(now, buf),
             _ => {}
         }
+        // A size another connection validated on this path applies to this
+        // batch already (a response written right after the handshake included).
+        let probe_wait = self.take_mtu_offer(now);
         // One ECN codepoint per batch; validation only changes it on ACKs.
         self.tx_ecn = self.recovery.ecn_codepoint();
         let mtu = usize::from(self.path.mtu);
@@ -70,7 +73,11 @@ impl Connection {
         if count == 0 {
             // Nothing else to send now (idle or window-limited): the time for a
             // PMTU probe, which must never delay data.
-            let probe = self.transmit_mtu_probe(now, buf);
+            let probe = if probe_wait {
+                None
+            } else {
+                self.transmit_mtu_probe(now, buf)
+            };
             self.seal_batch(buf);
             return probe;
         }
@@ -98,25 +105,32 @@ impl Connection {
         }
     }
 
+    /// Apply what the endpoint offered about the path MTU, if anything. Returns
+    /// whether another connection's probe is out (so this one must not probe).
+    fn take_mtu_offer(&mut self, now: Instant) -> bool {
+        if !self.handshake_confirmed || !matches!(self.state, State::Established) {
+            return false;
+        }
+        match self.mtu.use_offer(now) {
+            Some(Offer::Adopted) => {
+                self.apply_mtu();
+                tracing::debug!(mtu = self.path.mtu, "path MTU from the endpoint's cache");
+                false
+            }
+            Some(Offer::Wait) => true,
+            None => false,
+        }
+    }
+
     /// A PMTU probe, alone in its datagram, when one is due (RFC 9000 §14.4).
     fn transmit_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        // Short exchanges cannot profit from bigger datagrams; probing them only
-        // costs time. Start once the connection looks like a bulk transfer.
+        // Short exchanges cannot profit from bigger datagrams enough to pay for
+        // probes. Probe once the connection looks like a bulk transfer.
         if !self.handshake_confirmed
             || !matches!(self.state, State::Established)
             || self.stats.bytes_out < MTU_PROBE_AFTER
         {
             return None;
-        }
-        match self.mtu.use_offer(now) {
-            Some(Offer::Adopted) => {
-                // Another connection on this path validated a larger size.
-                self.apply_mtu();
-                tracing::debug!(mtu = self.path.mtu, "path MTU from the endpoint's cache");
-                return None;
-            }
-            Some(Offer::Wait) => return None,
-            None => {}
         }
         let size = self.mtu.probe_due(now)?;
         let builder = self.begin_packet(SpaceId::Data, buf, usize::from(size))?;
