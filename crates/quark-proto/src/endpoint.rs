@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 use crate::cid::{ConnectionId, ResetToken};
 use crate::config::{CidGenerator, ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 use crate::connection::{
-    BASE_MTU, CidEvent, Connection, ConnectionParams, EndpointShared, PathMtu, Transmit,
+    CidEvent, Connection, ConnectionParams, EndpointShared, MtuCache, Transmit,
 };
 use crate::crypto::tls::{TlsSession, TlsSetupError};
 use crate::crypto::tokens::{ResetKey, TokenContents, TokenKey};
@@ -75,13 +75,10 @@ pub struct Endpoint {
     accept_queue: VecDeque<ConnectionHandle>,
     /// The first `now` seen: token issue times are measured from it.
     epoch: Option<Instant>,
-    /// What connections learnt about each path's MTU, per (local IP, remote IP),
-    /// offered to the other connections on the same path (see `PathMtu`).
-    mtus: HashMap<(Option<IpAddr>, IpAddr), PathMtu>,
+    /// What connections learnt about each path's MTU, offered to the other
+    /// connections on the same path, and the paths' traffic.
+    mtus: MtuCache,
 }
-
-/// Paths whose MTU the endpoint remembers (bounded: peers choose addresses).
-const MAX_CACHED_MTUS: usize = 4096;
 
 impl Endpoint {
     /// An endpoint; with `server`, it accepts connections.
@@ -98,7 +95,7 @@ impl Endpoint {
             server,
             conns: Slab::new(),
             routes: HashMap::new(),
-            mtus: HashMap::new(),
+            mtus: MtuCache::default(),
             reset_tokens: HashMap::new(),
             token_key,
             rng,
@@ -533,24 +530,7 @@ impl Endpoint {
                 }
             }
         }
-        if let Some(news) = conn.take_mtu_news() {
-            let path = conn.mtu_path();
-            match news {
-                PathMtu::Known(size) if usize::from(size) <= usize::from(BASE_MTU) => {
-                    self.mtus.remove(&path);
-                }
-                // A probe doesn't displace a size already validated.
-                PathMtu::Probing(_) if matches!(self.mtus.get(&path), Some(PathMtu::Known(_))) => {}
-                _ if self.mtus.len() < MAX_CACHED_MTUS || self.mtus.contains_key(&path) => {
-                    self.mtus.insert(path, news);
-                }
-                _ => {}
-            }
-        } else if conn.wants_mtu_offer() {
-            if let Some(&hint) = self.mtus.get(&conn.mtu_path()) {
-                conn.offer_mtu(hint);
-            }
-        }
+        self.mtus.sync(conn);
     }
 
     /// Next server connection not yet accepted.

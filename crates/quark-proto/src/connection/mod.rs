@@ -20,6 +20,7 @@ mod close;
 mod frames;
 mod handshake;
 mod mtu;
+mod mtu_cache;
 mod recv;
 mod send;
 mod sent;
@@ -53,7 +54,8 @@ use ack_frequency::AckFrequencyState;
 use cids::{LocalCids, PeerCids};
 use close::State;
 use mtu::MtuDiscovery;
-pub(crate) use mtu::{BASE_MTU, PathMtu};
+pub(crate) use mtu::PathMtu;
+pub(crate) use mtu_cache::MtuCache;
 use sent::SentFrames;
 use spaces::{AckPolicy, PacketSpace};
 use streams::StreamLimits;
@@ -435,9 +437,10 @@ impl Connection {
     }
 
     /// Whether the endpoint should offer what other connections learnt about
-    /// the path: the search has not begun and the handshake is confirmed.
+    /// the path: the handshake is confirmed and this connection has not
+    /// searched itself.
     pub(crate) fn wants_mtu_offer(&self) -> bool {
-        self.handshake_confirmed && self.mtu.fresh()
+        self.handshake_confirmed && self.mtu.open_to_offers()
     }
 
     /// What other connections on the path learnt about its MTU. A validated
@@ -450,6 +453,18 @@ impl Connection {
         if matches!(hint, PathMtu::Known(_)) || self.stats.bytes_out >= mtu::MTU_PROBE_AFTER / 2 {
             self.mtu.offer(hint);
         }
+    }
+
+    /// Bytes this connection sent since the endpoint last counted its path's
+    /// traffic (see `MtuCache`).
+    pub(crate) fn unreported_mtu_traffic(&mut self) -> u64 {
+        self.mtu.unreported(self.stats.bytes_out)
+    }
+
+    /// The path carried enough, over all connections, to be worth a search:
+    /// this connection does it for all of them.
+    pub(crate) fn grant_mtu_search(&mut self) {
+        self.mtu.grant();
     }
 
     /// What this connection learnt about its path MTU since the last call.

@@ -42,13 +42,22 @@ pub(crate) struct MtuDiscovery {
     hint: Option<PathMtu>,
     /// What this connection learnt since the endpoint last asked.
     news: Option<PathMtu>,
+    /// Bytes sent as of the endpoint's last count of the path's traffic.
+    reported: Option<u64>,
+    /// The path as a whole carried enough to be worth a search (the endpoint's
+    /// count over all its connections): probe below this connection's own
+    /// threshold.
+    granted: bool,
+    /// The size in use came from the endpoint and this connection is not
+    /// searching: a larger size learnt later on the path is taken too (the
+    /// searching connection reports each step, 1452 before 8896).
+    adopted: bool,
 }
 
-/// What connections on one path tell each other through the endpoint: like
-/// the kernel's per-destination MTU cache, one connection's probes serve every
-/// connection on the path. Without it, 144 connections that reached the
-/// probing threshold together each sent a 64 KB probe, stalling a
-/// request/response run for ~9 ms.
+/// What connections on one path tell each other through the endpoint (see
+/// `mtu_cache`). Without it, 144 connections that reached the probing
+/// threshold together each sent a 64 KB probe, stalling a request/response run
+/// for ~9 ms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PathMtu {
     /// A probe is out until then: wait for its answer rather than probe too.
@@ -94,7 +103,28 @@ impl MtuDiscovery {
             enabled,
             hint: None,
             news: None,
+            reported: None,
+            granted: false,
+            adopted: false,
         }
+    }
+
+    /// Bytes sent since the last call, given the connection's total so far
+    /// (nothing on the first call: the endpoint counts from then on).
+    pub(crate) fn unreported(&mut self, bytes_out: u64) -> u64 {
+        let since = bytes_out.saturating_sub(self.reported.unwrap_or(bytes_out));
+        self.reported = Some(bytes_out);
+        since
+    }
+
+    /// Let this connection search for the whole path.
+    pub(crate) fn grant(&mut self) {
+        self.granted = true;
+    }
+
+    /// Whether the endpoint asked this connection to search for the path.
+    pub(crate) fn granted(&self) -> bool {
+        self.granted
     }
 
     /// Whether the search has not begun (so an offer from the endpoint can
@@ -105,6 +135,11 @@ impl MtuDiscovery {
             && self.attempts == 0
             && self.probe.is_none()
             && self.not_before.is_none()
+    }
+
+    /// Whether the endpoint's offers can still change anything here.
+    pub(crate) fn open_to_offers(&self) -> bool {
+        self.fresh() || (self.enabled && self.adopted && self.probe.is_none())
     }
 
     /// Offer what other connections learnt about the path.
@@ -121,17 +156,18 @@ impl MtuDiscovery {
     /// begun. A wrong size is caught by black-hole detection, which restarts
     /// the search.
     pub(crate) fn use_offer(&mut self, now: Instant) -> Option<Offer> {
-        if !self.fresh() {
+        if !self.open_to_offers() {
             self.hint = None;
             return None;
         }
         match self.hint? {
-            PathMtu::Probing(until) if now < until => Some(Offer::Wait),
+            PathMtu::Probing(until) if now < until && self.fresh() => Some(Offer::Wait),
             PathMtu::Known(size) if size.min(self.ceiling) > self.current => {
                 self.hint = None;
                 self.current = size.min(self.ceiling);
                 self.phase = Phase::Bisect;
                 self.not_before = Some(now + RAISE_TIMER);
+                self.adopted = true;
                 Some(Offer::Adopted)
             }
             _ => {
@@ -187,6 +223,7 @@ impl MtuDiscovery {
             expires: now + timeout,
         });
         self.news = Some(PathMtu::Probing(now + timeout));
+        self.adopted = false;
     }
 
     /// The probe timer, if a probe is out.
@@ -257,6 +294,7 @@ impl MtuDiscovery {
         self.attempts = 0;
         self.phase = Phase::Ceiling;
         self.not_before = None;
+        self.adopted = false;
         true
     }
 }
@@ -379,6 +417,29 @@ mod tests {
         assert_eq!(d.take_news(), Some(PathMtu::Known(65_000)));
         assert!(d.on_black_hole());
         assert_eq!(d.take_news(), Some(PathMtu::Known(BASE_MTU)));
+    }
+
+    #[test]
+    fn an_adopted_size_follows_the_search_upwards_only() {
+        let t = now();
+        let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
+        d.offer(PathMtu::Known(1452));
+        assert_eq!(d.use_offer(t), Some(Offer::Adopted));
+        assert!(d.open_to_offers(), "a later step of the search is welcome");
+        d.offer(PathMtu::Probing(t + Duration::from_millis(30)));
+        assert_eq!(
+            d.use_offer(t),
+            None,
+            "no need to wait: this one never probes"
+        );
+        d.offer(PathMtu::Known(1300));
+        assert_eq!(d.use_offer(t), None);
+        d.offer(PathMtu::Known(8896));
+        assert_eq!(d.use_offer(t), Some(Offer::Adopted));
+        assert_eq!(d.current(), 8896);
+        assert_eq!(d.probe_due(t), None);
+        assert!(d.on_black_hole());
+        assert!(d.fresh(), "a black hole restarts the search");
     }
 
     #[test]

@@ -125,10 +125,11 @@ impl Connection {
     /// A PMTU probe, alone in its datagram, when one is due (RFC 9000 §14.4).
     fn transmit_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         // Short exchanges cannot profit from bigger datagrams enough to pay for
-        // probes. Probe once the connection looks like a bulk transfer.
+        // probes. Probe once the connection looks like a bulk transfer, or when
+        // the endpoint saw as much on the path from all connections together.
         if !self.handshake_confirmed
             || !matches!(self.state, State::Established)
-            || self.stats.bytes_out < MTU_PROBE_AFTER
+            || (self.stats.bytes_out < MTU_PROBE_AFTER && !self.mtu.granted())
         {
             return None;
         }
