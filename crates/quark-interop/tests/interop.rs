@@ -278,3 +278,23 @@ fn quark_client_quark_server_over_af_xdp() {
             .runs(vec![Run::files(FileSet::Medium), Run::files(FileSet::Many)]),
     );
 }
+
+#[test]
+fn quinn_client_quark_server_chacha20_only_over_af_xdp() {
+    check(
+        Case::new(&QUINN, &QUARK)
+            .over_af_xdp()
+            .server_cipher(Chacha20)
+            .runs(vec![Run::files(FileSet::Medium), Run::refused(Aes128)]),
+    );
+}
+
+#[test]
+fn quark_client_quinn_server_aes256_only_over_af_xdp() {
+    check(
+        Case::new(&QUARK, &QUINN)
+            .over_af_xdp()
+            .server_cipher(Aes256)
+            .runs(vec![Run::files(FileSet::Small), Run::refused(Chacha20)]),
+    );
+}
