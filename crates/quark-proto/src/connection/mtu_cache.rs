@@ -14,7 +14,8 @@ use super::mtu::{BASE_MTU, MTU_PROBE_AFTER, PathMtu};
 
 type Path = (Option<IpAddr>, IpAddr);
 
-/// Paths remembered (bounded: peers choose addresses).
+/// Paths remembered (bounded: peers choose addresses). A full cache forgets
+/// an arbitrary path for each new one, so new paths are still learnt.
 const MAX_PATHS: usize = 4096;
 
 #[derive(Clone, Copy, Debug)]
@@ -45,7 +46,6 @@ impl MtuCache {
             return;
         }
         let sent = conn.unreported_mtu_traffic();
-        let room = self.paths.len() < MAX_PATHS;
         match self.paths.get_mut(&path) {
             Some(Entry::Learnt(hint)) => conn.offer_mtu(*hint),
             Some(Entry::Traffic(total)) => {
@@ -58,10 +58,7 @@ impl MtuCache {
                     conn.grant_mtu_search();
                 }
             }
-            None if room => {
-                self.paths.insert(path, Entry::Traffic(sent));
-            }
-            None => {}
+            None => self.insert(path, Entry::Traffic(sent)),
         }
     }
 
@@ -72,12 +69,65 @@ impl MtuCache {
         if matches!(news, PathMtu::Probing(_)) && validated {
             return;
         }
-        if entry.is_none() && self.paths.len() >= MAX_PATHS {
-            return;
-        }
         // The base size (a search that found nothing better, or a black hole)
         // is kept too: it is never adopted, and it stops the path's traffic
         // from granting search after search.
-        self.paths.insert(path, Entry::Learnt(news));
+        self.insert(path, Entry::Learnt(news));
+    }
+
+    fn insert(&mut self, path: Path, entry: Entry) {
+        if self.paths.len() >= MAX_PATHS && !self.paths.contains_key(&path) {
+            if let Some(old) = self.paths.keys().next().copied() {
+                self.paths.remove(&old);
+            }
+        }
+        self.paths.insert(path, entry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+
+    #[test]
+    fn the_cache_is_bounded_and_still_learns_new_paths() {
+        let mut cache = MtuCache::default();
+        let path = |i: u32| (None, IpAddr::V4(Ipv4Addr::from(i)));
+        for i in 0..(MAX_PATHS as u32 + 500) {
+            cache.learn(path(i), PathMtu::Known(9000));
+            assert!(cache.paths.len() <= MAX_PATHS);
+            assert!(cache.paths.contains_key(&path(i)), "path {i} not learnt");
+        }
+        // What is already known is updated in place, without evicting.
+        let known = *cache.paths.keys().next().unwrap();
+        cache.learn(known, PathMtu::Known(1452));
+        assert_eq!(cache.paths.len(), MAX_PATHS);
+        assert!(matches!(
+            cache.paths[&known],
+            Entry::Learnt(PathMtu::Known(1452))
+        ));
+    }
+
+    #[test]
+    fn a_probe_does_not_displace_a_validated_size() {
+        let mut cache = MtuCache::default();
+        let p = (None, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        cache.learn(p, PathMtu::Known(9000));
+        #[allow(clippy::disallowed_methods)]
+        let soon = std::time::Instant::now();
+        cache.learn(p, PathMtu::Probing(soon));
+        assert!(matches!(
+            cache.paths[&p],
+            Entry::Learnt(PathMtu::Known(9000))
+        ));
+        // The base size is no validation: a later search's probe is news.
+        cache.learn(p, PathMtu::Known(BASE_MTU));
+        cache.learn(p, PathMtu::Probing(soon));
+        assert!(matches!(
+            cache.paths[&p],
+            Entry::Learnt(PathMtu::Probing(_))
+        ));
     }
 }
