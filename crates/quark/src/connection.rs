@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use quark_proto::{ConnectionError, ConnectionHandle, ConnectionStats, Dir, StreamId};
 
-use crate::shared::{SharedRef, dir_index};
+use crate::shared::{ConnEntry, SharedRef, dir_index};
 use crate::stream::{RecvStream, SendStream};
 
 /// A QUIC connection. Cheap to clone; when the last clone (and every stream of
@@ -26,6 +26,15 @@ impl Connection {
         Connection { shared, handle }
     }
 
+    /// A handle whose reference the caller already counted (under the lock it
+    /// held), so making it takes no lock.
+    fn counted(&self) -> Connection {
+        Connection {
+            shared: self.shared.clone(),
+            handle: self.handle,
+        }
+    }
+
     async fn open(&self, dir: Dir) -> Result<StreamId, ConnectionError> {
         poll_fn(|cx| {
             let mut state = self.shared.lock();
@@ -36,6 +45,8 @@ impl Connection {
             }
             let conn = state.proto.connection_mut(self.handle).expect("connection");
             if let Some(id) = conn.open_stream(dir) {
+                // A local stream always has a send half.
+                count_halves(entry, id, dir, true);
                 return Poll::Ready(Ok(id));
             }
             // Blocked by the peer's MAX_STREAMS: a STREAMS_BLOCKED goes out.
@@ -53,6 +64,7 @@ impl Connection {
             let entry = state.conns.get_mut(&self.handle).expect("connection entry");
             let conn = state.proto.connection_mut(self.handle);
             if let Some(id) = conn.and_then(|c| c.accept_stream(dir)) {
+                count_halves(entry, id, dir, dir == Dir::Bi);
                 return Poll::Ready(Ok(id));
             }
             if let Some(e) = &entry.error {
@@ -64,34 +76,37 @@ impl Connection {
         .await
     }
 
+    // The halves are made right after `open`/`accept` counted them, with no
+    // await in between: nothing can be dropped between counting and making.
+
     /// Open a bidirectional stream (waits while the peer's stream limit is reached).
     pub async fn open_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
         let id = self.open(Dir::Bi).await?;
         Ok((
-            SendStream::new(self.clone(), id),
-            RecvStream::new(self.clone(), id),
+            SendStream::new(self.counted(), id),
+            RecvStream::new(self.counted(), id),
         ))
     }
 
     /// Open a unidirectional stream.
     pub async fn open_uni(&self) -> Result<SendStream, ConnectionError> {
         let id = self.open(Dir::Uni).await?;
-        Ok(SendStream::new(self.clone(), id))
+        Ok(SendStream::new(self.counted(), id))
     }
 
     /// Wait for the peer to open a bidirectional stream.
     pub async fn accept_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
         let id = self.accept(Dir::Bi).await?;
         Ok((
-            SendStream::new(self.clone(), id),
-            RecvStream::new(self.clone(), id),
+            SendStream::new(self.counted(), id),
+            RecvStream::new(self.counted(), id),
         ))
     }
 
     /// Wait for the peer to open a unidirectional stream.
     pub async fn accept_uni(&self) -> Result<RecvStream, ConnectionError> {
         let id = self.accept(Dir::Uni).await?;
-        Ok(RecvStream::new(self.clone(), id))
+        Ok(RecvStream::new(self.counted(), id))
     }
 
     /// Close with an application error code and reason.
@@ -172,6 +187,15 @@ impl Connection {
     fn inspect<R>(&self, f: impl FnOnce(&quark_proto::Connection) -> R) -> Option<R> {
         let state = self.shared.lock();
         state.proto.connection(self.handle).map(f)
+    }
+}
+
+/// Count the stream handles about to be made for `id` while the lock is held:
+/// a connection reference per half, and the send half's bookkeeping.
+fn count_halves(entry: &mut ConnEntry, id: StreamId, dir: Dir, send: bool) {
+    entry.refs += if dir == Dir::Bi { 2 } else { 1 };
+    if send {
+        entry.send_halves.insert(id, None);
     }
 }
 

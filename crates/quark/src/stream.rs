@@ -72,10 +72,8 @@ pub struct SendStream {
 }
 
 impl SendStream {
+    /// `conn`'s reference and the send half's entry were counted by the caller.
     pub(crate) fn new(conn: Connection, id: StreamId) -> Self {
-        if let Some(entry) = conn.shared.lock().conns.get_mut(&conn.handle) {
-            entry.send_halves.insert(id, None);
-        }
         SendStream {
             conn,
             id,
