@@ -50,6 +50,9 @@ pub(crate) struct Driver {
     /// This worker's place in its group, and datagrams other workers passed on.
     link: Option<Link>,
     inbox: Option<Inbox>,
+    /// The last `receive` emptied the socket (and the inbox) and left the
+    /// wakers registered: another round would find nothing new.
+    drained: bool,
 }
 
 impl Driver {
@@ -67,6 +70,7 @@ impl Driver {
             touched: Vec::new(),
             backlog: Vec::new(),
             due: Vec::new(),
+            drained: false,
         }
     }
 
@@ -89,9 +93,11 @@ impl Driver {
         now: Instant,
     ) -> bool {
         let mut any = false;
+        self.drained = false;
         for _ in 0..4 {
             if socket.poll_recv_ready(cx).is_pending() {
                 // Nothing waiting (and the waker is registered): skip the buffers.
+                self.drained = true;
                 break;
             }
             let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_BATCH]> = self
@@ -106,7 +112,10 @@ impl Driver {
                     tracing::debug!(error = %e, "receive error");
                     continue;
                 }
-                Poll::Pending => break,
+                Poll::Pending => {
+                    self.drained = true;
+                    break;
+                }
             };
             drop(iovs);
             any |= n > 0;
@@ -171,6 +180,10 @@ impl Driver {
                 Poll::Ready(Some(f)) => taken.push(f),
                 _ => break,
             }
+        }
+        if taken.len() == INBOX_BATCH {
+            // More may wait in the inbox.
+            self.drained = false;
         }
         let Some(link) = self.link.clone().filter(|_| !taken.is_empty()) else {
             return false;
@@ -447,7 +460,12 @@ impl Future for Driver {
             let produced = sent_all && this.transmit(cx, &mut state, &shared.socket, now);
             this.dispatch(&mut state);
             let sent_more = produced && this.flush(cx, &shared.socket);
-            if !(received || produced || sent_more) && state.dirty.is_empty() {
+            // Park when nothing happened, or when what happened is finished:
+            // the socket was emptied and everything built went out (every
+            // touched connection was polled until it had nothing more). A
+            // round to confirm it would only find the same.
+            let finished = this.drained && this.outgoing.is_empty();
+            if state.dirty.is_empty() && (finished || !(received || produced || sent_more)) {
                 return this.park(cx, &mut state);
             }
         }
