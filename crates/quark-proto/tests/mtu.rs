@@ -7,7 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::app::{Echo, run_echo};
-use common::{Sim, payload, seed};
+use common::{Sim, Tls, payload, seed};
+use quark_proto::ConnectionHandle;
 
 fn discovered(path_mtu: usize) -> usize {
     let (mut sim, tls) = Sim::pair(seed(60));
@@ -80,28 +81,41 @@ fn bulk_data_fills_gso_batches() {
     }
 }
 
-/// One connection's search serves the next on the same path (the endpoint's
-/// PMTU cache): the second connection uses the validated size without
-/// sending a probe of its own.
-#[test]
-fn later_connections_reuse_the_path_mtu() {
-    let (mut sim, tls) = Sim::pair(seed(63));
+/// A path whose MTU a first connection found with a 1 MB echo; returns the
+/// simulation, the TLS setup, that connection and the size it found.
+fn path_searched_once(seed_default: u64, tag: u8) -> (Sim, Tls, ConnectionHandle, usize) {
+    let (mut sim, tls) = Sim::pair(seed(seed_default));
     sim.path_mtu = 9000;
     sim.set_delay(Duration::from_millis(5));
     let first = sim.connect(&tls);
-    let mut echo = Echo::new(first, vec![payload(1_000_000, 4)]);
+    let mut echo = Echo::new(first, vec![payload(1_000_000, tag)]);
     run_echo(&mut sim, &mut echo, 400_000);
     sim.run_for(Duration::from_secs(1));
     let found = sim.client.connection(first).unwrap().max_datagram_size();
     assert!(found > 8000, "first connection found {found}");
     assert!(sim.client.connection(first).unwrap().stats().mtu_probes >= 1);
+    (sim, tls, first, found)
+}
 
-    let second = sim.connect(&tls);
+/// A second connection on the same path, with its handshake done, and an
+/// echo of `request` bound to its server side.
+fn second_connection(sim: &mut Sim, tls: &Tls, request: Vec<u8>) -> (ConnectionHandle, Echo) {
+    let second = sim.connect(tls);
     while sim.server_handles.len() < 2 {
         assert!(sim.step(), "second handshake stalled");
     }
-    let mut echo = Echo::new(second, vec![payload(1_000_000, 5)]);
+    let mut echo = Echo::new(second, vec![request]);
     echo.set_server(sim.server_handles[1]);
+    (second, echo)
+}
+
+/// One connection's search serves the next on the same path (the endpoint's
+/// PMTU cache): the second connection uses the validated size without
+/// sending a probe of its own.
+#[test]
+fn later_connections_reuse_the_path_mtu() {
+    let (mut sim, tls, first, found) = path_searched_once(63, 4);
+    let (second, mut echo) = second_connection(&mut sim, &tls, payload(1_000_000, 5));
     run_echo(&mut sim, &mut echo, 400_000);
     // The first connection's search may have gone on refining meanwhile: the
     // second follows it.
@@ -117,23 +131,9 @@ fn later_connections_reuse_the_path_mtu() {
 /// path already uses large datagrams, and sends no probe.
 #[test]
 fn a_short_exchange_on_a_known_path_uses_its_mtu() {
-    let (mut sim, tls) = Sim::pair(seed(64));
-    sim.path_mtu = 9000;
-    sim.set_delay(Duration::from_millis(5));
-    let first = sim.connect(&tls);
-    let mut echo = Echo::new(first, vec![payload(1_000_000, 6)]);
-    run_echo(&mut sim, &mut echo, 400_000);
-    sim.run_for(Duration::from_secs(1));
-    let found = sim.client.connection(first).unwrap().max_datagram_size();
-    assert!(found > 8000, "first connection found {found}");
-
-    let second = sim.connect(&tls);
-    while sim.server_handles.len() < 2 {
-        assert!(sim.step(), "second handshake stalled");
-    }
+    let (mut sim, tls, _, found) = path_searched_once(64, 6);
+    let (second, mut echo) = second_connection(&mut sim, &tls, payload(6_000, 7));
     sim.run_for(Duration::from_millis(50));
-    let mut echo = Echo::new(second, vec![payload(6_000, 7)]);
-    echo.set_server(sim.server_handles[1]);
     run_echo(&mut sim, &mut echo, 400_000);
     let conn = sim.client.connection(second).unwrap();
     assert_eq!(conn.max_datagram_size(), found);

@@ -455,18 +455,6 @@ impl Connection {
         }
     }
 
-    /// Bytes this connection sent since the endpoint last counted its path's
-    /// traffic (see `MtuCache`).
-    pub(crate) fn unreported_mtu_traffic(&mut self) -> u64 {
-        self.mtu.unreported(self.stats.bytes_out)
-    }
-
-    /// The path carried enough, over all connections, to be worth a search:
-    /// this connection does it for all of them.
-    pub(crate) fn grant_mtu_search(&mut self) {
-        self.mtu.grant();
-    }
-
     /// What this connection learnt about its path MTU since the last call.
     pub(crate) fn take_mtu_news(&mut self) -> Option<PathMtu> {
         self.mtu.take_news()

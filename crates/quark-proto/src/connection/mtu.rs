@@ -156,6 +156,8 @@ impl MtuDiscovery {
     /// begun. A wrong size is caught by black-hole detection, which restarts
     /// the search.
     pub(crate) fn use_offer(&mut self, now: Instant) -> Option<Offer> {
+        // Called for every batch: no offer is the common case, answered first.
+        self.hint?;
         if !self.open_to_offers() {
             self.hint = None;
             return None;

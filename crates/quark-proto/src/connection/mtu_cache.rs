@@ -45,7 +45,7 @@ impl MtuCache {
         if !conn.wants_mtu_offer() {
             return;
         }
-        let sent = conn.unreported_mtu_traffic();
+        let sent = conn.mtu.unreported(conn.stats.bytes_out);
         match self.paths.get_mut(&path) {
             Some(Entry::Learnt(hint)) => conn.offer_mtu(*hint),
             Some(Entry::Traffic(total)) => {
@@ -55,7 +55,7 @@ impl MtuCache {
                     // makes the others wait. If it closes before probing, the
                     // path's next 64 KB grant the search again.
                     *total = 0;
-                    conn.grant_mtu_search();
+                    conn.mtu.grant();
                 }
             }
             None => self.insert(path, Entry::Traffic(sent)),
