@@ -89,6 +89,12 @@ pub(crate) struct Args {
     /// like the papers; `system` keeps the machine's default).
     #[arg(long, default_value = "cubic")]
     tcp_cc: String,
+    /// Every process polls instead of sleeping: quark's endpoints busy-poll 50 µs
+    /// after work, the other protocols' runtimes never sleep in epoll. Measures
+    /// the stacks' own latency without the wake-up of a sleeping thread (costs a
+    /// core per process while it runs).
+    #[arg(long)]
+    busy_poll: bool,
     /// Reference protocol for the summary's ratios [default: quic, else quinn].
     #[arg(long = "ref")]
     reference: Option<String>,
@@ -229,6 +235,7 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         cipher,
         cc,
         tcp_cc: a.tcp_cc.clone(),
+        busy_poll: a.busy_poll,
         reference,
         listen: SocketAddr::new(a.addr, a.port),
         timeout: positive_secs("timeout", a.timeout)?,

@@ -138,6 +138,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
         "0.0.0.0:0".parse()?
     };
     let endpoint = Endpoint::client(bind).context("cannot open a UDP socket")?;
+    endpoint.set_busy_poll(args.transport.busy_poll());
     let start = Instant::now();
     let connecting = endpoint.connect(config, addr, &first.host)?;
     let conn = tokio::time::timeout(Duration::from_secs(args.connect_timeout), connecting)

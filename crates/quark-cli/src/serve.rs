@@ -67,6 +67,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let endpoint = Endpoint::server(config, args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
+    endpoint.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} (hq-interop)",
         args.root.display(),
@@ -97,6 +98,7 @@ async fn serve_workers(
 ) -> anyhow::Result<()> {
     let group = Endpoint::server_multi(config, args.listen, usize::from(args.workers))
         .with_context(|| format!("cannot listen on {}", args.listen))?;
+    group.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} (hq-interop, {} workers)",
         args.root.display(),

@@ -31,6 +31,20 @@ fn read_json(path: &PathBuf) -> serde_json::Value {
     v
 }
 
+/// Runs `quark bench` with `args` (and `more`), writing `json`; the validated results.
+fn bench_json(args: &[&str], more: &[&str], json: &PathBuf) -> serde_json::Value {
+    let out = quark()
+        .arg("bench")
+        .args(args)
+        .args(more)
+        .arg("--json")
+        .arg(json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    read_json(json)
+}
+
 fn cells<'a>(v: &'a serde_json::Value, scenario: &str, proto: &str) -> Vec<&'a serde_json::Value> {
     v["results"]
         .as_array()
@@ -183,28 +197,41 @@ fn bad_input_gives_one_error_line_and_nonzero_exit() {
 #[test]
 fn server_workers_reach_the_server_and_the_record() {
     let json = tmp("workers.json");
-    let out = quark()
-        .args(["bench", "-p", "quic,tcp", "-s", "rps", "--requests", "200"])
-        .args([
+    let v = bench_json(
+        &["-p", "quic,tcp", "-s", "rps", "--requests", "200"],
+        &[
             "--connections",
             "12",
             "--server-workers",
             "2",
             "--client-sockets",
             "6",
-        ])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v = read_json(&json);
+        ],
+        &json,
+    );
     assert_eq!(v["config"]["server_workers"], 2);
     assert_eq!(v["config"]["client_sockets"], 6);
     for proto in ["quic", "tcp"] {
         let r = &cells(&v, "rps", proto)[0]["metrics"];
         assert_eq!(r["server_counters"]["requests"], 200, "{proto}");
         assert_eq!(r["server_counters"]["peak_connections"], 12, "{proto}");
+    }
+    let _ = std::fs::remove_file(&json);
+}
+
+#[test]
+fn busy_polling_runs_are_exact_and_recorded() {
+    let json = tmp("busy-poll.json");
+    let v = bench_json(
+        &["-p", "quic,tcp+tls", "-s", "persistent", "--sizes", "2KiB"],
+        &["--requests", "300", "--busy-poll"],
+        &json,
+    );
+    assert_eq!(v["config"]["busy_poll"], true);
+    for proto in ["quic", "tcp+tls"] {
+        let p = &cells(&v, "persistent", proto)[0]["metrics"];
+        assert_eq!(p["server_counters"]["requests"], 300, "{proto}");
+        assert_eq!(p["server_counters"]["bytes_out"], 300 * 2048, "{proto}");
     }
     let _ = std::fs::remove_file(&json);
 }

@@ -279,6 +279,22 @@ fn worker_threads_serve_every_client() {
 }
 
 #[test]
+fn busy_polling_server_and_client() {
+    let dir = tempdir("quark-cli", "busy-poll");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let files = write_files(&root);
+    let server = serve_with(&root, &dir, &["--busy-poll", "50"]);
+    let ca = server.cert.to_str().unwrap();
+    for (name, data) in &files {
+        let url = format!("https://localhost:{}/{name}", server.port);
+        let result = get(&[&url, "-o", "-", "--ca", ca, "--quiet", "--busy-poll", "50"]);
+        assert!(result.status.success(), "{}", stderr(&result));
+        assert_eq!(sha(&result.stdout), sha(data), "{name}");
+    }
+}
+
+#[test]
 fn port_in_use() {
     let dir = tempdir("quark-cli", "port");
     let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -68,6 +68,9 @@ pub struct RunConfig {
     /// Linux's TCP congestion controller, or `system` (absent in older files).
     #[serde(default = "system")]
     pub tcp_cc: String,
+    /// Every process busy-polled instead of sleeping (absent: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub busy_poll: bool,
     /// CPUs the server and client were pinned to.
     pub pin: Option<[u32; 2]>,
     /// Runtime threads per process (1 = single-threaded).

@@ -193,6 +193,7 @@ fn fixture() -> Report {
             cipher: "aes128gcm".into(),
             cc: "cubic".into(),
             tcp_cc: "cubic".into(),
+            busy_poll: false,
             pin: Some([0, 1]),
             threads: 1,
             suite: true,

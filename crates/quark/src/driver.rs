@@ -16,6 +16,7 @@ use quark_proto::{ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEv
 use quark_udp::{RecvMeta, Socket};
 use smallvec::SmallVec;
 
+use crate::busy_poll::BusyPoll;
 use crate::forward::{Forwarded, Inbox, Link};
 use crate::shared::{ConnEntry, SharedRef, State, dir_index};
 
@@ -53,6 +54,8 @@ pub(crate) struct Driver {
     /// The last `receive` emptied the socket (and the inbox) and left the
     /// wakers registered: another round would find nothing new.
     drained: bool,
+    /// Keep polling the socket for a while after work instead of sleeping.
+    busy: BusyPoll,
 }
 
 impl Driver {
@@ -71,6 +74,7 @@ impl Driver {
             backlog: Vec::new(),
             due: Vec::new(),
             drained: false,
+            busy: BusyPoll::default(),
         }
     }
 
@@ -95,7 +99,10 @@ impl Driver {
         let mut any = false;
         self.drained = false;
         for _ in 0..4 {
-            if socket.poll_recv_ready(cx).is_pending() {
+            // Busy polling asks the socket itself: its readiness only changes
+            // when the runtime's reactor runs, which spinning postpones.
+            let ready = socket.poll_recv_ready(cx).is_ready();
+            if !ready && !self.busy.active() {
                 // Nothing waiting (and the waker is registered): skip the buffers.
                 self.drained = true;
                 break;
@@ -105,7 +112,15 @@ impl Driver {
                 .iter_mut()
                 .map(|b| IoSliceMut::new(&mut b[..]))
                 .collect();
-            let n = match socket.poll_recv(cx, &mut iovs, &mut self.metas) {
+            let polled = if ready {
+                socket.poll_recv(cx, &mut iovs, &mut self.metas)
+            } else {
+                match socket.try_recv(&mut iovs, &mut self.metas) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Poll::Pending,
+                    result => Poll::Ready(result),
+                }
+            };
+            let n = match polled {
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => {
                     // ICMP errors surface here on unconnected sockets; they are not fatal.
@@ -464,8 +479,16 @@ impl Future for Driver {
             // the socket was emptied and everything built went out (every
             // touched connection was polled until it had nothing more). A
             // round to confirm it would only find the same.
+            let worked = received || produced || sent_more;
             let finished = this.drained && this.outgoing.is_empty();
-            if state.dirty.is_empty() && (finished || !(received || produced || sent_more)) {
+            if state.dirty.is_empty() && (finished || !worked) {
+                this.busy.set_window(state.busy_poll);
+                if this.busy.keep_polling(now, worked) {
+                    // Run the other tasks (they may answer what arrived), then
+                    // come back to the socket instead of sleeping.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
                 return this.park(cx, &mut state);
             }
         }

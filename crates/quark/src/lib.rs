@@ -23,6 +23,7 @@
 //! | [`counters`] | the per-packet CPU breakdown (crypto, ACK handling, system calls) |
 //! | [`tls`] | certificates and rustls configurations (CA file, `--insecure`, cipher suites) |
 //! | [`workers`] | `WorkerGroup`: one address served by N threads (`SO_REUSEPORT`), a connection per core |
+//! | `busy_poll` | the driver's optional busy polling (`Endpoint::set_busy_poll`) |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
 //! | `forward` | datagrams passed between workers when the kernel put them on the wrong one |
 //!
@@ -31,6 +32,7 @@
 
 #![warn(missing_docs)]
 
+mod busy_poll;
 pub mod connection;
 pub mod counters;
 mod driver;

@@ -106,6 +106,8 @@ pub(crate) struct State {
     pub(crate) closed: bool,
     /// The socket failed for good.
     pub(crate) socket_error: Option<String>,
+    /// How long the driver keeps polling after work before it sleeps (zero: off).
+    pub(crate) busy_poll: std::time::Duration,
 }
 
 impl State {

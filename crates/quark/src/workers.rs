@@ -188,6 +188,13 @@ impl WorkerGroup {
         }
     }
 
+    /// [`Endpoint::set_busy_poll`] on every worker.
+    pub fn set_busy_poll(&self, window: std::time::Duration) {
+        for w in &self.workers {
+            w.endpoint.set_busy_poll(window);
+        }
+    }
+
     /// Close every connection on every worker with `code` and stop accepting.
     pub fn close(&self, code: u64, reason: &[u8]) {
         for w in &self.workers {

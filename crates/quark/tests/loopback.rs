@@ -9,7 +9,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{data, echo, sha};
+use common::{connect, data, echo, sha, spawn_echo};
 use quark::tls::{self, Identity, Verify};
 use quark::{Connection, ConnectionError, Endpoint};
 use quark_udp::netns::VethPair;
@@ -41,31 +41,6 @@ fn endpoints(server_config: Option<quark::ServerConfig>) -> (Endpoint, Endpoint,
     let server = Endpoint::with_socket(Default::default(), server_config, server_socket).unwrap();
     let client = Endpoint::with_socket(Default::default(), None, client_socket).unwrap();
     (server, client, net)
-}
-
-async fn connect(
-    server: &Endpoint,
-    client: &Endpoint,
-    config: quark::ClientConfig,
-) -> (Connection, Connection) {
-    let addr = server.local_addr().unwrap();
-    let connecting = client.connect(config, addr, "localhost").unwrap();
-    let (c, s) = tokio::join!(connecting, server.accept());
-    (c.unwrap(), s.unwrap())
-}
-
-/// Server: echo every bidirectional stream.
-fn spawn_echo(conn: Connection) {
-    tokio::spawn(async move {
-        while let Ok((mut send, mut recv)) = conn.accept_bi().await {
-            tokio::spawn(async move {
-                let body = recv.read_to_end(usize::MAX).await.unwrap();
-                send.write_all(&body).await.unwrap();
-                send.finish().unwrap();
-                let _ = send.stopped().await;
-            });
-        }
-    });
 }
 
 /// Server: accept every connection and echo it, for tests that connect many times.

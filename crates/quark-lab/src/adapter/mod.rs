@@ -121,6 +121,13 @@ pub trait Adapter: Send + Sync {
     fn own_workers(&self) -> bool {
         false
     }
+    /// Makes this process's endpoints of the stack busy-poll for `window`
+    /// after work (`quark bench --busy-poll`). False if the stack has no such
+    /// mode: the lab then keeps the process's runtime from sleeping instead.
+    fn busy_poll(&self, window: std::time::Duration) -> bool {
+        let _ = window;
+        false
+    }
     /// Binds and starts serving in the current tokio runtime.
     fn serve(&self, config: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>>;
     /// Prepares a client (no connection yet).

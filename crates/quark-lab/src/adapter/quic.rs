@@ -9,6 +9,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::task::JoinHandle;
@@ -26,6 +27,13 @@ const MAX_STREAMS: u64 = 1024;
 /// The quark adapter.
 #[derive(Debug)]
 pub struct Quic;
+
+/// quark's busy-poll window for this process (`quark bench --busy-poll`).
+static QUIC_BUSY_POLL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+fn busy_poll() -> Duration {
+    QUIC_BUSY_POLL.get().copied().unwrap_or_default()
+}
 
 /// quark's congestion controller for this process (`quark bench --cc`).
 static QUIC_CC: std::sync::OnceLock<quark::CcAlgorithm> = std::sync::OnceLock::new();
@@ -153,22 +161,30 @@ impl Adapter for Quic {
         true
     }
 
+    fn busy_poll(&self, window: Duration) -> bool {
+        let _ = QUIC_BUSY_POLL.set(window);
+        true
+    }
+
     fn own_workers(&self) -> bool {
         true
     }
 
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
+        let busy_poll = busy_poll();
         Box::pin(async move {
             quark::counters::set_enabled(counters_wanted());
             if let Some(n) = cfg.workers {
                 let group = quark::Endpoint::server_multi(server_config(&cfg)?, cfg.listen, n)
                     .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+                group.set_busy_poll(busy_poll);
                 let stats = cfg.stats;
                 group.serve(move |conn| serve_connection(conn, stats.clone()));
                 return Ok(Box::new(QuicServer::Group(group)) as Box<dyn Server>);
             }
             let endpoint = quark::Endpoint::server(server_config(&cfg)?, cfg.listen)
                 .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+            endpoint.set_busy_poll(busy_poll);
             let ep = endpoint.clone();
             let stats = cfg.stats;
             let task = tokio::spawn(async move {
@@ -181,12 +197,16 @@ impl Adapter for Quic {
     }
 
     fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
+        let busy_poll = busy_poll();
         Box::pin(async move {
             let bind = super::client_bind(cfg.server);
             quark::counters::set_enabled(counters_wanted());
             let endpoints = (0..cfg.sockets.max(1))
                 .map(|_| quark::Endpoint::client(bind))
                 .collect::<std::io::Result<Vec<_>>>()?;
+            for e in &endpoints {
+                e.set_busy_poll(busy_poll);
+            }
             let config = quark_client_config(&cfg.cert, cfg.cipher)?;
             Ok(Arc::new(QuicClient {
                 endpoints,

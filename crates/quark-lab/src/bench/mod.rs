@@ -67,6 +67,8 @@ pub struct BenchConfig {
     pub cc: quark::CcAlgorithm,
     /// Linux's TCP congestion controller (`system` leaves the default).
     pub tcp_cc: String,
+    /// Every process polls instead of sleeping (`--busy-poll`).
+    pub busy_poll: bool,
     /// Protocol the ratios compare against.
     pub reference: String,
     /// Address the servers listen on (port 0: any free port).
@@ -217,6 +219,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             cipher: cfg.cipher.name().into(),
             cc: cfg.cc.to_string(),
             tcp_cc: cfg.tcp_cc.clone(),
+            busy_poll: cfg.busy_poll,
             pin: cfg.pin.map(|(s, c)| [s as u32, c as u32]),
             threads: cfg.threads,
             suite: cfg.suite,
@@ -425,6 +428,7 @@ impl Cell<'_> {
             threads: self.cfg.threads,
             cc: self.cfg.cc.to_string(),
             tcp_cc: self.cfg.tcp_cc.clone(),
+            busy_poll: self.cfg.busy_poll,
         }
     }
 
@@ -459,7 +463,9 @@ impl Cell<'_> {
         };
         // veth-xdp: quark's endpoints (only) open AF_XDP sockets on the veth.
         let xdp = [true, false].map(|server| match (self.net.mode, emulator.as_ref()) {
-            (NetMode::VethXdp, Some(e)) if self.proto == "quic" => e.veth_interface(server),
+            (NetMode::VethXdp, Some(e)) if self.proto.starts_with("quic") => {
+                e.veth_interface(server)
+            }
             _ => None,
         });
         let [server_xdp, client_xdp] = xdp;

@@ -153,6 +153,9 @@ pub struct CommonArgs {
     /// Linux's TCP congestion controller (`system`: leave the default).
     #[arg(long, default_value = "cubic")]
     pub tcp_cc: String,
+    /// Poll instead of sleeping (see `quark bench --busy-poll`).
+    #[arg(long)]
+    pub busy_poll: bool,
 }
 
 impl CommonArgs {
@@ -187,6 +190,9 @@ impl CommonArgs {
         ]);
         if let Some(c) = self.cpu {
             v.extend(["--cpu".into(), c.to_string()]);
+        }
+        if self.busy_poll {
+            v.push("--busy-poll".into());
         }
         v
     }
@@ -278,6 +284,10 @@ fn emit<T: Serialize>(event: &T) {
     }
 }
 
+/// The busy-poll window of stacks that poll themselves (`--busy-poll`): a
+/// loopback round trip with room to spare, so an exchange never sleeps.
+const BUSY_POLL: std::time::Duration = std::time::Duration::from_micros(50);
+
 /// Child-process setup: die with the parent, optionally pin, build the runtime.
 fn setup(common: &CommonArgs) -> anyhow::Result<tokio::runtime::Runtime> {
     #[cfg(target_os = "linux")]
@@ -304,6 +314,19 @@ fn setup(common: &CommonArgs) -> anyhow::Result<tokio::runtime::Runtime> {
             .enable_all()
             .build()?,
     };
+    if common.busy_poll {
+        let native = crate::adapter::find(&common.proto).is_some_and(|a| a.busy_poll(BUSY_POLL));
+        if !native {
+            // A task that always yields: the runtime then polls epoll with a
+            // zero timeout instead of sleeping in it (tokio checks for I/O
+            // before it runs a yielded task again).
+            rt.spawn(async {
+                loop {
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+    }
     Ok(rt)
 }
 

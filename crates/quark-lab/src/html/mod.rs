@@ -27,13 +27,18 @@ pub fn render(report: &Report) -> String {
     let m = &report.machine;
     let _ = writeln!(
         out,
-        "<p>{} ({} cores), Linux {}, net <b>{}</b>, cipher {}, reference <b>{}</b>{}</p>",
+        "<p>{} ({} cores), Linux {}, net <b>{}</b>, cipher {}, reference <b>{}</b>{}{}</p>",
         esc(&m.cpu_model),
         m.cores,
         esc(&m.kernel),
         esc(&report.config.net),
         esc(&report.config.cipher),
         esc(&report.config.reference),
+        if report.config.busy_poll {
+            ", <b>busy polling</b> (no process sleeps)"
+        } else {
+            ""
+        },
         if report.complete {
             ""
         } else {

@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use quark::Connection;
+use quark::{Connection, Endpoint};
 use quark_udp::netns::{self, Side, VethPair};
 use quark_udp::{Socket, XdpConfig, XdpSocket};
 use sha2::{Digest, Sha256};
@@ -85,4 +85,30 @@ pub(crate) async fn echo(conn: &Connection, body: &[u8]) -> Vec<u8> {
     let out = recv.read_to_end(usize::MAX).await.unwrap();
     writer.await.unwrap();
     out
+}
+
+/// The client's connection to `server` and the server's side of it.
+pub(crate) async fn connect(
+    server: &Endpoint,
+    client: &Endpoint,
+    config: quark::ClientConfig,
+) -> (Connection, Connection) {
+    let addr = server.local_addr().unwrap();
+    let connecting = client.connect(config, addr, "localhost").unwrap();
+    let (c, s) = tokio::join!(connecting, server.accept());
+    (c.unwrap(), s.unwrap())
+}
+
+/// Server: echo every bidirectional stream.
+pub(crate) fn spawn_echo(conn: Connection) {
+    tokio::spawn(async move {
+        while let Ok((mut send, mut recv)) = conn.accept_bi().await {
+            tokio::spawn(async move {
+                let body = recv.read_to_end(usize::MAX).await.unwrap();
+                send.write_all(&body).await.unwrap();
+                send.finish().unwrap();
+                let _ = send.stopped().await;
+            });
+        }
+    });
 }

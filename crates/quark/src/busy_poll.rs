@@ -1,0 +1,89 @@
+//! Busy polling: after a round of work, the driver keeps polling the socket
+//! for a short window instead of sleeping in `epoll_wait`.
+//!
+//! On this kind of machine the round trip of a small request is dominated by
+//! waking a sleeping thread (and, in a VM, an idle vCPU): a blocking UDP
+//! ping-pong on loopback takes 20–45 µs, a spinning one 5 µs. The kernel offers
+//! the same trade for NAPI devices (`net.core.busy_poll`), which loopback is
+//! not, so the stack does it itself: latency for CPU, only while traffic flows
+//! (an idle endpoint sleeps once the window has passed). Off by default.
+
+use std::time::{Duration, Instant};
+
+/// The driver's busy-poll state.
+#[derive(Debug, Default)]
+pub(crate) struct BusyPoll {
+    /// How long to keep polling after the last work; zero is off.
+    window: Duration,
+    /// Poll until then (set by work, cleared when it passes).
+    until: Option<Instant>,
+}
+
+impl BusyPoll {
+    /// Set the window (zero switches busy polling off).
+    pub(crate) fn set_window(&mut self, window: Duration) {
+        self.window = window;
+        if window.is_zero() {
+            self.until = None;
+        }
+    }
+
+    /// Whether this round polls the socket without waiting for readiness.
+    pub(crate) fn active(&self) -> bool {
+        self.until.is_some()
+    }
+
+    /// The driver has nothing more to do now; `worked` says whether this poll
+    /// did anything. Returns true to poll again at once instead of sleeping.
+    pub(crate) fn keep_polling(&mut self, now: Instant, worked: bool) -> bool {
+        if self.window.is_zero() {
+            return false;
+        }
+        if worked {
+            self.until = Some(now + self.window);
+        }
+        match self.until {
+            Some(until) if now < until => true,
+            _ => {
+                self.until = None;
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn off_by_default_and_when_zero() {
+        let now = Instant::now();
+        let mut b = BusyPoll::default();
+        assert!(!b.keep_polling(now, true));
+        b.set_window(Duration::from_micros(50));
+        assert!(b.keep_polling(now, true));
+        b.set_window(Duration::ZERO);
+        assert!(!b.active());
+        assert!(!b.keep_polling(now, true));
+    }
+
+    #[test]
+    fn polls_for_the_window_after_the_last_work_then_sleeps() {
+        let t0 = Instant::now();
+        let us = Duration::from_micros;
+        let mut b = BusyPoll::default();
+        b.set_window(us(50));
+        // Nothing happened yet: sleep.
+        assert!(!b.keep_polling(t0, false));
+        assert!(b.keep_polling(t0, true));
+        assert!(b.active());
+        assert!(b.keep_polling(t0 + us(49), false));
+        // Work extends the window.
+        assert!(b.keep_polling(t0 + us(40), true));
+        assert!(b.keep_polling(t0 + us(89), false));
+        assert!(!b.keep_polling(t0 + us(90), false));
+        assert!(!b.active());
+        assert!(!b.keep_polling(t0 + us(91), false));
+    }
+}
