@@ -89,7 +89,7 @@ pub(crate) struct Args {
     /// like the papers; `system` keeps the machine's default).
     #[arg(long, default_value = "cubic")]
     tcp_cc: String,
-    /// Every process polls instead of sleeping: quark's endpoints busy-poll 50 µs
+    /// Every process polls instead of sleeping: quark's endpoints busy-poll 200 µs
     /// after work, the other protocols' runtimes never sleep in epoll. Measures
     /// the stacks' own latency without the wake-up of a sleeping thread (costs a
     /// core per process while it runs).

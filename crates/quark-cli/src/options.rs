@@ -17,7 +17,8 @@ pub(crate) struct TransportArgs {
     #[arg(long, default_value_t = 30)]
     pub(crate) idle_timeout: u64,
     /// Busy-poll the socket for this many microseconds after work instead of
-    /// sleeping (lower latency for a core's worth of CPU while traffic flows; 0: off).
+    /// sleeping (lower latency for a core's worth of CPU while traffic flows; 0: off;
+    /// 200 on loopback: the window must outlast the peer's whole turn).
     #[arg(long, default_value_t = 0, value_name = "US")]
     pub(crate) busy_poll: u64,
 }

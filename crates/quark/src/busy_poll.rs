@@ -7,6 +7,13 @@
 //! the same trade for NAPI devices (`net.core.busy_poll`), which loopback is
 //! not, so the stack does it itself: latency for CPU, only while traffic flows
 //! (an idle endpoint sleeps once the window has passed). Off by default.
+//!
+//! The window must cover the peer's whole turn (its processing plus the round
+//! trip), with room to spare: once one gap outlasts it, this side sleeps, its
+//! wake-up makes the peer's next gap longer than the peer's window, and the
+//! two keep waking each other up for many exchanges. With 32 KiB requests on
+//! loopback (≈ 37 µs each) a 50 µs window fell into that for runs of dozens of
+//! requests (p99 120 µs); 200 µs did not (p99 62 µs).
 
 use std::time::{Duration, Instant};
 

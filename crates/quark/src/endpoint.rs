@@ -179,7 +179,9 @@ impl Endpoint {
     /// socket for datagrams for `window` before it sleeps, which saves the
     /// wake-up of a sleeping thread (tens of µs in a VM) on every request of a
     /// request/response exchange, and costs a core while traffic flows. Off
-    /// (zero) by default; 50 µs covers a loopback round trip.
+    /// (zero) by default. Choose a window well above the peer's whole turn
+    /// (round trip plus its processing): 200 µs on loopback. A window that a
+    /// single hiccup can outlast lets both ends fall back to waking each other.
     pub fn set_busy_poll(&self, window: std::time::Duration) {
         let mut state = self.shared.lock();
         state.busy_poll = window;

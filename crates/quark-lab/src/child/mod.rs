@@ -284,9 +284,10 @@ fn emit<T: Serialize>(event: &T) {
     }
 }
 
-/// The busy-poll window of stacks that poll themselves (`--busy-poll`): a
-/// loopback round trip with room to spare, so an exchange never sleeps.
-const BUSY_POLL: std::time::Duration = std::time::Duration::from_micros(50);
+/// The busy-poll window of stacks that poll themselves (`--busy-poll`): several
+/// loopback exchanges of 32 KiB, so a hiccup on one side (a timer tick) does
+/// not let the other fall asleep; 50 µs did (see `quark::Endpoint::set_busy_poll`).
+const BUSY_POLL: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// Child-process setup: die with the parent, optionally pin, build the runtime.
 fn setup(common: &CommonArgs) -> anyhow::Result<tokio::runtime::Runtime> {
