@@ -52,6 +52,8 @@
 //! either, chosen at run time (the `QUARK_XDP` environment variable, [`XDP_ENV`]).
 //! [`netns`] builds the two-namespace veth test bed AF_XDP is tested and measured
 //! on. [`stats`] counts system calls, datagrams, bytes and time for the lab.
+//! [`PreciseTimer`] is a `timerfd` for deadlines finer than tokio's millisecond
+//! (pacing gaps).
 
 #![warn(missing_docs)]
 
@@ -63,6 +65,7 @@ pub mod netns;
 mod socket;
 pub mod stats;
 mod sys;
+mod timer;
 pub mod tun;
 pub mod xdp;
 
@@ -70,6 +73,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 pub use backend::{Socket, XDP_ENV, xdp_from_env};
 pub use socket::{UdpSocket, bind_std};
+pub use timer::PreciseTimer;
 pub use xdp::{XdpConfig, XdpSocket};
 
 /// Most messages one system call sends or receives; [`UdpSocket::try_send`] loops

@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use quark_proto::{ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent, Transmit};
-use quark_udp::{RecvMeta, Socket};
+use quark_udp::{PreciseTimer, RecvMeta, Socket};
 use smallvec::SmallVec;
 
 use crate::busy_poll::BusyPoll;
@@ -32,11 +32,16 @@ const MAX_GSO_BYTES: usize = 64_000;
 const POLL_BUDGET: usize = 32;
 /// Datagrams taken from the group inbox per round.
 const INBOX_BATCH: usize = 64;
+/// Deadlines closer than this go to the precise timer: tokio's wheel rounds up
+/// to whole milliseconds, which turns a pacing gap of microseconds into one.
+const FINE_TIMER: std::time::Duration = std::time::Duration::from_millis(2);
 
 pub(crate) struct Driver {
     shared: SharedRef,
     timer: Pin<Box<tokio::time::Sleep>>,
     timer_at: Option<Instant>,
+    /// For deadlines within [`FINE_TIMER`] (none if the kernel refused a timerfd).
+    precise: Option<PreciseTimer>,
     recv_bufs: Vec<Vec<u8>>,
     metas: Vec<RecvMeta>,
     /// Datagram batches built but not yet accepted by the socket.
@@ -66,6 +71,9 @@ impl Driver {
             shared,
             timer: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
             timer_at: None,
+            precise: PreciseTimer::new()
+                .inspect_err(|e| tracing::debug!(error = %e, "no precise timer"))
+                .ok(),
             recv_bufs: (0..RECV_BATCH).map(|_| vec![0; RECV_BUF_SIZE]).collect(),
             metas: vec![RecvMeta::default(); RECV_BATCH],
             outgoing: Vec::new(),
@@ -505,6 +513,19 @@ impl Driver {
             return Poll::Ready(());
         }
         let next = state.conns.values().filter_map(|e| e.timeout).min();
+        if let (Some(at), Some(precise)) = (next, self.precise.as_mut())
+            && at.saturating_duration_since(Instant::now()) < FINE_TIMER
+        {
+            // An earlier deadline stays armed (a system call saved; the early
+            // wake-up re-arms). If arming fails, the coarse timer takes it.
+            let armed = precise.armed().is_some_and(|a| a <= at) || precise.arm(at).is_ok();
+            if armed {
+                if precise.poll_expired(cx).is_ready() {
+                    cx.waker().wake_by_ref();
+                }
+                return Poll::Pending;
+            }
+        }
         match next {
             Some(at) => {
                 // Re-arming the timer wheel costs more than the odd early wake-up, and
