@@ -13,12 +13,13 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use quark_proto::{ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent, Transmit};
-use quark_udp::{PreciseTimer, RecvMeta, Socket};
+use quark_udp::{RecvMeta, Socket};
 use smallvec::SmallVec;
 
 use crate::busy_poll::BusyPoll;
 use crate::forward::{Forwarded, Inbox, Link};
 use crate::shared::{ConnEntry, SharedRef, State, dir_index};
+use crate::wakeup::Wakeup;
 
 /// Datagram buffers handed to one `recvmmsg`.
 const RECV_BATCH: usize = 16;
@@ -32,16 +33,11 @@ const MAX_GSO_BYTES: usize = 64_000;
 const POLL_BUDGET: usize = 32;
 /// Datagrams taken from the group inbox per round.
 const INBOX_BATCH: usize = 64;
-/// Deadlines closer than this go to the precise timer: tokio's wheel rounds up
-/// to whole milliseconds, which turns a pacing gap of microseconds into one.
-const FINE_TIMER: std::time::Duration = std::time::Duration::from_millis(2);
 
 pub(crate) struct Driver {
     shared: SharedRef,
-    timer: Pin<Box<tokio::time::Sleep>>,
-    timer_at: Option<Instant>,
-    /// For deadlines within [`FINE_TIMER`] (none if the kernel refused a timerfd).
-    precise: Option<PreciseTimer>,
+    /// Wakes the driver at the protocol's next deadline.
+    wakeup: Wakeup,
     recv_bufs: Vec<Vec<u8>>,
     metas: Vec<RecvMeta>,
     /// Datagram batches built but not yet accepted by the socket.
@@ -69,11 +65,7 @@ impl Driver {
             link: shared.worker.clone(),
             inbox,
             shared,
-            timer: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
-            timer_at: None,
-            precise: PreciseTimer::new()
-                .inspect_err(|e| tracing::debug!(error = %e, "no precise timer"))
-                .ok(),
+            wakeup: Wakeup::new(),
             recv_bufs: (0..RECV_BATCH).map(|_| vec![0; RECV_BUF_SIZE]).collect(),
             metas: vec![RecvMeta::default(); RECV_BATCH],
             outgoing: Vec::new(),
@@ -507,42 +499,13 @@ impl Future for Driver {
 }
 
 impl Driver {
-    /// Nothing to do now: arm the timer and wait, or finish if everything is gone.
+    /// Nothing to do now: wait for the next deadline, or finish if everything is gone.
     fn park(&mut self, cx: &mut Context<'_>, state: &mut State) -> Poll<()> {
         if state.endpoint_refs == 0 && state.conns.is_empty() && self.outgoing.is_empty() {
             return Poll::Ready(());
         }
         let next = state.conns.values().filter_map(|e| e.timeout).min();
-        if let (Some(at), Some(precise)) = (next, self.precise.as_mut())
-            && at.saturating_duration_since(Instant::now()) < FINE_TIMER
-        {
-            // An earlier deadline stays armed (a system call saved; the early
-            // wake-up re-arms). If arming fails, the coarse timer takes it.
-            let armed = precise.armed().is_some_and(|a| a <= at) || precise.arm(at).is_ok();
-            if armed {
-                if precise.poll_expired(cx).is_ready() {
-                    cx.waker().wake_by_ref();
-                }
-                return Poll::Pending;
-            }
-        }
-        match next {
-            Some(at) => {
-                // Re-arming the timer wheel costs more than the odd early wake-up, and
-                // most sends push the deadline later: keep an earlier one armed
-                // while it is still ahead.
-                let stale = self.timer.is_elapsed();
-                if stale || self.timer_at.is_none_or(|armed| at < armed) {
-                    self.timer.as_mut().reset(at.into());
-                    self.timer_at = Some(at);
-                }
-                if self.timer.as_mut().poll(cx).is_ready() {
-                    self.timer_at = None;
-                    cx.waker().wake_by_ref();
-                }
-            }
-            None => self.timer_at = None,
-        }
+        self.wakeup.wake_at(cx, next);
         Poll::Pending
     }
 }

@@ -24,6 +24,7 @@
 //! | [`tls`] | certificates and rustls configurations (CA file, `--insecure`, cipher suites) |
 //! | [`workers`] | `WorkerGroup`: one address served by N threads (`SO_REUSEPORT`), a connection per core |
 //! | `busy_poll` | the driver's optional busy polling (`Endpoint::set_busy_poll`) |
+//! | `wakeup` | the driver's timers: tokio's wheel, or a `timerfd` for deadlines under 2 ms |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
 //! | `forward` | datagrams passed between workers when the kernel put them on the wrong one |
 //!
@@ -42,6 +43,7 @@ pub mod hq;
 mod shared;
 pub mod stream;
 pub mod tls;
+mod wakeup;
 pub mod workers;
 
 #[cfg(test)]
