@@ -4,7 +4,10 @@
 #
 #   scripts/instructions.sh [PROTOS] [SIZE] [REQUESTS]
 #   scripts/instructions.sh quic,quinn,tcp+tls 2048 4000
+#   WORKLOAD=fresh scripts/instructions.sh quic,tcp+tls 2048 200
 #
+# WORKLOAD=fresh opens a new connection for every request (handshake included,
+# SIZE-byte response, no body): instructions per connection.
 # For each protocol, runs the lab server and client (one connection, one request
 # in flight, SIZE-byte request and response) with one side under callgrind,
 # twice: REQUESTS and 2 x REQUESTS measured requests. The difference divided by
@@ -31,7 +34,11 @@ trap '[ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 # Total instructions of one side for one run of `requests` measured requests.
 count() {
     local proto=$1 side=$2 requests=$3
-    local phases="[{\"label\":\"r\",\"workload\":{\"type\":\"persistent\",\"connections\":1,\"in_flight\":1,\"requests\":$requests,\"response_len\":$SIZE,\"body_len\":$SIZE,\"warmup\":500}}]"
+    local workload="\"type\":\"persistent\",\"connections\":1,\"in_flight\":1,\"requests\":$requests,\"response_len\":$SIZE,\"body_len\":$SIZE,\"warmup\":500"
+    if [ "${WORKLOAD:-}" = fresh ]; then
+        workload="\"type\":\"fresh\",\"workers\":1,\"requests\":$requests,\"response_len\":$SIZE,\"body_len\":0,\"warmup\":50"
+    fi
+    local phases="[{\"label\":\"r\",\"workload\":{$workload}}]"
     local out="$dir/cg.out" sv=() cv=()
     local vg=(valgrind --tool=callgrind --callgrind-out-file="$out")
     if [ "$side" = server ]; then sv=("${vg[@]}"); else cv=("${vg[@]}"); fi
