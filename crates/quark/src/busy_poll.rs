@@ -17,40 +17,29 @@
 
 use std::time::{Duration, Instant};
 
-/// The driver's busy-poll state.
+/// The driver's busy-poll state. The window itself is the endpoint's setting
+/// (`Endpoint::set_busy_poll`), passed in, so a change takes effect at once.
 #[derive(Debug, Default)]
 pub(crate) struct BusyPoll {
-    /// How long to keep polling after the last work; zero is off.
-    window: Duration,
     /// Poll until then (set by work, cleared when it passes).
     until: Option<Instant>,
 }
 
 impl BusyPoll {
-    /// Set the window (zero switches busy polling off).
-    pub(crate) fn set_window(&mut self, window: Duration) {
-        self.window = window;
-        if window.is_zero() {
-            self.until = None;
-        }
-    }
-
     /// Whether this round polls the socket without waiting for readiness.
     pub(crate) fn active(&self) -> bool {
         self.until.is_some()
     }
 
     /// The driver has nothing more to do now; `worked` says whether this poll
-    /// did anything. Returns true to poll again at once instead of sleeping.
-    pub(crate) fn keep_polling(&mut self, now: Instant, worked: bool) -> bool {
-        if self.window.is_zero() {
-            return false;
-        }
-        if worked {
-            self.until = Some(now + self.window);
+    /// did anything, `window` how long to keep polling after work (zero: off).
+    /// Returns true to poll again at once instead of sleeping.
+    pub(crate) fn keep_polling(&mut self, now: Instant, worked: bool, window: Duration) -> bool {
+        if worked && !window.is_zero() {
+            self.until = Some(now + window);
         }
         match self.until {
-            Some(until) if now < until => true,
+            Some(until) if now < until && !window.is_zero() => true,
             _ => {
                 self.until = None;
                 false
@@ -66,31 +55,32 @@ mod tests {
     #[test]
     fn off_by_default_and_when_zero() {
         let now = Instant::now();
+        let (off, on) = (Duration::ZERO, Duration::from_micros(50));
         let mut b = BusyPoll::default();
-        assert!(!b.keep_polling(now, true));
-        b.set_window(Duration::from_micros(50));
-        assert!(b.keep_polling(now, true));
-        b.set_window(Duration::ZERO);
+        assert!(!b.keep_polling(now, true, off));
+        assert!(b.keep_polling(now, true, on));
+        // Switched off while polling: sleeps at the next chance.
+        assert!(!b.keep_polling(now, false, off));
         assert!(!b.active());
-        assert!(!b.keep_polling(now, true));
+        assert!(!b.keep_polling(now, true, off));
     }
 
     #[test]
     fn polls_for_the_window_after_the_last_work_then_sleeps() {
         let t0 = Instant::now();
         let us = Duration::from_micros;
+        let w = us(50);
         let mut b = BusyPoll::default();
-        b.set_window(us(50));
         // Nothing happened yet: sleep.
-        assert!(!b.keep_polling(t0, false));
-        assert!(b.keep_polling(t0, true));
+        assert!(!b.keep_polling(t0, false, w));
+        assert!(b.keep_polling(t0, true, w));
         assert!(b.active());
-        assert!(b.keep_polling(t0 + us(49), false));
+        assert!(b.keep_polling(t0 + us(49), false, w));
         // Work extends the window.
-        assert!(b.keep_polling(t0 + us(40), true));
-        assert!(b.keep_polling(t0 + us(89), false));
-        assert!(!b.keep_polling(t0 + us(90), false));
+        assert!(b.keep_polling(t0 + us(40), true, w));
+        assert!(b.keep_polling(t0 + us(89), false, w));
+        assert!(!b.keep_polling(t0 + us(90), false, w));
         assert!(!b.active());
-        assert!(!b.keep_polling(t0 + us(91), false));
+        assert!(!b.keep_polling(t0 + us(91), false, w));
     }
 }

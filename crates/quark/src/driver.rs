@@ -482,8 +482,7 @@ impl Future for Driver {
             let worked = received || produced || sent_more;
             let finished = this.drained && this.outgoing.is_empty();
             if state.dirty.is_empty() && (finished || !worked) {
-                this.busy.set_window(state.busy_poll);
-                if this.busy.keep_polling(now, worked) {
+                if this.busy.keep_polling(now, worked, state.busy_poll) {
                     // Run the other tasks (they may answer what arrived), then
                     // come back to the socket instead of sleeping.
                     cx.waker().wake_by_ref();

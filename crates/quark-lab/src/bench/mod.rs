@@ -463,9 +463,7 @@ impl Cell<'_> {
         };
         // veth-xdp: quark's endpoints (only) open AF_XDP sockets on the veth.
         let xdp = [true, false].map(|server| match (self.net.mode, emulator.as_ref()) {
-            (NetMode::VethXdp, Some(e)) if self.proto.starts_with("quic") => {
-                e.veth_interface(server)
-            }
+            (NetMode::VethXdp, Some(e)) if self.proto == "quic" => e.veth_interface(server),
             _ => None,
         });
         let [server_xdp, client_xdp] = xdp;
