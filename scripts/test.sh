@@ -20,7 +20,7 @@ QUARK_NO_GSO=1 QUARK_NO_GRO=1 cargo test -p quark -p quark-interop -p quark-lab 
 
 if [ "$(id -u)" = 0 ]; then
     echo "== the loopback suite again over AF_XDP (two namespaces joined by veth)" >&2
-    QUARK_TEST_XDP=1 cargo test -p quark --test loopback --test busy_poll "$@"
+    QUARK_TEST_XDP=1 cargo test -p quark --test loopback --test busy_poll --test workers "$@"
 else
     echo "== not root: the AF_XDP pass of the loopback suite is skipped" >&2
 fi

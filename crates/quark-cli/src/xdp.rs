@@ -8,7 +8,8 @@
 //! ```
 //!
 //! `serve` and `get` pick AF_XDP up from the `QUARK_XDP` environment variable
-//! (`QUARK_XDP=veth-a` in namespace a). Needs root; see `quark_udp::xdp` for what
+//! (`QUARK_XDP=veth-a` in namespace a). `quark serve --workers N` serves a queue
+//! per worker: make the pair with `setup --queues N`. Needs root; see `quark_udp::xdp` for what
 //! AF_XDP needs from the kernel.
 
 use std::path::{Path, PathBuf};
@@ -31,7 +32,7 @@ pub(crate) struct XdpArgs {
 #[derive(Subcommand, Debug)]
 enum XdpCommand {
     /// Create namespaces <name>-a and <name>-b joined by veth, and leave them.
-    Setup(Name),
+    Setup(SetupArgs),
     /// Delete the namespaces of `setup`.
     Teardown(Name),
     /// Serve a file in <name>-a, fetch it from <name>-b, compare, clean up.
@@ -43,6 +44,16 @@ struct Name {
     /// Prefix of the namespace names.
     #[arg(long, default_value = "quark")]
     name: String,
+}
+
+#[derive(Args, Debug)]
+struct SetupArgs {
+    #[command(flatten)]
+    name: Name,
+    /// Queues on each veth end: `quark serve --workers N` over AF_XDP serves
+    /// one per worker, so it needs N.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    queues: u32,
 }
 
 #[derive(Args, Debug)]
@@ -61,6 +72,10 @@ struct TransferArgs {
     /// Extra settings for both AF_XDP sockets, e.g. `attach=generic,csum=off`.
     #[arg(long, default_value = "")]
     xdp_options: String,
+    /// Server worker threads (`quark serve --workers`), each on its own veth
+    /// queue.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    workers: u16,
 }
 
 pub(crate) async fn run(args: XdpArgs) -> anyhow::Result<()> {
@@ -68,8 +83,8 @@ pub(crate) async fn run(args: XdpArgs) -> anyhow::Result<()> {
         bail!("quark xdp {why}");
     }
     match args.command {
-        XdpCommand::Setup(n) => {
-            let pair = VethPair::create(&n.name)?;
+        XdpCommand::Setup(SetupArgs { name: n, queues }) => {
+            let pair = VethPair::with_queues(&n.name, queues)?;
             for side in [&pair.a, &pair.b] {
                 println!(
                     "namespace {}: {} {}/24 {}",
@@ -116,7 +131,7 @@ impl Drop for TempDir {
 }
 
 async fn transfer(t: &TransferArgs) -> anyhow::Result<()> {
-    let pair = VethPair::create(&t.name.name)?;
+    let pair = VethPair::with_queues(&t.name.name, u32::from(t.workers))?;
     let dir = TempDir(std::env::temp_dir().join(format!("quark-xdp-{}", std::process::id())));
     let (root, out) = (dir.0.join("root"), dir.0.join("out"));
     std::fs::create_dir_all(&root)?;
@@ -130,6 +145,7 @@ async fn transfer(t: &TransferArgs) -> anyhow::Result<()> {
     let mut server = quark_in(&pair.a, &exe, server_xdp.as_deref())
         .args(["serve", "--listen", &listen, "--root"])
         .arg(&root)
+        .args(["--workers", &t.workers.to_string()])
         .stderr(Stdio::piped())
         .spawn()
         .context("starting quark serve")?;
@@ -159,11 +175,12 @@ async fn transfer(t: &TransferArgs) -> anyhow::Result<()> {
             .map_or("UDP".to_string(), |x| format!("AF_XDP ({x})"))
     };
     println!(
-        "{} MiB in {:.2} s ({:.0} Mbit/s), identical; server {}, client {}",
+        "{} MiB in {:.2} s ({:.0} Mbit/s), identical; server {} with {} worker(s), client {}",
         t.mib,
         elapsed.as_secs_f64(),
         (t.mib << 23) as f64 / elapsed.as_secs_f64() / 1e6,
         backend(&server_xdp),
+        t.workers,
         backend(&client_xdp),
     );
     Ok(())

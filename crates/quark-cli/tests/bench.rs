@@ -450,4 +450,38 @@ fn lab_runs_quark_over_af_xdp_between_namespaces() {
         assert_eq!(cell["metrics"]["server_counters"]["errors"], 0);
     }
     let _ = std::fs::remove_file(&json);
+
+    // A worker group on AF_XDP: a veth queue per worker, a client socket per
+    // queue. More client sockets than queues is refused up front.
+    let out = quark()
+        .args(["bench", "-p", "quic", "-s", "rps", "--sizes", "2KB"])
+        .args([
+            "--requests",
+            "200",
+            "--connections",
+            "8",
+            "--net",
+            "veth-xdp",
+        ])
+        .args(["--server-workers", "2", "--client-sockets", "2", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = read_json(&json);
+    let cell = cells(&v, "rps", "quic")[0];
+    assert_eq!(cell["metrics"]["server_counters"]["requests"], 200);
+    assert_eq!(cell["metrics"]["server_counters"]["errors"], 0);
+    let _ = std::fs::remove_file(&json);
+    let out = quark()
+        .args(["bench", "-p", "quic", "-s", "rps", "--net", "veth-xdp"])
+        .args(["--server-workers", "2", "--client-sockets", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("can't exceed --server-workers"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -46,6 +46,21 @@ fn serve_and_get_both_on_af_xdp() {
 }
 
 #[test]
+fn worker_group_server_on_af_xdp() {
+    if !is_root() {
+        eprintln!("skipped: not root");
+        return;
+    }
+    // Two workers, each with the AF_XDP socket of one queue of a two-queue veth;
+    // the server would fail to start if a worker's queue were missing.
+    let out = transfer("w", &["--workers", "2"]);
+    assert!(
+        out.contains("identical; server AF_XDP (veth-a) with 2 worker(s), client AF_XDP"),
+        "{out}"
+    );
+}
+
+#[test]
 fn af_xdp_server_and_kernel_udp_client() {
     if !is_root() {
         eprintln!("skipped: not root");

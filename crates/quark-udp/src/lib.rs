@@ -74,7 +74,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 pub use backend::{Socket, XDP_ENV, xdp_from_env};
 pub use socket::{UdpSocket, bind_std};
 pub use timer::PreciseTimer;
-pub use xdp::{XdpConfig, XdpSocket};
+pub use xdp::{XdpConfig, XdpProgram, XdpSocket};
 
 /// Most messages one system call sends or receives; [`UdpSocket::try_send`] loops
 /// for longer slices, [`UdpSocket::try_recv`] returns at most this many messages.

@@ -57,6 +57,21 @@ impl VethPair {
     /// them, with addresses, static neighbours and links up. Namespaces left
     /// over from an earlier run under the same name are replaced.
     pub fn create(name: &str) -> io::Result<Self> {
+        Self::with_queues(name, 1)
+    }
+
+    /// [`create`](Self::create) with `queues` receive and send queues on each
+    /// end (1 to 64), for a server with an AF_XDP socket per queue. A datagram
+    /// crosses on the queue its sender's kernel picked (a hash of its flow; an
+    /// AF_XDP sender's own queue) and arrives on the same-numbered queue.
+    pub fn with_queues(name: &str, queues: u32) -> io::Result<Self> {
+        if !(1..=64).contains(&queues) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a veth pair has 1 to 64 queues, not {queues}"),
+            ));
+        }
+        let queues = queues.to_string();
         let side = |s: &str, n: u8| Side {
             netns: format!("{name}-{s}"),
             interface: format!("veth-{s}"),
@@ -80,6 +95,10 @@ impl VethPair {
             &a.netns,
             "address",
             &a.mac_string(),
+            "numtxqueues",
+            &queues,
+            "numrxqueues",
+            &queues,
             "type",
             "veth",
             "peer",
@@ -89,6 +108,10 @@ impl VethPair {
             &b.netns,
             "address",
             &b.mac_string(),
+            "numtxqueues",
+            &queues,
+            "numrxqueues",
+            &queues,
         ])?;
         for (me, peer) in [(a, b), (b, a)] {
             let n = &me.netns;

@@ -192,6 +192,14 @@ impl Endpoint {
     pub fn connection_count(&self) -> usize {
         self.shared.lock().conns.len()
     }
+
+    /// The AF_XDP socket's counters, or `None` on kernel UDP.
+    pub fn xdp_stats(&self) -> Option<io::Result<quark_udp::xdp::XdpStats>> {
+        match &self.shared.socket {
+            Socket::Xdp(s) => Some(s.stats()),
+            Socket::Udp(_) => None,
+        }
+    }
 }
 
 impl Clone for Endpoint {

@@ -53,8 +53,8 @@ pub use connection::{Connecting, Connection};
 pub use endpoint::Endpoint;
 pub use quark_proto::cc::CcAlgorithm;
 pub use quark_proto::{
-    ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, ServerConfig, StreamId,
-    TransportConfig,
+    ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, EndpointConfig,
+    ServerConfig, StreamId, TransportConfig,
 };
 pub use stream::{ReadError, RecvStream, SendStream, WriteError};
 pub use workers::{WorkerGroup, WorkerStats};

@@ -11,6 +11,14 @@
 //! in-process channel. Initials stay where the kernel put them: their
 //! destination ID is the client's choice.
 //!
+//! Over AF_XDP (the `QUARK_XDP` variable, or [`WorkerGroup::bind_with`]) worker
+//! `i` serves receive queue `i` of the interface, so the interface needs a queue
+//! per worker (`quark_udp::netns::VethPair::with_queues`); one XDP program steers
+//! each queue's datagrams to its worker's socket, and the kernel sockets that
+//! hold the port share it with `SO_REUSEPORT`. The sender's device picks the
+//! queue (a hash of the flow for kernel senders), which plays the part of the
+//! kernel's 4-tuple hash.
+//!
 //! No reuseport BPF program steers by connection ID: attaching one needs
 //! `unsafe` (this crate has none), and the IDs are masked so only the workers
 //! can read them. Worker threads are not pinned to CPUs.
@@ -24,7 +32,7 @@ use std::task::Poll;
 
 use quark_proto::config::Worker;
 use quark_proto::{EndpointConfig, ServerConfig};
-use quark_udp::UdpSocket;
+use quark_udp::{Socket, UdpSocket, XdpConfig, XdpProgram};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
@@ -87,11 +95,29 @@ impl WorkerGroup {
     /// Bind `workers` sockets to `addr` (port 0: one free port for all) and start
     /// a worker thread for each. `config.worker` is set per worker; everything
     /// else (notably `reset_key`) is shared, so any worker can answer for another.
+    /// The sockets are kernel UDP, or AF_XDP when the `QUARK_XDP` environment
+    /// variable names an interface (see [`WorkerGroup::bind_with`]).
     pub fn bind(
         config: EndpointConfig,
         server: ServerConfig,
         addr: SocketAddr,
         workers: usize,
+    ) -> io::Result<Self> {
+        let xdp = quark_udp::xdp_from_env()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        Self::bind_with(config, server, addr, workers, xdp.as_ref())
+    }
+
+    /// [`WorkerGroup::bind`] over AF_XDP with `xdp` (worker `i` on receive queue
+    /// `i` of its interface, whose `queue` setting is ignored), or over UDP when
+    /// `xdp` is `None`. Call from a thread in the interface's network namespace:
+    /// the worker threads start there.
+    pub fn bind_with(
+        config: EndpointConfig,
+        server: ServerConfig,
+        addr: SocketAddr,
+        workers: usize,
+        xdp: Option<&XdpConfig>,
     ) -> io::Result<Self> {
         if !(1..=MAX_WORKERS).contains(&workers) {
             return Err(io::Error::new(
@@ -100,7 +126,15 @@ impl WorkerGroup {
             ));
         }
         let sockets = reuseport_sockets(addr, workers)?;
-        let local_addr = sockets[0].local_addr()?;
+        let mut local_addr = sockets[0].local_addr()?;
+        let program = match xdp {
+            Some(xdp) => {
+                let program = XdpProgram::attach(local_addr, xdp, workers as u32)?;
+                local_addr = program.local_addr();
+                Some(program)
+            }
+            None => None,
+        };
         let (group, inboxes) = Group::new(workers);
         let mut this = WorkerGroup {
             workers: Vec::with_capacity(workers),
@@ -116,6 +150,10 @@ impl WorkerGroup {
             let link = Link {
                 index,
                 group: group.clone(),
+            };
+            let socket = WorkerSocket {
+                kernel: socket,
+                xdp: program.clone().map(|p| (p, index as u32)),
             };
             // On error `this` drops, which lets the workers already started end.
             this.workers
@@ -290,13 +328,30 @@ fn reuseport_sockets(mut addr: SocketAddr, n: usize) -> io::Result<Vec<std::net:
     Ok(out)
 }
 
+/// A worker's socket before its runtime exists: a kernel socket, with the XDP
+/// program and queue for the AF_XDP socket it becomes, if any.
+struct WorkerSocket {
+    kernel: std::net::UdpSocket,
+    xdp: Option<(XdpProgram, u32)>,
+}
+
+impl WorkerSocket {
+    /// Registers the socket with the current runtime.
+    fn open(self) -> io::Result<Socket> {
+        match self.xdp {
+            Some((program, queue)) => Ok(program.open(queue, self.kernel)?.into()),
+            None => Ok(UdpSocket::from_std(self.kernel)?.into()),
+        }
+    }
+}
+
 type Started = io::Result<(Endpoint, Handle)>;
 
 /// Start one worker thread and wait until its endpoint runs.
 fn start_worker(
     config: EndpointConfig,
     server: ServerConfig,
-    socket: std::net::UdpSocket,
+    socket: WorkerSocket,
     link: Link,
     inbox: Inbox,
 ) -> io::Result<WorkerThread> {
@@ -319,11 +374,10 @@ fn start_worker(
                 }
             };
             let started = rt.block_on(async {
-                let socket = UdpSocket::from_std(socket)?;
                 io::Result::Ok(Endpoint::start(
                     config,
                     Some(server),
-                    socket.into(),
+                    socket.open()?,
                     Some((link, inbox)),
                 ))
             });

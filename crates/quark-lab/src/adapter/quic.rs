@@ -201,9 +201,13 @@ impl Adapter for Quic {
         Box::pin(async move {
             let bind = super::client_bind(cfg.server);
             quark::counters::set_enabled(counters_wanted());
-            let endpoints = (0..cfg.sockets.max(1))
-                .map(|_| quark::Endpoint::client(bind))
-                .collect::<std::io::Result<Vec<_>>>()?;
+            let xdp = quark_udp::xdp_from_env()?;
+            let endpoints = match xdp {
+                Some(xdp) if cfg.sockets > 1 => xdp_clients(bind, &xdp, cfg.sockets)?,
+                _ => (0..cfg.sockets.max(1))
+                    .map(|_| quark::Endpoint::client(bind))
+                    .collect::<std::io::Result<Vec<_>>>()?,
+            };
             for e in &endpoints {
                 e.set_busy_poll(busy_poll);
             }
@@ -216,6 +220,34 @@ impl Adapter for Quic {
             }) as Arc<dyn Client>)
         })
     }
+}
+
+/// `n` client endpoints over AF_XDP: an interface takes one XDP program, so
+/// they share one and one port, each with the socket of its own receive queue
+/// (queue `i`'s frames leave on queue `i` and reach the server's queue `i`: the
+/// worker of that queue, as a distinct 4-tuple would with kernel UDP). The
+/// interface needs `n` queues (the lab makes them).
+fn xdp_clients(
+    bind: SocketAddr,
+    xdp: &quark_udp::XdpConfig,
+    n: usize,
+) -> anyhow::Result<Vec<quark::Endpoint>> {
+    let first = quark_udp::bind_std(bind, true)?;
+    let local = first.local_addr()?;
+    let mut kernel = vec![first];
+    for _ in 1..n {
+        kernel.push(quark_udp::bind_std(local, true)?);
+    }
+    let program = quark_udp::XdpProgram::attach(local, xdp, n as u32)?;
+    let mut endpoints = Vec::with_capacity(n);
+    for (queue, socket) in kernel.into_iter().enumerate() {
+        let socket = program
+            .open(queue as u32, socket)
+            .with_context(|| format!("AF_XDP socket for queue {queue}"))?;
+        let config = quark::EndpointConfig::default();
+        endpoints.push(quark::Endpoint::with_socket(config, None, socket)?);
+    }
+    Ok(endpoints)
 }
 
 struct QuicClient {

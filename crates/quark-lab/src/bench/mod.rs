@@ -124,6 +124,18 @@ impl BenchConfig {
         if !(1..=1024).contains(&self.client_sockets) {
             bail!("--client-sockets must be between 1 and 1024");
         }
+        // Over AF_XDP a queue carries each client socket's datagrams to the
+        // server worker of that queue, and the veth has one per worker.
+        let workers = self.server_workers.unwrap_or(1);
+        if self.client_sockets > workers
+            && net::expand(&self.net)?.iter().any(|n| n == net::VETH_XDP)
+        {
+            bail!(
+                "--net veth-xdp: --client-sockets ({}) can't exceed --server-workers ({workers}): \
+                 each AF_XDP client socket serves a veth queue, one per worker",
+                self.client_sockets
+            );
+        }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if let Some((s, c)) = self.pin
             && (s >= cores || c >= cores)
@@ -451,8 +463,11 @@ impl Cell<'_> {
             let ip = IpAddr::from(net::LINK_SERVER_ADDR);
             (SocketAddr::new(ip, cfg.listen.port()), Some(prefix))
         } else if matches!(self.net.mode, NetMode::Veth | NetMode::VethXdp) {
-            let (e, server) =
-                net::Emulator::veth(&prefix).map_err(|e| CellError::Failed(format!("{e:#}")))?;
+            // A queue per server worker: over AF_XDP each serves one (see
+            // `quark::WorkerGroup`), and client socket `i` sends on queue `i`.
+            let queues = cfg.server_workers.unwrap_or(1);
+            let (e, server) = net::Emulator::veth(&prefix, queues as u32)
+                .map_err(|e| CellError::Failed(format!("{e:#}")))?;
             *emulator = Some(e);
             (
                 SocketAddr::new(server.ip(), cfg.listen.port()),

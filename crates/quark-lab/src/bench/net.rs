@@ -282,10 +282,11 @@ impl Emulator {
         Ok((relay, addr))
     }
 
-    /// Creates namespaces `{prefix}-a` (server) and `-b` joined by veth; returns
-    /// them with the server's address.
-    pub fn veth(prefix: &str) -> anyhow::Result<(Self, SocketAddr)> {
-        let pair = quark_udp::netns::VethPair::create(prefix)?;
+    /// Creates namespaces `{prefix}-a` (server) and `-b` joined by veth with
+    /// `queues` queues (AF_XDP serves one socket per queue); returns them with
+    /// the server's address.
+    pub fn veth(prefix: &str, queues: u32) -> anyhow::Result<(Self, SocketAddr)> {
+        let pair = quark_udp::netns::VethPair::with_queues(prefix, queues)?;
         let server = SocketAddr::new(pair.a.ip.into(), 0);
         Ok((Emulator::Veth(pair), server))
     }

@@ -35,9 +35,12 @@
 //! - `CAP_NET_ADMIN`, `CAP_NET_RAW` and `CAP_BPF` (or `CAP_SYS_ADMIN`): in practice,
 //!   root. Locked memory for the UMEM (16 MiB by default) counts against
 //!   `RLIMIT_MEMLOCK` on kernels before 5.11.
-//! - An Ethernet interface with an IPv4 address; IPv6 is not supported. One
-//!   queue is served (veth has one); one socket per interface, since only one XDP
-//!   program can be attached through a link.
+//! - An Ethernet interface with an IPv4 address; IPv6 is not supported. A
+//!   socket serves one receive queue (`queue=`; a veth pair has one unless made
+//!   with more). Only one XDP program can be attached to an interface, so one
+//!   [`XdpSocket::bind`] per interface; sockets for several queues share one
+//!   program through [`XdpProgram`] (a worker per queue, as `quark::WorkerGroup`
+//!   does), with kernel sockets that share the port (`SO_REUSEPORT`).
 //! - Datagrams of at most the interface MTU and 3840 bytes of frame (4096 minus
 //!   the kernel's receive headroom): larger ones are refused with `EMSGSIZE`, as
 //!   by a kernel socket (DPLPMTUD probes fail as they should).
@@ -80,13 +83,14 @@ mod tests;
 use std::io::{self, IoSliceMut};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use tokio::io::unix::AsyncFd;
 
 pub use config::{Attach, Bind, ParseError, XdpConfig};
+pub use open::XdpProgram;
 
 use crate::{MAX_GRO_SEGMENTS, MAX_GSO_SEGMENTS, RecvMeta, Transmit};
 use neigh::Neighbours;
@@ -122,6 +126,11 @@ pub struct XdpStats {
     pub rx_fill_ring_empty: u64,
     /// Malformed TX descriptors (a bug in quark if ever non-zero).
     pub tx_invalid: u64,
+    /// Datagrams received through the XDP rings (quark's count).
+    pub received_xdp: u64,
+    /// Datagrams received through the kernel socket instead (quark's count):
+    /// what the program passed on, see the module docs.
+    pub received_kernel: u64,
 }
 
 /// The receive side: RX ring in, fill ring out.
@@ -146,9 +155,9 @@ struct Tx {
 ///
 /// All methods take `&self`: one task may send while another receives.
 pub struct XdpSocket {
-    // Drop order matters: detach the program, unmap the rings, close the socket,
-    // then free the UMEM it used.
-    _program: open::Program,
+    // Drop order matters: let go of the program (detached with its last
+    // socket), unmap the rings, close the socket, then free the UMEM it used.
+    _program: std::sync::Arc<open::Attached>,
     rx: Mutex<Rx>,
     tx: Mutex<Tx>,
     io: AsyncFd<OwnedFd>,
@@ -159,6 +168,8 @@ pub struct XdpSocket {
     kernel: crate::UdpSocket,
     local: SocketAddrV4,
     iface: Interface,
+    /// The receive queue it serves.
+    queue: u32,
     mode: XdpMode,
     udp_checksum: bool,
     gso: AtomicBool,
@@ -166,6 +177,9 @@ pub struct XdpSocket {
     /// TX descriptors the kernel has not taken yet (copy mode stops at its budget
     /// or when the device is busy): the next poll kicks again.
     tx_pending: AtomicBool,
+    /// Datagrams received through the rings and through the kernel socket.
+    rx_xdp: AtomicU64,
+    rx_kernel: AtomicU64,
 }
 
 impl XdpSocket {
@@ -179,12 +193,17 @@ impl XdpSocket {
         &self.iface.name
     }
 
+    /// The receive queue of the interface it serves.
+    pub fn queue(&self) -> u32 {
+        self.queue
+    }
+
     /// What the kernel granted: native or generic XDP, copy or zero-copy.
     pub fn mode(&self) -> XdpMode {
         self.mode
     }
 
-    /// The kernel's drop counters for this socket.
+    /// The kernel's drop counters for this socket, and quark's receive counts.
     pub fn stats(&self) -> io::Result<XdpStats> {
         let s = self.xsk_statistics()?;
         Ok(XdpStats {
@@ -192,6 +211,8 @@ impl XdpSocket {
             rx_ring_full: s.rx_ring_full,
             rx_fill_ring_empty: s.rx_fill_ring_empty_descs,
             tx_invalid: s.tx_invalid_descs,
+            received_xdp: self.rx_xdp.load(Relaxed),
+            received_kernel: self.rx_kernel.load(Relaxed),
         })
     }
 
@@ -301,7 +322,15 @@ impl XdpSocket {
             }
         }
         // The XDP rings are empty and will wake us; anything for the kernel socket?
-        self.kernel.poll_recv(cx, bufs, meta)
+        let polled = self.kernel.poll_recv(cx, bufs, meta);
+        if let Poll::Ready(Ok(n)) = polled {
+            let datagrams: usize = meta[..n]
+                .iter()
+                .map(|m| m.len.div_ceil(m.stride.max(1)))
+                .sum();
+            self.rx_kernel.fetch_add(datagrams as u64, Relaxed);
+        }
+        polled
     }
 
     /// Sends `transmits`, waiting for free frames; returns how many were sent.
@@ -357,6 +386,7 @@ impl std::fmt::Debug for XdpSocket {
         f.debug_struct("XdpSocket")
             .field("interface", &self.iface.name)
             .field("local_addr", &self.local)
+            .field("queue", &self.queue)
             .field("mode", &self.mode)
             .finish()
     }

@@ -108,6 +108,7 @@ pub(super) fn recv(
         syscalls += 1;
         wake(sock);
     }
+    sock.rx_xdp.fetch_add(datagrams as u64, Relaxed);
     timer.stop().received(syscalls, datagrams, bytes);
     if msgs == 0 {
         return Err(io::ErrorKind::WouldBlock.into());

@@ -6,6 +6,7 @@
 mod io;
 mod measure;
 mod modes;
+mod queues;
 
 use std::io::IoSliceMut;
 use std::net::SocketAddr;
@@ -18,6 +19,11 @@ use crate::{RecvMeta, Socket, Transmit};
 /// A fresh namespace pair for one test, or `None` (after saying why) when this
 /// machine can't run AF_XDP tests.
 fn pair(test: &str) -> Option<VethPair> {
+    pair_with_queues(test, 1)
+}
+
+/// [`pair`] with `queues` queues on each end.
+fn pair_with_queues(test: &str, queues: u32) -> Option<VethPair> {
     if let Some(why) = netns::unavailable() {
         eprintln!("skipped: {why}");
         return None;
@@ -39,7 +45,7 @@ fn pair(test: &str) -> Option<VethPair> {
         return None;
     }
     let name = format!("qx{}-{test}", std::process::id());
-    match VethPair::create(&name) {
+    match VethPair::with_queues(&name, queues) {
         Ok(pair) => Some(pair),
         Err(e) => {
             eprintln!("skipped: could not create the namespaces: {e}");
