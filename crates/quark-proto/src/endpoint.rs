@@ -60,6 +60,14 @@ struct Response {
     data: Vec<u8>,
 }
 
+/// One connection's entries in the endpoint's maps (a handful each: the IDs
+/// it issued, which it limits, and the peer's live reset tokens).
+#[derive(Default)]
+struct Owned {
+    cids: Vec<ConnectionId>,
+    tokens: Vec<ResetToken>,
+}
+
 /// A set of connections sharing a socket.
 pub struct Endpoint {
     config: Arc<EndpointConfig>,
@@ -68,6 +76,10 @@ pub struct Endpoint {
     conns: Slab<Connection>,
     routes: HashMap<ConnectionId, ConnectionHandle>,
     reset_tokens: HashMap<ResetToken, ConnectionHandle>,
+    /// The keys of `routes` and `reset_tokens` each connection holds, by slab
+    /// index: removing a connection touches only its own entries, not every
+    /// connection's.
+    owned: Vec<Owned>,
     reset_key: Arc<ResetKey>,
     token_key: Option<TokenKey>,
     rng: StdRng,
@@ -95,6 +107,7 @@ impl Endpoint {
             server,
             conns: Slab::new(),
             routes: HashMap::new(),
+            owned: Vec::new(),
             mtus: MtuCache::default(),
             reset_tokens: HashMap::new(),
             token_key,
@@ -417,7 +430,7 @@ impl Endpoint {
             now,
         );
         let h = self.insert(conn, local_cid);
-        self.routes.insert(pd.dst_cid, h);
+        self.route(pd.dst_cid, h);
         self.conns[h.0].handle_datagram(now, remote, ecn, data);
         if !self.conns[h.0].has_received_packet() {
             // Nothing authenticated: keep no state for unverifiable input.
@@ -477,8 +490,36 @@ impl Endpoint {
     /// Keep a new connection and route its first connection ID to it.
     fn insert(&mut self, conn: Connection, local_cid: ConnectionId) -> ConnectionHandle {
         let h = ConnectionHandle(self.conns.insert(conn));
-        self.routes.insert(local_cid, h);
+        if self.owned.len() <= h.0 {
+            self.owned.resize_with(h.0 + 1, Owned::default);
+        }
+        self.route(local_cid, h);
         h
+    }
+
+    /// Route packets addressed to `cid` to `h`.
+    fn route(&mut self, cid: ConnectionId, h: ConnectionHandle) {
+        self.routes.insert(cid, h);
+        let owned = &mut self.owned[h.0].cids;
+        if !owned.contains(&cid) {
+            owned.push(cid);
+        }
+    }
+
+    /// Stop routing `cid` to `h` (if it still goes there).
+    fn unroute(&mut self, cid: ConnectionId, h: ConnectionHandle) {
+        if self.routes.get(&cid) == Some(&h) {
+            self.routes.remove(&cid);
+        }
+        self.owned[h.0].cids.retain(|c| *c != cid);
+    }
+
+    /// Stop taking `token` as a reset of `h` (if it still is).
+    fn forget_token(&mut self, token: ResetToken, h: ConnectionHandle) {
+        if self.reset_tokens.get(&token) == Some(&h) {
+            self.reset_tokens.remove(&token);
+        }
+        self.owned[h.0].tokens.retain(|t| *t != token);
     }
 
     fn elapsed(&self, now: Instant) -> Duration {
@@ -512,25 +553,23 @@ impl Endpoint {
     /// Mirror a connection's connection-ID changes in the routing table. Call after
     /// anything that may have changed them (the endpoint's own calls do it).
     pub fn sync(&mut self, h: ConnectionHandle) {
-        let Some(conn) = self.conns.get_mut(h.0) else {
-            return;
-        };
-        while let Some(event) = conn.poll_cid_event() {
+        while let Some(event) = self.conns.get_mut(h.0).and_then(|c| c.poll_cid_event()) {
             match event {
-                CidEvent::Issued(cid) => {
-                    self.routes.insert(cid, h);
-                }
-                CidEvent::Retired(cid) => {
-                    if self.routes.get(&cid) == Some(&h) {
-                        self.routes.remove(&cid);
-                    }
-                }
+                CidEvent::Issued(cid) => self.route(cid, h),
+                CidEvent::Retired(cid) => self.unroute(cid, h),
                 CidEvent::PeerResetToken(token) => {
                     self.reset_tokens.insert(token, h);
+                    let owned = &mut self.owned[h.0].tokens;
+                    if !owned.contains(&token) {
+                        owned.push(token);
+                    }
                 }
+                CidEvent::PeerResetTokenRetired(token) => self.forget_token(token, h),
             }
         }
-        self.mtus.sync(conn);
+        if let Some(conn) = self.conns.get_mut(h.0) {
+            self.mtus.sync(conn);
+        }
     }
 
     /// Next server connection not yet accepted.
@@ -566,14 +605,25 @@ impl Endpoint {
     /// Forget a connection (after it drained and the application let go of it).
     pub fn remove(&mut self, h: ConnectionHandle) -> Option<Connection> {
         let conn = self.conns.try_remove(h.0)?;
-        self.routes.retain(|_, v| *v != h);
-        self.reset_tokens.retain(|_, v| *v != h);
+        let owned = std::mem::take(&mut self.owned[h.0]);
+        owned.cids.into_iter().for_each(|cid| self.unroute(cid, h));
+        owned
+            .tokens
+            .into_iter()
+            .for_each(|t| self.forget_token(t, h));
         Some(conn)
     }
 
     /// Handles of all live connections.
     pub fn handles(&self) -> impl Iterator<Item = ConnectionHandle> + '_ {
         self.conns.iter().map(|(i, _)| ConnectionHandle(i))
+    }
+
+    /// Entries in the routing table (connection IDs) and the reset-token table:
+    /// what tests check stays bounded.
+    #[doc(hidden)]
+    pub fn table_sizes(&self) -> (usize, usize) {
+        (self.routes.len(), self.reset_tokens.len())
     }
 
     /// Number of connections.

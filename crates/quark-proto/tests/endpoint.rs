@@ -252,3 +252,57 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn removed_connections_leave_no_routes_behind() {
+    let (mut sim, tls) = Sim::pair(seed(48));
+    let mut clients = Vec::new();
+    for i in 0..10u8 {
+        let c = sim.connect(&tls);
+        let n = clients.len() + 1;
+        sim.run_until(10_000, |s| {
+            s.client.connection(c).unwrap().is_handshake_complete() && s.server_handles.len() == n
+        });
+        let mut echo = Echo::new(c, vec![payload(3000, i)]);
+        echo.set_server(*sim.server_handles.last().unwrap());
+        run_echo(&mut sim, &mut echo, 100_000);
+        clients.push(c);
+    }
+    let (routes, tokens) = sim.server.table_sizes();
+    assert!(
+        routes >= 10 && tokens >= 10,
+        "{routes} routes, {tokens} tokens"
+    );
+    // One more whose client goes silent after its first Initial: the server's
+    // side never completes the handshake and times out.
+    let mut initials = 0;
+    sim.filter = Some(Box::new(move |to_server, d| {
+        let long = d[0] & 0x80 != 0;
+        initials += u32::from(to_server && long);
+        !(to_server && long) || initials == 1
+    }));
+    let c = sim.connect(&tls);
+    sim.run_until(10_000, |s| s.server_handles.len() == 11);
+    clients.push(c);
+    let now = sim.now;
+    for &c in &clients {
+        sim.client.connection_mut(c).unwrap().close(now, 0, b"");
+    }
+    let servers = sim.server_handles.clone();
+    sim.run_until(100_000, |s| {
+        clients
+            .iter()
+            .all(|&c| s.client.connection(c).unwrap().is_drained())
+            && servers
+                .iter()
+                .all(|&h| s.server.connection(h).unwrap().is_drained())
+    });
+    for c in clients {
+        sim.client.remove(c).unwrap();
+    }
+    for h in servers {
+        sim.server.remove(h).unwrap();
+    }
+    assert_eq!(sim.client.table_sizes(), (0, 0));
+    assert_eq!(sim.server.table_sizes(), (0, 0));
+}

@@ -20,6 +20,8 @@ pub enum CidEvent {
     Retired(ConnectionId),
     /// The peer gave us this stateless reset token (for detecting resets).
     PeerResetToken(ResetToken),
+    /// The peer's ID with this token is retired: the token no longer counts.
+    PeerResetTokenRetired(ResetToken),
 }
 
 /// One ID we issued.
@@ -209,6 +211,12 @@ impl PeerCids {
         }
     }
 
+    /// Whether a live ID of the peer has `token`.
+    fn holds(&self, token: ResetToken) -> bool {
+        self.active.reset_token == Some(token)
+            || self.spare.values().any(|c| c.reset_token == Some(token))
+    }
+
     /// Whether the last 16 bytes of a datagram are a reset token of this peer.
     pub(crate) fn is_reset(&self, tail: &[u8]) -> bool {
         self.active.reset_token.is_some_and(|t| t.matches(tail))
@@ -277,18 +285,27 @@ impl PeerCids {
                 .range(..frame.retire_prior_to)
                 .map(|(s, _)| *s)
                 .collect();
+            let mut dropped = Vec::new();
             for seq in stale {
-                self.spare.remove(&seq);
+                dropped.extend(self.spare.remove(&seq).and_then(|c| c.reset_token));
                 self.to_retire.push_back(seq);
             }
             if self.active_seq < self.retire_prior_to {
                 self.to_retire.push_back(self.active_seq);
+                dropped.extend(self.active.reset_token);
                 let (&seq, &next) = self.spare.iter().next().ok_or_else(|| {
                     TransportError::protocol_violation("retired every connection ID")
                 })?;
                 self.spare.remove(&seq);
                 self.active_seq = seq;
                 self.active = next;
+            }
+            // The endpoint forgets these tokens, so its table stays as small as
+            // the peer's live IDs (unless a live ID shares the token).
+            for token in dropped {
+                if !self.holds(token) {
+                    events.push_back(CidEvent::PeerResetTokenRetired(token));
+                }
             }
         }
         //= https://www.rfc-editor.org/rfc/rfc9000#section-5.1.1
@@ -308,5 +325,59 @@ impl PeerCids {
     /// A RETIRE_CONNECTION_ID we sent was lost.
     pub(crate) fn on_retire_lost(&mut self, seq: u64) {
         self.to_retire.push_back(seq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ncid(seq: u64, retire_prior_to: u64, token: u8) -> NewConnectionId {
+        NewConnectionId {
+            seq,
+            retire_prior_to,
+            cid: ConnectionId::new(&[(seq as u8).wrapping_add(1); 8]).unwrap(),
+            reset_token: [token; 16],
+        }
+    }
+
+    /// Tokens the endpoint's table would hold after `events`.
+    fn mirror(table: &mut Vec<ResetToken>, events: &mut VecDeque<CidEvent>) {
+        for e in events.drain(..) {
+            match e {
+                CidEvent::PeerResetToken(t) => table.push(t),
+                CidEvent::PeerResetTokenRetired(t) => table.retain(|x| *x != t),
+                CidEvent::Issued(_) | CidEvent::Retired(_) => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_peer_cycling_its_ids_leaves_only_live_tokens() {
+        let mut peer = PeerCids::new(ConnectionId::new(&[9; 8]).unwrap(), 4);
+        let (mut events, mut table) = (VecDeque::new(), Vec::new());
+        peer.set_initial_reset_token(ResetToken([200; 16]), &mut events);
+        // Each new ID retires every older one: the table must not grow.
+        for seq in 1..500u64 {
+            peer.on_new(&ncid(seq, seq, seq as u8), &mut events)
+                .unwrap();
+            mirror(&mut table, &mut events);
+            assert_eq!(table, vec![ResetToken([seq as u8; 16])], "after {seq}");
+            assert!(peer.holds(table[0]));
+        }
+        assert_eq!(peer.to_retire.len(), 499);
+    }
+
+    #[test]
+    fn a_token_shared_by_a_live_id_stays() {
+        let mut peer = PeerCids::new(ConnectionId::new(&[9; 8]).unwrap(), 4);
+        let (mut events, mut table) = (VecDeque::new(), Vec::new());
+        peer.on_new(&ncid(1, 0, 7), &mut events).unwrap();
+        peer.on_new(&ncid(2, 0, 7), &mut events).unwrap();
+        peer.on_new(&ncid(3, 2, 8), &mut events).unwrap();
+        mirror(&mut table, &mut events);
+        // Seq 1 (token 7) retired, seq 2 (token 7 too) lives on.
+        assert!(table.contains(&ResetToken([7; 16])), "{table:?}");
+        assert!(peer.holds(ResetToken([7; 16])));
     }
 }
