@@ -89,12 +89,15 @@ impl PreciseTimer {
             // SAFETY: reads at most 8 bytes into an 8-byte buffer from a
             // descriptor this timer owns.
             let n = unsafe { libc::read(fd, count.as_mut_ptr().cast(), count.len()) };
+            // Read or not, the descriptor is no longer readable: a one-shot
+            // timer fires again only after `arm`, and that expiry is a new edge
+            // (clearing here saves a read that would only find EAGAIN).
+            guard.clear_ready();
             if n == 8 {
                 self.armed = None;
                 return Poll::Ready(());
             }
             // Not expired (EAGAIN): wait for the next edge.
-            guard.clear_ready();
         }
     }
 

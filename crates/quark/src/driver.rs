@@ -17,6 +17,7 @@ use quark_udp::{RecvMeta, Socket};
 use smallvec::SmallVec;
 
 use crate::busy_poll::BusyPoll;
+use crate::deadlines::Deadlines;
 use crate::forward::{Forwarded, Inbox, Link};
 use crate::shared::{ConnEntry, SharedRef, State, dir_index};
 use crate::wakeup::Wakeup;
@@ -49,6 +50,8 @@ pub(crate) struct Driver {
     backlog: Vec<ConnectionHandle>,
     /// Scratch for `timers` (kept to reuse its allocation).
     due: Vec<ConnectionHandle>,
+    /// The connections' deadlines, earliest first.
+    deadlines: Deadlines,
     /// This worker's place in its group, and datagrams other workers passed on.
     link: Option<Link>,
     inbox: Option<Inbox>,
@@ -73,6 +76,7 @@ impl Driver {
             touched: Vec::new(),
             backlog: Vec::new(),
             due: Vec::new(),
+            deadlines: Deadlines::default(),
             drained: false,
             busy: BusyPoll::default(),
         }
@@ -231,11 +235,7 @@ impl Driver {
     /// Fire due timers.
     fn timers(&mut self, state: &mut State, now: Instant) {
         let mut due = std::mem::take(&mut self.due);
-        let expired = state
-            .conns
-            .iter()
-            .filter(|(_, e)| e.timeout.is_some_and(|t| t <= now));
-        due.extend(expired.map(|(h, _)| *h));
+        self.deadlines.take_due(&state.conns, now, &mut due);
         for h in due.drain(..) {
             state.proto.handle_timeout(h, now);
             if let Some(e) = state.conns.get_mut(&h) {
@@ -355,6 +355,7 @@ impl Driver {
                 continue;
             };
             entry.touched = false;
+            let changed = entry.timeout != timeout;
             entry.timeout = timeout;
             let mut ready = false;
             for ev in events {
@@ -367,9 +368,11 @@ impl Driver {
             if entry.drained && entry.refs == 0 {
                 state.conns.remove(&h);
                 state.proto.remove(h);
+            } else if changed && let Some(at) = timeout {
+                self.deadlines.set(&state.conns, h, at);
             }
         }
-        if state.conns.values().all(|e| e.drained) {
+        if !state.idle_wakers.is_empty() && state.conns.values().all(|e| e.drained) {
             state.idle_wakers.drain(..).for_each(|w| w.wake());
         }
     }
@@ -503,7 +506,7 @@ impl Driver {
         if state.endpoint_refs == 0 && state.conns.is_empty() && self.outgoing.is_empty() {
             return Poll::Ready(());
         }
-        let next = state.conns.values().filter_map(|e| e.timeout).min();
+        let next = self.deadlines.next(&state.conns);
         self.wakeup.wake_at(cx, next);
         Poll::Pending
     }

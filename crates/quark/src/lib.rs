@@ -36,6 +36,7 @@
 mod busy_poll;
 pub mod connection;
 pub mod counters;
+mod deadlines;
 mod driver;
 pub mod endpoint;
 mod forward;
