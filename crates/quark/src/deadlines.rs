@@ -42,21 +42,27 @@ impl Deadlines {
         }
     }
 
-    /// Moves the connections whose deadline is at or before `now` to `due`.
+    /// Adds the connections whose deadline is at or before `now` to `due`, each
+    /// once (a deadline set twice is in the heap twice).
     pub(crate) fn take_due(
         &mut self,
         conns: &IdMap<ConnectionHandle, ConnEntry>,
         now: Instant,
         due: &mut Vec<ConnectionHandle>,
     ) {
+        let before = due.len();
         while let Some(&Reverse((at, h))) = self.heap.peek() {
             if at > now {
                 break;
             }
             self.heap.pop();
-            if current(conns, at, h) && !due.contains(&h) {
+            if current(conns, at, h) {
                 due.push(h);
             }
+        }
+        if due.len() > before + 1 {
+            due.sort_unstable();
+            due.dedup();
         }
     }
 
@@ -103,8 +109,11 @@ mod tests {
         set(&mut d, &mut c, 0, ms(10));
         set(&mut d, &mut c, 1, ms(5));
         set(&mut d, &mut c, 2, ms(20));
-        // Connection 1 moves later, 0 earlier: the old entries are stale.
+        // Connection 1 moves later, 0 earlier (and back, and again: twice in
+        // the heap): the old entries are stale.
         set(&mut d, &mut c, 1, ms(30));
+        set(&mut d, &mut c, 0, ms(2));
+        set(&mut d, &mut c, 0, ms(3));
         set(&mut d, &mut c, 0, ms(2));
         assert_eq!(d.next(&c), Some(ms(2)));
         let mut due = Vec::new();
