@@ -514,6 +514,15 @@ impl Endpoint {
         self.owned[h.0].cids.retain(|c| *c != cid);
     }
 
+    /// Take `token` at the end of a datagram as a reset of `h`.
+    fn add_token(&mut self, token: ResetToken, h: ConnectionHandle) {
+        self.reset_tokens.insert(token, h);
+        let owned = &mut self.owned[h.0].tokens;
+        if !owned.contains(&token) {
+            owned.push(token);
+        }
+    }
+
     /// Stop taking `token` as a reset of `h` (if it still is).
     fn forget_token(&mut self, token: ResetToken, h: ConnectionHandle) {
         if self.reset_tokens.get(&token) == Some(&h) {
@@ -557,13 +566,7 @@ impl Endpoint {
             match event {
                 CidEvent::Issued(cid) => self.route(cid, h),
                 CidEvent::Retired(cid) => self.unroute(cid, h),
-                CidEvent::PeerResetToken(token) => {
-                    self.reset_tokens.insert(token, h);
-                    let owned = &mut self.owned[h.0].tokens;
-                    if !owned.contains(&token) {
-                        owned.push(token);
-                    }
-                }
+                CidEvent::PeerResetToken(token) => self.add_token(token, h),
                 CidEvent::PeerResetTokenRetired(token) => self.forget_token(token, h),
             }
         }

@@ -72,7 +72,7 @@ pub mod xdp;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 pub use backend::{Socket, XDP_ENV, xdp_from_env};
-pub use socket::{UdpSocket, bind_std};
+pub use socket::{UdpSocket, bind_std, bind_std_reuseport};
 pub use timer::PreciseTimer;
 pub use xdp::{XdpConfig, XdpProgram, XdpSocket};
 

@@ -125,7 +125,7 @@ impl WorkerGroup {
                 format!("workers must be between 1 and {MAX_WORKERS}"),
             ));
         }
-        let sockets = reuseport_sockets(addr, workers)?;
+        let sockets = quark_udp::bind_std_reuseport(addr, workers)?;
         let mut local_addr = sockets[0].local_addr()?;
         let program = match xdp {
             Some(xdp) => {
@@ -312,20 +312,6 @@ impl std::fmt::Debug for WorkerGroup {
             .field("workers", &self.workers.len())
             .finish()
     }
-}
-
-/// `n` UDP sockets on `addr` with `SO_REUSEPORT`; with port 0 the first picks the
-/// port and the others join it.
-fn reuseport_sockets(mut addr: SocketAddr, n: usize) -> io::Result<Vec<std::net::UdpSocket>> {
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        let socket = quark_udp::bind_std(addr, true)?;
-        if addr.port() == 0 {
-            addr = socket.local_addr()?;
-        }
-        out.push(socket);
-    }
-    Ok(out)
 }
 
 /// A worker's socket before its runtime exists: a kernel socket, with the XDP

@@ -232,12 +232,8 @@ fn xdp_clients(
     xdp: &quark_udp::XdpConfig,
     n: usize,
 ) -> anyhow::Result<Vec<quark::Endpoint>> {
-    let first = quark_udp::bind_std(bind, true)?;
-    let local = first.local_addr()?;
-    let mut kernel = vec![first];
-    for _ in 1..n {
-        kernel.push(quark_udp::bind_std(local, true)?);
-    }
+    let kernel = quark_udp::bind_std_reuseport(bind, n)?;
+    let local = kernel[0].local_addr()?;
     let program = quark_udp::XdpProgram::attach(local, xdp, n as u32)?;
     let mut endpoints = Vec::with_capacity(n);
     for (queue, socket) in kernel.into_iter().enumerate() {

@@ -52,6 +52,21 @@ pub fn bind_std(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpS
     Ok(socket.into())
 }
 
+/// `n` sockets on `addr` with `SO_REUSEPORT` ([`bind_std`]); with port 0 the
+/// first picks the port and the others join it. For a server spread over
+/// threads, or AF_XDP sockets of several queues on one port.
+pub fn bind_std_reuseport(mut addr: SocketAddr, n: usize) -> io::Result<Vec<std::net::UdpSocket>> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let socket = bind_std(addr, true)?;
+        if addr.port() == 0 {
+            addr = socket.local_addr()?;
+        }
+        out.push(socket);
+    }
+    Ok(out)
+}
+
 impl UdpSocket {
     /// Creates a socket bound to `addr` and configures it (see the crate docs). An
     /// unspecified IPv6 address (`[::]`) gives a dual-stack socket. Must be called

@@ -8,7 +8,7 @@ use std::sync::mpsc;
 
 use super::{pair_with_queues, payload, run_in};
 use crate::xdp::{XdpConfig, XdpProgram, XdpStats};
-use crate::{RecvMeta, Socket, bind_std};
+use crate::{RecvMeta, Socket, bind_std_reuseport};
 
 /// Kernel UDP senders (distinct flows, which the sending veth spreads over its
 /// queues by hash) and datagrams each.
@@ -42,10 +42,13 @@ fn one_program_serves_a_socket_on_each_queue() {
     let (port_tx, port_rx) = mpsc::channel();
     let server = run_in(&a.netns, move || async move {
         // The kernel sockets first (they hold the port), then the program.
-        let k0 = bind_std(SocketAddr::new(a.ip.into(), 0), true).unwrap();
+        let mut kernel = bind_std_reuseport(SocketAddr::new(a.ip.into(), 0), 3).unwrap();
+        let (spare, k1, k0) = (
+            kernel.pop().unwrap(),
+            kernel.pop().unwrap(),
+            kernel.pop().unwrap(),
+        );
         let local = k0.local_addr().unwrap();
-        let k1 = bind_std(local, true).unwrap();
-        let spare = bind_std(local, true).unwrap();
         let program = XdpProgram::attach(local, &XdpConfig::new(&a.interface), 2).unwrap();
         assert_eq!((program.local_addr(), program.queues()), (local, 2));
         // A queue the program does not serve is refused, not silently ignored.
