@@ -10,17 +10,22 @@ cd "$(dirname "$0")/.."
 bash interop/setup.sh
 # The interop and CLI tests run the `quark` binary.
 cargo build -p quark-cli
-cargo test --workspace "$@"
+
+# A test that hangs fails its pass after this long instead of eating the CI's
+# whole budget (the full suite takes under 10 minutes on 2 cores).
+guard() { timeout -k 30 "$1" "${@:2}"; }
+
+guard 2400 cargo test --workspace "$@"
 
 # Every crate whose tests move real datagrams (the lab's children inherit the
 # switches); quark-proto's run in a simulated network and quark-udp's test
 # GSO, GRO and their fallbacks directly.
 echo "== again without UDP GSO/GRO" >&2
-QUARK_NO_GSO=1 QUARK_NO_GRO=1 cargo test -p quark -p quark-interop -p quark-lab -p quark-cli "$@"
+QUARK_NO_GSO=1 QUARK_NO_GRO=1 guard 1200 cargo test -p quark -p quark-interop -p quark-lab -p quark-cli "$@"
 
 if [ "$(id -u)" = 0 ]; then
     echo "== the loopback suite again over AF_XDP (two namespaces joined by veth)" >&2
-    QUARK_TEST_XDP=1 cargo test -p quark --test loopback --test busy_poll --test workers "$@"
+    QUARK_TEST_XDP=1 guard 600 cargo test -p quark --test loopback --test busy_poll --test workers "$@"
 else
     echo "== not root: the AF_XDP pass of the loopback suite is skipped" >&2
 fi

@@ -9,10 +9,12 @@ use std::future::Future;
 use std::io::IoSliceMut;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use quark_proto::{ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent, Transmit};
+use quark_proto::{
+    ConnectionError, ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent, Transmit,
+};
 use quark_udp::{RecvMeta, Socket};
 use smallvec::SmallVec;
 
@@ -497,6 +499,26 @@ impl Future for Driver {
         // Out of budget: let other tasks run, then continue.
         cx.waker().wake_by_ref();
         Poll::Pending
+    }
+}
+
+/// The driver is gone, normally (nothing left) or not (a panic, or its runtime
+/// shutting down): fail every connection still open and wake everyone, so no
+/// application task waits forever for a driver that will never come.
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.stopped = true;
+        state.closed = true;
+        for entry in state.conns.values_mut() {
+            if !entry.drained {
+                entry.error.get_or_insert(ConnectionError::DriverStopped);
+                entry.drained = true;
+            }
+            entry.wakers.wake_all();
+        }
+        state.accept_wakers.drain(..).for_each(Waker::wake);
+        state.idle_wakers.drain(..).for_each(Waker::wake);
     }
 }
 

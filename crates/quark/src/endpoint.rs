@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use quark_proto::{ClientConfig, ConnectError, EndpointConfig, ServerConfig};
+use quark_proto::{ClientConfig, ConnectError, ConnectionError, EndpointConfig, ServerConfig};
 use quark_udp::Socket;
 
 use crate::connection::{Connecting, Connection};
@@ -74,7 +74,7 @@ impl Endpoint {
                 driver: None,
                 endpoint_refs: 1,
                 closed: false,
-                socket_error: None,
+                stopped: false,
                 busy_poll: std::time::Duration::ZERO,
             }),
             socket,
@@ -101,7 +101,13 @@ impl Endpoint {
         let h = state
             .proto
             .connect(Instant::now(), &config, addr, server_name)?;
-        state.conns.insert(h, ConnEntry::new(false));
+        let mut entry = ConnEntry::new(false);
+        if state.stopped {
+            // Nobody would ever drive it: fail it at once.
+            entry.error = Some(ConnectionError::DriverStopped);
+            entry.drained = true;
+        }
+        state.conns.insert(h, entry);
         state.touch(h);
         drop(state);
         Ok(Connecting::new(Connection::new(self.shared.clone(), h)))
@@ -126,7 +132,7 @@ impl Endpoint {
             drop(state);
             return Poll::Ready(Some(Connection::new(self.shared.clone(), h)));
         }
-        if state.closed || state.socket_error.is_some() {
+        if state.closed || state.stopped {
             return Poll::Ready(None);
         }
         // A group's accept polls every worker on each wake-up: keep one waker

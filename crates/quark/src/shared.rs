@@ -104,8 +104,8 @@ pub(crate) struct State {
     pub(crate) endpoint_refs: usize,
     /// No new connections are accepted.
     pub(crate) closed: bool,
-    /// The socket failed for good.
-    pub(crate) socket_error: Option<String>,
+    /// The driver task is gone (see `Driver`'s `Drop`): nothing moves any more.
+    pub(crate) stopped: bool,
     /// How long the driver keeps polling after work before it sleeps (zero: off).
     pub(crate) busy_poll: std::time::Duration,
 }

@@ -1,7 +1,12 @@
-//! Tests that look inside the shared state: what the API keeps per stream must
-//! leave with the stream, or a long-lived connection grows without bound.
+//! Tests that look inside the endpoint: what the API keeps per stream must
+//! leave with the stream, or a long-lived connection grows without bound; and a
+//! driver that stops must not leave the application waiting forever.
 
 use std::net::SocketAddr;
+use std::time::Duration;
+
+use quark_proto::{ConnectionError, EndpointConfig};
+use quark_udp::Socket;
 
 use crate::tls::{self, Identity, Verify};
 use crate::{Connection, Endpoint};
@@ -67,4 +72,56 @@ async fn finished_streams_leave_no_bookkeeping_behind() {
     );
     c.close(0, b"");
     echo.abort();
+}
+
+/// A driver that dies (a panic, or its runtime shutting down; here its task is
+/// aborted) fails every connection and wakes every waiter instead of leaving
+/// them hanging: a worker thread that panicked once hung a whole test run.
+#[tokio::test]
+async fn a_stopped_driver_wakes_every_waiter() {
+    let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let server_config = tls::server_config(&id, &[ALPN]).unwrap();
+    let socket = Socket::bind(local).unwrap();
+    let (server, driver) =
+        Endpoint::start(EndpointConfig::default(), Some(server_config), socket, None);
+    let client = Endpoint::client(local).unwrap();
+    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[ALPN]).unwrap();
+    let addr = server.local_addr().unwrap();
+    let (c, s) = tokio::join!(
+        client.connect(config.clone(), addr, "localhost").unwrap(),
+        server.accept()
+    );
+    let (_c, s) = (c.unwrap(), s.unwrap());
+    let streams = tokio::spawn({
+        let s = s.clone();
+        async move { s.accept_bi().await.map(|_| ()) }
+    });
+    let accepting = tokio::spawn({
+        let server = server.clone();
+        async move { server.accept().await.is_some() }
+    });
+    let idle = tokio::spawn({
+        let server = server.clone();
+        async move { server.wait_idle().await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(!streams.is_finished() && !accepting.is_finished() && !idle.is_finished());
+
+    driver.abort();
+    let limit = Duration::from_secs(10);
+    let stream = tokio::time::timeout(limit, streams).await.unwrap().unwrap();
+    assert_eq!(stream.unwrap_err(), ConnectionError::DriverStopped);
+    assert!(
+        !tokio::time::timeout(limit, accepting)
+            .await
+            .unwrap()
+            .unwrap()
+    );
+    tokio::time::timeout(limit, idle).await.unwrap().unwrap();
+    let opened = s.open_bi().await.map(|_| ());
+    assert_eq!(opened.unwrap_err(), ConnectionError::DriverStopped);
+    let connecting = server.connect(config, addr, "localhost").unwrap();
+    let failed = tokio::time::timeout(limit, connecting).await.unwrap();
+    assert_eq!(failed.unwrap_err(), ConnectionError::DriverStopped);
 }

@@ -44,6 +44,11 @@ pub enum ConnectionError {
     /// The server does not speak our version.
     #[error("no common QUIC version")]
     VersionMismatch,
+    /// The task driving the endpoint stopped (it panicked, or its runtime shut
+    /// down), so nothing moves any more. Set by the I/O layer, never by the
+    /// protocol.
+    #[error("the endpoint's driver stopped")]
+    DriverStopped,
 }
 
 /// Where the connection is in its life.

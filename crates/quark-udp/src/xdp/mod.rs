@@ -314,7 +314,15 @@ impl XdpSocket {
         loop {
             match self.io.poll_read_ready(cx) {
                 Poll::Ready(Ok(mut guard)) => match self.try_recv(bufs, meta) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => guard.clear_ready(),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        if lock(&self.rx).ring.available() > 0 {
+                            // Left waiting for fill-ring room, which frees up
+                            // without a wake-up: look again on the next turn.
+                            cx.waker().wake_by_ref();
+                            break;
+                        }
+                        guard.clear_ready();
+                    }
                     result => return Poll::Ready(result),
                 },
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),

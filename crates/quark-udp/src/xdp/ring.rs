@@ -202,10 +202,14 @@ impl<T: Copy> Ring<T> {
     /// Free slots, up to `want`; re-reads the consumer index only when the
     /// cached one shows fewer than `want`.
     pub(crate) fn free(&mut self, want: u32) -> u32 {
-        let mut free = self.size - self.local.wrapping_sub(self.remote);
+        let mut free = self
+            .size
+            .saturating_sub(self.local.wrapping_sub(self.remote));
         if free < want {
             self.remote = self.consumer().load(Ordering::Acquire);
-            free = self.size - self.local.wrapping_sub(self.remote);
+            free = self
+                .size
+                .saturating_sub(self.local.wrapping_sub(self.remote));
         }
         free
     }

@@ -24,10 +24,11 @@ pub(super) fn recv(
     }
     let timer = Timer::start();
     let gro = sock.gro.load(Relaxed);
+    // Every frame taken off the RX ring goes straight back to the fill ring, so
+    // take no more than it has room for (with twice the slots as frames it
+    // always has; see `Xsk::open`). The rest wait for the next call.
     let ready = rx.ring.available();
-    // Every receive frame is either in the kernel's hands or in the RX ring, so
-    // the fill ring always has room for the frames given back.
-    rx.fill.free(ready);
+    let ready = ready.min(rx.fill.free(ready));
     let (mut msgs, mut taken, mut datagrams, mut bytes) = (0, 0, 0, 0);
     while taken < ready {
         let desc = rx.ring.peek(taken);

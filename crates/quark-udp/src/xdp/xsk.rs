@@ -63,6 +63,9 @@ impl Umem {
     }
 }
 
+/// Fill-ring slots per receive frame (see [`Xsk::open`]).
+pub(crate) const FILL_SLOTS_PER_FRAME: u32 = 2;
+
 /// An AF_XDP socket with its four rings, bound to one queue.
 pub(crate) struct Xsk {
     pub(crate) rx: Ring<libc::xdp_desc>,
@@ -103,10 +106,14 @@ impl Xsk {
             tx_metadata_len: 0,
         };
         setsockopt(fd.as_fd(), libc::XDP_UMEM_REG, &reg, "XDP_UMEM_REG")?;
+        // The kernel publishes the RX producer before the fill ring's consumer
+        // (xsk_flush), so for a moment frames we have received still occupy
+        // fill slots; twice the frames leaves room to give every one back.
+        let fill_slots = FILL_SLOTS_PER_FRAME * rx_frames;
         setsockopt(
             fd.as_fd(),
             libc::XDP_UMEM_FILL_RING,
-            &rx_frames,
+            &fill_slots,
             "fill ring",
         )?;
         setsockopt(
@@ -143,7 +150,7 @@ impl Xsk {
         let fill = Ring::map(
             fd.as_fd(),
             &off.fr,
-            rx_frames,
+            fill_slots,
             libc::XDP_UMEM_PGOFF_FILL_RING,
             true,
         )?;

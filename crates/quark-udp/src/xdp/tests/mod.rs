@@ -3,6 +3,7 @@
 //! These tests need root, `ip` and a kernel with AF_XDP and BPF; without them
 //! each prints why and passes. Traffic only flows inside the namespaces they create.
 
+mod fill;
 mod io;
 mod measure;
 mod modes;
