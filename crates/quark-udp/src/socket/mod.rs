@@ -3,9 +3,11 @@
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::sync::OnceLock;
 use std::task::{Context, Poll, ready};
 
 use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
 use crate::sys::{self, State, options};
@@ -20,7 +22,13 @@ mod tests;
 /// methods never block; the `poll_*` and `async` ones wait for readiness through
 /// tokio.
 pub struct UdpSocket {
+    /// Registered for reading only: a UDP socket reports "writable" each time a
+    /// sent datagram is freed, which would wake a sleeping sender once per
+    /// datagram for nothing.
     io: AsyncFd<std::net::UdpSocket>,
+    /// A duplicate descriptor registered for writing, made the first time a
+    /// send finds the buffer full (only then is writability worth a wake-up).
+    writer: OnceLock<AsyncFd<std::net::UdpSocket>>,
     state: State,
 }
 
@@ -89,9 +97,11 @@ impl UdpSocket {
         // SAFETY: `socket` owns its descriptor and moves into the `AsyncFd`, which
         // owns it until dropped; a `std::net::UdpSocket` always returns that same
         // descriptor from `as_raw_fd`.
-        let io = unsafe { AsyncFd::register(socket) }.map_err(io::Error::from)?;
+        let io = unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE) }
+            .map_err(io::Error::from)?;
         let socket = Self {
             io,
+            writer: OnceLock::new(),
             state: State::new(v6, features),
         };
         // Switches for tests and benchmarks: run everything without GSO or GRO.
@@ -180,8 +190,27 @@ impl UdpSocket {
         if transmits.is_empty() {
             return Poll::Ready(Ok(0));
         }
+        match self.try_send(transmits) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            result => return Poll::Ready(result),
+        }
+        let writer = match self.writer.get() {
+            Some(writer) => writer,
+            None => {
+                // Registering reports the current state, so room freed since
+                // the failed send above still raises an event. (Two tasks racing
+                // here both register; the loser's registration is dropped.)
+                let dup = self.io.get_ref().try_clone()?;
+                // SAFETY: `dup` owns its own descriptor (a `dup` of ours) and
+                // moves into the `AsyncFd`, which owns it until dropped.
+                let fd = unsafe { AsyncFd::register_with_interest(dup, Interest::WRITABLE) }
+                    .map_err(io::Error::from)?;
+                let _ = self.writer.set(fd);
+                self.writer.get().expect("set just now")
+            }
+        };
         loop {
-            let mut guard = ready!(self.io.poll_write_ready(cx))?;
+            let mut guard = ready!(writer.poll_write_ready(cx))?;
             // `try_io` clears the readiness when the call reports WouldBlock.
             if let Ok(result) = guard.try_io(|_| self.try_send(transmits)) {
                 return Poll::Ready(result);
@@ -231,12 +260,7 @@ impl UdpSocket {
         if transmits.is_empty() {
             return Ok(0);
         }
-        loop {
-            let mut guard = self.io.writable().await?;
-            if let Ok(result) = guard.try_io(|_| self.try_send(transmits)) {
-                return result;
-            }
-        }
+        std::future::poll_fn(|cx| self.poll_send(cx, transmits)).await
     }
 
     /// Receives at least one message, waiting for it; see [`try_recv`](Self::try_recv).

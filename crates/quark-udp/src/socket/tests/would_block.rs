@@ -55,16 +55,32 @@ fn full_send_buffer_reports_would_block_and_loses_nothing() {
             let payloads: Vec<Vec<u8>> = (0..40).map(|i| payload(i, 1200)).collect();
             let transmits: Vec<Transmit<'_>> = payloads.iter().map(|p| datagram(to, p)).collect();
 
-            let first = tx.try_send(&transmits).unwrap();
+            // Sends that find room never register for writability (a UDP
+            // socket would report it for every datagram freed).
+            tx.send(&transmits[..1]).await.unwrap();
+            assert!(tx.writer.get().is_none());
+            recv_msgs(&rx, 1).await;
+            let transmits = &transmits[1..];
+            let payloads = &payloads[1..];
+
+            let first = tx.try_send(transmits).unwrap();
             assert!(first >= 1 && first < transmits.len(), "sent {first}");
             let err = tx.try_send(&transmits[first..]).unwrap_err();
             assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
 
-            // Open the tap; the async send waits for space and sends the rest.
+            // The async send waits for space (through a registration for
+            // writability made now); open the tap and it sends the rest.
+            let mut waiting = std::pin::pin!(tx.send(&transmits[first..]));
+            let wait = std::time::Duration::from_millis(50);
+            assert!(tokio::time::timeout(wait, &mut waiting).await.is_err());
+            assert!(
+                tx.writer.get().is_some(),
+                "waits through its own registration"
+            );
             assert!(run(
                 "tc qdisc change dev lo root tbf rate 10gbit burst 10mb latency 1s"
             ));
-            let mut sent = first;
+            let mut sent = first + waiting.await.unwrap();
             while sent < transmits.len() {
                 sent += tx.send(&transmits[sent..]).await.unwrap();
             }
