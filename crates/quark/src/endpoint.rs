@@ -132,7 +132,8 @@ impl Endpoint {
             drop(state);
             return Poll::Ready(Some(Connection::new(self.shared.clone(), h)));
         }
-        if state.closed || state.stopped {
+        // A stopped driver closes the endpoint too.
+        if state.closed {
             return Poll::Ready(None);
         }
         // A group's accept polls every worker on each wake-up: keep one waker

@@ -190,13 +190,14 @@ impl UdpSocket {
         if transmits.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        match self.try_send(transmits) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            result => return Poll::Ready(result),
-        }
         let writer = match self.writer.get() {
+            // Blocked before: its readiness saves a send that would fail.
             Some(writer) => writer,
             None => {
+                match self.try_send(transmits) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    result => return Poll::Ready(result),
+                }
                 // Registering reports the current state, so room freed since
                 // the failed send above still raises an event. (Two tasks racing
                 // here both register; the loser's registration is dropped.)
