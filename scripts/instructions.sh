@@ -14,7 +14,9 @@
 # REQUESTS is the per-request count, free of start-up and handshake. User space
 # only: the kernel's share (system calls, TCP) is not counted. Needs valgrind and
 # a release build (BIN, default target/release/quark; CERT_BIN makes the
-# certificate when BIN predates `lab-cert`).
+# certificate when BIN predates `lab-cert`). KEEP=1 keeps the working directory
+# and each run's callgrind profile (cg-PROTO-SIDE-REQUESTS.out) for
+# callgrind_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +69,7 @@ count() {
     wait "$server" || true
     grep -q "\"requests\":$requests" "$dir/client.log" ||
         { echo "error: $proto $side run failed: $(tail -c 300 "$dir/client.log")" >&2; exit 1; }
+    [ -z "${KEEP:-}" ] || cp "$out" "$dir/cg-$proto-$side-$requests.out"
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
 }
 

@@ -64,7 +64,9 @@ pub(crate) struct Args {
     /// relay: UDP protocols only) or `auto` (link when root, else relay).
     #[arg(long, default_value = "auto")]
     net_mode: String,
-    /// Pin server and client to two CPUs (`--pin` = 0,1).
+    /// Pin server and client to CPUs (`--pin` = 0,1). `--pin 0,0` runs both on
+    /// one CPU: a request/response then waits for no wake-up of another CPU
+    /// (on a VM, tens of microseconds each way), so each stack's own cost shows.
     #[arg(long, num_args = 0..=1, default_missing_value = "0,1", value_name = "SERVER,CLIENT")]
     pin: Option<String>,
     /// Runtime threads per process (1 = single-threaded runtimes).

@@ -1,12 +1,13 @@
 //! `quark lab-client`: runs the phases against a server and reports each one.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use super::ticker::Ticker;
 use super::{ClientArgs, ClientEvent, ClientReport, commands, emit, setup};
 use crate::adapter::{Cipher, ClientConfig, find};
 use crate::metrics::{Summary, UsageMeter, cdf_points, current_rss};
@@ -70,31 +71,17 @@ fn client(args: ClientArgs) -> anyhow::Result<()> {
             let cpu = client.cpu_counters();
             let progress = Arc::new(AtomicU64::new(0));
             let ticker = (args.progress_ms > 0).then(|| {
-                let (progress, timed, every) = (
+                Ticker::start(
                     progress.clone(),
                     phase.workload.is_timed(),
-                    args.progress_ms,
-                );
-                tokio::spawn(async move {
-                    let t = Instant::now();
-                    loop {
-                        tokio::time::sleep(Duration::from_millis(every)).await;
-                        let done = if timed {
-                            t.elapsed().as_millis() as u64
-                        } else {
-                            progress.load(Relaxed)
-                        };
-                        emit(&ClientEvent::Progress { done });
-                    }
-                })
+                    Duration::from_millis(args.progress_ms),
+                )
             });
             let measured = run(&client, &phase.workload, &prepared, &progress)
                 .await
                 .with_context(|| phase.label.clone());
             let usage = meter.stop();
-            if let Some(t) = ticker {
-                t.abort();
-            }
+            drop(ticker);
             let mut report = summarize(measured?, usage);
             report.breakdown = cpu
                 .zip(client.cpu_counters())

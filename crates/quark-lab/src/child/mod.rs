@@ -26,6 +26,7 @@ use crate::results::SideBreakdown;
 
 mod client;
 mod server;
+mod ticker;
 
 pub use client::run_client;
 pub use server::run_server;

@@ -96,8 +96,11 @@ pub struct Streams {
     max_local: [u64; 2],
     /// Streams the peer has opened (highest index + 1), per direction.
     next_remote: [u64; 2],
-    /// MAX_STREAMS we advertised.
+    /// The limit on streams the peer opens: what we advertised, or are about to.
     max_remote: [u64; 2],
+    /// The limit last written in a MAX_STREAMS frame (0 once that frame is
+    /// lost: the peer's view is then unknown).
+    max_remote_sent: [u64; 2],
     /// Peer streams that finished and were freed.
     closed_remote: [u64; 2],
     accept_queue: [VecDeque<StreamId>; 2],
@@ -135,6 +138,7 @@ impl Streams {
             max_local: [0; 2],
             next_remote: [0; 2],
             max_remote: limits.max_concurrent,
+            max_remote_sent: limits.max_concurrent,
             closed_remote: [0; 2],
             accept_queue: Default::default(),
             send_queue: VecDeque::new(),
@@ -259,15 +263,7 @@ impl Streams {
     /// Whether flow-control or stream-state frames wait to be sent (so the
     /// caller knows if a read left anything for the transmit path).
     pub fn has_pending_control(&self) -> bool {
-        let p = &self.pending;
-        p.max_data
-            || !p.max_stream_data.is_empty()
-            || p.max_streams.iter().any(|&b| b)
-            || p.streams_blocked.iter().any(Option::is_some)
-            || !p.stream_data_blocked.is_empty()
-            || p.data_blocked.is_some()
-            || !p.reset.is_empty()
-            || !p.stop.is_empty()
+        self.has_control()
     }
 
     /// Bytes of some stream were read or discarded: return them to the

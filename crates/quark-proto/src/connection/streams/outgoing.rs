@@ -14,12 +14,24 @@ impl Streams {
         let p = &self.pending;
         p.max_data
             || !p.max_stream_data.is_empty()
-            || p.max_streams.iter().any(|b| *b)
+            || (0..2).any(|d| self.max_streams_urgent(d))
             || p.streams_blocked.iter().any(Option::is_some)
             || !p.stream_data_blocked.is_empty()
             || p.data_blocked.is_some()
             || !p.reset.is_empty()
             || !p.stop.is_empty()
+    }
+
+    /// Whether a pending MAX_STREAMS must go out on its own. While the peer
+    /// still has half its streams to open at the limit it knows, the raise
+    /// waits for a packet sent anyway (every packet carries pending control
+    /// frames): sent alone, it made a request/response exchange cost two
+    /// extra packets, and two extra wake-ups, every eighth of the limit (the
+    /// peer acknowledges a second ack-eliciting packet at once).
+    fn max_streams_urgent(&self, d: usize) -> bool {
+        self.pending.max_streams[d]
+            && self.max_remote_sent[d].saturating_sub(self.next_remote[d])
+                <= self.limits.max_concurrent[d] / 2
     }
 
     /// Write pending control frames while they fit before `max_end`.
@@ -59,6 +71,7 @@ impl Streams {
                 )
             {
                 self.pending.max_streams[d] = false;
+                self.max_remote_sent[d] = self.max_remote[d];
             }
             if let Some(limit) = self.pending.streams_blocked[d] {
                 if emit(
@@ -238,7 +251,11 @@ impl Streams {
         for ctl in &sent.control {
             match *ctl {
                 Control::MaxData => self.pending.max_data = true,
-                Control::MaxStreams(dir) => self.pending.max_streams[dir_index(dir)] = true,
+                Control::MaxStreams(dir) => {
+                    let d = dir_index(dir);
+                    self.pending.max_streams[d] = true;
+                    self.max_remote_sent[d] = 0;
+                }
                 Control::MaxStreamData(id) => {
                     let still_receiving = self
                         .map
