@@ -493,7 +493,7 @@ impl Future for Driver {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
-                return this.park(cx, &mut state);
+                return this.park(cx, &mut state, now);
             }
         }
         // Out of budget: let other tasks run, then continue.
@@ -524,12 +524,12 @@ impl Drop for Driver {
 
 impl Driver {
     /// Nothing to do now: wait for the next deadline, or finish if everything is gone.
-    fn park(&mut self, cx: &mut Context<'_>, state: &mut State) -> Poll<()> {
+    fn park(&mut self, cx: &mut Context<'_>, state: &mut State, now: Instant) -> Poll<()> {
         if state.endpoint_refs == 0 && state.conns.is_empty() && self.outgoing.is_empty() {
             return Poll::Ready(());
         }
         let next = self.deadlines.next(&state.conns);
-        self.wakeup.wake_at(cx, next);
+        self.wakeup.wake_at(cx, now, next);
         Poll::Pending
     }
 }

@@ -46,17 +46,18 @@ impl Wakeup {
         }
     }
 
-    /// Wake the task of `cx` at `at` (`None`: no deadline). An earlier deadline
-    /// already armed stays armed: re-arming for every deadline that moves
-    /// later (each packet sent moves the PTO) costs more than the odd early
-    /// wake-up, after which the driver asks again.
-    pub(crate) fn wake_at(&mut self, cx: &mut Context<'_>, at: Option<Instant>) {
+    /// Wake the task of `cx` at `at` (`None`: no deadline); `now` is the
+    /// driver round's clock. An earlier deadline already armed stays armed:
+    /// re-arming for every deadline that moves later (each packet sent moves
+    /// the PTO) costs more than the odd early wake-up, after which the driver
+    /// asks again.
+    pub(crate) fn wake_at(&mut self, cx: &mut Context<'_>, now: Instant, at: Option<Instant>) {
         let Some(at) = at else {
             self.coarse_at = None;
             return;
         };
         if let Some(precise) = self.precise.as_mut() {
-            let left = at.saturating_duration_since(Instant::now());
+            let left = at.saturating_duration_since(now);
             let slack = if left < FINE {
                 Duration::ZERO
             } else {
@@ -99,7 +100,7 @@ mod tests {
     /// Calls `wake_at` from a task.
     async fn arm(w: &mut Wakeup, at: Instant) {
         poll_fn(|cx| {
-            w.wake_at(cx, Some(at));
+            w.wake_at(cx, Instant::now(), Some(at));
             Poll::Ready(())
         })
         .await;
@@ -151,7 +152,7 @@ mod tests {
                     if Instant::now() >= at {
                         return Poll::Ready(());
                     }
-                    w.wake_at(cx, Some(at));
+                    w.wake_at(cx, Instant::now(), Some(at));
                     Poll::Pending
                 }),
             )

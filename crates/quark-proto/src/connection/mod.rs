@@ -572,7 +572,7 @@ impl Connection {
     /// Whether stream or flow-control frames are queued: after a read, the
     /// transmit path has work only if this is true.
     pub fn has_pending_stream_control(&self) -> bool {
-        self.streams.has_pending_control()
+        self.streams.has_control()
     }
 
     /// Ask the peer to stop sending on a stream.

@@ -260,12 +260,6 @@ impl Streams {
         outcome.map_err(StreamError::from)
     }
 
-    /// Whether flow-control or stream-state frames wait to be sent (so the
-    /// caller knows if a read left anything for the transmit path).
-    pub fn has_pending_control(&self) -> bool {
-        self.has_control()
-    }
-
     /// Bytes of some stream were read or discarded: return them to the
     /// connection-level window.
     pub(crate) fn on_consumed(&mut self, n: u64) {

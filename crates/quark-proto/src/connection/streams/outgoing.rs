@@ -10,6 +10,9 @@ use crate::types::Dir;
 /// Worst-case STREAM header for a frame filling `room` bytes: type, ID, an
 /// 8-byte offset, and a length field as long as `room` needs.
 impl Streams {
+    /// Whether flow-control or stream-state frames must be sent now (so the
+    /// caller knows if a read left anything for the transmit path). A
+    /// MAX_STREAMS raise that can wait for another packet does not count.
     pub(crate) fn has_control(&self) -> bool {
         let p = &self.pending;
         p.max_data
