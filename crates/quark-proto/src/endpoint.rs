@@ -75,6 +75,9 @@ pub struct Endpoint {
     cids: CidGenerator,
     conns: Slab<Connection>,
     routes: HashMap<ConnectionId, ConnectionHandle>,
+    /// The last route looked up: a connection's packets come in runs, and
+    /// SipHash over a peer-chosen ID cost more than the rest of routing a packet.
+    last_route: Option<(ConnectionId, ConnectionHandle)>,
     reset_tokens: HashMap<ResetToken, ConnectionHandle>,
     /// The keys of `routes` and `reset_tokens` each connection holds, by slab
     /// index: removing a connection touches only its own entries, not every
@@ -107,6 +110,7 @@ impl Endpoint {
             server,
             conns: Slab::new(),
             routes: HashMap::new(),
+            last_route: None,
             owned: Vec::new(),
             mtus: MtuCache::default(),
             reset_tokens: HashMap::new(),
@@ -188,7 +192,7 @@ impl Endpoint {
             }
             Err(PacketDecodeError::Invalid(_)) => return None,
         };
-        if let Some(&h) = self.routes.get(&pd.dst_cid) {
+        if let Some(h) = self.lookup(&pd.dst_cid) {
             self.conns[h.0].handle_datagram(now, remote, ecn, data);
             self.sync(h);
             return Some(DatagramEvent::Connection(h));
@@ -229,9 +233,10 @@ impl Endpoint {
         let mut run: SmallVec<[&mut [u8]; 64]> = SmallVec::new();
         let mut run_conn = None;
         for segment in data.chunks_mut(stride.max(1)) {
-            let route = PartialDecode::new(segment, self.config.cid_len)
-                .ok()
-                .and_then(|pd| self.routes.get(&pd.dst_cid).copied());
+            let route = match PartialDecode::new(segment, self.config.cid_len) {
+                Ok(pd) => self.lookup(&pd.dst_cid),
+                Err(_) => None,
+            };
             if route.is_none() || route != run_conn {
                 self.flush_run(now, remote, ecn, run_conn.take(), &mut run, &mut on_event);
             }
@@ -497,8 +502,21 @@ impl Endpoint {
         h
     }
 
+    /// The connection packets addressed to `cid` go to.
+    fn lookup(&mut self, cid: &ConnectionId) -> Option<ConnectionHandle> {
+        if let Some((last, h)) = &self.last_route
+            && last == cid
+        {
+            return Some(*h);
+        }
+        let h = *self.routes.get(cid)?;
+        self.last_route = Some((*cid, h));
+        Some(h)
+    }
+
     /// Route packets addressed to `cid` to `h`.
     fn route(&mut self, cid: ConnectionId, h: ConnectionHandle) {
+        self.forget_last_route(&cid);
         self.routes.insert(cid, h);
         let owned = &mut self.owned[h.0].cids;
         if !owned.contains(&cid) {
@@ -510,8 +528,15 @@ impl Endpoint {
     fn unroute(&mut self, cid: ConnectionId, h: ConnectionHandle) {
         if self.routes.get(&cid) == Some(&h) {
             self.routes.remove(&cid);
+            self.forget_last_route(&cid);
         }
         self.owned[h.0].cids.retain(|c| *c != cid);
+    }
+
+    fn forget_last_route(&mut self, cid: &ConnectionId) {
+        if self.last_route.is_some_and(|(last, _)| last == *cid) {
+            self.last_route = None;
+        }
     }
 
     /// Take `token` at the end of a datagram as a reset of `h`.

@@ -11,7 +11,8 @@ use common::app::{Echo, run_echo};
 use common::{Sim, Tls, payload, seed};
 use proptest::prelude::*;
 use quark_proto::{
-    ClientConfig, ConnectionError, Endpoint, EndpointConfig, ServerConfig, TransportConfig,
+    ClientConfig, ConnectionError, DatagramEvent, Endpoint, EndpointConfig, ServerConfig,
+    TransportConfig,
 };
 
 #[test]
@@ -305,4 +306,73 @@ fn removed_connections_leave_no_routes_behind() {
     }
     assert_eq!(sim.client.table_sizes(), (0, 0));
     assert_eq!(sim.server.table_sizes(), (0, 0));
+}
+
+/// The endpoint remembers the last route it used; a removed connection's IDs
+/// must stop routing anyway, even to a new connection in its slot.
+#[test]
+fn a_removed_connections_ids_route_nowhere() {
+    let (mut sim, tls) = Sim::pair(seed(49));
+    let c = sim.connect(&tls);
+    let s = sim.handshake(c);
+    let mut echo = Echo::new(c, vec![payload(3000, 1)]);
+    echo.set_server(s);
+    run_echo(&mut sim, &mut echo, 100_000);
+    let old = sim.server.connection(s).unwrap().local_cids();
+    assert!(!old.is_empty());
+    // A short-header datagram to each ID routes to the connection (and the
+    // last one becomes the remembered route).
+    let short = |cid: &quark_proto::ConnectionId| {
+        let mut d = vec![0x41];
+        d.extend_from_slice(cid);
+        d.resize(80, 0xab);
+        d
+    };
+    let now = sim.now;
+    let from = sim.client_addr;
+    for cid in &old {
+        let ev = sim
+            .server
+            .handle_datagram(now, from, None, None, &mut short(cid));
+        assert_eq!(ev, Some(DatagramEvent::Connection(s)));
+    }
+    sim.client.connection_mut(c).unwrap().close(now, 0, b"");
+    sim.run_until(100_000, |sim| {
+        sim.client.connection(c).unwrap().is_drained()
+            && sim.server.connection(s).unwrap().is_drained()
+    });
+    // The connection's last packets went to one of its IDs: remembered.
+    let now = sim.now;
+    let last = *old.last().unwrap();
+    let ev = sim
+        .server
+        .handle_datagram(now, from, None, None, &mut short(&last));
+    assert_eq!(ev, Some(DatagramEvent::Connection(s)));
+    sim.client.remove(c).unwrap();
+    sim.server.remove(s).unwrap();
+    for cid in &old {
+        let ev = sim
+            .server
+            .handle_datagram(now, from, None, None, &mut short(cid));
+        assert!(!matches!(ev, Some(DatagramEvent::Connection(_))), "{ev:?}");
+    }
+    // A new connection, likely in the freed slot.
+    let c2 = sim.connect(&tls);
+    let s2 = sim.handshake(c2);
+    let now = sim.now;
+    for cid in &old {
+        let ev = sim
+            .server
+            .handle_datagram(now, from, None, None, &mut short(cid));
+        assert_ne!(
+            ev,
+            Some(DatagramEvent::Connection(s2)),
+            "old ID reached the new connection"
+        );
+        assert_ne!(
+            ev,
+            Some(DatagramEvent::Connection(s)),
+            "old ID still routed"
+        );
+    }
 }

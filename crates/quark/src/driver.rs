@@ -343,7 +343,10 @@ impl Driver {
 
     /// Deliver protocol events to waiting tasks; drop finished connections.
     fn dispatch(&mut self, state: &mut State) {
-        for h in std::mem::take(&mut self.touched) {
+        // Drained in place, the list keeps its capacity: taking it would free the
+        // buffer and allocate a new one at the next packet.
+        let mut touched = std::mem::take(&mut self.touched);
+        for h in touched.drain(..) {
             state.proto.sync(h);
             let Some(conn) = state.proto.connection_mut(h) else {
                 continue;
@@ -373,6 +376,9 @@ impl Driver {
             } else if changed && let Some(at) = timeout {
                 self.deadlines.set(&state.conns, h, at);
             }
+        }
+        if self.touched.is_empty() {
+            self.touched = touched;
         }
         if !state.idle_wakers.is_empty() && state.conns.values().all(|e| e.drained) {
             state.idle_wakers.drain(..).for_each(|w| w.wake());
@@ -471,9 +477,11 @@ impl Future for Driver {
             }
             let sent_all = this.flush(cx, &shared.socket);
             if sent_all {
-                for h in std::mem::take(&mut this.backlog) {
+                let mut backlog = std::mem::take(&mut this.backlog);
+                for h in backlog.drain(..) {
                     this.touch(&mut state, h);
                 }
+                this.backlog = backlog;
             }
             let received = this.receive(cx, &shared.socket, &mut state, now);
             this.timers(&mut state, now);

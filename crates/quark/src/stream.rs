@@ -143,6 +143,7 @@ impl SendStream {
     /// Abandon the stream with an application error code.
     pub fn reset(&mut self, code: u64) -> Result<(), WriteError> {
         let mut state = self.conn.shared.lock();
+        lost(&state, self.conn.handle)?;
         let conn = state
             .proto
             .connection_mut(self.conn.handle)
@@ -177,6 +178,7 @@ impl SendStream {
 
 /// FIN on stream `id` of connection `h`, with the endpoint's state locked.
 fn finish_locked(state: &mut State, h: ConnectionHandle, id: StreamId) -> Result<(), WriteError> {
+    lost(state, h)?;
     let conn = state
         .proto
         .connection_mut(h)
@@ -184,6 +186,15 @@ fn finish_locked(state: &mut State, h: ConnectionHandle, id: StreamId) -> Result
     conn.finish(id).map_err(write_error)?;
     state.touch(h);
     Ok(())
+}
+
+/// The connection's error once it ended: a closed connection keeps no sending
+/// halves, so this, not the stream, explains why a send-side call fails.
+fn lost(state: &State, h: ConnectionHandle) -> Result<(), WriteError> {
+    match state.conns.get(&h).and_then(|e| e.error.clone()) {
+        Some(e) => Err(WriteError::ConnectionLost(e)),
+        None => Ok(()),
+    }
 }
 
 /// STOP_SENDING on stream `id` of connection `h`, with the endpoint's state locked.
@@ -359,7 +370,12 @@ impl RecvStream {
             }
             Err(_) => {
                 self.done = true;
-                Poll::Ready(Err(ReadError::Stopped))
+                // A closed connection keeps only the streams with something left
+                // to read: for the others the connection's end is the answer.
+                Poll::Ready(Err(match &entry.error {
+                    Some(e) => ReadError::ConnectionLost(e.clone()),
+                    None => ReadError::Stopped,
+                }))
             }
         }
     }

@@ -135,6 +135,41 @@ async fn close_code_reaches_peer() {
     assert!(c.open_bi().await.is_err());
 }
 
+/// After the peer closes, what arrived before the close is still read in full;
+/// a stream with nothing left to read, and any send-side call, report the
+/// connection's end (the closed connection keeps no other stream state).
+#[tokio::test]
+async fn streams_after_the_peer_closes() {
+    let (server, client, config, _net) = pair_with(&[]);
+    let (c, s) = connect(&server, &client, config).await;
+    let (mut a_send, mut a_recv) = c.open_bi().await.unwrap();
+    a_send.write_all(b"ping").await.unwrap();
+    let (mut sa_send, _sa_recv) = s.accept_bi().await.unwrap();
+    let answer = data(5000, 4);
+    sa_send.write_all(&answer).await.unwrap();
+    sa_send.finish().unwrap();
+    // Acknowledged: the answer sits in the client's buffer, unread.
+    let acked = tokio::time::timeout(Duration::from_secs(5), sa_send.stopped()).await;
+    assert_eq!(acked.unwrap().unwrap(), None);
+    let (mut b_send, mut b_recv) = c.open_bi().await.unwrap();
+    s.close(3, b"done");
+    let err = tokio::time::timeout(Duration::from_secs(5), c.closed())
+        .await
+        .unwrap();
+    let got = a_recv.read_to_end(1 << 20).await.unwrap();
+    assert_eq!(sha(&got), sha(&answer));
+    let lost = quark::ReadError::ConnectionLost(err.clone());
+    assert_eq!(b_recv.read_to_end(1 << 20).await.unwrap_err(), lost);
+    assert_eq!(
+        b_send.finish().unwrap_err(),
+        quark::WriteError::ConnectionLost(err.clone())
+    );
+    assert_eq!(
+        b_send.write_all(b"late").await.unwrap_err(),
+        quark::WriteError::ConnectionLost(err)
+    );
+}
+
 #[tokio::test]
 async fn reset_and_stop_sending() {
     let (server, client, config, _net) = pair_with(&[]);

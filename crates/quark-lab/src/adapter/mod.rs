@@ -20,6 +20,7 @@ pub mod hq;
 pub mod http;
 pub mod quic;
 pub mod quinn;
+pub mod serve;
 pub mod stats;
 pub mod stream;
 pub mod tcp;

@@ -139,13 +139,15 @@ impl Drop for QuicServer {
 
 async fn serve_connection(conn: quark::Connection, stats: Arc<ServerStats>) {
     let _open = stats.connection();
-    while let Ok((send, recv)) = conn.accept_bi().await {
-        let stats = stats.clone();
-        conn.spawn(async move {
+    let stats = &stats;
+    super::serve::serve_streams(
+        || async { conn.accept_bi().await.ok() },
+        |(send, recv)| async move {
             // Failures are counted by the request guard.
-            let _ = hq::serve_stream(recv, send, &stats).await;
-        });
-    }
+            let _ = hq::serve_stream(recv, send, stats).await;
+        },
+    )
+    .await;
 }
 
 impl Adapter for Quic {

@@ -87,14 +87,15 @@ async fn serve_connection(incoming: quinn::Incoming, stats: Arc<ServerStats>) {
         return;
     };
     let _open = stats.connection();
-    while let Ok((send, recv)) = conn.accept_bi().await {
-        let stats = stats.clone();
-        tokio::spawn(async move {
-            if serve_stream(send, recv, &stats).await.is_err() {
-                // Counted by the request guard.
-            }
-        });
-    }
+    let stats = &stats;
+    super::serve::serve_streams(
+        || async { conn.accept_bi().await.ok() },
+        |(send, recv)| async move {
+            // Failures are counted by the request guard.
+            let _ = serve_stream(send, recv, stats).await;
+        },
+    )
+    .await;
 }
 
 async fn serve_stream(

@@ -35,6 +35,9 @@ struct Issued {
 /// The IDs we issued.
 pub(crate) struct LocalCids {
     issued: BTreeMap<u64, Issued>,
+    /// How many of `issued` have `announce` set: asked before every packet, so
+    /// counted rather than searched for.
+    to_announce: usize,
     next_seq: u64,
     /// How many IDs the peer is willing to hold (its active_connection_id_limit).
     peer_limit: u64,
@@ -54,6 +57,7 @@ impl LocalCids {
         );
         LocalCids {
             issued,
+            to_announce: 0,
             next_seq: 1,
             peer_limit: 2,
         }
@@ -94,6 +98,7 @@ impl LocalCids {
                 },
             );
             self.next_seq += 1;
+            self.to_announce += 1;
             events.push_back(CidEvent::Issued(cid));
         }
     }
@@ -125,6 +130,7 @@ impl LocalCids {
                 ));
             }
             events.push_back(CidEvent::Retired(entry.cid));
+            self.to_announce -= usize::from(entry.announce);
             self.issued.remove(&seq);
         }
         Ok(())
@@ -132,19 +138,28 @@ impl LocalCids {
 
     /// The next NEW_CONNECTION_ID to send: (seq, cid, token).
     pub(crate) fn next_announcement(&mut self) -> Option<(u64, ConnectionId, ResetToken)> {
+        if self.to_announce == 0 {
+            return None;
+        }
         let (seq, entry) = self.issued.iter_mut().find(|(_, e)| e.announce)?;
         entry.announce = false;
+        self.to_announce -= 1;
         Some((*seq, entry.cid, entry.reset_token))
     }
 
     /// Whether a NEW_CONNECTION_ID is waiting to be sent.
     pub(crate) fn has_announcement(&self) -> bool {
-        self.issued.values().any(|e| e.announce)
+        debug_assert_eq!(
+            self.to_announce,
+            self.issued.values().filter(|e| e.announce).count()
+        );
+        self.to_announce > 0
     }
 
     /// A NEW_CONNECTION_ID was lost: send it again if the ID is still live.
     pub(crate) fn on_announcement_lost(&mut self, seq: u64) {
         if let Some(entry) = self.issued.get_mut(&seq) {
+            self.to_announce += usize::from(!entry.announce);
             entry.announce = true;
         }
     }

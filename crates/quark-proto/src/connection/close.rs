@@ -135,6 +135,7 @@ impl Connection {
             close,
             resend: true,
         };
+        self.shed();
     }
 
     /// The peer closed: drain (RFC 9000 §10.2.2).
@@ -149,6 +150,7 @@ impl Connection {
         }
         self.timers.set(Timer::Close, now + 3 * pto);
         self.state = State::Draining { error };
+        self.shed();
     }
 
     /// Forget the connection at once (idle timeout, stateless reset, no version).
@@ -163,6 +165,28 @@ impl Connection {
         self.events.push_back(Event::Drained);
         let error = self.state.error().cloned().or(Some(error));
         self.state = State::Drained { error };
+        self.shed();
+    }
+
+    /// Give back what only an open connection needs. A closing connection sends
+    /// nothing but CONNECTION_CLOSE (so it keeps its keys, packet numbers and
+    /// peer ID) and processes no frames; a draining or drained one sends nothing
+    /// at all. What stays for the application is the data it has not read.
+    /// Without this a server under short connections holds the full state of
+    /// every connection closed in the last three PTOs.
+    fn shed(&mut self) {
+        self.tls.shed();
+        self.recovery.shed();
+        self.streams.shed();
+        for space in &mut self.spaces {
+            space.crypto_send = crate::stream::SendBuffer::new();
+            space.crypto_recv = crate::stream::RecvBuffer::new();
+        }
+        self.acked_scratch = Vec::new();
+        self.lost_scratch = Vec::new();
+        self.decrypted_scratch = Vec::new();
+        self.crypto_scratch = Vec::new();
+        self.path_responses = std::collections::VecDeque::new();
     }
 
     pub(crate) fn on_close_timer(&mut self) {

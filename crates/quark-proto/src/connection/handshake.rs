@@ -107,6 +107,9 @@ impl Connection {
 
     /// Collect handshake bytes and key changes from TLS.
     pub(crate) fn drive_tls(&mut self, now: Instant) -> Result<(), TransportError> {
+        if self.is_closed() {
+            return Ok(()); // TLS is gone (see `shed`)
+        }
         let mut out = Vec::new();
         loop {
             out.clear();

@@ -9,6 +9,7 @@ use super::mtu::{MTU_PROBE_AFTER, Offer};
 use super::sent::{Control, SentFrames};
 use super::timers::Timer;
 use super::{Connection, Transmit};
+use crate::cid::ConnectionId;
 use crate::frame::{self, Close, Frame, NewConnectionId};
 use crate::packet::{HeaderParams, MIN_INITIAL_SIZE, PacketBuilder};
 use crate::recovery::SendFlags;
@@ -261,8 +262,17 @@ impl Connection {
     fn write_datagram(&mut self, now: Instant, buf: &mut Vec<u8>, limit: usize) -> bool {
         let start = buf.len();
         let end = start + limit;
+        // With the window open every space that could send is ready; when none
+        // is, the window and the pacer need no asking (most calls in a
+        // request-response exchange find nothing to send).
+        let (mut ready, mut n) = self.ready_spaces(now, true);
+        if n == 0 {
+            return false;
+        }
         let cc_ok = self.congestion_allows(now);
-        let (ready, n) = self.ready_spaces(now, cc_ok);
+        if !cc_ok {
+            (ready, n) = self.ready_spaces(now, false);
+        }
         let ready = &ready[..n];
         let Some(&last) = ready.last() else {
             return false;
@@ -315,7 +325,12 @@ impl Connection {
         };
         let key_phase = self.one_rtt.as_ref().is_some_and(|k| k.key_phase());
         let dst_cid = self.peer_cids.active();
-        let src_cid = self.local_cids.handshake_cid();
+        // Only long headers carry a source ID.
+        let src_cid = if kind == PacketKind::OneRtt {
+            ConnectionId::EMPTY
+        } else {
+            self.local_cids.handshake_cid()
+        };
         let token: &[u8] = if kind == PacketKind::Initial {
             &self.token
         } else {

@@ -17,7 +17,10 @@ use crate::types::Side;
 
 /// One endpoint's TLS session.
 pub struct TlsSession {
-    conn: Connection,
+    /// `None` once [`TlsSession::shed`]: a closed connection needs no TLS.
+    conn: Option<Connection>,
+    /// What the getters report once `conn` is gone.
+    kept: Kept,
     /// Output collected from rustls after each input, in order. rustls reports a key
     /// change together with bytes queued *after* it when several inputs arrive before
     /// it is asked for output (e.g. ServerHello and the server's Handshake flight in
@@ -27,6 +30,14 @@ pub struct TlsSession {
     pending: VecDeque<Step>,
     /// The peer's parameters, decoded on first request.
     peer_params: OnceLock<Result<TransportParameters, TransportError>>,
+}
+
+/// The negotiated results kept when the session itself goes.
+#[derive(Default)]
+struct Kept {
+    alpn: Option<Vec<u8>>,
+    server_name: Option<String>,
+    cipher: Option<rustls::SupportedCipherSuite>,
 }
 
 /// One piece of rustls' output.
@@ -93,7 +104,8 @@ impl TlsSession {
 
     fn wrap(conn: Connection) -> Self {
         let mut session = TlsSession {
-            conn,
+            conn: Some(conn),
+            kept: Kept::default(),
             pending: VecDeque::new(),
             peer_params: OnceLock::new(),
         };
@@ -103,9 +115,12 @@ impl TlsSession {
 
     /// Move everything rustls has to say into `pending`.
     fn drain(&mut self) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
         loop {
             let mut data = Vec::new();
-            let change = self.conn.write_hs(&mut data);
+            let change = conn.write_hs(&mut data);
             let wrote = !data.is_empty();
             if wrote {
                 self.pending.push_back(Step::Data(data));
@@ -121,7 +136,13 @@ impl TlsSession {
     /// Feed handshake bytes received in CRYPTO frames (in order). TLS failures map to
     /// CRYPTO_ERROR (0x100 + alert), RFC 9001 §4.8.
     pub fn read_handshake(&mut self, data: &[u8]) -> Result<(), TransportError> {
-        self.conn.read_hs(data).map_err(|e| self.error(e))?;
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(TransportError::new(
+                TransportErrorCode::INTERNAL_ERROR,
+                "handshake data after the connection closed",
+            ));
+        };
+        conn.read_hs(data).map_err(|e| self.error(e))?;
         self.drain();
         Ok(())
     }
@@ -134,7 +155,7 @@ impl TlsSession {
     //# AlertDescription value is added to 0x0100 to produce a QUIC error
     //# code from the range reserved for CRYPTO_ERROR
     fn error(&self, e: rustls::Error) -> TransportError {
-        let code = match self.conn.alert() {
+        let code = match self.conn.as_ref().and_then(|c| c.alert()) {
             Some(alert) => TransportErrorCode::crypto(u8::from(alert)),
             // Without an alert: a malformed or misplaced message is the peer's fault,
             // anything else (e.g. a failing certificate verifier) ours.
@@ -163,7 +184,7 @@ impl TlsSession {
 
     /// True until the handshake completes.
     pub fn is_handshaking(&self) -> bool {
-        self.conn.is_handshaking()
+        self.conn.as_ref().is_some_and(|c| c.is_handshaking())
     }
 
     /// The peer's transport parameters, once received, decoded and validated
@@ -172,12 +193,15 @@ impl TlsSession {
         &self,
         our_side: Side,
     ) -> Result<Option<TransportParameters>, TransportError> {
-        let Some(raw) = self.conn.quic_transport_parameters() else {
+        let Some(conn) = &self.conn else {
+            return self.peer_params.get().cloned().transpose();
+        };
+        let Some(raw) = conn.quic_transport_parameters() else {
             return Ok(None);
         };
         // During a resumed handshake rustls reports the previous session's
         // parameters: never cache those.
-        if self.conn.is_handshaking() {
+        if conn.is_handshaking() {
             return TransportParameters::decode(our_side.peer(), raw).map(Some);
         }
         self.peer_params
@@ -189,30 +213,55 @@ impl TlsSession {
     /// The peer's transport parameters as sent, before decoding.
     #[cfg(test)]
     pub(crate) fn peer_params_raw(&self) -> Option<&[u8]> {
-        self.conn.quic_transport_parameters()
+        self.conn.as_ref()?.quic_transport_parameters()
     }
 
     /// The negotiated ALPN protocol.
     pub fn alpn(&self) -> Option<&[u8]> {
-        self.conn.alpn_protocol()
+        match &self.conn {
+            Some(conn) => conn.alpn_protocol(),
+            None => self.kept.alpn.as_deref(),
+        }
     }
 
     /// The server name the client asked for (server side).
     pub fn server_name(&self) -> Option<&str> {
         match &self.conn {
-            Connection::Server(conn) => conn.server_name(),
-            Connection::Client(_) => None,
+            Some(Connection::Server(conn)) => conn.server_name(),
+            Some(Connection::Client(_)) => None,
+            None => self.kept.server_name.as_deref(),
         }
     }
 
-    /// The peer's certificate chain, DER-encoded.
+    /// The peer's certificate chain, DER-encoded (`None` once shed).
     pub fn peer_certificates(&self) -> Option<&[rustls::pki_types::CertificateDer<'static>]> {
-        self.conn.peer_certificates()
+        self.conn.as_ref()?.peer_certificates()
     }
 
     /// The negotiated TLS cipher suite.
     pub fn cipher_suite(&self) -> Option<rustls::SupportedCipherSuite> {
-        self.conn.negotiated_cipher_suite()
+        match &self.conn {
+            Some(conn) => conn.negotiated_cipher_suite(),
+            None => self.kept.cipher,
+        }
+    }
+
+    /// The connection closed: drop rustls's state (the handshake's buffers and
+    /// transcript, the peer's certificates), keeping the negotiated ALPN, server
+    /// name and cipher suite for the getters.
+    pub fn shed(&mut self) {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        self.kept = Kept {
+            alpn: conn.alpn_protocol().map(<[u8]>::to_vec),
+            server_name: match &conn {
+                Connection::Server(conn) => conn.server_name().map(str::to_owned),
+                Connection::Client(_) => None,
+            },
+            cipher: conn.negotiated_cipher_suite(),
+        };
+        self.pending = VecDeque::new();
     }
 }
 

@@ -317,6 +317,21 @@ impl<T> Recovery<T> {
         self.set_timer(now, path);
     }
 
+    /// The connection closed: nothing will be acknowledged, retransmitted or
+    /// paced any more. Forget the packets in flight and the loss history (with
+    /// what each packet carried, most of a closed connection's memory) and stop
+    /// the loss timer. The RTT estimate stays for the closing period's length.
+    pub fn shed(&mut self) {
+        for sp in &mut self.spaces {
+            sp.sent = SentStore::new();
+            sp.lost = LostHistory::default();
+            sp.loss_time = None;
+            sp.time_of_last_ack_eliciting = None;
+        }
+        self.spurious_scratch = Vec::new();
+        self.timer = None;
+    }
+
     /// Congestion window in bytes.
     pub fn congestion_window(&self) -> u64 {
         self.cc.window()

@@ -327,6 +327,11 @@ impl RecvStream {
         self.max_stream_data
     }
 
+    /// The connection closed: give back storage no read can reach.
+    pub fn shed(&mut self) {
+        self.buf.shed();
+    }
+
     /// Whether a read would return something other than `Blocked` now.
     pub fn is_readable(&self) -> bool {
         self.stopped

@@ -358,6 +358,25 @@ impl Streams {
         );
     }
 
+    /// The connection closed: nothing more is sent or received on any stream.
+    /// Keep only the receiving halves a read still has something for (data, the
+    /// end, a reset); the rest, send buffers and kept storage, goes.
+    pub(crate) fn shed(&mut self) {
+        self.map.retain(|_, entry| {
+            entry.send = None;
+            let Some(recv) = entry.recv.as_mut() else {
+                return false;
+            };
+            recv.shed();
+            recv.is_readable()
+                && !matches!(recv.state(), RecvState::DataRead | RecvState::ResetRead)
+        });
+        self.map.shrink_to_fit();
+        self.spare = Spare::default();
+        self.send_queue = VecDeque::new();
+        self.pending = Pending::default();
+    }
+
     /// Forget a stream whose both halves are done; a freed peer stream makes room
     /// for the peer to open another (MAX_STREAMS).
     fn maybe_free(&mut self, id: StreamId) {

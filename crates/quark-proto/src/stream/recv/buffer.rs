@@ -246,6 +246,14 @@ impl RecvBuffer {
         n
     }
 
+    /// Nothing more will arrive (the connection closed): out-of-order segments
+    /// can never be read, and the storage shrinks to what is left to read.
+    pub(in crate::stream) fn shed(&mut self) {
+        self.pending = BTreeMap::new();
+        self.pending_bytes = 0;
+        self.data.shrink_to_fit();
+    }
+
     /// Drop everything and move the read offset to `offset` (a reset stream's final
     /// size), releasing the storage.
     pub(in crate::stream) fn discard_all(&mut self, offset: u64) {
