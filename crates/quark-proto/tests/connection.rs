@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use common::app::{Echo, run_echo};
 use common::{Sim, Tls, payload, seed, small_windows};
-use quark_proto::{ClientConfig, ConnectionError, Event, ServerConfig, TransportErrorCode};
+use quark_proto::{
+    ClientConfig, ConnectionError, Dir, Event, ReadOutcome, ServerConfig, TransportErrorCode,
+};
 
 #[test]
 fn handshake_completes_and_negotiates_alpn() {
@@ -114,6 +116,55 @@ fn application_close_reaches_peer() {
         sim.client.connection(c).unwrap().is_drained()
             && sim.server.connection(s).unwrap().is_drained()
     });
+}
+
+/// What the application has not read yet survives the close: the server
+/// answers and closes, and the client, draining, still reads the whole answer
+/// and its end. The negotiated ALPN stays known.
+#[test]
+fn unread_data_survives_the_close() {
+    let (mut sim, tls) = Sim::pair(seed(81));
+    let c = sim.connect(&tls);
+    let s = sim.handshake(c);
+    let alpn = sim.client.connection(c).unwrap().alpn().map(<[u8]>::to_vec);
+    assert!(alpn.is_some());
+    let id = {
+        let conn = sim.client.connection_mut(c).unwrap();
+        let id = conn.open_stream(Dir::Bi).unwrap();
+        assert_eq!(conn.write(id, b"request").unwrap(), 7);
+        conn.finish(id).unwrap();
+        id
+    };
+    sim.run_until(10_000, |sim| {
+        sim.server.connection(s).unwrap().readable_bytes(id) == 7
+    });
+    let answer = payload(10_000, 3);
+    {
+        let conn = sim.server.connection_mut(s).unwrap();
+        assert_eq!(conn.accept_stream(Dir::Bi), Some(id));
+        assert_eq!(conn.write(id, &answer).unwrap(), answer.len());
+        conn.finish(id).unwrap();
+    }
+    // The answer arrives; the client does not read it before the server closes.
+    sim.run_until(10_000, |sim| {
+        sim.client.connection(c).unwrap().readable_bytes(id) == answer.len()
+    });
+    let now = sim.now;
+    sim.server.connection_mut(s).unwrap().close(now, 0, b"done");
+    sim.run_until(10_000, |sim| sim.client.connection(c).unwrap().is_closed());
+    let conn = sim.client.connection_mut(c).unwrap();
+    assert!(!conn.is_drained(), "draining, not gone");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(id, &mut buf).unwrap() {
+            ReadOutcome::Data(n) => got.extend_from_slice(&buf[..n]),
+            ReadOutcome::Finished => break,
+            ReadOutcome::Blocked => panic!("blocked after {} bytes", got.len()),
+        }
+    }
+    assert_eq!(got, answer);
+    assert_eq!(conn.alpn().map(<[u8]>::to_vec), alpn);
 }
 
 #[test]

@@ -110,6 +110,12 @@ impl Connection {
     }
 
     /// Close with an application error code and reason.
+    ///
+    /// Once a connection has ended (closed by either side, timed out or
+    /// reset), data that arrived before the end can still be read to the end
+    /// of its stream; reads of other streams, and writes, `finish` and
+    /// `reset` on any stream, fail with `ConnectionLost`. The connection keeps
+    /// nothing else: it frees its TLS session, buffers and records at once.
     pub fn close(&self, code: u64, reason: &[u8]) {
         let mut state = self.shared.lock();
         if let Some(conn) = state.proto.connection_mut(self.handle) {

@@ -24,7 +24,7 @@
 //! | [`tls`] | certificates and rustls configurations (CA file, `--insecure`, cipher suites) |
 //! | [`workers`] | `WorkerGroup`: one address served by N threads (`SO_REUSEPORT`), a connection per core |
 //! | `busy_poll` | the driver's optional busy polling (`Endpoint::set_busy_poll`) |
-//! | `wakeup` | the driver's timers: tokio's wheel, or a `timerfd` for deadlines under 2 ms |
+//! | `wakeup` | the driver's alarm: a `timerfd` (tokio's wheel only if the kernel refuses one) |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
 //! | `forward` | datagrams passed between workers when the kernel put them on the wrong one |
 //!
