@@ -8,7 +8,8 @@ use std::time::Duration;
 use common::app::{Echo, run_echo};
 use common::{Sim, Tls, payload, seed, small_windows};
 use quark_proto::{
-    ClientConfig, ConnectionError, Dir, Event, ReadOutcome, ServerConfig, TransportErrorCode,
+    ClientConfig, ConnectionError, Dir, Event, ReadOutcome, ServerConfig, StreamEvent,
+    TransportErrorCode,
 };
 
 #[test]
@@ -165,6 +166,55 @@ fn unread_data_survives_the_close() {
     }
     assert_eq!(got, answer);
     assert_eq!(conn.alpn().map(<[u8]>::to_vec), alpn);
+}
+
+/// A writer that waits for `Writable` events, as the async API does, keeps
+/// going: writes stop at the not-sent limit long before the buffer is full, and
+/// it is sending, not an acknowledgement, that makes room again, so sending
+/// must say so. Without that event this transfer stalls after 512 KiB.
+#[test]
+fn event_driven_writer_gets_past_the_not_sent_limit() {
+    const TOTAL: usize = 3 << 20;
+    let (mut sim, tls) = Sim::pair(seed(82));
+    let c = sim.connect(&tls);
+    let s = sim.handshake(c);
+    let id = sim
+        .client
+        .connection_mut(c)
+        .unwrap()
+        .open_stream(Dir::Uni)
+        .unwrap();
+    let data = payload(TOTAL, 5);
+    let (mut written, mut read) = (0, 0);
+    let mut got = Vec::with_capacity(TOTAL);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut writable = true;
+    let mut steps = 0;
+    while read < TOTAL {
+        if writable && written < TOTAL {
+            let conn = sim.client.connection_mut(c).unwrap();
+            let n = conn.write(id, &data[written..]).unwrap();
+            written += n;
+            if written == TOTAL {
+                conn.finish(id).unwrap();
+            }
+            writable = n > 0 && written < TOTAL;
+        }
+        assert!(sim.step(), "stalled at {written} written, {read} read");
+        for ev in sim.events(true, c) {
+            writable |= ev == Event::Stream(StreamEvent::Writable(id));
+        }
+        let conn = sim.server.connection_mut(s).unwrap();
+        if conn.accept_stream(Dir::Uni).is_some() || read > 0 || conn.readable_bytes(id) > 0 {
+            while let Ok(ReadOutcome::Data(n)) = conn.read(id, &mut buf) {
+                got.extend_from_slice(&buf[..n]);
+                read += n;
+            }
+        }
+        steps += 1;
+        assert!(steps < 1_000_000, "no progress");
+    }
+    assert_eq!(got, data);
 }
 
 #[test]

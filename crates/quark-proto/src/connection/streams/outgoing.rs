@@ -182,6 +182,7 @@ impl Streams {
             // GSO batch.
             let room = max_end.saturating_sub(buf.len());
             let header = frame::stream_header_len(id, send.written(), room, true);
+            let was_writable = send.is_writable();
             while buf.len() + header < max_end {
                 let Some(range) = send.next_range(max_end - buf.len() - header) else {
                     break;
@@ -195,6 +196,10 @@ impl Streams {
                     fin: range.fin,
                 };
                 sent.streams.push(chunk);
+            }
+            if !was_writable && send.is_writable() {
+                // Sending made room under the not-sent limit.
+                self.events.push_back(StreamEvent::Writable(id));
             }
             if send.has_pending() {
                 self.send_queue.push_back(id);

@@ -102,6 +102,11 @@ impl SendBuffer {
         self.data.len()
     }
 
+    /// Bytes written and never sent yet.
+    pub fn unsent(&self) -> usize {
+        (self.written() - self.sent_end.min(self.written())) as usize
+    }
+
     /// Whether something is waiting to be sent: lost data, unsent data or an unsent FIN.
     pub fn has_pending(&self) -> bool {
         !self.cleared

@@ -60,6 +60,27 @@ fn write_is_limited_by_every_credit() {
     assert_eq!(s.written(), 7);
 }
 
+/// Writes stop at NOT_SENT_LIMIT bytes not yet sent, though the buffer (for
+/// data in flight too) has room; sending, not acknowledging, makes room again.
+#[test]
+fn unsent_bytes_are_limited_apart_from_the_buffer() {
+    let big = 4 * NOT_SENT_LIMIT;
+    let mut s = SendStream::new(big as u64, big);
+    let data = vec![7u8; 2 * NOT_SENT_LIMIT];
+    assert_eq!(s.write(&data, u64::MAX), Ok(NOT_SENT_LIMIT));
+    assert!(!s.is_writable());
+    assert_eq!(s.write(&data, u64::MAX), Ok(0));
+    // 1 000 bytes go out (in flight, unacknowledged): 1 000 bytes of room.
+    let r = s.next_range(1000).unwrap();
+    assert_eq!(r.len, 1000);
+    assert!(s.is_writable());
+    assert_eq!(s.write(&data, u64::MAX), Ok(1000));
+    assert_eq!(s.buffered(), NOT_SENT_LIMIT + 1000);
+    // Acknowledging what was sent frees buffer, not not-sent room.
+    s.on_ack(r.offset, r.len, r.fin);
+    assert_eq!(s.write(&data, u64::MAX), Ok(0));
+}
+
 #[test]
 fn stream_data_blocked_once_per_limit() {
     let mut s = SendStream::new(10, 100);
