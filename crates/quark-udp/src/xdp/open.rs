@@ -4,9 +4,10 @@
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
 
@@ -254,7 +255,7 @@ fn attach(
     };
     let mut last = None;
     for &(flags, native) in modes {
-        match bpf::attach_xdp(prog.as_fd(), iface.index, flags) {
+        match attach_when_free(prog.as_fd(), iface.index, flags) {
             Ok(link) => {
                 let inner = Arc::new(Attached {
                     _link: link,
@@ -279,4 +280,27 @@ fn attach(
         }
     }
     Err(last.unwrap_or_else(|| io::Error::other("no XDP mode to try")))
+}
+
+/// How long an attach waits for the program of a just-closed socket to leave
+/// the interface (its link is released asynchronously, like the queue: see
+/// `xsk.rs`); a program held by a live socket stays, reported after this.
+const PROGRAM_RELEASE_WAIT: Duration = Duration::from_millis(250);
+
+/// [`bpf::attach_xdp`], retried while the interface still has the program of a
+/// socket closed just before: EBUSY (its link, in the same mode) or EEXIST (in
+/// the other mode).
+fn attach_when_free(prog: BorrowedFd<'_>, ifindex: u32, flags: u32) -> io::Result<OwnedFd> {
+    let deadline = Instant::now() + PROGRAM_RELEASE_WAIT;
+    loop {
+        match bpf::attach_xdp(prog, ifindex, flags) {
+            Err(e)
+                if matches!(e.raw_os_error(), Some(libc::EEXIST | libc::EBUSY))
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            result => return result,
+        }
+    }
 }
