@@ -193,36 +193,32 @@ pub fn encode_ack<B: BufMut>(
         if used + pair > MAX_RANGE_BYTES || fixed + varint_size(count + 1) + used + pair > max_len {
             break;
         }
-        let mut pair_bytes = [0u8; 16];
-        let mut w = &mut pair_bytes[..];
-        put_varint(&mut w, gap);
-        put_varint(&mut w, len);
-        scratch.extend_from_slice(&pair_bytes[..pair]);
+        let (bytes, n) = varints([gap, len]);
+        scratch.extend_from_slice(&bytes[..n]);
         count += 1;
         prev_smallest = range.start;
     }
 
-    // The fields go through a stack array and reach `buf` in two copies: a
-    // `put` per field cost a bounds check and a `memcpy` call each, on every ACK.
-    const HEAD: usize = 1 + 8 * 4;
-    let mut head = [0u8; HEAD];
-    let mut w = &mut head[..];
-    put_varint(&mut w, ty);
-    put_varint(&mut w, largest);
-    put_varint(&mut w, delay);
-    put_varint(&mut w, count);
-    put_varint(&mut w, first_range);
-    let head_len = HEAD - w.len();
-    buf.put_slice(&head[..head_len]);
+    let (head, n) = varints([ty, largest, delay, count, first_range]);
+    buf.put_slice(&head[..n]);
     buf.put_slice(&scratch);
     if let Some(e) = ecn {
-        let mut tail = [0u8; 8 * 3];
-        let mut w = &mut tail[..];
-        put_varint(&mut w, e.ect0);
-        put_varint(&mut w, e.ect1);
-        put_varint(&mut w, e.ce);
-        let tail_len = 8 * 3 - w.len();
-        buf.put_slice(&tail[..tail_len]);
+        let (tail, n) = varints([e.ect0, e.ect1, e.ce]);
+        buf.put_slice(&tail[..n]);
     }
     fixed + varint_size(count) + scratch.len()
+}
+
+/// Up to five varints (`N` ≤ 5) encoded into a stack array, and the bytes used: the
+/// fields then reach the frame in one copy (a `put` per field cost a bounds
+/// check and a `memcpy` call each, on every ACK).
+#[inline(always)]
+fn varints<const N: usize>(values: [u64; N]) -> ([u8; 40], usize) {
+    let mut out = [0u8; 40];
+    let mut w = &mut out[..];
+    for v in values {
+        put_varint(&mut w, v);
+    }
+    let n = 40 - w.len();
+    (out, n)
 }

@@ -296,6 +296,12 @@ impl SendStream {
         self.stopped
     }
 
+    /// Whether writes wait for data to go out (the not-sent limit is reached):
+    /// then sending, not only an acknowledgement, can make the stream writable.
+    pub fn at_not_sent_limit(&self) -> bool {
+        self.buf.unsent() >= NOT_SENT_LIMIT
+    }
+
     /// True if a write of at least one byte would succeed now (ignoring the
     /// connection-level credit).
     pub fn is_writable(&self) -> bool {

@@ -182,7 +182,7 @@ impl Streams {
             // GSO batch.
             let room = max_end.saturating_sub(buf.len());
             let header = frame::stream_header_len(id, send.written(), room, true);
-            let was_writable = send.is_writable();
+            let held_back = send.at_not_sent_limit();
             while buf.len() + header < max_end {
                 let Some(range) = send.next_range(max_end - buf.len() - header) else {
                     break;
@@ -197,7 +197,7 @@ impl Streams {
                 };
                 sent.streams.push(chunk);
             }
-            if !was_writable && send.is_writable() {
+            if held_back && send.is_writable() {
                 // Sending made room under the not-sent limit.
                 self.events.push_back(StreamEvent::Writable(id));
             }

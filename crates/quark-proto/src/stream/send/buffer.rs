@@ -104,7 +104,7 @@ impl SendBuffer {
 
     /// Bytes written and never sent yet.
     pub fn unsent(&self) -> usize {
-        (self.written() - self.sent_end.min(self.written())) as usize
+        self.written().saturating_sub(self.sent_end) as usize
     }
 
     /// Whether something is waiting to be sent: lost data, unsent data or an unsent FIN.
