@@ -1,6 +1,8 @@
 //! The driver task: receive a batch of datagrams, feed them to the protocol,
 //! fire timers, collect every connection's outgoing datagrams into GSO batches and
-//! send them with one system call, then wake whoever waits. One driver per
+//! send them with one system call, then wake whoever waits. When what arrived
+//! wakes tasks, they run before the driver transmits, so that an answer leaves
+//! with the acknowledgments and handshake frames in one datagram. One driver per
 //! endpoint; it ends when the endpoint and all its connections are gone. In a
 //! worker group it also passes datagrams for other workers' connections on, and
 //! takes in those passed to it (see `forward`).
@@ -12,16 +14,15 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use quark_proto::{
-    ConnectionError, ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent, Transmit,
-};
+use quark_proto::{ConnectionError, ConnectionHandle, DatagramEvent, EcnCodepoint, Transmit};
 use quark_udp::{RecvMeta, Socket};
 use smallvec::SmallVec;
 
 use crate::busy_poll::BusyPoll;
 use crate::deadlines::Deadlines;
+use crate::events::deliver_events;
 use crate::forward::{Forwarded, Inbox, Link};
-use crate::shared::{ConnEntry, SharedRef, State, dir_index};
+use crate::shared::{ConnEntry, SharedRef, State};
 use crate::wakeup::Wakeup;
 
 /// Datagram buffers handed to one `recvmmsg`.
@@ -36,6 +37,25 @@ const MAX_GSO_BYTES: usize = 64_000;
 const POLL_BUDGET: usize = 32;
 /// Datagrams taken from the group inbox per round.
 const INBOX_BATCH: usize = 64;
+
+/// Transmitting put off for woken tasks to answer first (at most twice, then
+/// the driver transmits whatever there is).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Deferred {
+    No,
+    /// Rescheduled behind the tasks woken.
+    Queued,
+    /// Rescheduled behind every task that can run.
+    PastAll,
+}
+
+/// Have the runtime poll this task again once every other runnable task (and the
+/// `block_on` future) has run: what `tokio::task::yield_now` does on its first poll.
+fn yield_past_all(cx: &mut Context<'_>) {
+    let mut yielded = std::pin::pin!(tokio::task::yield_now());
+    // Pending by design: the waker is registered with the scheduler.
+    let _ = yielded.as_mut().poll(cx);
+}
 
 pub(crate) struct Driver {
     shared: SharedRef,
@@ -62,6 +82,9 @@ pub(crate) struct Driver {
     drained: bool,
     /// Keep polling the socket for a while after work instead of sleeping.
     busy: BusyPoll,
+    /// How far transmitting is put off for the tasks a round's events woke
+    /// (see `poll`).
+    deferred: Deferred,
 }
 
 impl Driver {
@@ -81,6 +104,7 @@ impl Driver {
             deadlines: Deadlines::default(),
             drained: false,
             busy: BusyPoll::default(),
+            deferred: Deferred::No,
         }
     }
 
@@ -341,6 +365,16 @@ impl Driver {
         any
     }
 
+    /// Deliver the touched connections' events to waiting tasks, leaving the
+    /// connections touched. Returns whether a task was woken.
+    fn deliver(&self, state: &mut State) -> bool {
+        let mut woke = false;
+        for &h in &self.touched {
+            woke |= deliver_events(state, h);
+        }
+        woke
+    }
+
     /// Deliver protocol events to waiting tasks; drop finished connections.
     fn dispatch(&mut self, state: &mut State) {
         // Drained in place, the list keeps its capacity: taking it would free the
@@ -352,24 +386,13 @@ impl Driver {
                 continue;
             };
             let timeout = conn.poll_timeout();
-            let mut events: SmallVec<[Event; 8]> = SmallVec::new();
-            while let Some(ev) = conn.poll_event() {
-                events.push(ev);
-            }
+            deliver_events(state, h);
             let Some(entry) = state.conns.get_mut(&h) else {
                 continue;
             };
             entry.touched = false;
             let changed = entry.timeout != timeout;
             entry.timeout = timeout;
-            let mut ready = false;
-            for ev in events {
-                ready |= handle_event(entry, ev);
-            }
-            if ready {
-                state.ready.push_back(h);
-                state.accept_wakers.drain(..).for_each(|w| w.wake());
-            }
             if entry.drained && entry.refs == 0 {
                 state.conns.remove(&h);
                 state.proto.remove(h);
@@ -400,68 +423,6 @@ fn forwarded(
     }
 }
 
-/// Apply one event. Returns true if a server connection just became ready for `accept`.
-fn handle_event(entry: &mut ConnEntry, ev: Event) -> bool {
-    let w = &mut entry.wakers;
-    match ev {
-        Event::Connected => {
-            entry.connected = true;
-            if let Some(waker) = w.connected.take() {
-                waker.wake();
-            }
-            return entry.incoming;
-        }
-        Event::Stream(StreamEvent::Readable(id)) => {
-            if let Some(waker) = w.readers.remove(&id) {
-                waker.wake();
-            }
-        }
-        Event::Stream(StreamEvent::Writable(id)) => {
-            if let Some(waker) = w.writers.remove(&id) {
-                waker.wake();
-            }
-        }
-        Event::Stream(StreamEvent::Finished(id)) => {
-            if let Some(outcome) = entry.send_halves.get_mut(&id) {
-                *outcome = Some(None);
-            }
-            if let Some(waker) = w.finishers.remove(&id) {
-                waker.wake();
-            }
-        }
-        Event::Stream(StreamEvent::Stopped(id, code)) => {
-            if let Some(outcome) = entry.send_halves.get_mut(&id) {
-                *outcome = Some(Some(code));
-            }
-            for waker in [w.finishers.remove(&id), w.writers.remove(&id)]
-                .into_iter()
-                .flatten()
-            {
-                waker.wake();
-            }
-        }
-        Event::Stream(StreamEvent::Opened(dir)) => {
-            if let Some(waker) = w.accept[dir_index(dir)].take() {
-                waker.wake();
-            }
-        }
-        Event::Stream(StreamEvent::Available(dir)) => {
-            if let Some(waker) = w.open[dir_index(dir)].take() {
-                waker.wake();
-            }
-        }
-        Event::ConnectionLost(e) => {
-            entry.error = Some(e);
-            w.wake_all();
-        }
-        Event::Drained => {
-            entry.drained = true;
-            w.wake_all();
-        }
-    }
-    false
-}
-
 impl Future for Driver {
     type Output = ();
 
@@ -472,6 +433,8 @@ impl Future for Driver {
         state.driver = Some(cx.waker().clone());
         for _ in 0..POLL_BUDGET {
             let now = Instant::now();
+            // Tasks asked for something since the last round (wrote, read, ...).
+            let answered = !state.dirty.is_empty();
             while let Some(h) = state.dirty.pop_front() {
                 this.touch(&mut state, h);
             }
@@ -485,6 +448,28 @@ impl Future for Driver {
             }
             let received = this.receive(cx, &shared.socket, &mut state, now);
             this.timers(&mut state, now);
+            // What arrived woke tasks (a request to answer, a handshake that
+            // completed): let them run first, so that their answer leaves with our
+            // acknowledgments and handshake frames, in one datagram and one system
+            // call instead of two.
+            match this.deferred {
+                Deferred::No if received && this.deliver(&mut state) => {
+                    // Behind the tasks just woken, in the runtime's queue: cheap,
+                    // and enough when they answer directly.
+                    this.deferred = Deferred::Queued;
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                Deferred::Queued if !answered => {
+                    // Nobody answered yet: the answer may come from a task those
+                    // spawned, or from the runtime's `block_on` future. Tokio runs
+                    // a task that yields after everything else that can run.
+                    this.deferred = Deferred::PastAll;
+                    yield_past_all(cx);
+                    return Poll::Pending;
+                }
+                _ => this.deferred = Deferred::No,
+            }
             let produced = sent_all && this.transmit(cx, &mut state, &shared.socket, now);
             this.dispatch(&mut state);
             let sent_more = produced && this.flush(cx, &shared.socket);

@@ -26,6 +26,7 @@
 //! | `busy_poll` | the driver's optional busy polling (`Endpoint::set_busy_poll`) |
 //! | `wakeup` | the driver's alarm: a `timerfd` (tokio's wheel only if the kernel refuses one) |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
+//! | `events` | protocol events to task wake-ups (readable, writable, connected, ...) |
 //! | `forward` | datagrams passed between workers when the kernel put them on the wrong one |
 //!
 //! Environment switches: `QUARK_NO_GSO=1` / `QUARK_NO_GRO=1` run the datagram I/O
@@ -39,6 +40,7 @@ pub mod counters;
 mod deadlines;
 mod driver;
 pub mod endpoint;
+mod events;
 mod forward;
 pub mod hq;
 mod shared;
