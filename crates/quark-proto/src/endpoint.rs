@@ -73,7 +73,9 @@ pub struct Endpoint {
     config: Arc<EndpointConfig>,
     server: Option<Arc<ServerConfig>>,
     cids: CidGenerator,
-    conns: Slab<Connection>,
+    /// Boxed: a connection is several kilobytes, which a slab slot would keep
+    /// after it closed, and which inserting and removing would copy.
+    conns: Slab<Box<Connection>>,
     routes: HashMap<ConnectionId, ConnectionHandle>,
     /// The last route looked up: a connection's packets come in runs, and
     /// SipHash over a peer-chosen ID cost more than the rest of routing a packet.
@@ -494,7 +496,7 @@ impl Endpoint {
 
     /// Keep a new connection and route its first connection ID to it.
     fn insert(&mut self, conn: Connection, local_cid: ConnectionId) -> ConnectionHandle {
-        let h = ConnectionHandle(self.conns.insert(conn));
+        let h = ConnectionHandle(self.conns.insert(Box::new(conn)));
         if self.owned.len() <= h.0 {
             self.owned.resize_with(h.0 + 1, Owned::default);
         }
@@ -612,14 +614,14 @@ impl Endpoint {
 
     /// A connection.
     pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
-        self.conns.get(h.0)
+        self.conns.get(h.0).map(|c| &**c)
     }
 
     /// A connection, for application calls (streams, close). Calls that may
     /// change connection IDs (`handle_*`) should go through the endpoint or be
     /// followed by [`Endpoint::sync`].
     pub fn connection_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
-        self.conns.get_mut(h.0)
+        self.conns.get_mut(h.0).map(|c| &mut **c)
     }
 
     /// Let a connection's due timers fire.
@@ -631,7 +633,7 @@ impl Endpoint {
     }
 
     /// Forget a connection (after it drained and the application let go of it).
-    pub fn remove(&mut self, h: ConnectionHandle) -> Option<Connection> {
+    pub fn remove(&mut self, h: ConnectionHandle) -> Option<Box<Connection>> {
         let conn = self.conns.try_remove(h.0)?;
         let owned = std::mem::take(&mut self.owned[h.0]);
         owned.cids.into_iter().for_each(|cid| self.unroute(cid, h));
