@@ -255,6 +255,37 @@ proptest! {
 }
 
 #[test]
+fn spare_connection_ids_follow_the_handshake_by_a_pto() {
+    let (mut sim, tls) = Sim::pair(seed(49));
+    let c = sim.connect(&tls);
+    let s = sim.handshake(c);
+    // Right after the handshake each side routes only its handshake ID (the
+    // server also the client's original destination ID) and knows at most the
+    // reset token from the transport parameters.
+    let (routes, tokens) = sim.server.table_sizes();
+    assert!(
+        routes <= 2 && tokens == 0,
+        "{routes} routes, {tokens} tokens"
+    );
+    let mut short = Echo::new(c, vec![payload(100, 1)]);
+    short.set_server(s);
+    run_echo(&mut sim, &mut short, 10_000);
+    assert!(
+        sim.server.table_sizes().1 == 0,
+        "no spare IDs within an exchange"
+    );
+    // A PTO later both sides hold as many as the other allows (4 by default):
+    // three spare IDs each, with their reset tokens.
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.client.table_sizes(), (4, 4));
+    let (routes, tokens) = sim.server.table_sizes();
+    assert!(
+        routes >= 4 && tokens == 3,
+        "{routes} routes, {tokens} tokens"
+    );
+}
+
+#[test]
 fn removed_connections_leave_no_routes_behind() {
     let (mut sim, tls) = Sim::pair(seed(48));
     let mut clients = Vec::new();
@@ -269,6 +300,9 @@ fn removed_connections_leave_no_routes_behind() {
         run_echo(&mut sim, &mut echo, 100_000);
         clients.push(c);
     }
+    // Spare connection IDs (and their reset tokens) go out a PTO after the
+    // handshake.
+    sim.run_until(100_000, |s| s.server.table_sizes().1 >= 10);
     let (routes, tokens) = sim.server.table_sizes();
     assert!(
         routes >= 10 && tokens >= 10,

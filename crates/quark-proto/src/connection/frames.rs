@@ -54,10 +54,7 @@ impl Connection {
             Frame::NewConnectionId(f) => self.peer_cids.on_new(&f, &mut self.cid_events)?,
             Frame::RetireConnectionId { seq } => {
                 self.local_cids.on_retire(seq, dcid, &mut self.cid_events)?;
-                let (cid_gen, rng) = (&self.cid_gen, &mut self.rng);
-                let mut generate = || cid_gen.generate(rng);
-                self.local_cids
-                    .top_up(&mut generate, &self.reset_key, &mut self.cid_events);
+                self.top_up_cids();
             }
             Frame::PathChallenge(data) => {
                 if self.path_responses.len() < MAX_PATH_RESPONSES {

@@ -208,12 +208,15 @@ impl Connection {
         }
         self.events.push_back(Event::Connected);
         self.reset_idle_timer(now);
-        let mut generate = {
-            let (cid_gen, rng) = (&self.cid_gen, &mut self.rng);
-            move || cid_gen.generate(rng)
-        };
-        self.local_cids
-            .top_up(&mut generate, &self.reset_key, &mut self.cid_events);
+        // Spare connection IDs serve only a later change of path, the next
+        // 1-RTT keys only a key update: preparing them a PTO from now spares a
+        // short connection the work (per ID a reset token, a route and a
+        // NEW_CONNECTION_ID frame on both sides; six key derivations).
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-5.1.1
+        //# An endpoint SHOULD ensure that its peer has a sufficient number of
+        //# available and unused connection IDs.
+        let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
+        self.timers.set(Timer::Prepare, now + pto);
         if self.side.is_server() {
             //= https://www.rfc-editor.org/rfc/rfc9001#section-4.1.2
             //# the TLS handshake is considered confirmed at the server when the
@@ -222,6 +225,14 @@ impl Connection {
             self.confirm_handshake(now);
         }
         Ok(())
+    }
+
+    /// Issue new connection IDs until the peer holds as many as it allows.
+    pub(crate) fn top_up_cids(&mut self) {
+        let (cid_gen, rng) = (&self.cid_gen, &mut self.rng);
+        let mut generate = || cid_gen.generate(rng);
+        self.local_cids
+            .top_up(&mut generate, &self.reset_key, &mut self.cid_events);
     }
 
     /// The handshake is confirmed: Handshake keys go (RFC 9001 §4.9.2).
@@ -257,8 +268,14 @@ impl Connection {
     }
 
     /// Key discard timer after a key update: keep old keys ~3 PTO (RFC 9001 §6.5).
+    /// The keys for the update after are derived a PTO from now.
     pub(crate) fn schedule_key_discard(&mut self, now: Instant) {
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.timers.set(Timer::KeyDiscard, now + 3 * pto);
+        //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3
+        //# Endpoints SHOULD instead defer the creation of the next set of
+        //# receive packet protection keys until some time after a key update
+        //# completes, up to three times the PTO
+        self.timers.set(Timer::Prepare, now + pto);
     }
 }

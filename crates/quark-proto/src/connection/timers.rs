@@ -19,9 +19,13 @@ pub(crate) enum Timer {
     KeyDiscard,
     /// The pacer lets the next packet go.
     Pacing,
+    /// Work put off from the end of the handshake or of a key update, which a
+    /// short connection never needs: the spare connection IDs the peer may
+    /// hold, and the next 1-RTT keys.
+    Prepare,
 }
 
-const TIMER_COUNT: usize = 5;
+const TIMER_COUNT: usize = 6;
 
 #[derive(Default)]
 pub(crate) struct Timers {
@@ -97,6 +101,12 @@ impl Connection {
             self.ping_pending = true;
         }
         self.timers.expired(Timer::Pacing, now);
+        if self.timers.expired(Timer::Prepare, now) {
+            self.top_up_cids();
+            if let Some(keys) = self.one_rtt.as_mut() {
+                keys.prepare_next();
+            }
+        }
         self.mtu.on_timeout(now);
         if self
             .recovery

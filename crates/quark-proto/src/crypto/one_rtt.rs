@@ -8,11 +8,14 @@
 //! once a packet sent in the current phase has been acknowledged (§6.1); a peer that
 //! updates twice without that is a KEY_UPDATE_ERROR (§6.2).
 //!
-//! The next keys are derived as soon as a phase begins (never while a packet waits),
-//! so a forged Key Phase bit costs the receiver one failed decryption, like any other
-//! forged packet (§6.3). Not done here, because it needs frame-level knowledge or a
-//! clock: waiting for handshake confirmation before the first update (§6.1), and the
-//! ACK-in-old-keys check of §6.2's last paragraph; the connection owns those.
+//! The next keys are derived ahead of need by `prepare_next`, which the connection
+//! calls on a timer a PTO after the handshake and after each update (§6.3: not
+//! while a packet waits, so a forged Key Phase bit costs the receiver one failed
+//! decryption, like any other forged packet; and a connection that ends sooner
+//! never pays for them). A packet that needs them before that has them derived on
+//! the spot (§6.3 allows it). Not done here, because it needs frame-level knowledge
+//! or a clock: waiting for handshake confirmation before the first update (§6.1),
+//! and the ACK-in-old-keys check of §6.2's last paragraph; the connection owns those.
 
 use rustls::quic::PacketKeySet;
 
@@ -26,8 +29,8 @@ pub struct OneRttKeys {
     /// Keys of the current phase.
     local: Box<dyn PacketKey>,
     remote: Box<dyn PacketKey>,
-    /// Keys of the next phase, derived ahead of need.
-    next: PacketKeySet,
+    /// Keys of the next phase, once derived (see `prepare_next`).
+    next: Option<PacketKeySet>,
     /// Secrets for the phase after `next`.
     secrets: Secrets,
     /// Receive key of the previous phase, until `discard_previous`.
@@ -70,14 +73,13 @@ enum Which {
 
 impl OneRttKeys {
     /// From the keys and secrets of `KeyChange::OneRtt`.
-    pub fn new(keys: Keys, mut next: Secrets) -> Self {
-        let next_keys = next.next_packet_keys();
+    pub fn new(keys: Keys, next: Secrets) -> Self {
         OneRttKeys {
             local_hp: keys.local.header,
             remote_hp: keys.remote.header,
             local: keys.local.packet,
             remote: keys.remote.packet,
-            next: next_keys,
+            next: None,
             secrets: next,
             prev_remote: None,
             phase: false,
@@ -120,9 +122,17 @@ impl OneRttKeys {
         payload: &mut [u8],
     ) -> Result<usize, OneRttError> {
         let which = self.select(pn, key_phase);
+        if matches!(which, Which::Next) {
+            //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3
+            //# An endpoint MAY generate new keys as part of packet processing
+            self.prepare_next();
+        }
         let key = match which {
             Which::Current => &self.remote,
-            Which::Next => &self.next.remote,
+            Which::Next => match &self.next {
+                Some(next) => &next.remote,
+                None => return Err(OneRttError::Decrypt),
+            },
             Which::Previous | Which::PreviousOutOfOrder => match &self.prev_remote {
                 Some(key) => key,
                 None => return Err(OneRttError::Decrypt),
@@ -203,7 +213,10 @@ impl OneRttKeys {
     //# The endpoint toggles the value of the Key Phase bit and uses the
     //# updated key and IV to protect all subsequent packets.
     fn roll(&mut self) {
-        let next = std::mem::replace(&mut self.next, self.secrets.next_packet_keys());
+        let next = match self.next.take() {
+            Some(next) => next,
+            None => self.secrets.next_packet_keys(),
+        };
         self.local = next.local;
         self.prev_remote = Some(std::mem::replace(&mut self.remote, next.remote));
         self.phase = !self.phase;
@@ -212,6 +225,18 @@ impl OneRttKeys {
         self.sent_after_recv = false;
         self.sent_with_key = 0;
         self.updates += 1;
+    }
+
+    /// Derive the next phase's keys now, if not done yet.
+    pub fn prepare_next(&mut self) {
+        if self.next.is_none() {
+            self.next = Some(self.secrets.next_packet_keys());
+        }
+    }
+
+    /// Whether the next phase's keys are derived.
+    pub fn has_next(&self) -> bool {
+        self.next.is_some()
     }
 
     /// Record that packet `pn` was sent with the current keys.
@@ -372,6 +397,38 @@ mod tests {
         assert!(r.1);
         assert_eq!(recv(&mut c, &r), Ok(1));
         assert_eq!(c.updates(), 1, "no further update on the client");
+    }
+
+    #[test]
+    fn next_keys_wait_until_prepared_or_needed() {
+        let (mut c, mut s) = pair(TLS13_AES_128_GCM_SHA256);
+        assert!(!c.has_next() && !s.has_next(), "nothing derived up front");
+        let p0 = send(&mut c, 0);
+        assert_eq!(recv(&mut s, &p0), Ok(0));
+        assert!(!s.has_next(), "current-phase packets need no next keys");
+        let a = send(&mut s, 0);
+        recv(&mut c, &a).unwrap();
+        c.on_ack(0);
+        // The client prepared its next keys ahead (the connection's timer); the
+        // server did not, and derives them when the first updated packet comes.
+        c.prepare_next();
+        assert!(c.has_next());
+        assert!(c.initiate_update());
+        assert!(!c.has_next(), "used up by the update");
+        let p1 = send(&mut c, 1);
+        assert_eq!(recv(&mut s, &p1), Ok(1));
+        assert!(s.key_phase() && !s.has_next());
+        // Both sides agree on the keys of the phase after, derived on demand.
+        let r = send(&mut s, 1);
+        assert_eq!(recv(&mut c, &r), Ok(1));
+        s.discard_previous();
+        c.discard_previous();
+        c.on_ack(1);
+        assert!(c.initiate_update());
+        let p2 = send(&mut c, 2);
+        assert_eq!(recv(&mut s, &p2), Ok(2));
+        assert_eq!((c.updates(), s.updates()), (2, 2));
+        assert!(!c.key_phase() && !s.key_phase());
     }
 
     #[test]
