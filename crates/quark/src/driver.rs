@@ -451,9 +451,10 @@ impl Future for Driver {
             // What arrived woke tasks (a request to answer, a handshake that
             // completed): let them run first, so that their answer leaves with our
             // acknowledgments and handshake frames, in one datagram and one system
-            // call instead of two.
+            // call instead of two. Not when answers are already waiting (busy
+            // connections): those go now, and the tasks' answers next round.
             match this.deferred {
-                Deferred::No if received && this.deliver(&mut state) => {
+                Deferred::No if received && !answered && this.deliver(&mut state) => {
                     // Behind the tasks just woken, in the runtime's queue: cheap,
                     // and enough when they answer directly.
                     this.deferred = Deferred::Queued;
