@@ -66,7 +66,8 @@ pub(crate) struct Args {
     net_mode: String,
     /// Pin server and client to CPUs (`--pin` = 0,1). `--pin 0,0` runs both on
     /// one CPU: a request/response then waits for no wake-up of another CPU
-    /// (on a VM, tens of microseconds each way), so each stack's own cost shows.
+    /// (on a VM, tens of microseconds each way), so each stack's own cost shows
+    /// (quark's per-packet breakdown is then left out: see BENCHMARKS.md).
     #[arg(long, num_args = 0..=1, default_missing_value = "0,1", value_name = "SERVER,CLIENT")]
     pin: Option<String>,
     /// Runtime threads per process (1 = single-threaded runtimes).

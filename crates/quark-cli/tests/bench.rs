@@ -237,6 +237,35 @@ fn busy_polling_runs_are_exact_and_recorded() {
 }
 
 #[test]
+fn the_breakdown_is_left_out_when_client_and_server_share_a_cpu() {
+    // On one CPU a send system call often runs the woken peer inside it, so
+    // its time is not the sender's CPU: the lab reports no breakdown then.
+    let json = tmp("pinned.json");
+    let args = [
+        "-p",
+        "quic",
+        "-s",
+        "persistent",
+        "--sizes",
+        "2KiB",
+        "--requests",
+        "300",
+    ];
+    let shared = bench_json(&args, &["--pin", "0,0"], &json);
+    let cell = &cells(&shared, "persistent", "quic")[0]["metrics"];
+    assert_eq!(cell["server_counters"]["requests"], 300);
+    assert!(cell["breakdown"].is_null(), "{}", cell["breakdown"]);
+    let apart = bench_json(&args, &["--pin", "0,1"], &json);
+    let cell = &cells(&apart, "persistent", "quic")[0]["metrics"];
+    assert!(
+        cell["breakdown"]["server"].is_array(),
+        "{}",
+        cell["breakdown"]
+    );
+    let _ = std::fs::remove_file(&json);
+}
+
+#[test]
 fn a_dying_server_fails_its_cell_and_the_run_goes_on() {
     let json = tmp("die.json");
     // Each cell: 2KB (1 warm-up + 2 runs = requests 1..3) passes, 20KB dies at request 4.

@@ -7,8 +7,9 @@
 //! counts eight times (calls, datagrams and bytes are all counted). The lab keeps
 //! the counters on: timing every call was a cost the stacks compared with quark
 //! don't pay. Every socket is non-blocking, so the wall time inside
-//! a call is its CPU time unless the thread is preempted there (rare, and the lab
-//! pins its processes).
+//! a call is its CPU time unless the thread is preempted there: rare with the
+//! peer on another CPU, common with both on one (a send wakes the peer, which
+//! may run inside the call), so the lab reports no breakdown then.
 //!
 //! Why not the thread CPU clock (it was used first): `CLOCK_THREAD_CPUTIME_ID` is
 //! a real system call, not a vDSO read. In this VM it cost about 1 µs per read, and

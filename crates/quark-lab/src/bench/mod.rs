@@ -553,7 +553,12 @@ impl Cell<'_> {
                 &s.usage,
                 &s.counters,
             );
-            metrics.breakdown = crate::results::Breakdown::join(result.breakdown, s.breakdown);
+            // With client and server on one CPU, waking the peer inside a send
+            // system call often runs it right there, so the call's time (what the
+            // counters take for its CPU) holds the peer's work too: no breakdown.
+            let shared_cpu = cfg.pin.is_some_and(|(server, client)| server == client);
+            metrics.breakdown = crate::results::Breakdown::join(result.breakdown, s.breakdown)
+                .filter(|_| !shared_cpu);
             log(&crate::table::phase_line(
                 self.scenario.name(),
                 self.proto,
