@@ -319,25 +319,7 @@ fn removed_connections_leave_no_routes_behind() {
     let c = sim.connect(&tls);
     sim.run_until(10_000, |s| s.server_handles.len() == 11);
     clients.push(c);
-    let now = sim.now;
-    for &c in &clients {
-        sim.client.connection_mut(c).unwrap().close(now, 0, b"");
-    }
-    let servers = sim.server_handles.clone();
-    sim.run_until(100_000, |s| {
-        clients
-            .iter()
-            .all(|&c| s.client.connection(c).unwrap().is_drained())
-            && servers
-                .iter()
-                .all(|&h| s.server.connection(h).unwrap().is_drained())
-    });
-    for c in clients {
-        sim.client.remove(c).unwrap();
-    }
-    for h in servers {
-        sim.server.remove(h).unwrap();
-    }
+    sim.close_all_and_remove(&clients, 100_000);
     assert_eq!(sim.client.table_sizes(), (0, 0));
     assert_eq!(sim.server.table_sizes(), (0, 0));
 }

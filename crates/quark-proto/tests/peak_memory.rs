@@ -33,25 +33,7 @@ fn peak(sim: &mut Sim, tls: &common::Tls, n: usize) {
                 .iter()
                 .all(|&c| sim.client.connection(c).unwrap().is_handshake_complete())
     });
-    let now = sim.now;
-    for &c in &clients {
-        sim.client.connection_mut(c).unwrap().close(now, 0, b"bye");
-    }
-    let servers = sim.server_handles.clone();
-    sim.run_until(10_000_000, |sim| {
-        clients
-            .iter()
-            .all(|&c| sim.client.connection(c).unwrap().is_drained())
-            && servers
-                .iter()
-                .all(|&s| sim.server.connection(s).unwrap().is_drained())
-    });
-    for &c in &clients {
-        sim.client.remove(c).unwrap();
-    }
-    for &s in &servers {
-        sim.server.remove(s).unwrap();
-    }
+    sim.close_all_and_remove(&clients, 10_000_000);
 }
 
 #[test]

@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 
 use crate::busy_poll::BusyPoll;
 use crate::deadlines::Deadlines;
-use crate::events::deliver_events;
+use crate::events::{apply, deliver_events};
 use crate::forward::{Forwarded, Inbox, Link};
 use crate::shared::{ConnEntry, SharedRef, State};
 use crate::wakeup::Wakeup;
@@ -382,22 +382,30 @@ impl Driver {
         let mut touched = std::mem::take(&mut self.touched);
         for h in touched.drain(..) {
             state.proto.sync(h);
-            let Some(conn) = state.proto.connection_mut(h) else {
+            let State {
+                proto,
+                conns,
+                ready,
+                accept_wakers,
+                ..
+            } = &mut *state;
+            let Some(conn) = proto.connection_mut(h) else {
                 continue;
             };
             let timeout = conn.poll_timeout();
-            deliver_events(state, h);
-            let Some(entry) = state.conns.get_mut(&h) else {
+            let Some(entry) = conns.get_mut(&h) else {
+                apply(conn, None, h, ready, accept_wakers);
                 continue;
             };
+            apply(conn, Some(&mut *entry), h, ready, accept_wakers);
             entry.touched = false;
             let changed = entry.timeout != timeout;
             entry.timeout = timeout;
             if entry.drained && entry.refs == 0 {
-                state.conns.remove(&h);
-                state.proto.remove(h);
+                conns.remove(&h);
+                proto.remove(h);
             } else if changed && let Some(at) = timeout {
-                self.deadlines.set(&state.conns, h, at);
+                self.deadlines.set(conns, h, at);
             }
         }
         if self.touched.is_empty() {

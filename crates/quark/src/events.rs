@@ -2,32 +2,48 @@
 //! writable, connected, lost, ...) wake the tasks that wait for them. The driver
 //! also learns whether anyone was woken, to let them answer before it transmits.
 
+use std::collections::VecDeque;
 use std::task::Waker;
 
-use quark_proto::{ConnectionHandle, Event, StreamEvent};
-use smallvec::SmallVec;
+use quark_proto::{Connection, ConnectionHandle, Event, StreamEvent};
 
 use crate::shared::{ConnEntry, State, dir_index};
 
 /// Apply a connection's pending events, waking the tasks they concern. Returns
 /// whether a task was woken.
 pub(crate) fn deliver_events(state: &mut State, h: ConnectionHandle) -> bool {
-    let Some(conn) = state.proto.connection_mut(h) else {
+    let State {
+        proto,
+        conns,
+        ready,
+        accept_wakers,
+        ..
+    } = state;
+    let Some(conn) = proto.connection_mut(h) else {
         return false;
     };
-    let mut events: SmallVec<[Event; 8]> = SmallVec::new();
-    while let Some(ev) = conn.poll_event() {
-        events.push(ev);
-    }
-    let Some(entry) = state.conns.get_mut(&h) else {
+    apply(conn, conns.get_mut(&h), h, ready, accept_wakers)
+}
+
+/// Apply `conn`'s pending events to its entry (both already looked up). With no
+/// entry, nobody waits: the events are dropped.
+pub(crate) fn apply(
+    conn: &mut Connection,
+    entry: Option<&mut ConnEntry>,
+    h: ConnectionHandle,
+    ready: &mut VecDeque<ConnectionHandle>,
+    accept_wakers: &mut Vec<Waker>,
+) -> bool {
+    let Some(entry) = entry else {
+        while conn.poll_event().is_some() {}
         return false;
     };
     let mut woke = false;
-    for ev in events {
+    while let Some(ev) = conn.poll_event() {
         if handle_event(entry, ev, &mut woke) {
-            state.ready.push_back(h);
-            woke |= !state.accept_wakers.is_empty();
-            state.accept_wakers.drain(..).for_each(|w| w.wake());
+            ready.push_back(h);
+            woke |= !accept_wakers.is_empty();
+            accept_wakers.drain(..).for_each(Waker::wake);
         }
     }
     woke

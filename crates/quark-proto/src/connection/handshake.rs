@@ -269,7 +269,7 @@ impl Connection {
 
     /// Key discard timer after a key update: keep old keys ~3 PTO (RFC 9001 §6.5).
     /// The keys for the update after are derived a PTO from now.
-    pub(crate) fn schedule_key_discard(&mut self, now: Instant) {
+    pub(crate) fn after_key_update(&mut self, now: Instant) {
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.timers.set(Timer::KeyDiscard, now + 3 * pto);
         //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3

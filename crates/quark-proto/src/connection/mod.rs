@@ -606,7 +606,7 @@ impl Connection {
         }
         let started = self.one_rtt.as_mut().is_some_and(|k| k.initiate_update());
         if started {
-            self.schedule_key_discard(now);
+            self.after_key_update(now);
         }
         started
     }

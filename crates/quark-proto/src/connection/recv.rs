@@ -398,7 +398,7 @@ impl Connection {
                 match keys.decrypt(hdr.pn, hdr.key_phase, header, &mut body[..body_len]) {
                     Ok(n) => {
                         if keys.updates() != updates {
-                            self.schedule_key_discard(now);
+                            self.after_key_update(now);
                         }
                         Some((hdr, hdr.header_len..hdr.header_len + n))
                     }

@@ -122,17 +122,11 @@ impl OneRttKeys {
         payload: &mut [u8],
     ) -> Result<usize, OneRttError> {
         let which = self.select(pn, key_phase);
-        if matches!(which, Which::Next) {
-            //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3
-            //# An endpoint MAY generate new keys as part of packet processing
-            self.prepare_next();
-        }
         let key = match which {
             Which::Current => &self.remote,
-            Which::Next => match &self.next {
-                Some(next) => &next.remote,
-                None => return Err(OneRttError::Decrypt),
-            },
+            //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3
+            //# An endpoint MAY generate new keys as part of packet processing
+            Which::Next => &self.next_keys().remote,
             Which::Previous | Which::PreviousOutOfOrder => match &self.prev_remote {
                 Some(key) => key,
                 None => return Err(OneRttError::Decrypt),
@@ -213,10 +207,11 @@ impl OneRttKeys {
     //# The endpoint toggles the value of the Key Phase bit and uses the
     //# updated key and IV to protect all subsequent packets.
     fn roll(&mut self) {
-        let next = match self.next.take() {
-            Some(next) => next,
-            None => self.secrets.next_packet_keys(),
-        };
+        let secrets = &mut self.secrets;
+        let next = self
+            .next
+            .take()
+            .unwrap_or_else(|| secrets.next_packet_keys());
         self.local = next.local;
         self.prev_remote = Some(std::mem::replace(&mut self.remote, next.remote));
         self.phase = !self.phase;
@@ -229,9 +224,13 @@ impl OneRttKeys {
 
     /// Derive the next phase's keys now, if not done yet.
     pub fn prepare_next(&mut self) {
-        if self.next.is_none() {
-            self.next = Some(self.secrets.next_packet_keys());
-        }
+        self.next_keys();
+    }
+
+    /// The next phase's keys, derived now if not done yet.
+    fn next_keys(&mut self) -> &PacketKeySet {
+        let secrets = &mut self.secrets;
+        self.next.get_or_insert_with(|| secrets.next_packet_keys())
     }
 
     /// Whether the next phase's keys are derived.

@@ -421,6 +421,30 @@ impl Sim {
         std::iter::from_fn(|| conn.poll_event()).collect()
     }
 
+    /// Close the client connections `clients`, run until they and every server
+    /// connection have drained, and remove them all from both endpoints.
+    pub fn close_all_and_remove(&mut self, clients: &[ConnectionHandle], max_steps: usize) {
+        let now = self.now;
+        for &c in clients {
+            self.client.connection_mut(c).unwrap().close(now, 0, b"");
+        }
+        let servers = self.server_handles.clone();
+        self.run_until(max_steps, |s| {
+            clients
+                .iter()
+                .all(|&c| s.client.connection(c).unwrap().is_drained())
+                && servers
+                    .iter()
+                    .all(|&h| s.server.connection(h).unwrap().is_drained())
+        });
+        for &c in clients {
+            self.client.remove(c).unwrap();
+        }
+        for h in servers {
+            self.server.remove(h).unwrap();
+        }
+    }
+
     /// Run until the client connection `h` and a server connection are both established.
     pub fn handshake(&mut self, h: ConnectionHandle) -> ConnectionHandle {
         self.run_until(10_000, |s| {
