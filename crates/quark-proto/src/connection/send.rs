@@ -26,6 +26,8 @@ const MAX_ACK_RANGES: usize = 64;
 impl Connection {
     /// Write up to `max_datagrams` datagrams into `buf` (cleared first). Several
     /// datagrams come back as one GSO batch: all of `segment_size` bytes but the last.
+    /// A batch stays within `max_datagrams` × [`Connection::max_datagram_size`]
+    /// as it was before the call, even when the path MTU grows in it.
     /// Call until it returns `None`, then wait for [`Connection::poll_timeout`] or input.
     #[must_use]
     pub fn poll_transmit(
@@ -40,15 +42,20 @@ impl Connection {
             State::Closing { .. } => return self.transmit_close(now, buf),
             _ => {}
         }
+        // The caller sized its batch by the size announced so far.
+        let sized_for = max_datagrams.max(1) * self.max_datagram_size();
         // A size another connection validated on this path applies to this
         // batch already (a response written right after the handshake included).
         let probe_wait = self.take_mtu_offer(now);
         // One ECN codepoint per batch; validation only changes it on ACKs.
         self.tx_ecn = self.recovery.ecn_codepoint();
         let mtu = usize::from(self.path.mtu);
+        // Larger datagrams from now on: as many as fit the bytes the caller
+        // planned for (a 64 KB GSO batch, say), not as many as it asked for.
+        let max_datagrams = max_datagrams.max(1).min((sized_for / mtu).max(1));
         let mut count = 0;
         let mut segment = mtu;
-        while count < max_datagrams.max(1) {
+        while count < max_datagrams {
             let budget = self.path.amplification_budget().min(segment as u64) as usize;
             if budget < MIN_PACKET_ROOM {
                 break;

@@ -238,6 +238,8 @@ impl Sim {
                     };
                     let conn = ep.connection_mut(h).unwrap();
                     let now = self.now;
+                    // What a driver sizes its buffer by: 10 datagrams of this size.
+                    let sized_for = 10 * conn.max_datagram_size();
                     let mut out = None;
                     let mut call = || out = conn.poll_transmit(now, 10, &mut buf);
                     match self.counted {
@@ -247,6 +249,12 @@ impl Sim {
                     let Some(t) = out else {
                         break;
                     };
+                    assert!(
+                        t.size <= sized_for.max(t.segment_size.unwrap_or(t.size)),
+                        "a batch of {} bytes where 10 datagrams of the size announced \
+                         before the call make {sized_for}",
+                        t.size
+                    );
                     ep.sync(h);
                     any = true;
                     let seg = t.segment_size.unwrap_or(t.size);

@@ -1,0 +1,65 @@
+//! The driver's pooled send buffers hold any datagram a connection builds, so
+//! none is ever grown: on loopback the path MTU reaches 65 000 bytes, and a
+//! connection reserves room for a whole datagram before building one. Buffers
+//! sized for a 64 000-byte GSO batch were reallocated (64 KB copied into fresh
+//! pages) the first time each met the larger MTU. The driver checks every
+//! buffer after building into it (a debug assertion: tests build with them);
+//! this test makes it build many at the loopback MTU, and a failed check stops
+//! the driver, which fails the connections.
+
+mod common;
+
+use std::net::SocketAddr;
+
+use common::{data, echo, sha, spawn_echo};
+use quark::Endpoint;
+use quark::tls::{self, Identity, Verify};
+
+const ALPN: &[u8] = b"test";
+
+#[tokio::test]
+async fn send_buffers_hold_datagrams_at_the_loopback_mtu() {
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let localhost: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let server = Endpoint::server(tls::server_config(&id, &[ALPN]).unwrap(), localhost).unwrap();
+    let client = Endpoint::client(localhost).unwrap();
+    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[ALPN]).unwrap();
+    let addr = server.local_addr().unwrap();
+    {
+        let server = server.clone();
+        tokio::spawn(async move {
+            while let Some(conn) = server.accept().await {
+                spawn_echo(conn);
+            }
+        });
+    }
+    let mut conns = Vec::new();
+    for _ in 0..16 {
+        let conn = client.connect(config.clone(), addr, "localhost").unwrap();
+        conns.push(conn.await.unwrap());
+    }
+    // Enough on one connection for both sides to search the path MTU.
+    let bulk = data(2_000_000, 1);
+    assert_eq!(sha(&echo(&conns[0], &bulk).await), sha(&bulk));
+    let stats = conns[0].stats();
+    assert!(stats.mtu_probes > 0, "the client searched the path MTU");
+    assert!(
+        stats.bytes_out / stats.datagrams_out > 10_000,
+        "large datagrams went out: {stats:?}"
+    );
+    // Then every connection at once, so the pool holds many buffers.
+    let small = data(2_000, 2);
+    for _ in 0..20 {
+        let mut round = tokio::task::JoinSet::new();
+        for c in &conns {
+            let (c, small) = (c.clone(), small.clone());
+            round.spawn(async move { sha(&echo(&c, &small).await) == sha(&small) });
+        }
+        while let Some(same) = round.join_next().await {
+            assert!(same.unwrap(), "an echo came back different");
+        }
+    }
+    for c in &conns {
+        c.close(0, b"done");
+    }
+}
