@@ -267,6 +267,26 @@ struct TaskOut {
     datagrams: u64,
 }
 
+impl TaskOut {
+    /// Room for a fair share of `requests` among `tasks`, and a half more:
+    /// growing while measuring would reallocate (and page-fault) in every
+    /// task at about the same request, since they move in step, stalling
+    /// the client for all of them at once.
+    fn sized(requests: u64, tasks: usize, connect: bool) -> Self {
+        let share = requests.div_ceil(tasks.max(1) as u64);
+        let cap = (share + share / 2) as usize;
+        TaskOut {
+            latency: Vec::with_capacity(cap),
+            connect: if connect {
+                Vec::with_capacity(cap)
+            } else {
+                Vec::new()
+            },
+            ..TaskOut::default()
+        }
+    }
+}
+
 /// Runs the measured part of a phase. `progress` counts completed units.
 pub async fn run(
     client: &Arc<dyn Client>,
@@ -295,8 +315,8 @@ pub async fn run(
                     tickets.clone(),
                     progress.clone(),
                 );
+                let mut out = TaskOut::sized(requests, workers as usize, true);
                 set.spawn(async move {
-                    let mut out = TaskOut::default();
                     while tickets.fetch_add(1, Relaxed) < requests {
                         gauge.inc();
                         let (c, l) = fresh_request(
@@ -334,8 +354,9 @@ pub async fn run(
                         tickets.clone(),
                         progress.clone(),
                     );
+                    let tasks = prepared.conns.len() * in_flight as usize;
+                    let mut out = TaskOut::sized(requests, tasks, false);
                     set.spawn(async move {
-                        let mut out = TaskOut::default();
                         while tickets.fetch_add(1, Relaxed) < requests {
                             gauge.inc();
                             let t = Instant::now();
