@@ -128,9 +128,9 @@ impl Driver {
     /// One batch per round, not until the socket is empty: answering what a
     /// batch brought before reading on gives the peer work while this side
     /// reads the rest, so with many request/response connections the two sides
-    /// overlap instead of taking turns (rps: +14 % requests/s, p99 -30 %;
-    /// BENCHMARKS.md). A bulk receiver loses nothing: with GRO one batch holds
-    /// up to 16 buffers of 64 KB.
+    /// overlap instead of taking turns (rps +18 % requests/s and p99 -27 %,
+    /// response-time +28 %; BENCHMARKS.md). A bulk receiver loses nothing: with
+    /// GRO one batch holds up to 16 buffers of 64 KB.
     fn receive(
         &mut self,
         cx: &mut Context<'_>,
