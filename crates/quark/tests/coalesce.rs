@@ -6,30 +6,13 @@
 
 mod common;
 
-use std::net::SocketAddr;
-
-use common::{data, sha, spawn_echo};
-use quark::Endpoint;
-use quark::tls::{self, Identity, Verify};
+use common::{data, echo_server_and_client, sha};
 
 const ALPN: &[u8] = b"test";
 
 #[tokio::test]
 async fn a_fresh_connections_request_costs_four_sends() {
-    let id = Identity::self_signed(&["localhost"]).unwrap();
-    let localhost: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let server = Endpoint::server(tls::server_config(&id, &[ALPN]).unwrap(), localhost).unwrap();
-    let client = Endpoint::client(localhost).unwrap();
-    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[ALPN]).unwrap();
-    let addr = server.local_addr().unwrap();
-    {
-        let server = server.clone();
-        tokio::spawn(async move {
-            while let Some(conn) = server.accept().await {
-                spawn_echo(conn);
-            }
-        });
-    }
+    let (_server, client, config, addr) = echo_server_and_client(ALPN);
     quark_udp::stats::set_enabled(true);
     let before = quark_udp::stats::snapshot();
 

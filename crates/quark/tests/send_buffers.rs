@@ -9,30 +9,13 @@
 
 mod common;
 
-use std::net::SocketAddr;
-
-use common::{data, echo, sha, spawn_echo};
-use quark::Endpoint;
-use quark::tls::{self, Identity, Verify};
+use common::{data, echo, echo_server_and_client, sha};
 
 const ALPN: &[u8] = b"test";
 
 #[tokio::test]
 async fn send_buffers_hold_datagrams_at_the_loopback_mtu() {
-    let id = Identity::self_signed(&["localhost"]).unwrap();
-    let localhost: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let server = Endpoint::server(tls::server_config(&id, &[ALPN]).unwrap(), localhost).unwrap();
-    let client = Endpoint::client(localhost).unwrap();
-    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[ALPN]).unwrap();
-    let addr = server.local_addr().unwrap();
-    {
-        let server = server.clone();
-        tokio::spawn(async move {
-            while let Some(conn) = server.accept().await {
-                spawn_echo(conn);
-            }
-        });
-    }
+    let (_server, client, config, addr) = echo_server_and_client(ALPN);
     let mut conns = Vec::new();
     for _ in 0..16 {
         let conn = client.connect(config.clone(), addr, "localhost").unwrap();

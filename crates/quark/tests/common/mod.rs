@@ -112,3 +112,25 @@ pub(crate) fn spawn_echo(conn: Connection) {
         }
     });
 }
+
+/// A server endpoint on 127.0.0.1 that echoes every stream of every connection,
+/// a client endpoint beside it, a client configuration trusting the server,
+/// and the server's address.
+pub(crate) fn echo_server_and_client(
+    alpn: &[u8],
+) -> (Endpoint, Endpoint, quark::ClientConfig, SocketAddr) {
+    use quark::tls::{self, Identity, Verify};
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let localhost: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let server = Endpoint::server(tls::server_config(&id, &[alpn]).unwrap(), localhost).unwrap();
+    let client = Endpoint::client(localhost).unwrap();
+    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[alpn]).unwrap();
+    let addr = server.local_addr().unwrap();
+    let accepting = server.clone();
+    tokio::spawn(async move {
+        while let Some(conn) = accepting.accept().await {
+            spawn_echo(conn);
+        }
+    });
+    (server, client, config, addr)
+}
