@@ -73,6 +73,25 @@ where
     })
 }
 
+/// A kernel UDP socket on `addr`, a port this test has just closed a socket on.
+/// The port can stay taken for a while: a process another test spawns (`ip`,
+/// for its namespaces) holds copies of all our descriptors from its fork to
+/// its exec, which on a loaded machine takes milliseconds or more.
+async fn bind_kernel_when_free(addr: SocketAddr) -> Socket {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match Socket::bind_with(addr, None) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            result => return result.unwrap(),
+        }
+    }
+}
+
 /// A recognisable payload: `tag` in the first four bytes, then a pattern.
 fn payload(tag: u32, len: usize) -> Vec<u8> {
     let mut p: Vec<u8> = (0..len)

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::{by_tag, collect, datagram, pair, payload, run_in, send_all};
+use super::{bind_kernel_when_free, by_tag, collect, datagram, pair, payload, run_in, send_all};
 use crate::xdp::{Attach, Bind, XdpConfig, XdpSocket, bpf, program};
 use crate::{Socket, Transmit};
 
@@ -202,12 +202,12 @@ fn other_traffic_still_reaches_the_kernel_and_the_program_leaves_with_the_socket
         let err = XdpSocket::bind(other, &XdpConfig::new(&a.interface)).unwrap_err();
         eprintln!("second AF_XDP socket on one interface: {err}");
         // Another port of a's kernel stack still works while the program runs.
-        let kernel = Socket::bind_with(other, None).unwrap();
+        let kernel = bind_kernel_when_free(other).await;
         let got = collect(&kernel, 1).await;
         assert_eq!(got[0].0, payload(1, 64));
         drop(sock);
         // Gone with the socket: the kernel now gets what went to AF_XDP.
-        let kernel = Socket::bind_with(local, None).unwrap();
+        let kernel = bind_kernel_when_free(local).await;
         let got = collect(&kernel, 1).await;
         assert_eq!(got[0].0, payload(2, 64));
     });
