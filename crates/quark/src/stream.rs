@@ -6,6 +6,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use bytes::{Buf, Bytes};
 use quark_proto::{ConnectionError, ConnectionHandle, ReadOutcome, StreamError, StreamId};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -92,6 +93,47 @@ impl SendStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<Result<usize, WriteError>> {
+        self.poll_write_with(cx, buf.len(), |conn, id| conn.write(id, buf))
+    }
+
+    /// Write all of `buf`.
+    pub async fn write_all(&mut self, mut buf: &[u8]) -> Result<(), WriteError> {
+        while !buf.is_empty() {
+            let n = poll_fn(|cx| self.poll_write_buf(cx, buf)).await?;
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    /// Write some of `chunk` without copying it into the stream's buffer: the
+    /// stream holds what it takes (a slice of `chunk`) until the peer
+    /// acknowledges it, and its bytes are copied once, into packets. For data
+    /// the application already holds as [`Bytes`] (a cached file, a response
+    /// body); chunks under 4 KiB are copied anyway.
+    pub fn poll_write_chunk(
+        &mut self,
+        cx: &mut Context<'_>,
+        chunk: &Bytes,
+    ) -> Poll<Result<usize, WriteError>> {
+        self.poll_write_with(cx, chunk.len(), |conn, id| conn.write_shared(id, chunk))
+    }
+
+    /// Write all of `chunk` (see [`poll_write_chunk`](Self::poll_write_chunk)).
+    pub async fn write_chunk(&mut self, mut chunk: Bytes) -> Result<(), WriteError> {
+        while !chunk.is_empty() {
+            let n = poll_fn(|cx| self.poll_write_chunk(cx, &chunk)).await?;
+            chunk.advance(n);
+        }
+        Ok(())
+    }
+
+    /// A write of `len` bytes made by `write`, waiting for credit or room.
+    fn poll_write_with(
+        &mut self,
+        cx: &mut Context<'_>,
+        len: usize,
+        write: impl FnOnce(&mut quark_proto::Connection, StreamId) -> Result<usize, StreamError>,
+    ) -> Poll<Result<usize, WriteError>> {
         let mut guard = self.conn.shared.lock();
         let state = &mut *guard;
         let entry = state
@@ -105,8 +147,8 @@ impl SendStream {
             .proto
             .connection_mut(self.conn.handle)
             .expect("connection");
-        match conn.write(self.id, buf) {
-            Ok(0) if !buf.is_empty() => {
+        match write(conn, self.id) {
+            Ok(0) if len > 0 => {
                 entry.wakers.writers.insert(self.id, cx.waker().clone());
                 // A blocked write may owe the peer a *_BLOCKED frame.
                 state.touch(self.conn.handle);
@@ -118,15 +160,6 @@ impl SendStream {
             }
             Err(e) => Poll::Ready(Err(write_error(e))),
         }
-    }
-
-    /// Write all of `buf`.
-    pub async fn write_all(&mut self, mut buf: &[u8]) -> Result<(), WriteError> {
-        while !buf.is_empty() {
-            let n = poll_fn(|cx| self.poll_write_buf(cx, buf)).await?;
-            buf = &buf[n..];
-        }
-        Ok(())
     }
 
     /// Finish the stream: FIN after what was written. Returns at once; use

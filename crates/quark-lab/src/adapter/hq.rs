@@ -4,14 +4,14 @@
 //! request body, then FIN. The server reads to FIN and answers `n` bytes of
 //! pattern, then FIN. Data is read in place as it arrives (quark's `read_visit`),
 //! as the quinn adapter takes quinn's zero-copy chunks, so neither stack pays for
-//! zeroing a large read buffer, or allocating one, per request.
+//! zeroing a large read buffer, or allocating one, per request; and the pattern
+//! goes out as shared chunks (quark's `write_chunk`, quinn's too), so neither
+//! copies it into its send buffer.
 
 use anyhow::{Context, bail};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use super::stream::write_pattern;
 use super::{Request, ServerStats};
-use crate::wire::{Header, MAX_HEADER, Verifier, WireError};
+use crate::wire::{CHUNK, Header, MAX_HEADER, Verifier, WireError, pattern_chunk};
 
 /// A stream's receiving half, read in pieces of what has arrived.
 pub trait ReadChunks {
@@ -21,6 +21,28 @@ pub trait ReadChunks {
         &mut self,
         f: F,
     ) -> impl Future<Output = anyhow::Result<bool>> + Send;
+}
+
+/// A stream's sending half.
+pub trait SendPattern {
+    /// Writes `head`, then `len` bytes of pattern, then ends the stream.
+    fn send(&mut self, head: &[u8], len: u64) -> impl Future<Output = anyhow::Result<()>> + Send;
+}
+
+impl SendPattern for quark::SendStream {
+    /// The pattern goes as shared chunks (`write_chunk`), as the quinn adapter
+    /// sends it: neither stack copies it into its send buffer.
+    async fn send(&mut self, head: &[u8], len: u64) -> anyhow::Result<()> {
+        self.write_all(head).await?;
+        let mut off = 0;
+        while off < len {
+            let n = (len - off).min(CHUNK as u64) as usize;
+            self.write_chunk(pattern_chunk(off, n)).await?;
+            off += n as u64;
+        }
+        self.finish()?;
+        Ok(())
+    }
 }
 
 impl ReadChunks for quark::RecvStream {
@@ -103,14 +125,13 @@ impl RequestReader {
 pub async fn serve_stream<R, W>(mut recv: R, mut send: W, stats: &ServerStats) -> anyhow::Result<()>
 where
     R: ReadChunks,
-    W: AsyncWrite + Unpin,
+    W: SendPattern,
 {
     let guard = stats.request();
     let mut req = RequestReader::default();
     read_all(&mut recv, |data| req.push(data)).await?;
     let (h, body) = req.finish()?;
-    write_pattern(&mut send, h.response_len).await?;
-    send.shutdown().await?;
+    send.send(&[], h.response_len).await?;
     guard.finish(body, h.response_len);
     Ok(())
 }
@@ -118,7 +139,7 @@ where
 /// Issues one hq-interop request on a fresh stream and verifies the response.
 pub async fn request<W, R>(mut send: W, mut recv: R, req: Request) -> anyhow::Result<()>
 where
-    W: AsyncWrite + Unpin,
+    W: SendPattern,
     R: ReadChunks,
 {
     let mut head = Vec::with_capacity(MAX_HEADER);
@@ -127,9 +148,7 @@ where
         body_len: None,
     }
     .encode(&mut head);
-    send.write_all(&head).await?;
-    write_pattern(&mut send, req.body_len).await?;
-    send.shutdown().await?;
+    send.send(&head, req.body_len).await?;
     let mut v = Verifier::new(req.response_len);
     read_all(&mut recv, |data| v.update(data))
         .await
@@ -177,6 +196,16 @@ mod tests {
         assert!(r.push(b"GET /1\r\nbad body").is_err());
         let mut r = RequestReader::default();
         assert!(r.push(b"GET /1 5\r\n").is_err());
+    }
+
+    impl SendPattern for tokio::io::DuplexStream {
+        async fn send(&mut self, head: &[u8], len: u64) -> anyhow::Result<()> {
+            use tokio::io::AsyncWriteExt;
+            self.write_all(head).await?;
+            crate::adapter::stream::write_pattern(self, len).await?;
+            self.shutdown().await?;
+            Ok(())
+        }
     }
 
     impl ReadChunks for tokio::io::DuplexStream {

@@ -33,6 +33,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -525,6 +526,16 @@ impl Connection {
             return Err(StreamError::UnknownStream);
         }
         self.streams.write(id, data)
+    }
+
+    /// Write the application's own bytes to a stream: the prefix taken is held
+    /// by reference until acknowledged, not copied (chunks under 4 KiB are).
+    /// Returns how much was taken, as [`write`](Self::write).
+    pub fn write_shared(&mut self, id: StreamId, data: &Bytes) -> Result<usize, StreamError> {
+        if self.is_closed() {
+            return Err(StreamError::UnknownStream);
+        }
+        self.streams.write_shared(id, data)
     }
 
     /// Finish a stream's sending side.

@@ -3,9 +3,10 @@
 
 use std::collections::VecDeque;
 
-use bytes::BufMut;
+use bytes::{BufMut, Bytes};
 
 mod buffer;
+mod store;
 
 pub use buffer::SendBuffer;
 
@@ -127,22 +128,39 @@ impl SendStream {
     /// Returns how many were taken (0 when blocked). The caller consumes the returned
     /// count from its connection-level credit.
     pub fn write(&mut self, data: &[u8], conn_credit: u64) -> Result<usize, WriteError> {
+        let n = self.accept(data.len(), conn_credit)?;
+        self.buf.write(&data[..n]);
+        Ok(n)
+    }
+
+    /// [`write`](Self::write) of the application's own bytes: the stream holds
+    /// the prefix it takes by reference instead of copying it (see
+    /// [`SendBuffer::write_shared`]).
+    pub fn write_shared(&mut self, data: &Bytes, conn_credit: u64) -> Result<usize, WriteError> {
+        let n = self.accept(data.len(), conn_credit)?;
+        if n > 0 {
+            self.buf.write_shared(data.slice(..n));
+        }
+        Ok(n)
+    }
+
+    /// How many of `len` bytes a write may take now.
+    fn accept(&mut self, len: usize, conn_credit: u64) -> Result<usize, WriteError> {
         self.check_open()?;
         //= https://www.rfc-editor.org/rfc/rfc9000#section-4.1
         //# Senders MUST NOT send data in excess of either limit.
         let stream_credit = self.stream_credit();
-        let n = (data.len() as u64)
+        let n = (len as u64)
             .min(stream_credit)
             .min(conn_credit)
             .min(self.buffer_room() as u64) as usize;
-        if n < data.len() && n as u64 == stream_credit {
+        if n < len && n as u64 == stream_credit {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-4.1
             //# A sender SHOULD send a
             //# STREAM_DATA_BLOCKED or DATA_BLOCKED frame to indicate to the receiver
             //# that it has data to write but is blocked by flow control limits.
             self.blocked_at = Some(self.max_stream_data);
         }
-        self.buf.write(&data[..n]);
         Ok(n)
     }
 

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use quark_proto::{Connection, ConnectionHandle, Dir, ReadOutcome, StreamId};
 
 use super::Sim;
@@ -15,12 +16,33 @@ struct Half {
     finished: bool,
     input: Vec<u8>,
     eof: bool,
+    /// `out` as shared bytes, when writes alternate between copies and
+    /// shared chunks (`write_shared`).
+    shared: Option<Bytes>,
+    writes: usize,
 }
+
+/// Chunk sizes the shared mode cycles through: below and above the size under
+/// which shared chunks are copied, and larger than a packet.
+const SHARED_CHUNKS: [usize; 5] = [70_000, 100, 5_000, 3_000, 20_000];
 
 /// Write what fits, finishing after the last byte.
 fn pump_write(conn: &mut Connection, id: StreamId, h: &mut Half) {
     while h.written < h.out.len() {
-        match conn.write(id, &h.out[h.written..]) {
+        let result = match &h.shared {
+            Some(all) => {
+                let len = SHARED_CHUNKS[h.writes % SHARED_CHUNKS.len()];
+                let end = (h.written + len).min(all.len());
+                if h.writes % 2 == 0 {
+                    conn.write_shared(id, &all.slice(h.written..end))
+                } else {
+                    conn.write(id, &all[h.written..end])
+                }
+            }
+            None => conn.write(id, &h.out[h.written..]),
+        };
+        h.writes += 1;
+        match result {
             Ok(0) => return,
             Ok(n) => h.written += n,
             Err(e) => panic!("write on {id:?}: {e}"),
@@ -55,6 +77,7 @@ pub struct Echo {
     expected: HashMap<StreamId, Vec<u8>>,
     pub completed: usize,
     total: usize,
+    shared: bool,
 }
 
 impl Echo {
@@ -71,6 +94,16 @@ impl Echo {
             expected: HashMap::new(),
             completed: 0,
             total,
+            shared: false,
+        }
+    }
+
+    /// [`new`](Self::new), with both sides alternating copied writes and
+    /// shared chunks (`write_shared`) of varied sizes.
+    pub fn shared(client: ConnectionHandle, requests: Vec<Vec<u8>>) -> Self {
+        Echo {
+            shared: true,
+            ..Self::new(client, requests)
         }
     }
 
@@ -102,6 +135,7 @@ impl Echo {
             self.client_streams.insert(
                 id,
                 Half {
+                    shared: self.shared.then(|| Bytes::from(body.clone())),
                     out: body,
                     ..Half::default()
                 },
@@ -137,6 +171,9 @@ impl Echo {
             pump_read(s, id, h);
             if h.eof && h.out.is_empty() && !h.finished {
                 h.out = std::mem::take(&mut h.input);
+                if self.shared {
+                    h.shared = Some(Bytes::from(h.out.clone()));
+                }
             }
             if h.eof {
                 pump_write(s, id, h);

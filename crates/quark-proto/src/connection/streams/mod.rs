@@ -8,6 +8,8 @@ mod spare;
 
 use std::collections::VecDeque;
 
+use bytes::Bytes;
+
 use self::spare::Spare;
 use crate::stream::{
     ReadError, ReadInto, ReadOutcome, RecvFlow, RecvState, RecvStream, SendFlow, SendState,
@@ -189,15 +191,34 @@ impl Streams {
     /// Write application data; returns how much was taken (0: blocked, wait for
     /// a Writable event).
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        self.write_with(id, data.len(), |send, credit| send.write(data, credit))
+    }
+
+    /// [`write`](Self::write) of the application's own bytes, held by reference
+    /// rather than copied (see [`SendStream::write_shared`]).
+    pub fn write_shared(&mut self, id: StreamId, data: &Bytes) -> Result<usize, StreamError> {
+        self.write_with(id, data.len(), |send, credit| {
+            send.write_shared(data, credit)
+        })
+    }
+
+    /// A write of `len` bytes that `take` hands to the stream, with the
+    /// connection's flow control and the frames a blocked write owes.
+    fn write_with(
+        &mut self,
+        id: StreamId,
+        len: usize,
+        take: impl FnOnce(&mut SendStream, u64) -> Result<usize, WriteError>,
+    ) -> Result<usize, StreamError> {
         let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
         let send = entry.send.as_mut().ok_or(StreamError::WrongDirection)?;
         let credit = self.send_flow.credit();
-        let n = send.write(data, credit)?;
+        let n = take(send, credit)?;
         if let Some(limit) = send.take_blocked() {
             self.pending.stream_data_blocked.push_back((id, limit));
         }
         self.send_flow.consume(n as u64);
-        if n < data.len() && self.send_flow.credit() == 0 {
+        if n < len && self.send_flow.credit() == 0 {
             self.send_flow.set_blocked();
             if let Some(limit) = self.send_flow.take_blocked() {
                 self.pending.data_blocked = Some(limit);

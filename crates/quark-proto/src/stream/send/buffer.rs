@@ -3,9 +3,10 @@
 
 use std::collections::VecDeque;
 
-use bytes::BufMut;
+use bytes::{BufMut, Bytes};
 
 use super::SendRange;
+use super::store::Store;
 use crate::stream::ranges::Ranges;
 
 /// Where the FIN stands.
@@ -24,12 +25,13 @@ enum Fin {
 /// Bytes written by the application and not yet acknowledged, with bookkeeping
 /// of what is unsent, in flight, lost and acknowledged. Used for streams and for the
 /// CRYPTO stream of each packet-number space. Memory is freed as the acknowledged
-/// prefix advances; writes are coalesced into contiguous storage (no allocation per
-/// write once capacity is reached).
+/// prefix advances; copied writes are coalesced into contiguous storage (no
+/// allocation per write once capacity is reached), large shared ones are held
+/// by reference.
 #[derive(Debug)]
 pub struct SendBuffer {
-    /// Bytes `acked_end..written`, contiguous (a ring that grows by doubling).
-    data: VecDeque<u8>,
+    /// Bytes `acked_end..written`.
+    data: Store,
     /// Every byte below this offset is acknowledged and freed.
     acked_end: u64,
     /// Acknowledged ranges above `acked_end` (never touching it).
@@ -59,10 +61,9 @@ impl SendBuffer {
 
     /// An empty buffer that writes into `storage` (emptied first), typically a
     /// freed stream's, so a new stream need not allocate.
-    pub fn with_storage(mut storage: VecDeque<u8>) -> Self {
-        storage.clear();
+    pub fn with_storage(storage: VecDeque<u8>) -> Self {
         SendBuffer {
-            data: storage,
+            data: Store::with_ring(storage),
             acked_end: 0,
             acked: Ranges::default(),
             lost: Ranges::default(),
@@ -81,8 +82,17 @@ impl SendBuffer {
         if self.fin != Fin::None || self.cleared {
             return;
         }
-        // Copies into the ring with one or two memcpys; allocates only to grow.
-        self.data.extend(data);
+        self.data.push_copy(data);
+    }
+
+    /// Append the application's bytes without copying them here (small chunks
+    /// are copied); see [`write`](Self::write).
+    pub fn write_shared(&mut self, data: Bytes) {
+        debug_assert!(self.fin == Fin::None && !self.cleared, "write after finish");
+        if self.fin != Fin::None || self.cleared {
+            return;
+        }
+        self.data.push_shared(data);
     }
 
     /// Mark the end of the stream after everything written so far.
@@ -165,16 +175,7 @@ impl SendBuffer {
             self.acked_end,
             self.written()
         );
-        let start = (offset - self.acked_end) as usize;
-        let end = start + len;
-        let (a, b) = self.data.as_slices();
-        // The ring may wrap: the range is split between the two slices.
-        if start < a.len() {
-            dst.put_slice(&a[start..end.min(a.len())]);
-        }
-        if end > a.len() {
-            dst.put_slice(&b[start.saturating_sub(a.len())..end - a.len()]);
-        }
+        self.data.copy((offset - self.acked_end) as usize, len, dst);
     }
 
     /// The peer acknowledged a frame that carried this range. Returns true when every
@@ -208,13 +209,13 @@ impl SendBuffer {
             end = end.max(e);
         }
         let freed = (end - self.acked_end) as usize;
-        self.data.drain(..freed);
+        self.data.drain_front(freed);
         self.acked_end = end;
     }
 
     /// The byte storage, for reuse by another stream.
     pub fn into_storage(self) -> VecDeque<u8> {
-        self.data
+        self.data.into_ring()
     }
 
     /// Whether all written bytes, and the FIN if the stream is finished, are acknowledged.
@@ -244,7 +245,7 @@ impl SendBuffer {
     /// Drop all data (after RESET_STREAM): nothing more will be sent.
     pub fn clear(&mut self) {
         let written = self.written();
-        self.data = VecDeque::new();
+        self.data.clear();
         self.acked_end = written;
         self.sent_end = written;
         self.acked.clear();
