@@ -49,6 +49,12 @@ pub(crate) struct Args {
     /// Measured runs per size (goodput; the thesis used 30).
     #[arg(long)]
     runs: Option<u32>,
+    /// Run every cell N times, the protocols taking turns (A B A B ...), and
+    /// report each metric's median; the JSON keeps every run, and a line per
+    /// cell gives the ranges and how often its p99 was at or below the
+    /// reference's in the same round.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeat: u32,
     /// UDP payload bytes per datagram.
     #[arg(long)]
     datagram_size: Option<u32>,
@@ -248,6 +254,7 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         die_after: a.die_after,
         server_workers: a.server_workers,
         client_sockets: a.client_sockets,
+        repeat: a.repeat,
     })
 }
 

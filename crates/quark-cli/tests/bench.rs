@@ -514,3 +514,57 @@ fn lab_runs_quark_over_af_xdp_between_namespaces() {
         stderr(&out)
     );
 }
+
+#[test]
+fn repeated_cells_keep_every_run_and_report_medians() {
+    let json = tmp("repeat.json");
+    let out = quark()
+        .args([
+            "bench",
+            "-p",
+            "quic,tcp",
+            "-s",
+            "persistent",
+            "--sizes",
+            "2KiB",
+        ])
+        .args([
+            "--requests",
+            "200",
+            "--repeat",
+            "2",
+            "--ref",
+            "tcp",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("persistent round 2 of 2"), "{err}");
+    assert!(
+        err.contains("persistent quic 2KiB: median of 2")
+            && err.contains("p99 at or below tcp's in "),
+        "{err}"
+    );
+    let v = read_json(&json);
+    assert_eq!(v["config"]["repeat"], 2);
+    for proto in ["quic", "tcp"] {
+        let c = cells(&v, "persistent", proto);
+        assert_eq!(c.len(), 1, "one entry per cell: {proto}");
+        let runs = c[0]["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{proto}");
+        for r in runs {
+            assert_eq!(r["server_counters"]["requests"], 200, "{proto}");
+        }
+        // The median of two rates is their mean.
+        let rate = |m: &serde_json::Value| m["requests_per_s"].as_f64().unwrap();
+        let mean = (rate(&runs[0]) + rate(&runs[1])) / 2.0;
+        assert!(
+            (rate(&c[0]["metrics"]) - mean).abs() < 1e-6 * mean,
+            "{proto}"
+        );
+    }
+    let _ = std::fs::remove_file(&json);
+}

@@ -86,10 +86,17 @@ pub struct RunConfig {
     /// Client sockets connections were spread over.
     #[serde(default = "one")]
     pub client_sockets: u32,
+    /// Runs of every cell, protocols taking turns (`--repeat`; absent: 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeat: u32,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// Outcome of a cell.
@@ -127,6 +134,10 @@ pub struct CellResult {
     /// The emulated network profile the cell ran on (absent: loopback).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<String>,
+    /// Each run's metrics, in run order, when the cell ran more than once
+    /// (`--repeat`); `metrics` is then their median, field by field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<Metrics>,
 }
 
 /// Client + server cost split.

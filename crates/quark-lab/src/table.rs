@@ -131,6 +131,13 @@ pub fn render(report: &Report) -> String {
             .collect();
         let _ = writeln!(out, "{}", line.join("  ").trim_end());
     }
+    if report.config.repeat > 1 {
+        let _ = writeln!(
+            out,
+            "(medians of {} runs per cell, the protocols taking turns; every run is in the JSON)",
+            report.config.repeat
+        );
+    }
     out.push_str(&summary(report));
     out
 }

@@ -84,6 +84,7 @@ fn cell(scenario: &str, protocol: &str, size: u64, m: Metrics) -> CellResult {
         }),
         metrics: Some(m),
         net: None,
+        runs: vec![],
     }
 }
 
@@ -158,6 +159,7 @@ fn fixture() -> Report {
         workload: None,
         metrics: None,
         net: None,
+        runs: vec![],
     });
     results.push(CellResult {
         scenario: "persistent".into(),
@@ -175,6 +177,7 @@ fn fixture() -> Report {
         }),
         metrics: None,
         net: Some("rtt30-loss1".into()),
+        runs: vec![],
     });
     let mut report = Report {
         schema: SCHEMA_ID.into(),
@@ -203,6 +206,7 @@ fn fixture() -> Report {
             )],
             server_workers: None,
             client_sockets: 1,
+            repeat: 1,
         },
         results,
         errors: vec!["interrupted by SIGINT; results are partial".into()],
@@ -377,4 +381,70 @@ fn html_report_has_the_charts() {
         .map(|s| format!("<svg{}", s.split("</svg>").next().unwrap()))
         .collect();
     check_charts(&svgs);
+}
+
+/// `--repeat`: each cell's runs fold into one entry whose metrics are the
+/// field-by-field median (integers the lower median), keeping every run; a
+/// failed run stays on its own; the folded report validates.
+#[test]
+fn repeated_runs_fold_into_medians_and_validate() {
+    use quark_lab::bench::repeat::{fold_rounds, lines};
+    let run = |goodput: f64, p99_scale: u64, n: u64| {
+        let mut samples: Vec<u64> = (1..=n).map(|k| k * 1000 * p99_scale).collect();
+        metrics(goodput, 0.5, &mut samples)
+    };
+    let mut results = vec![cell("rps", "tcp", 2000, run(9.0, 1, 100))];
+    // Three rounds, the protocols taking turns; tcp's second round failed.
+    for (quic, tcp) in [(10.0, Some(1.0)), (30.0, None), (20.0, Some(3.0))] {
+        results.push(cell("rps", "quic", 2000, run(quic, 2, 101 + quic as u64)));
+        let mut t = cell("rps", "tcp", 2000, run(tcp.unwrap_or(0.0), 3, 100));
+        if tcp.is_none() {
+            (t.status, t.metrics, t.error) = (Status::Error, None, Some("died".into()));
+        }
+        results.push(t);
+    }
+    // The first entry is before the fold's start and stays alone.
+    fold_rounds(&mut results, 1);
+    assert_eq!(results.len(), 4, "{results:#?}");
+    assert!(results[0].runs.is_empty());
+    let quic = &results[1];
+    assert_eq!(quic.protocol, "quic");
+    assert_eq!(quic.runs.len(), 3);
+    let m = quic.metrics.as_ref().unwrap();
+    assert_eq!(m.goodput_bps, 20.0);
+    // Requests were 111, 131 and 121: the median is one of them.
+    assert_eq!(m.requests, 121);
+    let tcp = &results[2];
+    assert_eq!((tcp.status, tcp.runs.len()), (Status::Ok, 2));
+    assert_eq!(
+        tcp.metrics.as_ref().unwrap().goodput_bps,
+        2.0,
+        "mean of two"
+    );
+    assert_eq!(results[3].status, Status::Error);
+    // quic's p99 is below tcp's in each round, but tcp ran twice: no count.
+    let text = lines(&results, 1, "tcp").join("\n");
+    assert!(text.contains("rps quic 2KB: median of 3"), "{text}");
+    assert!(!text.contains("at or below"), "{text}");
+    // With the same number of runs the rounds are compared one by one.
+    let mut both = vec![];
+    for round in 0..3 {
+        both.push(cell("rps", "quic", 2000, run(1.0, 2 + round, 100)));
+        both.push(cell("rps", "tcp", 2000, run(1.0, 3, 100)));
+    }
+    fold_rounds(&mut both, 0);
+    let text = lines(&both, 0, "tcp").join("\n");
+    assert!(
+        text.contains("p99 at or below tcp's in 2 of 3 rounds"),
+        "{text}"
+    );
+    let mut report = fixture();
+    report.config.repeat = 3;
+    report.results.extend(results);
+    let v = serde_json::to_value(&report).unwrap();
+    let errors: Vec<String> = validator()
+        .iter_errors(&v)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 }

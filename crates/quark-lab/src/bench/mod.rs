@@ -20,6 +20,7 @@ use crate::workload::Phase;
 mod merge;
 pub mod net;
 mod procs;
+pub mod repeat;
 
 pub use merge::merge;
 pub use net::{NetInfo, NetMode, NetModeChoice};
@@ -87,6 +88,8 @@ pub struct BenchConfig {
     pub server_workers: Option<usize>,
     /// Client sockets to spread connections over (see `ClientArgs::client_sockets`).
     pub client_sockets: usize,
+    /// Runs of every cell, the protocols taking turns (see `repeat`).
+    pub repeat: u32,
 }
 
 impl BenchConfig {
@@ -120,6 +123,9 @@ impl BenchConfig {
         }
         if self.server_workers.is_some_and(|n| n > 1) && self.pin.is_some() {
             bail!("--pin puts the whole server on one CPU: leave it out with --server-workers");
+        }
+        if !(1..=1000).contains(&self.repeat) {
+            bail!("--repeat must be between 1 and 1000");
         }
         if !(1..=1024).contains(&self.client_sockets) {
             bail!("--client-sockets must be between 1 and 1024");
@@ -238,6 +244,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             network: Vec::new(),
             server_workers: cfg.server_workers.map(|n| n as u32),
             client_sockets: cfg.client_sockets as u32,
+            repeat: cfg.repeat,
         },
         results: Vec::new(),
         errors: Vec::new(),
@@ -263,113 +270,136 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
         infos.push(info);
     }
     report.config.network = infos.clone();
+    // Where the current scenario's results start (folded after its rounds).
+    let mut first = 0;
     'cells: for info in &infos {
         for (scenario, params) in &cfg.scenarios {
-            for proto in &cfg.protocols {
-                let adapter = find(proto).ok_or_else(|| anyhow!("unknown protocol {proto}"))?;
-                let suffix = net_suffix(&nets, info);
-                let phases = if info.mode == NetMode::Relay && !net::carried_by_relay(proto) {
-                    Err(format!(
-                        "{proto} runs over TCP and the UDP relay carries only UDP ({})",
-                        net::link_unavailable().map_or_else(
-                            || "--net-mode relay".to_string(),
-                            |w| format!("network namespaces unavailable: {w}")
-                        )
-                    ))
-                } else {
-                    scenario.phases(params, adapter.kind())
-                };
-                let phases = match phases {
-                    Ok(mut p) => {
-                        for phase in &mut p {
-                            phase.label.push_str(&suffix);
+            first = report.results.len();
+            for round in 1..=cfg.repeat {
+                if cfg.repeat > 1 {
+                    log(&format!(
+                        "{} round {round} of {}",
+                        scenario.name(),
+                        cfg.repeat
+                    ));
+                }
+                for proto in &cfg.protocols {
+                    let adapter = find(proto).ok_or_else(|| anyhow!("unknown protocol {proto}"))?;
+                    let suffix = net_suffix(&nets, info);
+                    let phases = if info.mode == NetMode::Relay && !net::carried_by_relay(proto) {
+                        Err(format!(
+                            "{proto} runs over TCP and the UDP relay carries only UDP ({})",
+                            net::link_unavailable().map_or_else(
+                                || "--net-mode relay".to_string(),
+                                |w| format!("network namespaces unavailable: {w}")
+                            )
+                        ))
+                    } else {
+                        scenario.phases(params, adapter.kind())
+                    };
+                    let phases = match phases {
+                        Ok(mut p) => {
+                            for phase in &mut p {
+                                phase.label.push_str(&suffix);
+                            }
+                            p
                         }
-                        p
+                        Err(why) => {
+                            log(&format!(
+                                "{} {proto}{suffix}: skipped ({why})",
+                                scenario.name()
+                            ));
+                            report.results.push(CellResult {
+                                scenario: scenario.name().into(),
+                                protocol: proto.clone(),
+                                label: format!("-{suffix}"),
+                                status: Status::Skipped,
+                                error: Some(why),
+                                workload: None,
+                                metrics: None,
+                                net: net_field(info),
+                                runs: Vec::new(),
+                            });
+                            continue;
+                        }
+                    };
+                    let cell = Cell {
+                        cfg: &cfg,
+                        scenario: *scenario,
+                        proto,
+                        phases: &phases,
+                        cert: &cert,
+                        key: &key,
+                        net: info,
+                    };
+                    let mut procs = Procs::new(&cfg.exe, &mut signals, cfg.timeout);
+                    let mut emulator = None;
+                    let res = cell
+                        .run(&mut procs, &mut emulator, &mut report.results, &mut log)
+                        .await;
+                    let res = match res {
+                        Ok(()) => {
+                            procs.shutdown().await;
+                            Ok(())
+                        }
+                        Err(e) => {
+                            procs.kill().await;
+                            Err(e)
+                        }
+                    };
+                    if let Some(e) = emulator.take() {
+                        net::Emulator::stop(e).await;
                     }
-                    Err(why) => {
-                        log(&format!(
-                            "{} {proto}{suffix}: skipped ({why})",
-                            scenario.name()
-                        ));
-                        report.results.push(CellResult {
-                            scenario: scenario.name().into(),
-                            protocol: proto.clone(),
-                            label: format!("-{suffix}"),
-                            status: Status::Skipped,
-                            error: Some(why),
-                            workload: None,
-                            metrics: None,
-                            net: net_field(info),
-                        });
-                        continue;
+                    match res {
+                        Ok(()) => {}
+                        Err(CellError::Failed(msg)) => {
+                            exit_code = 1;
+                            let done = report
+                                .results
+                                .iter()
+                                .filter(|r| r.scenario == scenario.name() && r.protocol == *proto)
+                                .count();
+                            let phase = phases.get(done.min(phases.len().saturating_sub(1)));
+                            log(&format!(
+                                "{} {proto} {}: error: {msg}",
+                                scenario.name(),
+                                phase.map_or("-", |p| &p.label)
+                            ));
+                            report.results.push(CellResult {
+                                scenario: scenario.name().into(),
+                                protocol: proto.clone(),
+                                label: phase.map_or("-".into(), |p| p.label.clone()),
+                                status: Status::Error,
+                                error: Some(msg),
+                                workload: phase.map(|p| p.workload.clone()),
+                                metrics: None,
+                                net: net_field(info),
+                                runs: Vec::new(),
+                            });
+                        }
+                        Err(CellError::Interrupted(sig)) => {
+                            exit_code = 130;
+                            report
+                                .errors
+                                .push(format!("interrupted by {sig}; results are partial"));
+                            break 'cells;
+                        }
                     }
-                };
-                let cell = Cell {
-                    cfg: &cfg,
-                    scenario: *scenario,
-                    proto,
-                    phases: &phases,
-                    cert: &cert,
-                    key: &key,
-                    net: info,
-                };
-                let mut procs = Procs::new(&cfg.exe, &mut signals, cfg.timeout);
-                let mut emulator = None;
-                let res = cell
-                    .run(&mut procs, &mut emulator, &mut report.results, &mut log)
-                    .await;
-                let res = match res {
-                    Ok(()) => {
-                        procs.shutdown().await;
-                        Ok(())
-                    }
-                    Err(e) => {
-                        procs.kill().await;
-                        Err(e)
-                    }
-                };
-                if let Some(e) = emulator.take() {
-                    net::Emulator::stop(e).await;
+                    drop(procs);
+                    report.summarize();
+                    save(&cfg, &mut report)?;
                 }
-                match res {
-                    Ok(()) => {}
-                    Err(CellError::Failed(msg)) => {
-                        exit_code = 1;
-                        let done = report
-                            .results
-                            .iter()
-                            .filter(|r| r.scenario == scenario.name() && r.protocol == *proto)
-                            .count();
-                        let phase = phases.get(done.min(phases.len().saturating_sub(1)));
-                        log(&format!(
-                            "{} {proto} {}: error: {msg}",
-                            scenario.name(),
-                            phase.map_or("-", |p| &p.label)
-                        ));
-                        report.results.push(CellResult {
-                            scenario: scenario.name().into(),
-                            protocol: proto.clone(),
-                            label: phase.map_or("-".into(), |p| p.label.clone()),
-                            status: Status::Error,
-                            error: Some(msg),
-                            workload: phase.map(|p| p.workload.clone()),
-                            metrics: None,
-                            net: net_field(info),
-                        });
-                    }
-                    Err(CellError::Interrupted(sig)) => {
-                        exit_code = 130;
-                        report
-                            .errors
-                            .push(format!("interrupted by {sig}; results are partial"));
-                        break 'cells;
-                    }
+            }
+            if cfg.repeat > 1 {
+                repeat::fold_rounds(&mut report.results, first);
+                for line in repeat::lines(&report.results, first, &cfg.reference) {
+                    log(&line);
                 }
-                drop(procs);
-                report.summarize();
-                save(&cfg, &mut report)?;
             }
         }
+    }
+    if exit_code == 130 && cfg.repeat > 1 {
+        repeat::fold_rounds(&mut report.results, first);
     }
     report.complete = exit_code == 0;
     report.summarize();
@@ -574,6 +604,7 @@ impl Cell<'_> {
                 workload: Some(phase.workload.clone()),
                 metrics: Some(metrics),
                 net: net_field(self.net),
+                runs: Vec::new(),
             });
         }
         let _: Ignore = procs.expect(Side::Client, "finished").await?;

@@ -1,0 +1,174 @@
+//! `--repeat N`: every cell runs N times, the protocols taking turns (A B A B
+//! ...), so a slow minute of a shared machine hits all of them alike. A cell's
+//! `metrics` become the median of its runs, field by field, and `runs` keeps
+//! each run's own.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::results::{CellResult, Metrics, Status};
+use crate::table::fmt_secs;
+
+/// Folds the measured runs of each cell in `results[from..]` (one entry per
+/// run, in run order) into one entry per cell: the first run's place, the
+/// median metrics, and every run in `runs`. Failed runs stay as they are.
+pub fn fold_rounds(results: &mut Vec<CellResult>, from: usize) {
+    let mut kept: Vec<CellResult> = Vec::new();
+    for r in results.drain(from..) {
+        let same = kept.iter().position(|k| {
+            k.status == Status::Ok
+                && r.status == Status::Ok
+                && (&k.scenario, &k.protocol, &k.label, &k.net)
+                    == (&r.scenario, &r.protocol, &r.label, &r.net)
+        });
+        match (same, r.metrics) {
+            (Some(i), Some(m)) => kept[i].runs.push(m),
+            (_, metrics) => {
+                let runs = metrics.iter().cloned().collect();
+                kept.push(CellResult { metrics, runs, ..r });
+            }
+        }
+    }
+    for k in &mut kept {
+        if k.runs.len() > 1 {
+            k.metrics = Some(median(&k.runs));
+        } else {
+            k.runs.clear();
+        }
+    }
+    results.extend(kept);
+}
+
+/// Each field's median over `runs` (at least one): integers take the lower
+/// median, so they stay integers and one of the runs' values; other numbers
+/// the usual median; lists of equal length element by element (the CDFs);
+/// warnings are gathered from every run.
+pub fn median(runs: &[Metrics]) -> Metrics {
+    let values: Vec<Value> = runs
+        .iter()
+        .map(|m| serde_json::to_value(m).expect("metrics serialize"))
+        .collect();
+    let mut m: Metrics = serde_json::from_value(median_value(&values.iter().collect::<Vec<_>>()))
+        .unwrap_or_else(|_| runs[0].clone());
+    m.warnings = runs
+        .iter()
+        .flat_map(|r| r.warnings.iter().cloned())
+        .collect();
+    m.warnings.dedup();
+    m
+}
+
+fn median_value(vs: &[&Value]) -> Value {
+    let first = vs[0];
+    match first {
+        Value::Number(_) => {
+            let mut xs: Vec<f64> = vs.iter().filter_map(|v| v.as_f64()).collect();
+            xs.sort_by(f64::total_cmp);
+            if xs.len() != vs.len() {
+                return first.clone();
+            }
+            let n = xs.len();
+            if vs.iter().all(|v| v.is_u64()) {
+                return Value::from(xs[(n - 1) / 2] as u64);
+            }
+            let mid = if n % 2 == 1 {
+                xs[n / 2]
+            } else {
+                (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+            };
+            serde_json::Number::from_f64(mid).map_or_else(|| first.clone(), Value::Number)
+        }
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (key, v) in map {
+                let same: Vec<&Value> = vs.iter().filter_map(|o| o.get(key)).collect();
+                // A field some runs lack (an optional one): the first run's.
+                let merged = if same.len() == vs.len() {
+                    median_value(&same)
+                } else {
+                    v.clone()
+                };
+                out.insert(key.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => {
+            let lists: Vec<&Vec<Value>> = vs.iter().filter_map(|v| v.as_array()).collect();
+            if lists.len() != vs.len() || lists.iter().any(|l| l.len() != items.len()) {
+                return first.clone();
+            }
+            let merged = (0..items.len())
+                .map(|i| median_value(&lists.iter().map(|l| &l[i]).collect::<Vec<_>>()))
+                .collect();
+            Value::Array(merged)
+        }
+        _ => first.clone(),
+    }
+}
+
+/// One line per folded cell of `results[from..]`: the median and range of
+/// its rate and tail, and how often its p99 was at or below the reference's
+/// in the same round.
+pub fn lines(results: &[CellResult], from: usize, reference: &str) -> Vec<String> {
+    let cells = &results[from..];
+    let mut out = Vec::new();
+    for c in cells.iter().filter(|c| c.runs.len() > 1) {
+        let Some(m) = &c.metrics else { continue };
+        let n = c.runs.len();
+        let mut s = format!("{} {} {}: median of {n}", c.scenario, c.protocol, c.label);
+        let rates: Vec<f64> = c.runs.iter().map(|r| r.requests_per_s).collect();
+        if m.requests > 1 {
+            let (lo, hi) = range(&rates);
+            let _ = write!(s, ", {:.0} req/s ({lo:.0}-{hi:.0})", m.requests_per_s);
+        }
+        let p99s: Vec<f64> = c
+            .runs
+            .iter()
+            .filter_map(|r| Some(r.latency_s.as_ref()?.p99))
+            .collect();
+        if let (Some(l), true) = (&m.latency_s, p99s.len() == n) {
+            let (lo, hi) = range(&p99s);
+            let _ = write!(
+                s,
+                ", p99 {} ({}-{})",
+                fmt_secs(l.p99),
+                fmt_secs(lo),
+                fmt_secs(hi)
+            );
+            let theirs = cells.iter().find(|r| {
+                r.protocol == reference
+                    && r.protocol != c.protocol
+                    && (&r.scenario, &r.label, &r.net) == (&c.scenario, &c.label, &c.net)
+                    && r.runs.len() == n
+            });
+            let ref_p99s: Option<Vec<f64>> = theirs
+                .map(|r| {
+                    r.runs
+                        .iter()
+                        .map(|m| Some(m.latency_s.as_ref()?.p99))
+                        .collect()
+                })
+                .and_then(|v: Vec<Option<f64>>| v.into_iter().collect());
+            if let Some(theirs) = ref_p99s {
+                let at_or_below = p99s.iter().zip(&theirs).filter(|(a, b)| a <= b).count();
+                let _ = write!(
+                    s,
+                    ", p99 at or below {reference}'s in {at_or_below} of {n} rounds"
+                );
+            }
+        }
+        if let Some(cpu) = m.cpu_s_per_gb {
+            let _ = write!(s, ", {:.2} CPU s/GB", cpu.total);
+        }
+        out.push(s);
+    }
+    out
+}
+
+fn range(xs: &[f64]) -> (f64, f64) {
+    xs.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        })
+}
