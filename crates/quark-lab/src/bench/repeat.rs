@@ -8,7 +8,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::results::{CellResult, Metrics, Status};
-use crate::table::fmt_secs;
+use crate::table::{fmt_bps, fmt_secs};
 
 /// Folds the measured runs of each cell in `results[from..]` (one entry per
 /// run, in run order) into one entry per cell: the first run's place, the
@@ -108,8 +108,8 @@ fn median_value(vs: &[&Value]) -> Value {
 }
 
 /// One line per folded cell of `results[from..]`: the median and range of
-/// its rate and tail, and how often its p99 was at or below the reference's
-/// in the same round.
+/// its goodput, rate, tail and CPU per byte, and how often its p99 was at or
+/// below the reference's in the same round.
 pub fn lines(results: &[CellResult], from: usize, reference: &str) -> Vec<String> {
     let cells = &results[from..];
     let mut out = Vec::new();
@@ -117,6 +117,15 @@ pub fn lines(results: &[CellResult], from: usize, reference: &str) -> Vec<String
         let Some(m) = &c.metrics else { continue };
         let n = c.runs.len();
         let mut s = format!("{} {} {}: median of {n}", c.scenario, c.protocol, c.label);
+        let goodputs: Vec<f64> = c.runs.iter().map(|r| r.goodput_bps).collect();
+        let (lo, hi) = range(&goodputs);
+        let _ = write!(
+            s,
+            ", {} ({}-{})",
+            fmt_bps(m.goodput_bps),
+            fmt_bps(lo),
+            fmt_bps(hi)
+        );
         let rates: Vec<f64> = c.runs.iter().map(|r| r.requests_per_s).collect();
         if m.requests > 1 {
             let (lo, hi) = range(&rates);
@@ -158,8 +167,14 @@ pub fn lines(results: &[CellResult], from: usize, reference: &str) -> Vec<String
                 );
             }
         }
-        if let Some(cpu) = m.cpu_s_per_gb {
-            let _ = write!(s, ", {:.2} CPU s/GB", cpu.total);
+        let cpus: Vec<f64> = c
+            .runs
+            .iter()
+            .filter_map(|r| Some(r.cpu_s_per_gb?.total))
+            .collect();
+        if let (Some(cpu), true) = (m.cpu_s_per_gb, cpus.len() == n) {
+            let (lo, hi) = range(&cpus);
+            let _ = write!(s, ", {:.2} CPU s/GB ({lo:.2}-{hi:.2})", cpu.total);
         }
         out.push(s);
     }
