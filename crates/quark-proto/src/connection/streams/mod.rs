@@ -113,8 +113,10 @@ pub struct Streams {
     peer_window: [u64; 3],
     pending: Pending,
     events: VecDeque<StreamEvent>,
-    /// Storage of freed streams, for new ones.
-    spare: Spare,
+    /// Storage of freed streams, for new ones: send rings, receive rings.
+    /// Apart, so a receiving half gets a ring sized for what it received
+    /// before, not a send ring that grows (and is copied) again.
+    spare: [Spare; 2],
 }
 
 /// Control frames waiting to be sent.
@@ -149,7 +151,7 @@ impl Streams {
             peer_window: [0; 3],
             pending: Pending::default(),
             events: VecDeque::new(),
-            spare: Spare::default(),
+            spare: Default::default(),
         }
     }
 
@@ -363,9 +365,9 @@ impl Streams {
             (Dir::Bi, true) => Some(self.peer_window[1]),
             (Dir::Uni, true) => Some(self.peer_window[2]),
         }
-        .map(|max| SendStream::with_storage(max, self.limits.send_buffer, self.spare.take()));
+        .map(|max| SendStream::with_storage(max, self.limits.send_buffer, self.spare[0].take()));
         let recv = (id.dir() == Dir::Bi || !ours)
-            .then(|| RecvStream::with_storage(self.limits.stream_window, self.spare.take()));
+            .then(|| RecvStream::with_storage(self.limits.stream_window, self.spare[1].take()));
         self.map.insert(
             id,
             StreamEntry {
@@ -393,7 +395,7 @@ impl Streams {
                 && !matches!(recv.state(), RecvState::DataRead | RecvState::ResetRead)
         });
         self.map.shrink_to_fit();
-        self.spare = Spare::default();
+        self.spare = Default::default();
         self.send_queue = VecDeque::new();
         self.pending = Pending::default();
     }
@@ -417,9 +419,15 @@ impl Streams {
             return;
         }
         if let Some(entry) = self.map.remove(&id) {
-            let storage = entry.send.map(SendStream::into_storage).into_iter();
-            let storage = storage.chain(entry.recv.map(RecvStream::into_storage));
-            storage.for_each(|buf| self.spare.keep(buf));
+            let window = self.limits.connection_window as usize;
+            let over = self.map.is_empty();
+            let [send, recv] = &mut self.spare;
+            if let Some(s) = entry.send {
+                send.keep(s.into_storage(), window, over);
+            }
+            if let Some(r) = entry.recv {
+                recv.keep(r.into_storage(), window, over);
+            }
         }
         if id.initiator() != self.side {
             let d = dir_index(id.dir());

@@ -5,47 +5,96 @@
 //! flight) it maps and unmaps or trims and faults back in, page by page: with
 //! only rings up to 16 KiB kept, such a workload spent a sixth of its CPU in
 //! page faults and ran at about 0.75x the rate it does now (BENCHMARKS.md).
+//!
+//! A burst of streams (a client with 100 requests in flight) frees and takes
+//! back as many rings as it has streams, in waves, with no stream open between
+//! two waves: the store keeps as many rings as the last burst had out, within
+//! the connection's receive window (no more idle memory than the peer may make
+//! us hold in unread data anyway). Shrinking to the idle bound whenever no
+//! stream was open undid that at every wave: parallel 64 KiB requests then
+//! faulted 110 000 pages in 20 000 requests, half its runs.
 
 use std::collections::VecDeque;
 
-/// Most buffers kept per connection.
+/// Fewest buffers a store may keep, however small the last burst.
 const MAX_SPARE: usize = 8;
+/// Most buffers kept, whatever the bursts.
+const MAX_SPARE_BUSY: usize = 256;
 /// Larger buffers are freed, not kept.
 const MAX_KEPT_CAPACITY: usize = 256 * 1024;
-/// Most idle bytes kept per connection: a bound of its own, since the peer
-/// decides how many streams come and go and how much each carries.
+/// Idle bytes always allowed, whatever the receive window.
 const MAX_SPARE_BYTES: usize = 512 * 1024;
 
-/// A small stack of empty byte rings.
+/// A stack of empty byte rings.
 #[derive(Default)]
 pub(super) struct Spare {
     bufs: Vec<VecDeque<u8>>,
     /// Capacity of the kept buffers, in all.
     bytes: usize,
+    /// Buffers handed out and not yet returned.
+    out: usize,
+    /// Most buffers out at once in the current burst.
+    peak: usize,
+    /// Most buffers the store keeps: the last burst's peak.
+    keep_count: usize,
 }
 
 impl Spare {
     /// An empty ring, reused when one is kept.
     pub(super) fn take(&mut self) -> VecDeque<u8> {
+        self.out += 1;
+        self.peak = self.peak.max(self.out);
         let buf = self.bufs.pop().unwrap_or_default();
         self.bytes -= buf.capacity();
         buf
     }
 
-    /// Keep `buf` (emptied) for a later stream, if it is not too large and
-    /// there is room.
-    pub(super) fn keep(&mut self, mut buf: VecDeque<u8>) {
+    /// Take back `buf` (emptied) for a later stream, if it is not too large
+    /// and there is room: at most `window` bytes (the connection's receive
+    /// window). `burst_over`: no stream is open any more, so the store shrinks
+    /// to what this burst had out at its peak.
+    pub(super) fn keep(&mut self, mut buf: VecDeque<u8>, window: usize, burst_over: bool) {
+        self.out = self.out.saturating_sub(1);
+        if burst_over {
+            self.keep_count = self.peak.clamp(MAX_SPARE, MAX_SPARE_BUSY);
+            self.peak = self.out;
+            let bytes = Self::max_bytes(self.keep_count, window);
+            self.shrink(self.keep_count, bytes);
+        }
+        let max_count = self
+            .keep_count
+            .max(self.peak)
+            .clamp(MAX_SPARE, MAX_SPARE_BUSY);
+        let max_bytes = Self::max_bytes(max_count, window);
         let cap = buf.capacity();
         if cap == 0
             || cap > MAX_KEPT_CAPACITY
-            || self.bufs.len() >= MAX_SPARE
-            || self.bytes + cap > MAX_SPARE_BYTES
+            || self.bufs.len() >= max_count
+            || self.bytes + cap > max_bytes
         {
             return;
         }
         buf.clear();
         self.bytes += cap;
         self.bufs.push(buf);
+    }
+
+    /// The byte bound for `count` buffers: the small idle bound, unless a
+    /// burst had more streams out than that, then the receive window.
+    fn max_bytes(count: usize, window: usize) -> usize {
+        if count > MAX_SPARE {
+            window.max(MAX_SPARE_BYTES)
+        } else {
+            MAX_SPARE_BYTES
+        }
+    }
+
+    /// Free buffers until at most `count` holding `bytes` remain.
+    fn shrink(&mut self, count: usize, bytes: usize) {
+        while self.bufs.len() > count || self.bytes > bytes {
+            let Some(buf) = self.bufs.pop() else { break };
+            self.bytes -= buf.capacity();
+        }
     }
 
     #[cfg(test)]
@@ -58,25 +107,36 @@ impl Spare {
 mod tests {
     use super::*;
 
+    const WINDOW: usize = 16 << 20;
+
+    /// Takes `n` buffers, as `n` streams opening.
+    fn open(spare: &mut Spare, n: usize) -> Vec<VecDeque<u8>> {
+        (0..n).map(|_| spare.take()).collect()
+    }
+
     #[test]
-    fn keeps_emptied_buffers_up_to_a_count_and_a_byte_bound() {
+    fn one_stream_at_a_time_keeps_a_few_buffers_and_few_bytes() {
         let mut spare = Spare::default();
+        // Streams of 4 KiB, one at a time: each burst has one buffer out.
         for _ in 0..MAX_SPARE + 3 {
-            let mut b = VecDeque::with_capacity(4096);
-            b.extend([1u8, 2, 3]);
-            spare.keep(b);
+            let mut b = spare.take();
+            b.reserve(4096);
+            spare.keep(b, WINDOW, true);
         }
-        assert_eq!(spare.len(), MAX_SPARE);
+        assert_eq!(spare.len(), 1, "the one buffer goes round");
         let b = spare.take();
         assert!(b.is_empty() && b.capacity() >= 4096);
-        spare.keep(VecDeque::with_capacity(MAX_KEPT_CAPACITY * 2));
-        spare.keep(VecDeque::new());
-        assert_eq!(spare.len(), MAX_SPARE - 1);
-
-        // Large buffers: as many as the byte bound allows.
-        let mut spare = Spare::default();
+        spare.keep(b, WINDOW, true);
+        // Empty rings and overlarge ones are not kept.
+        let _ = spare.take();
+        spare.keep(VecDeque::new(), WINDOW, true);
+        let _ = spare.take();
+        spare.keep(VecDeque::with_capacity(MAX_KEPT_CAPACITY * 2), WINDOW, true);
+        assert_eq!(spare.len(), 0);
+        // Many large buffers back at once after a small burst: the idle bounds.
+        let _out = open(&mut spare, MAX_SPARE);
         for _ in 0..MAX_SPARE {
-            spare.keep(VecDeque::with_capacity(MAX_KEPT_CAPACITY));
+            spare.keep(VecDeque::with_capacity(MAX_KEPT_CAPACITY), WINDOW, false);
         }
         assert!(spare.bytes <= MAX_SPARE_BYTES, "{} bytes kept", spare.bytes);
         assert!(spare.len() >= 1 && spare.len() < MAX_SPARE);
@@ -84,5 +144,44 @@ mod tests {
             spare.take();
         }
         assert_eq!(spare.bytes, 0);
+    }
+
+    #[test]
+    fn bursts_keep_what_they_had_out_and_no_more_than_the_window() {
+        let mut spare = Spare::default();
+        for wave in 0..3 {
+            // 100 streams out at once, then all freed: the last closes the burst.
+            let bufs = open(&mut spare, 100);
+            if wave > 0 {
+                assert!(bufs.iter().all(|b| b.capacity() >= 64 * 1024), "reused");
+                assert_eq!(spare.len(), 0);
+            }
+            let n = bufs.len();
+            for (i, mut b) in bufs.into_iter().enumerate() {
+                b.reserve(64 * 1024);
+                spare.keep(b, WINDOW, i + 1 == n);
+            }
+            assert_eq!(spare.len(), 100, "wave {wave}");
+        }
+        // A smaller burst next: the store shrinks to it when it ends.
+        let bufs = open(&mut spare, 10);
+        let n = bufs.len();
+        for (i, b) in bufs.into_iter().enumerate() {
+            spare.keep(b, WINDOW, i + 1 == n);
+        }
+        assert_eq!(spare.len(), 10.max(MAX_SPARE));
+        // Never more than the receive window, nor more than MAX_SPARE_BUSY.
+        let mut spare = Spare::default();
+        let _out = open(&mut spare, 1000);
+        for _ in 0..1000 {
+            spare.keep(VecDeque::with_capacity(MAX_KEPT_CAPACITY), WINDOW, false);
+        }
+        assert!(spare.bytes <= WINDOW && spare.len() <= MAX_SPARE_BUSY);
+        let mut small = Spare::default();
+        let _out = open(&mut small, 1000);
+        for _ in 0..1000 {
+            small.keep(VecDeque::with_capacity(64), WINDOW, false);
+        }
+        assert_eq!(small.len(), MAX_SPARE_BUSY);
     }
 }
