@@ -304,6 +304,8 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                             }
                             p
                         }
+                        // Said and recorded once, not once per round.
+                        Err(_) if round > 1 => continue,
                         Err(why) => {
                             log(&format!(
                                 "{} {proto}{suffix}: skipped ({why})",
@@ -334,6 +336,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                     };
                     let mut procs = Procs::new(&cfg.exe, &mut signals, cfg.timeout);
                     let mut emulator = None;
+                    let before = report.results.len();
                     let res = cell
                         .run(&mut procs, &mut emulator, &mut report.results, &mut log)
                         .await;
@@ -354,11 +357,8 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                         Ok(()) => {}
                         Err(CellError::Failed(msg)) => {
                             exit_code = 1;
-                            let done = report
-                                .results
-                                .iter()
-                                .filter(|r| r.scenario == scenario.name() && r.protocol == *proto)
-                                .count();
+                            // The phases this cell finished before failing.
+                            let done = report.results.len() - before;
                             let phase = phases.get(done.min(phases.len().saturating_sub(1)));
                             log(&format!(
                                 "{} {proto} {}: error: {msg}",
