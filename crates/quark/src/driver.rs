@@ -296,6 +296,12 @@ impl Driver {
         self.due = due;
     }
 
+    /// Queue a built transmit for the next `sendmmsg`.
+    fn queue(&mut self, t: Transmit, buf: Vec<u8>) {
+        self.outgoing_bytes += t.size;
+        self.outgoing.push((t, buf));
+    }
+
     /// Send what is queued. Returns false if the socket is full.
     fn flush(&mut self, cx: &mut Context<'_>, socket: &Socket) -> bool {
         while !self.outgoing.is_empty() {
@@ -354,8 +360,7 @@ impl Driver {
                 self.pool.push(buf);
                 break;
             };
-            self.outgoing_bytes += t.size;
-            self.outgoing.push((t, buf));
+            self.queue(t, buf);
             any = true;
         }
         for i in 0..self.touched.len() {
@@ -386,8 +391,7 @@ impl Driver {
                 );
                 match transmit {
                     Some(t) => {
-                        self.outgoing_bytes += t.size;
-                        self.outgoing.push((t, buf));
+                        self.queue(t, buf);
                         any = true;
                     }
                     None => {

@@ -118,72 +118,57 @@ pub fn lines(results: &[CellResult], from: usize, reference: &str) -> Vec<String
         let n = c.runs.len();
         let mut s = format!("{} {} {}: median of {n}", c.scenario, c.protocol, c.label);
         let goodputs: Vec<f64> = c.runs.iter().map(|r| r.goodput_bps).collect();
-        let (lo, hi) = range(&goodputs);
-        let _ = write!(
-            s,
-            ", {} ({}-{})",
-            fmt_bps(m.goodput_bps),
-            fmt_bps(lo),
-            fmt_bps(hi)
-        );
-        let rates: Vec<f64> = c.runs.iter().map(|r| r.requests_per_s).collect();
+        let _ = write!(s, ", {}", ranged(m.goodput_bps, &goodputs, fmt_bps));
         if m.requests > 1 {
-            let (lo, hi) = range(&rates);
-            let _ = write!(s, ", {:.0} req/s ({lo:.0}-{hi:.0})", m.requests_per_s);
-        }
-        let p99s: Vec<f64> = c
-            .runs
-            .iter()
-            .filter_map(|r| Some(r.latency_s.as_ref()?.p99))
-            .collect();
-        if let (Some(l), true) = (&m.latency_s, p99s.len() == n) {
-            let (lo, hi) = range(&p99s);
+            let rates: Vec<f64> = c.runs.iter().map(|r| r.requests_per_s).collect();
             let _ = write!(
                 s,
-                ", p99 {} ({}-{})",
-                fmt_secs(l.p99),
-                fmt_secs(lo),
-                fmt_secs(hi)
+                ", {} req/s",
+                ranged(m.requests_per_s, &rates, |x| format!("{x:.0}"))
             );
+        }
+        if let (Some(l), Some(ours)) = (&m.latency_s, p99s(&c.runs)) {
+            let _ = write!(s, ", p99 {}", ranged(l.p99, &ours, fmt_secs));
             let theirs = cells.iter().find(|r| {
                 r.protocol == reference
                     && r.protocol != c.protocol
                     && (&r.scenario, &r.label, &r.net) == (&c.scenario, &c.label, &c.net)
                     && r.runs.len() == n
             });
-            let ref_p99s: Option<Vec<f64>> = theirs
-                .map(|r| {
-                    r.runs
-                        .iter()
-                        .map(|m| Some(m.latency_s.as_ref()?.p99))
-                        .collect()
-                })
-                .and_then(|v: Vec<Option<f64>>| v.into_iter().collect());
-            if let Some(theirs) = ref_p99s {
-                let at_or_below = p99s.iter().zip(&theirs).filter(|(a, b)| a <= b).count();
+            if let Some(theirs) = theirs.and_then(|r| p99s(&r.runs)) {
+                let at_or_below = ours.iter().zip(&theirs).filter(|(a, b)| a <= b).count();
                 let _ = write!(
                     s,
                     ", p99 at or below {reference}'s in {at_or_below} of {n} rounds"
                 );
             }
         }
-        let cpus: Vec<f64> = c
-            .runs
-            .iter()
-            .filter_map(|r| Some(r.cpu_s_per_gb?.total))
-            .collect();
-        if let (Some(cpu), true) = (m.cpu_s_per_gb, cpus.len() == n) {
-            let (lo, hi) = range(&cpus);
-            let _ = write!(s, ", {:.2} CPU s/GB ({lo:.2}-{hi:.2})", cpu.total);
+        let cpus: Option<Vec<f64>> = c.runs.iter().map(|r| Some(r.cpu_s_per_gb?.total)).collect();
+        if let (Some(cpu), Some(cpus)) = (m.cpu_s_per_gb, cpus) {
+            let _ = write!(
+                s,
+                ", {} CPU s/GB",
+                ranged(cpu.total, &cpus, |x| format!("{x:.2}"))
+            );
         }
         out.push(s);
     }
     out
 }
 
-fn range(xs: &[f64]) -> (f64, f64) {
-    xs.iter()
+/// Each run's p99, when every run has one.
+fn p99s(runs: &[Metrics]) -> Option<Vec<f64>> {
+    runs.iter()
+        .map(|r| Some(r.latency_s.as_ref()?.p99))
+        .collect()
+}
+
+/// `median (lo-hi)`, each formatted by `f`.
+fn ranged(median: f64, xs: &[f64], f: impl Fn(f64) -> String) -> String {
+    let (lo, hi) = xs
+        .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
             (lo.min(x), hi.max(x))
-        })
+        });
+    format!("{} ({}-{})", f(median), f(lo), f(hi))
 }
