@@ -1,0 +1,72 @@
+//! The client side: requests on new bidirectional streams.
+
+use http::{Request, Response};
+use quark::Connection;
+use quark_proto::Side;
+
+use crate::conn::Conn;
+use crate::error::*;
+use crate::reader::FrameReader;
+use crate::request::RequestStream;
+
+/// An HTTP/3 client on one QUIC connection (ALPN [`ALPN`](crate::ALPN)).
+#[derive(Clone)]
+pub struct Client {
+    conn: Conn,
+}
+
+impl Client {
+    /// Starts HTTP/3 on an established connection: opens the control stream.
+    pub async fn new(quic: Connection) -> Result<Client, Error> {
+        Ok(Client {
+            conn: Conn::start(quic, Side::Client).await?,
+        })
+    }
+
+    /// Sends the head of `req` on a new stream; send the body (if any) with
+    /// [`RequestStream::send_data`], end it with [`RequestStream::finish`], then
+    /// read the answer with [`RequestStream::recv_response`].
+    pub async fn send_request<B>(&self, req: &Request<B>) -> Result<RequestStream, Error> {
+        if let Some(e) = self.conn.error() {
+            return Err(e);
+        }
+        if self.conn.state.lock().unwrap().goaway.is_some() {
+            return Err(Error::GoingAway);
+        }
+        let mut block = Vec::new();
+        crate::message::encode_request(req, &mut block)?;
+        let (send, recv) = self.conn.quic.open_bi().await?;
+        let mut stream = RequestStream::new(self.conn.clone(), send, FrameReader::new(recv));
+        stream.send_headers(&block).await?;
+        Ok(stream)
+    }
+
+    /// The QUIC connection.
+    pub fn connection(&self) -> &Connection {
+        &self.conn.quic
+    }
+}
+
+impl RequestStream {
+    /// The response's head; interim (1xx) responses are skipped.
+    pub async fn recv_response(&mut self) -> Result<Response<()>, Error> {
+        loop {
+            let Some(fields) = self.recv_fields().await? else {
+                return Err(Error::stream(H3_REQUEST_INCOMPLETE, "no response"));
+            };
+            let resp = crate::message::decode_response(&fields);
+            let resp = match resp {
+                Ok(r) => r,
+                Err(e) => {
+                    self.cancel(H3_MESSAGE_ERROR);
+                    return Err(e);
+                }
+            };
+            if resp.status().is_informational() {
+                continue;
+            }
+            self.start_body(resp.headers())?;
+            return Ok(resp);
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! What both ends of an HTTP/3 connection do besides requests: announce their
+//! SETTINGS on a control stream, and read the peer's unidirectional streams
+//! (its control stream and QPACK streams; pushes are never allowed). A
+//! violation closes the QUIC connection with the HTTP/3 error code.
+
+use std::sync::{Arc, Mutex};
+
+use quark::{Connection, SendStream};
+use quark_proto::Side;
+use quark_proto::varint::put_varint;
+
+use crate::error::*;
+use crate::frame::{self, FrameHeader};
+use crate::reader::FrameReader;
+use crate::settings::Settings;
+
+/// Unidirectional stream types (RFC 9114 §6.2, RFC 9204 §4.2).
+const CONTROL: u64 = 0x00;
+const PUSH: u64 = 0x01;
+const QPACK_ENCODER: u64 = 0x02;
+const QPACK_DECODER: u64 = 0x03;
+
+/// Longest control frame we read (SETTINGS, GOAWAY, ...).
+const MAX_CONTROL_FRAME: u64 = 16 * 1024;
+/// Bytes of an unfinished QPACK instruction kept between reads: with no dynamic
+/// table, a valid one is a few bytes.
+const MAX_QPACK_PENDING: usize = 64;
+
+/// Our settings: no dynamic QPACK table, field sections up to 64 KiB.
+pub(crate) const LOCAL: Settings = Settings {
+    max_field_section_size: Some(64 * 1024),
+    qpack_max_table_capacity: 0,
+    qpack_blocked_streams: 0,
+};
+
+/// The connection-wide state both ends share with their stream tasks.
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) peer_settings: Option<Settings>,
+    /// The ID in the peer's last GOAWAY.
+    pub(crate) goaway: Option<u64>,
+    pub(crate) error: Option<Error>,
+    control: bool,
+    encoder: bool,
+    decoder: bool,
+}
+
+/// An HTTP/3 connection's common parts.
+#[derive(Clone)]
+pub(crate) struct Conn {
+    pub(crate) quic: Connection,
+    pub(crate) state: Arc<Mutex<State>>,
+    control: Arc<tokio::sync::Mutex<SendStream>>,
+    side: Side,
+}
+
+impl Conn {
+    /// Opens our control stream with our SETTINGS and starts reading the peer's streams.
+    pub(crate) async fn start(quic: Connection, side: Side) -> Result<Conn, Error> {
+        let mut control = quic.open_uni().await?;
+        let mut out = Vec::with_capacity(32);
+        put_varint(&mut out, CONTROL);
+        let mut payload = Vec::new();
+        LOCAL.encode(&mut payload);
+        frame::put_frame(&mut out, frame::SETTINGS, &payload);
+        control.write_all(&out).await?;
+        let conn = Conn {
+            quic,
+            state: Arc::default(),
+            control: Arc::new(tokio::sync::Mutex::new(control)),
+            side,
+        };
+        let acceptor = conn.clone();
+        conn.quic.spawn(async move { acceptor.accept_uni().await });
+        Ok(conn)
+    }
+
+    /// Closes the connection with an HTTP/3 error (the first one recorded wins).
+    pub(crate) fn fail(&self, e: &Error) {
+        if let Error::Connection { code, reason } = e {
+            let mut state = self.state.lock().unwrap();
+            if state.error.is_none() {
+                state.error = Some(e.clone());
+                self.quic.close(*code, reason.as_bytes());
+            }
+        }
+    }
+
+    /// The error that ended the connection, if one did.
+    pub(crate) fn error(&self) -> Option<Error> {
+        self.state.lock().unwrap().error.clone()
+    }
+
+    /// Sends GOAWAY with `id` on our control stream.
+    pub(crate) async fn goaway(&self, id: u64) -> Result<(), Error> {
+        let mut out = Vec::new();
+        frame::put_goaway(&mut out, id);
+        self.control.lock().await.write_all(&out).await?;
+        Ok(())
+    }
+
+    async fn accept_uni(self) {
+        while let Ok(recv) = self.quic.accept_uni().await {
+            let conn = self.clone();
+            self.quic.spawn(async move {
+                if let Err(e) = conn.serve_uni(FrameReader::new(recv)).await {
+                    conn.fail(&e);
+                }
+            });
+        }
+    }
+
+    /// Marks a critical stream of `ty` as open: a second one is an error.
+    fn claim(&self, ty: u64) -> Result<(), Error> {
+        let mut state = self.state.lock().unwrap();
+        let slot = match ty {
+            CONTROL => &mut state.control,
+            QPACK_ENCODER => &mut state.encoder,
+            _ => &mut state.decoder,
+        };
+        if std::mem::replace(slot, true) {
+            return Err(Error::conn(
+                H3_STREAM_CREATION_ERROR,
+                "a second critical stream",
+            ));
+        }
+        Ok(())
+    }
+
+    async fn serve_uni(&self, mut r: FrameReader) -> Result<(), Error> {
+        let Some(ty) = r.varint().await? else {
+            return Ok(()); // ended before its type: nothing to do
+        };
+        match ty {
+            CONTROL => {
+                self.claim(ty)?;
+                self.serve_control(&mut r).await
+            }
+            QPACK_ENCODER | QPACK_DECODER => {
+                self.claim(ty)?;
+                serve_qpack(&mut r, ty == QPACK_ENCODER).await
+            }
+            PUSH if self.side == Side::Server => Err(Error::conn(
+                H3_STREAM_CREATION_ERROR,
+                "a push stream from a client",
+            )),
+            // We never send MAX_PUSH_ID, so no push ID is valid.
+            PUSH => Err(Error::conn(H3_ID_ERROR, "a push without MAX_PUSH_ID")),
+            _ => {
+                // Unknown (or reserved) types are ignored (RFC 9114 §6.2).
+                let _ = r.stream().stop(H3_STREAM_CREATION_ERROR);
+                Ok(())
+            }
+        }
+    }
+
+    async fn serve_control(&self, r: &mut FrameReader) -> Result<(), Error> {
+        let closed = || Error::conn(H3_CLOSED_CRITICAL_STREAM, "the control stream ended");
+        let first = r.header().await.map_err(|_| closed())?.ok_or_else(closed)?;
+        if first.ty != frame::SETTINGS {
+            return Err(Error::conn(
+                H3_MISSING_SETTINGS,
+                "control stream without SETTINGS",
+            ));
+        }
+        let settings = Settings::decode(&control_payload(r, first).await?)?;
+        self.state.lock().unwrap().peer_settings = Some(settings);
+        loop {
+            let h = match r.header().await {
+                Ok(Some(h)) => h,
+                Ok(None) | Err(Error::Reset(_)) => return Err(closed()),
+                Err(e) => return Err(e),
+            };
+            match h.ty {
+                frame::GOAWAY => {
+                    let payload = control_payload(r, h).await?;
+                    let id = frame::parse_goaway(&payload)
+                        .ok_or(Error::conn(H3_FRAME_ERROR, "a bad GOAWAY"))?;
+                    self.on_goaway(id)?;
+                }
+                frame::MAX_PUSH_ID if self.side == Side::Client => {
+                    return Err(Error::conn(
+                        H3_FRAME_UNEXPECTED,
+                        "MAX_PUSH_ID from a server",
+                    ));
+                }
+                // No push is ever promised: these say nothing to us.
+                frame::MAX_PUSH_ID | frame::CANCEL_PUSH => {
+                    control_payload(r, h).await?;
+                }
+                frame::SETTINGS | frame::DATA | frame::HEADERS | frame::PUSH_PROMISE => {
+                    return Err(Error::conn(
+                        H3_FRAME_UNEXPECTED,
+                        "a frame not for the control stream",
+                    ));
+                }
+                ty if frame::is_http2_only(ty) => {
+                    return Err(Error::conn(H3_FRAME_UNEXPECTED, "an HTTP/2 frame type"));
+                }
+                _ => r.skip(h.len).await?,
+            }
+        }
+    }
+
+    fn on_goaway(&self, id: u64) -> Result<(), Error> {
+        // From a server, the ID names a client-initiated bidirectional stream.
+        if self.side == Side::Client && id % 4 != 0 {
+            return Err(Error::conn(H3_ID_ERROR, "GOAWAY with a bad stream ID"));
+        }
+        let mut state = self.state.lock().unwrap();
+        if state.goaway.is_some_and(|prev| id > prev) {
+            return Err(Error::conn(
+                H3_ID_ERROR,
+                "GOAWAY with a larger ID than before",
+            ));
+        }
+        state.goaway = Some(id);
+        Ok(())
+    }
+}
+
+/// A control frame's payload, bounded.
+async fn control_payload(r: &mut FrameReader, h: FrameHeader) -> Result<Vec<u8>, Error> {
+    if h.len > MAX_CONTROL_FRAME {
+        return Err(Error::conn(H3_EXCESSIVE_LOAD, "a control frame too long"));
+    }
+    r.payload(h.len).await
+}
+
+/// Reads a QPACK stream to check what the peer says on it; with no dynamic
+/// table there is nothing to act on.
+async fn serve_qpack(r: &mut FrameReader, encoder: bool) -> Result<(), Error> {
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        match r.some(MAX_CONTROL_FRAME).await {
+            Ok(chunk) => pending.extend_from_slice(&chunk),
+            Err(
+                Error::Connection {
+                    code: H3_FRAME_ERROR,
+                    ..
+                }
+                | Error::Reset(_),
+            ) => {
+                return Err(Error::conn(
+                    H3_CLOSED_CRITICAL_STREAM,
+                    "a QPACK stream ended",
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        let checked = if encoder {
+            quark_qpack::check_encoder_stream(&pending)
+        } else {
+            quark_qpack::check_decoder_stream(&pending)
+        };
+        let used = checked.map_err(|e| Error::conn(e.code(), "a bad QPACK instruction"))?;
+        pending.drain(..used);
+        if pending.len() > MAX_QPACK_PENDING {
+            return Err(Error::conn(
+                H3_EXCESSIVE_LOAD,
+                "a QPACK instruction too long",
+            ));
+        }
+    }
+}

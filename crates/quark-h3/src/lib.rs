@@ -1,0 +1,48 @@
+//! # quark-h3: HTTP/3 (RFC 9114) over quark
+//!
+//! A client sends requests on new bidirectional streams; a server accepts
+//! them. Field sections are QPACK-encoded with the static table only
+//! (`quark-qpack`): we announce a dynamic table capacity of 0, so peers may not
+//! use one either, and no QPACK stream is needed in either direction.
+//!
+//! ```no_run
+//! # async fn demo(conn: quark::Connection) -> Result<(), quark_h3::Error> {
+//! let client = quark_h3::Client::new(conn).await?;
+//! let req = http::Request::get("https://localhost/index.html").body(()).unwrap();
+//! let mut stream = client.send_request(&req).await?;
+//! stream.finish()?;
+//! let resp = stream.recv_response().await?;
+//! while let Some(chunk) = stream.recv_data().await? { /* ... */ }
+//! # Ok(()) }
+//! ```
+//!
+//! | module | what lives there |
+//! |---|---|
+//! | `frame` | frame types, headers, GOAWAY |
+//! | `settings` | the SETTINGS frame |
+//! | `reader` | frames read from a stream (bounded buffers) |
+//! | `message` | HTTP messages to and from field lines, and their rules |
+//! | `conn` | control stream, the peer's unidirectional streams, connection errors |
+//! | `request` | a request stream: HEADERS, DATA, trailers |
+//! | `client`, `server` | the two ends' APIs |
+//! | `error` | HTTP/3 error codes |
+
+#![warn(missing_docs)]
+
+mod client;
+mod conn;
+pub mod error;
+pub mod frame;
+mod message;
+mod reader;
+mod request;
+mod server;
+pub mod settings;
+
+pub use client::Client;
+pub use error::Error;
+pub use request::RequestStream;
+pub use server::Server;
+
+/// The ALPN protocol name of HTTP/3.
+pub const ALPN: &[u8] = b"h3";

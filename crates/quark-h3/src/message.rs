@@ -1,0 +1,328 @@
+//! HTTP messages to and from field lines (RFC 9114 §4.1–4.3): pseudo-header
+//! fields first, lowercase names, no connection-specific fields. A message that
+//! breaks these rules is malformed (H3_MESSAGE_ERROR on its stream).
+
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
+use quark_qpack::Field;
+
+use crate::error::{Error, H3_MESSAGE_ERROR};
+
+fn malformed(reason: &'static str) -> Error {
+    Error::stream(H3_MESSAGE_ERROR, reason)
+}
+
+/// Fields HTTP/3 forbids (RFC 9114 §4.2): they describe a hop-by-hop connection.
+fn connection_specific(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
+    )
+}
+
+/// Appends `headers` as field lines, refusing connection-specific ones.
+fn put_headers<'a>(
+    headers: &'a HeaderMap,
+    out: &mut Vec<(&'a [u8], &'a [u8])>,
+) -> Result<(), Error> {
+    for (name, value) in headers {
+        let name = name.as_str().as_bytes();
+        if connection_specific(name) || (name == b"te" && value.as_bytes() != b"trailers") {
+            return Err(malformed("a connection-specific header field"));
+        }
+        out.push((name, value.as_bytes()));
+    }
+    Ok(())
+}
+
+/// The field section of a request.
+pub(crate) fn encode_request<B>(req: &Request<B>, out: &mut Vec<u8>) -> Result<(), Error> {
+    let uri = req.uri();
+    let authority = uri.authority().map(|a| a.as_str().as_bytes());
+    let mut fields: Vec<(&[u8], &[u8])> = vec![(b":method", req.method().as_str().as_bytes())];
+    if req.method() == Method::CONNECT {
+        fields.push((
+            b":authority",
+            authority.ok_or(malformed("CONNECT without authority"))?,
+        ));
+    } else {
+        let scheme = uri.scheme_str().unwrap_or("https").as_bytes();
+        let path = uri.path_and_query().map_or("/", |p| p.as_str()).as_bytes();
+        fields.push((b":scheme", scheme));
+        if let Some(a) = authority {
+            fields.push((b":authority", a));
+        }
+        fields.push((b":path", path));
+    }
+    put_headers(req.headers(), &mut fields)?;
+    quark_qpack::encode_section(&fields, out);
+    Ok(())
+}
+
+/// The field section of a response.
+pub(crate) fn encode_response<B>(resp: &Response<B>, out: &mut Vec<u8>) -> Result<(), Error> {
+    let status = resp.status();
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return Err(malformed("101 does not exist in HTTP/3"));
+    }
+    let mut fields: Vec<(&[u8], &[u8])> = vec![(b":status", status.as_str().as_bytes())];
+    put_headers(resp.headers(), &mut fields)?;
+    quark_qpack::encode_section(&fields, out);
+    Ok(())
+}
+
+/// The regular fields after the pseudo-header fields, into a header map.
+fn headers(fields: &[Field]) -> Result<HeaderMap, Error> {
+    let mut map = HeaderMap::with_capacity(fields.len());
+    for f in fields {
+        if f.name.first() == Some(&b':') {
+            return Err(malformed("a pseudo-header field after a regular one"));
+        }
+        if f.name.iter().any(u8::is_ascii_uppercase) {
+            return Err(malformed("an uppercase field name"));
+        }
+        if connection_specific(&f.name) || (f.name == b"te" && f.value != b"trailers") {
+            return Err(malformed("a connection-specific header field"));
+        }
+        let name = HeaderName::from_bytes(&f.name).map_err(|_| malformed("a bad field name"))?;
+        let value =
+            HeaderValue::from_bytes(&f.value).map_err(|_| malformed("a bad field value"))?;
+        map.append(name, value);
+    }
+    Ok(map)
+}
+
+/// Sets `slot` once: a repeated pseudo-header field is malformed.
+fn once<'a>(slot: &mut Option<&'a [u8]>, value: &'a [u8]) -> Result<(), Error> {
+    match slot.replace(value) {
+        None => Ok(()),
+        Some(_) => Err(malformed("a repeated pseudo-header field")),
+    }
+}
+
+/// A request from its decoded field section.
+pub(crate) fn decode_request(fields: &[Field]) -> Result<Request<()>, Error> {
+    let (mut method, mut scheme, mut authority, mut path) = (None, None, None, None);
+    let mut n = 0;
+    for f in fields.iter().take_while(|f| f.name.first() == Some(&b':')) {
+        match &f.name[..] {
+            b":method" => once(&mut method, &f.value)?,
+            b":scheme" => once(&mut scheme, &f.value)?,
+            b":authority" => once(&mut authority, &f.value)?,
+            b":path" => once(&mut path, &f.value)?,
+            _ => return Err(malformed("an unknown or response pseudo-header field")),
+        }
+        n += 1;
+    }
+    let method = Method::from_bytes(method.ok_or(malformed("no :method"))?)
+        .map_err(|_| malformed("a bad :method"))?;
+    let uri = if method == Method::CONNECT {
+        if scheme.is_some() || path.is_some() {
+            return Err(malformed("CONNECT with :scheme or :path"));
+        }
+        let authority = authority.ok_or(malformed("CONNECT without :authority"))?;
+        Uri::try_from(authority).map_err(|_| malformed("a bad :authority"))?
+    } else {
+        let (Some(scheme), Some(path)) = (scheme, path) else {
+            return Err(malformed("no :scheme or :path"));
+        };
+        if path.is_empty() {
+            return Err(malformed("an empty :path"));
+        }
+        // http and https need an authority: :authority, else a Host field.
+        let host = fields[n..].iter().find(|f| f.name == b"host");
+        let authority = authority.or(host.map(|f| &f.value[..]));
+        let mut b = Uri::builder().scheme(scheme).path_and_query(path);
+        match authority {
+            Some(a) => b = b.authority(a),
+            None if matches!(scheme, b"http" | b"https") => {
+                return Err(malformed("no :authority or host"));
+            }
+            None => {}
+        }
+        b.build().map_err(|_| malformed("a bad request target"))?
+    };
+    let mut req = Request::new(());
+    *req.method_mut() = method;
+    *req.uri_mut() = uri;
+    *req.version_mut() = http::Version::HTTP_3;
+    *req.headers_mut() = headers(&fields[n..])?;
+    Ok(req)
+}
+
+/// A response (final or interim) from its decoded field section.
+pub(crate) fn decode_response(fields: &[Field]) -> Result<Response<()>, Error> {
+    let mut status = None;
+    let mut n = 0;
+    for f in fields.iter().take_while(|f| f.name.first() == Some(&b':')) {
+        match &f.name[..] {
+            b":status" => once(&mut status, &f.value)?,
+            _ => return Err(malformed("an unknown or request pseudo-header field")),
+        }
+        n += 1;
+    }
+    let status = status.ok_or(malformed("no :status"))?;
+    if status.len() != 3 {
+        return Err(malformed("a bad :status"));
+    }
+    let status = StatusCode::from_bytes(status).map_err(|_| malformed("a bad :status"))?;
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return Err(malformed("101 does not exist in HTTP/3"));
+    }
+    let mut resp = Response::new(());
+    *resp.status_mut() = status;
+    *resp.version_mut() = http::Version::HTTP_3;
+    *resp.headers_mut() = headers(&fields[n..])?;
+    Ok(resp)
+}
+
+/// The body length a message announces, if any.
+pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, Error> {
+    let mut out = None;
+    for v in headers.get_all(http::header::CONTENT_LENGTH) {
+        let n = std::str::from_utf8(v.as_bytes())
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .ok_or(malformed("a bad content-length"))?;
+        if out.is_some_and(|o| o != n) {
+            return Err(malformed("conflicting content-length values"));
+        }
+        out = Some(n);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(list: &[(&str, &str)]) -> Vec<Field> {
+        list.iter()
+            .map(|(n, v)| Field {
+                name: n.as_bytes().to_vec(),
+                value: v.as_bytes().to_vec(),
+            })
+            .collect()
+    }
+
+    fn code(r: Result<impl std::fmt::Debug, Error>) -> u64 {
+        match r {
+            Err(Error::Stream { code, .. }) => code,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn requests_round_trip_through_qpack() {
+        let req = Request::builder()
+            .method("POST")
+            .uri("https://example.com:4433/upload?x=1")
+            .header("content-type", "application/octet-stream")
+            .header("x-many", "a")
+            .header("x-many", "b")
+            .body(())
+            .unwrap();
+        let mut block = Vec::new();
+        encode_request(&req, &mut block).unwrap();
+        let got = decode_request(&quark_qpack::decode_section(&block, 1 << 16).unwrap()).unwrap();
+        assert_eq!(got.method(), req.method());
+        assert_eq!(got.uri(), req.uri());
+        assert_eq!(got.headers(), req.headers());
+    }
+
+    #[test]
+    fn malformed_requests_are_message_errors() {
+        let ok = [
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":authority", "a"),
+            (":path", "/"),
+        ];
+        assert!(decode_request(&fields(&ok)).is_ok());
+        let host = [
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":path", "/x"),
+            ("host", "h:1"),
+        ];
+        assert_eq!(
+            decode_request(&fields(&host)).unwrap().uri(),
+            "https://h:1/x"
+        );
+        for bad in [
+            &[(":method", "GET"), (":scheme", "https")][..],
+            &[(":method", "GET"), (":scheme", "https"), (":path", "/")],
+            &[
+                (":method", "GET"),
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/"),
+            ],
+            &[(":method", "GET"), (":scheme", "https"), (":path", "")],
+            &[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/"),
+                (":status", "200"),
+            ],
+            &[
+                (":method", "GET"),
+                (":scheme", "https"),
+                ("a", "b"),
+                (":path", "/"),
+            ],
+            &[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/"),
+                ("Upper", "x"),
+            ],
+            &[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/"),
+                ("connection", "close"),
+            ],
+            &[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/"),
+                ("te", "gzip"),
+            ],
+            &[
+                (":method", "CONNECT"),
+                (":authority", "a:1"),
+                (":path", "/"),
+            ],
+        ] {
+            assert_eq!(
+                code(decode_request(&fields(bad))),
+                H3_MESSAGE_ERROR,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn responses_need_one_valid_status() {
+        let r = decode_response(&fields(&[(":status", "204"), ("server", "quark")])).unwrap();
+        assert_eq!(r.status(), 204);
+        for bad in [
+            &[][..],
+            &[(":status", "20")],
+            &[(":status", "101")],
+            &[(":status", "200"), (":status", "200")],
+            &[(":status", "200"), (":path", "/")],
+        ] {
+            assert_eq!(
+                code(decode_response(&fields(bad))),
+                H3_MESSAGE_ERROR,
+                "{bad:?}"
+            );
+        }
+        let mut h = HeaderMap::new();
+        h.append("content-length", HeaderValue::from_static("10"));
+        assert_eq!(content_length(&h).unwrap(), Some(10));
+        h.append("content-length", HeaderValue::from_static("11"));
+        assert_eq!(code(content_length(&h)), H3_MESSAGE_ERROR);
+    }
+}

@@ -1,0 +1,151 @@
+//! Frames read from a QUIC stream: headers parsed from a small buffer, whole
+//! payloads for control frames and HEADERS (bounded), DATA handed on in
+//! pieces as it arrives.
+
+use bytes::Bytes;
+use quark::RecvStream;
+use quark_proto::coding::Reader;
+
+use crate::error::{Error, H3_FRAME_ERROR};
+use crate::frame::{FrameHeader, parse_header};
+
+/// How much is read from the stream at a time while a frame header or a
+/// stream type is wanted; what comes after it stays buffered.
+const READ_AHEAD: usize = 4096;
+
+/// A receiving stream with a little read-ahead.
+pub(crate) struct FrameReader {
+    recv: RecvStream,
+    buf: Vec<u8>,
+    pos: usize,
+    fin: bool,
+}
+
+impl FrameReader {
+    pub(crate) fn new(recv: RecvStream) -> Self {
+        FrameReader {
+            recv,
+            buf: Vec::new(),
+            pos: 0,
+            fin: false,
+        }
+    }
+
+    pub(crate) fn stream(&mut self) -> &mut RecvStream {
+        &mut self.recv
+    }
+
+    fn buffered(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos += n;
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+    }
+
+    /// Reads up to `max` more bytes into the buffer: `false` at the end of the stream.
+    async fn fill(&mut self, max: usize) -> Result<bool, Error> {
+        if self.fin {
+            return Ok(false);
+        }
+        match self.recv.read_chunk(max.max(1)).await? {
+            Some(chunk) => {
+                if self.pos > 0 {
+                    self.buf.drain(..self.pos);
+                    self.pos = 0;
+                }
+                self.buf.extend_from_slice(&chunk);
+                Ok(true)
+            }
+            None => {
+                self.fin = true;
+                Ok(false)
+            }
+        }
+    }
+
+    /// A variable-length integer (a unidirectional stream's type), or `None`
+    /// when the stream ends first.
+    pub(crate) async fn varint(&mut self) -> Result<Option<u64>, Error> {
+        loop {
+            let mut r = Reader::new(self.buffered());
+            if let Ok(v) = r.varint() {
+                let n = r.position();
+                self.consume(n);
+                return Ok(Some(v));
+            }
+            if !self.fill(READ_AHEAD).await? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The next frame's header, or `None` at the end of the stream between
+    /// frames. A stream that ends inside a frame header is H3_FRAME_ERROR.
+    pub(crate) async fn header(&mut self) -> Result<Option<FrameHeader>, Error> {
+        loop {
+            if let Some((h, n)) = parse_header(self.buffered()) {
+                self.consume(n);
+                return Ok(Some(h));
+            }
+            if !self.fill(READ_AHEAD).await? {
+                return match self.buffered().is_empty() {
+                    true => Ok(None),
+                    false => Err(Error::conn(
+                        H3_FRAME_ERROR,
+                        "stream ended in a frame header",
+                    )),
+                };
+            }
+        }
+    }
+
+    /// A whole payload of `len` bytes; the caller has checked `len` against its limit.
+    pub(crate) async fn payload(&mut self, len: u64) -> Result<Vec<u8>, Error> {
+        let len =
+            usize::try_from(len).map_err(|_| Error::conn(H3_FRAME_ERROR, "frame too long"))?;
+        while self.buffered().len() < len {
+            let want = len - self.buffered().len();
+            if !self.fill(want).await? {
+                return Err(Error::conn(H3_FRAME_ERROR, "stream ended in a frame"));
+            }
+        }
+        let out = self.buffered()[..len].to_vec();
+        self.consume(len);
+        Ok(out)
+    }
+
+    /// Up to `max` bytes of a payload being streamed (DATA), as they arrive.
+    pub(crate) async fn some(&mut self, max: u64) -> Result<Bytes, Error> {
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        if !self.buffered().is_empty() {
+            let n = self.buffered().len().min(max);
+            let out = Bytes::copy_from_slice(&self.buffered()[..n]);
+            self.consume(n);
+            return Ok(out);
+        }
+        if self.fin {
+            return Err(Error::conn(H3_FRAME_ERROR, "stream ended in a frame"));
+        }
+        match self.recv.read_chunk(max).await? {
+            Some(chunk) => Ok(Bytes::from(chunk)),
+            None => {
+                self.fin = true;
+                Err(Error::conn(H3_FRAME_ERROR, "stream ended in a frame"))
+            }
+        }
+    }
+
+    /// Skips `len` bytes of payload (an unknown frame).
+    pub(crate) async fn skip(&mut self, mut len: u64) -> Result<(), Error> {
+        while len > 0 {
+            let got = self.some(len).await?;
+            len -= got.len() as u64;
+        }
+        Ok(())
+    }
+}

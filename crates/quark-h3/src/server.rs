@@ -1,0 +1,139 @@
+//! The server side: each client-initiated bidirectional stream is a request.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use http::{Request, Response};
+use quark::Connection;
+use quark_proto::Side;
+use tokio::task::JoinSet;
+
+use crate::conn::Conn;
+use crate::error::*;
+use crate::reader::FrameReader;
+use crate::request::RequestStream;
+
+/// A request's head and its stream, or nothing when the stream was dropped.
+type Head = Option<(Request<()>, RequestStream)>;
+
+/// An HTTP/3 server on one QUIC connection (ALPN [`ALPN`](crate::ALPN)).
+///
+/// Two ways to take requests: [`accept`](Self::accept) returns each request
+/// with its head read (heads are read in tasks of their own, so a slow client
+/// holds up no other request); [`accept_stream`](Self::accept_stream) returns
+/// the stream at once, for a caller that reads the head itself
+/// ([`RequestStream::recv_request`]) in a task it already has.
+pub struct Server {
+    conn: Conn,
+    heads: JoinSet<Head>,
+    /// One past the highest request stream ID accepted (for GOAWAY).
+    next_id: AtomicU64,
+    closed: bool,
+}
+
+impl Server {
+    /// Starts HTTP/3 on an accepted connection: opens the control stream.
+    pub async fn new(quic: Connection) -> Result<Server, Error> {
+        Ok(Server {
+            conn: Conn::start(quic, Side::Server).await?,
+            heads: JoinSet::new(),
+            next_id: AtomicU64::new(0),
+            closed: false,
+        })
+    }
+
+    /// The next request stream, its head not read yet; `None` once the
+    /// connection has ended.
+    pub async fn accept_stream(&self) -> Result<Option<RequestStream>, Error> {
+        next_stream(&self.conn, &self.next_id).await
+    }
+
+    /// The next request: its head, and the stream to read its body from and to
+    /// answer on. `None` once the connection has ended.
+    pub async fn accept(&mut self) -> Result<Option<(Request<()>, RequestStream)>, Error> {
+        loop {
+            if self.closed && self.heads.is_empty() {
+                return match self.conn.error() {
+                    Some(e @ Error::Connection { .. }) => Err(e),
+                    _ => Ok(None),
+                };
+            }
+            tokio::select! {
+                next = next_stream(&self.conn, &self.next_id), if !self.closed => match next {
+                    Ok(Some(stream)) => {
+                        self.heads.spawn(read_head(stream));
+                    }
+                    _ => self.closed = true,
+                },
+                Some(done) = self.heads.join_next() => {
+                    if let Ok(Some(head)) = done {
+                        return Ok(Some(head));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Graceful shutdown: GOAWAY tells the client which requests will be
+    /// answered (those accepted so far); it may send no new ones.
+    pub async fn shutdown(&self) -> Result<(), Error> {
+        self.conn.goaway(self.next_id.load(Ordering::Relaxed)).await
+    }
+
+    /// The QUIC connection.
+    pub fn connection(&self) -> &Connection {
+        &self.conn.quic
+    }
+}
+
+/// The next request stream on `conn`, its head unread.
+async fn next_stream(conn: &Conn, next_id: &AtomicU64) -> Result<Option<RequestStream>, Error> {
+    match conn.quic.accept_bi().await {
+        Ok((send, recv)) => {
+            next_id.fetch_max(send.id().0 + 4, Ordering::Relaxed);
+            let reader = FrameReader::new(recv);
+            Ok(Some(RequestStream::new(conn.clone(), send, reader)))
+        }
+        Err(_) => match conn.error() {
+            Some(e @ Error::Connection { .. }) => Err(e),
+            _ => Ok(None),
+        },
+    }
+}
+
+/// Reads a request's head; a stream that ends before it or breaks the rules is
+/// dropped (it was reset as the error required).
+async fn read_head(mut stream: RequestStream) -> Head {
+    let req = stream.recv_request().await.ok()?;
+    Some((req, stream))
+}
+
+impl RequestStream {
+    /// Reads the request's head (the first HEADERS frame). A malformed one
+    /// resets the stream with H3_MESSAGE_ERROR, a stream that ends first with
+    /// H3_REQUEST_INCOMPLETE.
+    pub async fn recv_request(&mut self) -> Result<Request<()>, Error> {
+        let Some(fields) = self.recv_fields().await? else {
+            self.cancel(H3_REQUEST_INCOMPLETE);
+            return Err(Error::stream(H3_REQUEST_INCOMPLETE, "no request head"));
+        };
+        let req = match crate::message::decode_request(&fields) {
+            Ok(req) => req,
+            Err(e) => {
+                if let Error::Stream { code, .. } = e {
+                    self.cancel(code);
+                }
+                return Err(e);
+            }
+        };
+        self.start_body(req.headers())?;
+        Ok(req)
+    }
+
+    /// Sends the response's head (then the body with
+    /// [`send_data`](Self::send_data), and [`finish`](Self::finish)).
+    pub async fn send_response<B>(&mut self, resp: &Response<B>) -> Result<(), Error> {
+        let mut block = Vec::new();
+        crate::message::encode_response(resp, &mut block)?;
+        self.send_headers(&block).await
+    }
+}

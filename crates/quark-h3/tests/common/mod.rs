@@ -1,0 +1,140 @@
+//! Shared by the HTTP/3 tests: endpoints of quark and quinn on loopback, a
+//! quark-h3 server with two routes, and payloads checked by SHA-256.
+//!
+//! Routes: `GET /bytes/<n>` answers `n` deterministic bytes (content-length
+//! set); `POST /echo` answers the request body, with its SHA-256 as the trailer
+//! `x-sha256`.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use quark::tls::{self, Identity, Verify};
+use quark::{Connection, Endpoint};
+use sha2::{Digest, Sha256};
+
+pub(crate) const ALPN: &[u8] = quark_h3::ALPN;
+
+/// Deterministic bytes for a body of `len` (xorshift from `seed`).
+pub(crate) fn data(len: usize, seed: u32) -> Bytes {
+    let mut out = Vec::with_capacity(len + 4);
+    let mut x = seed | 1;
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out.into()
+}
+
+pub(crate) fn sha(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A quark server endpoint on loopback and its identity.
+pub(crate) fn quark_server() -> (Endpoint, Identity) {
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let config = tls::server_config(&id, &[ALPN]).unwrap();
+    let server = Endpoint::server(config, "127.0.0.1:0".parse().unwrap()).unwrap();
+    (server, id)
+}
+
+/// A quark client connection to `addr`, trusting `id`.
+pub(crate) async fn quark_connect(addr: SocketAddr, id: &Identity) -> Connection {
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[ALPN]).unwrap();
+    client
+        .connect(config, addr, "localhost")
+        .unwrap()
+        .await
+        .unwrap()
+}
+
+/// Serves every connection `server` accepts with quark-h3 and the two routes.
+pub(crate) fn spawn_quark_h3_server(server: &Endpoint) {
+    let server = server.clone();
+    tokio::spawn(async move {
+        while let Some(conn) = server.accept().await {
+            tokio::spawn(async move {
+                let mut h3 = quark_h3::Server::new(conn).await.unwrap();
+                while let Ok(Some((req, stream))) = h3.accept().await {
+                    tokio::spawn(answer(req, stream));
+                }
+            });
+        }
+    });
+}
+
+async fn answer(req: Request<()>, mut stream: quark_h3::RequestStream) {
+    let path = req.uri().path().to_string();
+    if let Some(n) = path.strip_prefix("/bytes/") {
+        let n: usize = n.parse().unwrap();
+        let resp = Response::builder()
+            .header("content-length", n)
+            .body(())
+            .unwrap();
+        stream.send_response(&resp).await.unwrap();
+        let body = data(n, n as u32);
+        for piece in body.chunks(64 * 1024) {
+            stream.send_data(body.slice_ref(piece)).await.unwrap();
+        }
+        stream.finish().unwrap();
+    } else if path == "/echo" {
+        let mut body = Vec::new();
+        while let Some(chunk) = stream.recv_data().await.unwrap() {
+            body.extend_from_slice(&chunk);
+        }
+        stream.send_response(&Response::new(())).await.unwrap();
+        stream.send_data(body.clone().into()).await.unwrap();
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("x-sha256", sha(&body).parse().unwrap());
+        stream.send_trailers(&trailers).await.unwrap();
+    } else {
+        let resp = Response::builder().status(404).body(()).unwrap();
+        stream.send_response(&resp).await.unwrap();
+        stream.finish().unwrap();
+    }
+}
+
+/// A rustls provider with ring, for quinn's configurations.
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A quinn server endpoint on loopback speaking h3.
+pub(crate) fn quinn_server(id: &Identity) -> quinn::Endpoint {
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(id.chain.clone(), id.key.clone_key())
+        .unwrap();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+    let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    quinn::Endpoint::server(config, "127.0.0.1:0".parse().unwrap()).unwrap()
+}
+
+/// A quinn client connection to `addr` speaking h3, trusting `id`.
+pub(crate) async fn quinn_connect(addr: SocketAddr, id: &Identity) -> quinn::Connection {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(id.cert.clone()).unwrap();
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    endpoint.connect(addr, "localhost").unwrap().await.unwrap()
+}

@@ -1,0 +1,261 @@
+//! A quark-h3 server against a raw QUIC peer that breaks the rules: each
+//! violation gets the error code RFC 9114 / RFC 9204 names, on the connection
+//! or on the one stream, and the server keeps serving other connections.
+
+mod common;
+
+use common::*;
+use quark::{Connection, ConnectionError};
+use quark_h3::error::*;
+use quark_h3::frame;
+
+/// A raw QUIC connection to a fresh quark-h3 server.
+async fn raw() -> (Connection, quark::Endpoint, quark::tls::Identity) {
+    let (server, id) = quark_server();
+    spawn_quark_h3_server(&server);
+    let conn = quark_connect(server.local_addr().unwrap(), &id).await;
+    (conn, server, id)
+}
+
+/// The application error code the server closed `conn` with.
+async fn close_code(conn: &Connection) -> u64 {
+    match tokio::time::timeout(std::time::Duration::from_secs(10), conn.closed()).await {
+        Ok(ConnectionError::ApplicationClosed { code, .. }) => code,
+        other => panic!("expected an application close, got {other:?}"),
+    }
+}
+
+fn frame_bytes(ty: u64, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    frame::put_frame(&mut out, ty, payload);
+    out
+}
+
+/// A HEADERS frame for `fields` (static-table QPACK).
+fn headers(fields: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut block = Vec::new();
+    quark_qpack::encode_section(fields, &mut block);
+    frame_bytes(frame::HEADERS, &block)
+}
+
+const GET: &[(&[u8], &[u8])] = &[
+    (b":method", b"GET"),
+    (b":scheme", b"https"),
+    (b":authority", b"localhost"),
+    (b":path", b"/bytes/10"),
+];
+
+/// Sends `bytes` then FIN on a new request stream.
+async fn request(conn: &Connection, bytes: &[u8]) -> quark::RecvStream {
+    let (mut send, recv) = conn.open_bi().await.unwrap();
+    send.write_all(bytes).await.unwrap();
+    send.finish().unwrap();
+    recv
+}
+
+/// Opens a unidirectional stream and writes `bytes` (without FIN unless `fin`).
+async fn uni(conn: &Connection, bytes: &[u8], fin: bool) -> quark::SendStream {
+    let mut send = conn.open_uni().await.unwrap();
+    send.write_all(bytes).await.unwrap();
+    if fin {
+        send.finish().unwrap();
+    }
+    send
+}
+
+fn control(frames: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x00];
+    out.extend_from_slice(frames);
+    out
+}
+
+#[tokio::test]
+async fn data_before_headers_is_frame_unexpected() {
+    let (conn, ..) = raw().await;
+    request(&conn, &frame_bytes(frame::DATA, b"hello")).await;
+    assert_eq!(close_code(&conn).await, H3_FRAME_UNEXPECTED);
+}
+
+#[tokio::test]
+async fn a_control_stream_must_start_with_settings() {
+    let (conn, ..) = raw().await;
+    let mut goaway = Vec::new();
+    frame::put_goaway(&mut goaway, 0);
+    let _c = uni(&conn, &control(&goaway), false).await;
+    assert_eq!(close_code(&conn).await, H3_MISSING_SETTINGS);
+}
+
+#[tokio::test]
+async fn a_second_control_stream_is_refused() {
+    let (conn, ..) = raw().await;
+    let settings = control(&frame_bytes(frame::SETTINGS, &[]));
+    let _a = uni(&conn, &settings, false).await;
+    let _b = uni(&conn, &settings, false).await;
+    assert_eq!(close_code(&conn).await, H3_STREAM_CREATION_ERROR);
+}
+
+#[tokio::test]
+async fn closing_the_control_stream_is_an_error() {
+    let (conn, ..) = raw().await;
+    uni(&conn, &control(&frame_bytes(frame::SETTINGS, &[])), true).await;
+    assert_eq!(close_code(&conn).await, H3_CLOSED_CRITICAL_STREAM);
+}
+
+#[tokio::test]
+async fn http2_settings_are_settings_errors() {
+    let (conn, ..) = raw().await;
+    // SETTINGS_ENABLE_PUSH (0x02) has no HTTP/3 meaning.
+    let _c = uni(
+        &conn,
+        &control(&frame_bytes(frame::SETTINGS, &[0x02, 0x00])),
+        false,
+    )
+    .await;
+    assert_eq!(close_code(&conn).await, H3_SETTINGS_ERROR);
+}
+
+#[tokio::test]
+async fn a_push_stream_from_a_client_is_refused() {
+    let (conn, ..) = raw().await;
+    let _p = uni(&conn, &[0x01, 0x00], false).await;
+    assert_eq!(close_code(&conn).await, H3_STREAM_CREATION_ERROR);
+}
+
+#[tokio::test]
+async fn a_dynamic_table_reference_fails_decompression() {
+    let (conn, ..) = raw().await;
+    // Required Insert Count 1: we allowed no dynamic table.
+    request(&conn, &frame_bytes(frame::HEADERS, &[0x02, 0x00, 0x80])).await;
+    assert_eq!(close_code(&conn).await, 0x200);
+}
+
+#[tokio::test]
+async fn malformed_requests_reset_only_their_stream() {
+    let (conn, ..) = raw().await;
+    let upper: &[(&[u8], &[u8])] = &[
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":authority", b"localhost"),
+        (b":path", b"/bytes/10"),
+        (b"X-Upper", b"1"),
+    ];
+    let no_path: &[(&[u8], &[u8])] = &[(b":method", b"GET"), (b":scheme", b"https")];
+    for fields in [upper, no_path] {
+        let mut recv = request(&conn, &headers(fields)).await;
+        match recv.read_to_end(1 << 20).await {
+            Err(quark::ReadError::Reset(code)) => assert_eq!(code, H3_MESSAGE_ERROR),
+            other => panic!("expected a reset, got {other:?}"),
+        }
+    }
+    // Too long a field section: refused on its stream, unread.
+    let mut big = Vec::new();
+    frame::put_header(&mut big, frame::HEADERS, 1 << 20);
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    send.write_all(&big).await.unwrap();
+    match recv.read_to_end(1 << 20).await {
+        Err(quark::ReadError::Reset(code)) => assert_eq!(code, H3_EXCESSIVE_LOAD),
+        other => panic!("expected a reset, got {other:?}"),
+    }
+    // The connection still serves a good request.
+    let mut recv = request(&conn, &headers(GET)).await;
+    let answer = recv.read_to_end(1 << 20).await.unwrap();
+    assert!(answer.len() > 10, "a response came: {answer:?}");
+}
+
+#[tokio::test]
+async fn a_body_longer_than_its_content_length_is_malformed() {
+    let (conn, ..) = raw().await;
+    let fields: &[(&[u8], &[u8])] = &[
+        (b":method", b"POST"),
+        (b":scheme", b"https"),
+        (b":authority", b"localhost"),
+        (b":path", b"/echo"),
+        (b"content-length", b"3"),
+    ];
+    let mut bytes = headers(fields);
+    bytes.extend(frame_bytes(frame::DATA, b"four"));
+    let mut recv = request(&conn, &bytes).await;
+    match recv.read_to_end(1 << 20).await {
+        Err(quark::ReadError::Reset(code)) => assert_eq!(code, H3_MESSAGE_ERROR),
+        other => panic!("expected a reset, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn garbage_never_takes_the_server_down() {
+    let (server, id) = quark_server();
+    spawn_quark_h3_server(&server);
+    let addr = server.local_addr().unwrap();
+    let mut x: u32 = 0x9e37_79b9;
+    for round in 0..40 {
+        let conn = quark_connect(addr, &id).await;
+        let len = 1 + (round * 37) % 300;
+        let garbage: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        if round % 2 == 0 {
+            let _ = request(&conn, &garbage).await;
+        } else {
+            let _ = uni(&conn, &garbage, true).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        conn.close(0, b"next");
+    }
+    // A well-behaved client is still served.
+    let conn = quark_connect(addr, &id).await;
+    let client = quark_h3::Client::new(conn).await.unwrap();
+    let req = http::Request::get("https://localhost/bytes/1000")
+        .body(())
+        .unwrap();
+    let mut s = client.send_request(&req).await.unwrap();
+    s.finish().unwrap();
+    assert_eq!(s.recv_response().await.unwrap().status(), 200);
+    let mut body = Vec::new();
+    while let Some(chunk) = s.recv_data().await.unwrap() {
+        body.extend_from_slice(&chunk);
+    }
+    assert_eq!(sha(&body), sha(&data(1000, 1000)));
+}
+
+#[tokio::test]
+async fn after_goaway_a_client_sends_no_new_requests() {
+    let (server, id) = quark_server();
+    let addr = server.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let conn = server.accept().await.unwrap();
+        let mut h3 = quark_h3::Server::new(conn).await.unwrap();
+        let (_req, mut stream) = h3.accept().await.unwrap().unwrap();
+        h3.shutdown().await.unwrap();
+        // The request accepted before GOAWAY is still answered.
+        stream
+            .send_response(&http::Response::new(()))
+            .await
+            .unwrap();
+        stream.finish().unwrap();
+        let _ = rx.await;
+    });
+    let client = quark_h3::Client::new(quark_connect(addr, &id).await)
+        .await
+        .unwrap();
+    let req = http::Request::get("https://localhost/x").body(()).unwrap();
+    let mut s = client.send_request(&req).await.unwrap();
+    s.finish().unwrap();
+    assert_eq!(s.recv_response().await.unwrap().status(), 200);
+    // GOAWAY went on the control stream; wait until the client has read it.
+    let mut refused = false;
+    for _ in 0..200 {
+        if let Err(Error::GoingAway) = client.send_request(&req).await {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(refused, "the client kept sending requests after GOAWAY");
+    let _ = tx.send(());
+}

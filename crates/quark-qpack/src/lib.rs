@@ -1,0 +1,119 @@
+//! # quark-qpack: QPACK field compression for quark's HTTP/3, static table only
+//!
+//! [RFC 9204](https://www.rfc-editor.org/rfc/rfc9204) lets an endpoint refuse
+//! the dynamic table: quark sends `SETTINGS_QPACK_MAX_TABLE_CAPACITY = 0` and
+//! `SETTINGS_QPACK_BLOCKED_STREAMS = 0`, so neither side ever references one.
+//! What is left is stateless: each field section is encoded with the static
+//! table (Appendix A), prefix integers and string literals, optionally Huffman
+//! coded (RFC 7541 §5), and the peer's encoder and decoder streams only need
+//! checking for instructions that capacity 0 forbids.
+//!
+//! | module | what lives there |
+//! |---|---|
+//! | `field` | [`encode_section`], [`decode_section`] |
+//! | `streams` | [`check_encoder_stream`], [`check_decoder_stream`] |
+//! | `static_table` | [`static_entry`], [`STATIC_TABLE_LEN`] |
+//! | `huffman`, `huffman_table` | the RFC 7541 Appendix B code |
+//! | `prefix_int` | N-bit prefix integers (RFC 7541 §5.1) |
+//!
+//! Field names and values are passed through as bytes: checking that names are
+//! lowercase tokens and values carry no CR/LF/NUL is HTTP/3's job (RFC 9114
+//! §4.2), reported as H3_MESSAGE_ERROR rather than a QPACK error.
+//!
+//! Encoding, per field: an Indexed Field Line (static) when name and value
+//! match a static entry; else a Literal Field Line With Name Reference (static,
+//! N = 0) when the name matches; else a Literal Field Line With Literal Name.
+//! String literals are Huffman-coded when that is strictly shorter.
+
+#![warn(missing_docs)]
+
+mod field;
+mod huffman;
+mod huffman_table;
+mod prefix_int;
+mod static_table;
+mod streams;
+
+pub use field::{decode_section, encode_section};
+pub use static_table::{STATIC_TABLE_LEN, static_entry};
+pub use streams::{check_decoder_stream, check_encoder_stream};
+
+/// QPACK_DECOMPRESSION_FAILED: a field section could not be decoded.
+pub const QPACK_DECOMPRESSION_FAILED: u64 = 0x0200;
+/// QPACK_ENCODER_STREAM_ERROR: a bad instruction on the encoder stream.
+pub const QPACK_ENCODER_STREAM_ERROR: u64 = 0x0201;
+/// QPACK_DECODER_STREAM_ERROR: a bad instruction on the decoder stream.
+pub const QPACK_DECODER_STREAM_ERROR: u64 = 0x0202;
+
+/// One field line: name and value bytes (names lowercase as sent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// The field name.
+    pub name: Vec<u8>,
+    /// The field value.
+    pub value: Vec<u8>,
+}
+
+impl Field {
+    /// The field's size as RFC 9114 §4.2.2 counts it: name and value lengths
+    /// plus 32.
+    pub fn size(&self) -> u64 {
+        self.name.len() as u64 + self.value.len() as u64 + field::FIELD_OVERHEAD
+    }
+}
+
+/// Why a field section could not be decoded. [`DecodeError::code`] is
+/// QPACK_DECOMPRESSION_FAILED for every case.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The block ended inside a representation.
+    #[error("field section ends inside a representation")]
+    Truncated,
+    /// A prefix integer beyond 2^62 - 1.
+    #[error("prefix integer exceeds 2^62-1")]
+    IntegerOverflow,
+    /// A Huffman string contained EOS, or its padding was longer than 7 bits
+    /// or not all ones.
+    #[error("invalid Huffman-coded string")]
+    BadHuffman,
+    /// A nonzero Required Insert Count, a negative Base, a post-Base form, or
+    /// an indexed or name-reference line with T = 0: all need the dynamic
+    /// table, whose capacity we set to 0.
+    #[error("reference to the dynamic table, whose capacity is 0")]
+    DynamicReference,
+    /// A static table index of 99 or more.
+    #[error("static table index {0} out of range")]
+    BadStaticIndex(u64),
+    /// The decoded section exceeds the size limit.
+    #[error("field section exceeds the size limit")]
+    TooLarge,
+}
+
+impl DecodeError {
+    /// The HTTP/3 error code: QPACK_DECOMPRESSION_FAILED (0x0200).
+    pub fn code(&self) -> u64 {
+        QPACK_DECOMPRESSION_FAILED
+    }
+}
+
+/// A QPACK instruction stream carried something quark cannot accept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    /// QPACK_ENCODER_STREAM_ERROR (0x0201) case.
+    #[error("QPACK encoder stream: {0}")]
+    Encoder(&'static str),
+    /// QPACK_DECODER_STREAM_ERROR (0x0202) case.
+    #[error("QPACK decoder stream: {0}")]
+    Decoder(&'static str),
+}
+
+impl StreamError {
+    /// The HTTP/3 error code: 0x0201 for the encoder stream, 0x0202 for the
+    /// decoder stream.
+    pub fn code(&self) -> u64 {
+        match self {
+            StreamError::Encoder(_) => QPACK_ENCODER_STREAM_ERROR,
+            StreamError::Decoder(_) => QPACK_DECODER_STREAM_ERROR,
+        }
+    }
+}
