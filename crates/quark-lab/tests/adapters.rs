@@ -188,7 +188,16 @@ async fn run_counted(p: &Pair, w: Workload) -> quark_lab::workload::Measured {
 
 #[tokio::test]
 async fn workloads_issue_exact_counts_and_concurrency() {
-    for proto in ["tcp", "tcp+tls", "quic", "quinn", "http1", "http2+tls"] {
+    for proto in [
+        "tcp",
+        "tcp+tls",
+        "quic",
+        "quinn",
+        "http1",
+        "http2+tls",
+        "h3",
+        "h3-quinn",
+    ] {
         let p = pair(proto).await;
         // Fresh connections (response-time, ephemeral): 7 workers share 40 requests.
         let w = Workload::Fresh {

@@ -115,7 +115,7 @@ async fn read_body(mut body: Incoming, expect: Option<u64>) -> anyhow::Result<u6
     Ok(v.received())
 }
 
-fn parse_path(path: &str) -> Option<u64> {
+pub(crate) fn parse_path(path: &str) -> Option<u64> {
     let digits = path.strip_prefix('/')?;
     if digits.is_empty() || digits.len() > 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;

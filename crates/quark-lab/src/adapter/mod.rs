@@ -16,6 +16,8 @@ use std::time::Instant;
 
 use rustls_pki_types::CertificateDer;
 
+pub mod h3;
+pub mod h3_quinn;
 pub mod hq;
 pub mod http;
 pub mod quic;
@@ -246,13 +248,15 @@ static HTTP2_TLS: http::Http = http::Http {
     tls: true,
 };
 static UDP: udp::Udp = udp::Udp;
+static H3: h3::H3 = h3::H3;
+static H3_QUINN: h3_quinn::H3Quinn = h3_quinn::H3Quinn;
 
 /// Every adapter compiled in. The `quic` adapter (quark over hq-interop) is
 /// added here once the quark crate exists; the default protocol list and the
 /// default reference follow automatically.
 pub fn registry() -> &'static [&'static dyn Adapter] {
     static ALL: &[&dyn Adapter] = &[
-        &UDP, &TCP, &TCP_TLS, &QUIC, &QUINN, &HTTP1, &HTTP1_TLS, &HTTP2, &HTTP2_TLS,
+        &UDP, &TCP, &TCP_TLS, &QUIC, &QUINN, &HTTP1, &HTTP1_TLS, &HTTP2, &HTTP2_TLS, &H3, &H3_QUINN,
     ];
     ALL
 }

@@ -31,7 +31,7 @@ pub struct Quic;
 /// quark's busy-poll window for this process (`quark bench --busy-poll`).
 static QUIC_BUSY_POLL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
 
-fn busy_poll() -> Duration {
+pub(crate) fn busy_poll() -> Duration {
     QUIC_BUSY_POLL.get().copied().unwrap_or_default()
 }
 
@@ -46,13 +46,15 @@ pub fn set_congestion_control(cc: quark::CcAlgorithm) {
 /// Transport settings. `QUARK_TUNE` switches optimisations off for the
 /// before/after tables (e.g. `QUARK_TUNE=pmtud=0,ackfreq=0,pacing=0`); GSO and GRO are
 /// switched by quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
-fn transport() -> Arc<quark::TransportConfig> {
+/// Transport settings; `uni` unidirectional streams for the peer (HTTP/3
+/// needs a few: control and QPACK streams).
+fn transport(uni: u64) -> Arc<quark::TransportConfig> {
     let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
     let off = |name: &str| tune.split(',').any(|t| t.trim() == format!("{name}=0"));
     Arc::new(quark::TransportConfig {
         congestion_control: *QUIC_CC.get().unwrap_or(&quark::CcAlgorithm::Cubic),
         max_concurrent_bidi_streams: MAX_STREAMS,
-        max_concurrent_uni_streams: 0,
+        max_concurrent_uni_streams: uni,
         mtu_discovery: !off("pmtud"),
         ack_frequency: !off("ackfreq"),
         pacing: !off("pacing"),
@@ -60,29 +62,37 @@ fn transport() -> Arc<quark::TransportConfig> {
     })
 }
 
-fn server_config(cfg: &ServeConfig) -> anyhow::Result<quark::ServerConfig> {
-    let tls = cfg.identity.server_config(cfg.cipher, &[ALPN])?;
+/// A server configuration for `alpn`, granting the client `uni` unidirectional streams.
+pub(crate) fn server_config(
+    cfg: &ServeConfig,
+    alpn: &[u8],
+    uni: u64,
+) -> anyhow::Result<quark::ServerConfig> {
+    let tls = cfg.identity.server_config(cfg.cipher, &[alpn])?;
     let mut sc = quark::ServerConfig::new(Arc::new(tls));
-    sc.transport = transport();
+    sc.transport = transport(uni);
     Ok(sc)
 }
 
-fn quark_client_config(
+/// A client configuration for `alpn`, granting the server `uni` unidirectional streams.
+pub(crate) fn quark_client_config(
     cert: &rustls_pki_types::CertificateDer<'static>,
     cipher: Cipher,
+    alpn: &[u8],
+    uni: u64,
 ) -> anyhow::Result<quark::ClientConfig> {
-    let tls = client_config(cert, cipher, &[ALPN])?;
+    let tls = client_config(cert, cipher, &[alpn])?;
     let mut cc = quark::ClientConfig::new(Arc::new(tls));
-    cc.transport = transport();
+    cc.transport = transport(uni);
     Ok(cc)
 }
 
 /// The breakdown counters run unless `QUARK_COUNTERS=0` (to measure their cost).
-fn counters_wanted() -> bool {
+pub(crate) fn counters_wanted() -> bool {
     std::env::var("QUARK_COUNTERS").map_or(true, |v| v != "0")
 }
 
-enum QuicServer {
+pub(crate) enum QuicServer {
     /// One endpoint on the process's runtime.
     Single {
         endpoint: quark::Endpoint,
@@ -109,7 +119,7 @@ impl Server for QuicServer {
 
 /// The thesis' categories from quark's built-in counters; "remaining" is the
 /// process's CPU time (getrusage) minus the measured categories.
-fn breakdown() -> CpuCounters {
+pub(crate) fn breakdown() -> CpuCounters {
     let b = quark::counters::snapshot();
     let total = crate::metrics::process_cpu_ns();
     let measured = b.crypto_ns + b.send_ns + b.recv_ns + b.ack_ns;
@@ -177,14 +187,15 @@ impl Adapter for Quic {
         Box::pin(async move {
             quark::counters::set_enabled(counters_wanted());
             if let Some(n) = cfg.workers {
-                let group = quark::Endpoint::server_multi(server_config(&cfg)?, cfg.listen, n)
-                    .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+                let group =
+                    quark::Endpoint::server_multi(server_config(&cfg, ALPN, 0)?, cfg.listen, n)
+                        .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
                 group.set_busy_poll(busy_poll);
                 let stats = cfg.stats;
                 group.serve(move |conn| serve_connection(conn, stats.clone()));
                 return Ok(Box::new(QuicServer::Group(group)) as Box<dyn Server>);
             }
-            let endpoint = quark::Endpoint::server(server_config(&cfg)?, cfg.listen)
+            let endpoint = quark::Endpoint::server(server_config(&cfg, ALPN, 0)?, cfg.listen)
                 .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
             endpoint.set_busy_poll(busy_poll);
             let ep = endpoint.clone();
@@ -213,7 +224,7 @@ impl Adapter for Quic {
             for e in &endpoints {
                 e.set_busy_poll(busy_poll);
             }
-            let config = quark_client_config(&cfg.cert, cfg.cipher)?;
+            let config = quark_client_config(&cfg.cert, cfg.cipher, ALPN, 0)?;
             Ok(Arc::new(QuicClient {
                 endpoints,
                 next: AtomicUsize::new(0),

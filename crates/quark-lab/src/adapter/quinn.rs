@@ -34,35 +34,45 @@ fn initial_suite() -> anyhow::Result<rustls::quic::Suite> {
         .ok_or_else(|| anyhow!("ring lacks AES-128-GCM for QUIC"))
 }
 
-fn transport() -> Arc<quinn::TransportConfig> {
+/// Transport settings; `uni` unidirectional streams for the peer (HTTP/3
+/// needs a few: control and QPACK streams).
+fn transport(uni: u32) -> Arc<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
     t.max_concurrent_bidi_streams(MAX_STREAMS.into());
-    t.max_concurrent_uni_streams(0u32.into());
+    t.max_concurrent_uni_streams(uni.into());
     Arc::new(t)
 }
 
-fn server_config(cfg: &ServeConfig) -> anyhow::Result<quinn::ServerConfig> {
-    let tls = Arc::new(cfg.identity.server_config(cfg.cipher, &[ALPN])?);
+/// A server configuration for `alpn`, granting the client `uni` unidirectional streams.
+pub(crate) fn server_config(
+    cfg: &ServeConfig,
+    alpn: &[u8],
+    uni: u32,
+) -> anyhow::Result<quinn::ServerConfig> {
+    let tls = Arc::new(cfg.identity.server_config(cfg.cipher, &[alpn])?);
     let crypto = QuicServerConfig::with_initial(tls, initial_suite()?)?;
     let mut sc = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    sc.transport_config(transport());
+    sc.transport_config(transport(uni));
     Ok(sc)
 }
 
-fn quinn_client_config(
+/// A client configuration for `alpn`, granting the server `uni` unidirectional streams.
+pub(crate) fn quinn_client_config(
     cert: &rustls_pki_types::CertificateDer<'static>,
     cipher: Cipher,
+    alpn: &[u8],
+    uni: u32,
 ) -> anyhow::Result<quinn::ClientConfig> {
-    let tls = Arc::new(client_config(cert, cipher, &[ALPN])?);
+    let tls = Arc::new(client_config(cert, cipher, &[alpn])?);
     let crypto = QuicClientConfig::with_initial(tls, initial_suite()?)?;
     let mut cc = quinn::ClientConfig::new(Arc::new(crypto));
-    cc.transport_config(transport());
+    cc.transport_config(transport(uni));
     Ok(cc)
 }
 
-struct QuinnServer {
-    endpoint: quinn::Endpoint,
-    task: JoinHandle<()>,
+pub(crate) struct QuinnServer {
+    pub(crate) endpoint: quinn::Endpoint,
+    pub(crate) task: JoinHandle<()>,
 }
 
 impl Server for QuinnServer {
@@ -141,7 +151,7 @@ impl Adapter for Quinn {
 
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
         Box::pin(async move {
-            let endpoint = quinn::Endpoint::server(server_config(&cfg)?, cfg.listen)
+            let endpoint = quinn::Endpoint::server(server_config(&cfg, ALPN, 0)?, cfg.listen)
                 .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
             let ep = endpoint.clone();
             let stats = cfg.stats;
@@ -158,7 +168,8 @@ impl Adapter for Quinn {
         Box::pin(async move {
             let bind = super::client_bind(cfg.server);
             let mut endpoint = quinn::Endpoint::client(bind)?;
-            endpoint.set_default_client_config(quinn_client_config(&cfg.cert, cfg.cipher)?);
+            endpoint
+                .set_default_client_config(quinn_client_config(&cfg.cert, cfg.cipher, ALPN, 0)?);
             Ok(Arc::new(QuinnClient {
                 endpoint,
                 server: cfg.server,

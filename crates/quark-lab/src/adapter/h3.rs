@@ -1,0 +1,238 @@
+//! `h3`: HTTP/3 over quark (`quark-h3`). `GET /<n>` (or `POST /<n>` with a
+//! body) returns `n` bytes of pattern, as the hyper adapters serve them; one
+//! request per bidirectional stream, the body sent as shared chunks. The
+//! server reads each request's head in the connection's own task.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context, bail};
+use tokio::task::JoinHandle;
+
+use super::quic::{
+    QuicServer, breakdown, busy_poll, counters_wanted, quark_client_config, server_config,
+};
+use super::tls::SERVER_NAME;
+use super::{
+    Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
+    Server, ServerStats,
+};
+use crate::wire::{CHUNK, MAX_LEN, Verifier, pattern_chunk};
+
+/// Unidirectional streams a peer may open: its control stream, two QPACK
+/// streams and some to spare (reserved types are allowed to be sent).
+pub(crate) const H3_UNI_STREAMS: u32 = 8;
+
+/// The quark-h3 adapter.
+#[derive(Debug)]
+pub struct H3;
+
+/// Sends `len` bytes of pattern as DATA frames of shared chunks.
+async fn send_pattern(stream: &mut quark_h3::RequestStream, len: u64) -> anyhow::Result<()> {
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(CHUNK as u64) as usize;
+        stream.send_data(pattern_chunk(off, n)).await?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
+/// Reads a body to its end, checking every byte against the pattern.
+async fn read_pattern(stream: &mut quark_h3::RequestStream, expect: u64) -> anyhow::Result<u64> {
+    let mut v = Verifier::new(expect);
+    while let Some(chunk) = stream.recv_data().await? {
+        v.update(&chunk)?;
+    }
+    Ok(v.received())
+}
+
+/// The `n` of a path `/<n>` (the hyper adapters' routes).
+pub(crate) fn response_len(path: &str) -> Option<u64> {
+    super::http::parse_path(path)
+}
+
+async fn serve_request(
+    mut stream: quark_h3::RequestStream,
+    stats: &ServerStats,
+) -> anyhow::Result<()> {
+    let guard = stats.request();
+    let req = stream.recv_request().await?;
+    let Some(n) = response_len(req.uri().path()) else {
+        let resp = http::Response::builder().status(404).body(())?;
+        stream.send_response(&resp).await?;
+        stream.finish()?;
+        bail!("no such route: {}", req.uri().path());
+    };
+    let body = read_pattern(&mut stream, MAX_LEN).await?;
+    let resp = http::Response::builder()
+        .header("content-length", n)
+        .body(())?;
+    stream.send_response(&resp).await?;
+    send_pattern(&mut stream, n).await?;
+    stream.finish()?;
+    guard.finish(body, n);
+    Ok(())
+}
+
+async fn serve_connection(conn: quark::Connection, stats: Arc<ServerStats>) {
+    let _open = stats.connection();
+    let Ok(h3) = quark_h3::Server::new(conn).await else {
+        stats.error();
+        return;
+    };
+    let (h3, stats) = (&h3, &stats);
+    super::serve::serve_streams(
+        || async move { h3.accept_stream().await.ok().flatten() },
+        |stream| async move {
+            // Failures are counted by the request guard.
+            let _ = serve_request(stream, stats).await;
+        },
+    )
+    .await;
+}
+
+impl Adapter for H3 {
+    fn name(&self) -> &'static str {
+        "h3"
+    }
+
+    fn about(&self) -> &'static str {
+        "quark-h3 HTTP/3 over quark (this project; QPACK static table)"
+    }
+
+    fn busy_poll(&self, window: std::time::Duration) -> bool {
+        super::quic::Quic.busy_poll(window)
+    }
+
+    fn own_workers(&self) -> bool {
+        true
+    }
+
+    fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
+        let busy_poll = busy_poll();
+        Box::pin(async move {
+            quark::counters::set_enabled(counters_wanted());
+            let config = server_config(&cfg, quark_h3::ALPN, H3_UNI_STREAMS.into())?;
+            let stats = cfg.stats;
+            if let Some(n) = cfg.workers {
+                let group = quark::Endpoint::server_multi(config, cfg.listen, n)
+                    .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+                group.set_busy_poll(busy_poll);
+                group.serve(move |conn| serve_connection(conn, stats.clone()));
+                return Ok(Box::new(QuicServer::Group(group)) as Box<dyn Server>);
+            }
+            let endpoint = quark::Endpoint::server(config, cfg.listen)
+                .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+            endpoint.set_busy_poll(busy_poll);
+            let ep = endpoint.clone();
+            let task: JoinHandle<()> = tokio::spawn(async move {
+                while let Some(conn) = ep.accept().await {
+                    tokio::spawn(serve_connection(conn, stats.clone()));
+                }
+            });
+            Ok(Box::new(QuicServer::Single { endpoint, task }) as Box<dyn Server>)
+        })
+    }
+
+    fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
+        let busy_poll = busy_poll();
+        Box::pin(async move {
+            quark::counters::set_enabled(counters_wanted());
+            let bind = super::client_bind(cfg.server);
+            let endpoints = (0..cfg.sockets.max(1))
+                .map(|_| quark::Endpoint::client(bind))
+                .collect::<std::io::Result<Vec<_>>>()?;
+            for e in &endpoints {
+                e.set_busy_poll(busy_poll);
+            }
+            let config =
+                quark_client_config(&cfg.cert, cfg.cipher, quark_h3::ALPN, H3_UNI_STREAMS.into())?;
+            Ok(Arc::new(H3Client {
+                endpoints,
+                next: AtomicUsize::new(0),
+                config,
+                server: cfg.server,
+            }) as Arc<dyn Client>)
+        })
+    }
+}
+
+struct H3Client {
+    endpoints: Vec<quark::Endpoint>,
+    next: AtomicUsize,
+    config: quark::ClientConfig,
+    server: SocketAddr,
+}
+
+impl Client for H3Client {
+    fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
+        Box::pin(async move {
+            let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
+            let conn = self.endpoints[i]
+                .connect(self.config.clone(), self.server, SERVER_NAME)?
+                .await
+                .context("QUIC handshake")?;
+            let base = format!("https://{SERVER_NAME}:{}", self.server.port());
+            let client = quark_h3::Client::new(conn).await?;
+            Ok(Arc::new(H3Conn { client, base }) as Arc<dyn Connection>)
+        })
+    }
+
+    fn wait_idle(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            for e in &self.endpoints {
+                e.wait_idle().await;
+            }
+        })
+    }
+
+    fn cpu_counters(&self) -> Option<CpuCounters> {
+        Some(breakdown())
+    }
+}
+
+struct H3Conn {
+    client: quark_h3::Client,
+    base: String,
+}
+
+/// The request of `req`: GET without a body, POST with one.
+pub(crate) fn http_request(base: &str, req: &Request) -> anyhow::Result<http::Request<()>> {
+    let method = if req.body_len == 0 { "GET" } else { "POST" };
+    let mut b = http::Request::builder()
+        .method(method)
+        .uri(format!("{base}/{}", req.response_len));
+    if req.body_len > 0 {
+        b = b.header("content-length", req.body_len);
+    }
+    Ok(b.body(())?)
+}
+
+impl Connection for H3Conn {
+    fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async move {
+            let head = http_request(&self.base, &req)?;
+            let mut stream = self.client.send_request(&head).await?;
+            send_pattern(&mut stream, req.body_len).await?;
+            stream.finish()?;
+            let resp = stream.recv_response().await?;
+            if resp.status() != http::StatusCode::OK {
+                bail!("server answered {}", resp.status());
+            }
+            let got = read_pattern(&mut stream, req.response_len).await?;
+            if got != req.response_len {
+                bail!("response: {got} of {} bytes", req.response_len);
+            }
+            Ok(())
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        self.client
+            .connection()
+            .close(quark_h3::error::H3_NO_ERROR, b"done");
+        Box::pin(async { Ok(()) })
+    }
+}

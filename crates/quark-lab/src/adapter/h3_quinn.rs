@@ -1,0 +1,207 @@
+//! `h3-quinn`: HTTP/3 from hyperium's `h3` crate over quinn, the reference
+//! HTTP/3 stack for `h3`. Same routes and request shape as the `h3` adapter;
+//! requests are served concurrently inside the connection's task, as every
+//! other QUIC adapter does (`h3`'s accept is safe to restart).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use bytes::{Buf, Bytes};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+
+use super::h3::{H3_UNI_STREAMS, http_request, response_len};
+use super::quinn::{QuinnServer, quinn_client_config, server_config};
+use super::tls::SERVER_NAME;
+use super::{
+    Adapter, BoxFuture, Client, ClientConfig, Connection, Request, ServeConfig, Server, ServerStats,
+};
+use crate::wire::{CHUNK, MAX_LEN, Verifier, pattern_chunk};
+
+type ServerStream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+type ClientStream = h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
+
+/// The h3-over-quinn adapter.
+#[derive(Debug)]
+pub struct H3Quinn;
+
+async fn serve_request(resolver: Resolver, stats: &ServerStats) -> anyhow::Result<()> {
+    let guard = stats.request();
+    let (req, mut stream): (_, ServerStream) = resolver.resolve_request().await?;
+    let Some(n) = response_len(req.uri().path()) else {
+        stream
+            .send_response(http::Response::builder().status(404).body(())?)
+            .await?;
+        stream.finish().await?;
+        bail!("no such route: {}", req.uri().path());
+    };
+    let mut v = Verifier::new(MAX_LEN);
+    while let Some(mut chunk) = stream.recv_data().await? {
+        while chunk.has_remaining() {
+            let piece = chunk.chunk();
+            v.update(piece)?;
+            let len = piece.len();
+            chunk.advance(len);
+        }
+    }
+    let resp = http::Response::builder()
+        .header("content-length", n)
+        .body(())?;
+    stream.send_response(resp).await?;
+    let mut off = 0;
+    while off < n {
+        let len = (n - off).min(CHUNK as u64) as usize;
+        stream.send_data(pattern_chunk(off, len)).await?;
+        off += len as u64;
+    }
+    stream.finish().await?;
+    guard.finish(v.received(), n);
+    Ok(())
+}
+
+async fn serve_connection(incoming: quinn::Incoming, stats: Arc<ServerStats>) {
+    let Ok(conn) = incoming.await else {
+        stats.error();
+        return;
+    };
+    let _open = stats.connection();
+    let Ok(mut h3) = h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(conn)).await
+    else {
+        stats.error();
+        return;
+    };
+    let stats = &stats;
+    let mut running = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            Some(()) = running.next(), if !running.is_empty() => {}
+            next = h3.accept() => match next {
+                Ok(Some(resolver)) => running.push(async move {
+                    // Failures are counted by the request guard.
+                    let _ = serve_request(resolver, stats).await;
+                }),
+                _ => break,
+            },
+        }
+    }
+    while running.next().await.is_some() {}
+}
+
+impl Adapter for H3Quinn {
+    fn name(&self) -> &'static str {
+        "h3-quinn"
+    }
+
+    fn about(&self) -> &'static str {
+        "hyperium h3 0.0.8 HTTP/3 over quinn 0.11"
+    }
+
+    fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
+        Box::pin(async move {
+            let config = server_config(&cfg, b"h3", H3_UNI_STREAMS)?;
+            let endpoint = quinn::Endpoint::server(config, cfg.listen)
+                .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+            let ep = endpoint.clone();
+            let stats = cfg.stats;
+            let task = tokio::spawn(async move {
+                while let Some(incoming) = ep.accept().await {
+                    tokio::spawn(serve_connection(incoming, stats.clone()));
+                }
+            });
+            Ok(Box::new(QuinnServer { endpoint, task }) as Box<dyn Server>)
+        })
+    }
+
+    fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
+        Box::pin(async move {
+            let bind = super::client_bind(cfg.server);
+            let mut endpoint = quinn::Endpoint::client(bind)?;
+            let config = quinn_client_config(&cfg.cert, cfg.cipher, b"h3", H3_UNI_STREAMS)?;
+            endpoint.set_default_client_config(config);
+            Ok(Arc::new(H3QuinnClient {
+                endpoint,
+                server: cfg.server,
+            }) as Arc<dyn Client>)
+        })
+    }
+}
+
+struct H3QuinnClient {
+    endpoint: quinn::Endpoint,
+    server: SocketAddr,
+}
+
+impl Client for H3QuinnClient {
+    fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
+        Box::pin(async move {
+            let conn = self
+                .endpoint
+                .connect(self.server, SERVER_NAME)?
+                .await
+                .context("QUIC handshake")?;
+            let quic = conn.clone();
+            let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn)).await?;
+            let driver = tokio::spawn(async move {
+                let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+            });
+            let base = format!("https://{SERVER_NAME}:{}", self.server.port());
+            Ok(Arc::new(H3QuinnConn {
+                send,
+                quic,
+                driver,
+                base,
+            }) as Arc<dyn Connection>)
+        })
+    }
+
+    fn wait_idle(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.endpoint.wait_idle())
+    }
+}
+
+struct H3QuinnConn {
+    send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+    quic: quinn::Connection,
+    driver: tokio::task::JoinHandle<()>,
+    base: String,
+}
+
+impl Connection for H3QuinnConn {
+    fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async move {
+            let head = http_request(&self.base, &req)?;
+            let mut send = self.send.clone();
+            let mut stream: ClientStream = send.send_request(head).await?;
+            let mut off = 0;
+            while off < req.body_len {
+                let n = (req.body_len - off).min(CHUNK as u64) as usize;
+                stream.send_data(pattern_chunk(off, n)).await?;
+                off += n as u64;
+            }
+            stream.finish().await?;
+            let resp = stream.recv_response().await?;
+            if resp.status() != http::StatusCode::OK {
+                bail!("server answered {}", resp.status());
+            }
+            let mut v = Verifier::new(req.response_len);
+            while let Some(mut chunk) = stream.recv_data().await? {
+                while chunk.has_remaining() {
+                    let piece = chunk.chunk();
+                    v.update(piece)?;
+                    let len = piece.len();
+                    chunk.advance(len);
+                }
+            }
+            v.finish()?;
+            Ok(())
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        self.quic.close(0x100u32.into(), b"done");
+        self.driver.abort();
+        Box::pin(async { Ok(()) })
+    }
+}
