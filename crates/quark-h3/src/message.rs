@@ -70,8 +70,9 @@ pub(crate) fn encode_response<B>(resp: &Response<B>, out: &mut Vec<u8>) -> Resul
     Ok(())
 }
 
-/// The regular fields after the pseudo-header fields, into a header map.
-fn headers(fields: &[Field]) -> Result<HeaderMap, Error> {
+/// Regular fields (those after the pseudo-header fields, or trailers) into a
+/// header map, by the same rules.
+pub(crate) fn headers(fields: &[Field]) -> Result<HeaderMap, Error> {
     let mut map = HeaderMap::with_capacity(fields.len());
     for f in fields {
         if f.name.first() == Some(&b':') {

@@ -52,20 +52,20 @@ impl FrameReader {
         if self.fin {
             return Ok(false);
         }
-        match self.recv.read_chunk(max.max(1)).await? {
-            Some(chunk) => {
-                if self.pos > 0 {
-                    self.buf.drain(..self.pos);
-                    self.pos = 0;
-                }
-                self.buf.extend_from_slice(&chunk);
-                Ok(true)
-            }
-            None => {
-                self.fin = true;
-                Ok(false)
-            }
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
         }
+        let buf = &mut self.buf;
+        // Straight from the stream's buffer into ours: no chunk allocated.
+        let got = self
+            .recv
+            .read_visit(max.max(1), |piece| buf.extend_from_slice(piece))
+            .await?;
+        if got.is_none() {
+            self.fin = true;
+        }
+        Ok(got.is_some())
     }
 
     /// A variable-length integer (a unidirectional stream's type), or `None`
@@ -119,32 +119,41 @@ impl FrameReader {
         Ok(out)
     }
 
-    /// Up to `max` bytes of a payload being streamed (DATA), as they arrive.
-    pub(crate) async fn some(&mut self, max: u64) -> Result<Bytes, Error> {
+    /// Hands up to `max` bytes of a payload being streamed (DATA) to `f`, in
+    /// place, as they arrive; returns how many.
+    pub(crate) async fn some_with(
+        &mut self,
+        max: u64,
+        mut f: impl FnMut(&[u8]),
+    ) -> Result<usize, Error> {
         let max = usize::try_from(max).unwrap_or(usize::MAX);
         if !self.buffered().is_empty() {
             let n = self.buffered().len().min(max);
-            let out = Bytes::copy_from_slice(&self.buffered()[..n]);
+            f(&self.buffered()[..n]);
             self.consume(n);
-            return Ok(out);
+            return Ok(n);
         }
-        if self.fin {
-            return Err(Error::conn(H3_FRAME_ERROR, "stream ended in a frame"));
-        }
-        match self.recv.read_chunk(max).await? {
-            Some(chunk) => Ok(Bytes::from(chunk)),
-            None => {
-                self.fin = true;
-                Err(Error::conn(H3_FRAME_ERROR, "stream ended in a frame"))
+        if !self.fin {
+            if let Some(n) = self.recv.read_visit(max, f).await? {
+                return Ok(n);
             }
+            self.fin = true;
         }
+        Err(Error::conn(H3_FRAME_ERROR, "stream ended in a frame"))
+    }
+
+    /// Up to `max` bytes of a streamed payload, as they arrive (copied once).
+    pub(crate) async fn some(&mut self, max: u64) -> Result<Bytes, Error> {
+        let mut out = Vec::new();
+        self.some_with(max, |piece| out.extend_from_slice(piece))
+            .await?;
+        Ok(out.into())
     }
 
     /// Skips `len` bytes of payload (an unknown frame).
     pub(crate) async fn skip(&mut self, mut len: u64) -> Result<(), Error> {
         while len > 0 {
-            let got = self.some(len).await?;
-            len -= got.len() as u64;
+            len -= self.some_with(len, |_| {}).await? as u64;
         }
         Ok(())
     }

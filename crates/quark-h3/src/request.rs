@@ -175,11 +175,21 @@ impl RequestStream {
     /// The next piece of the body, or `None` at its end (trailers, if any, are
     /// then in [`trailers`](Self::trailers)).
     pub async fn recv_data(&mut self) -> Result<Option<Bytes>, Error> {
-        let got = self.next_data().await;
+        let mut out = Vec::new();
+        let got = self
+            .recv_data_with(|piece| out.extend_from_slice(piece))
+            .await?;
+        Ok(got.map(|_| out.into()))
+    }
+
+    /// Hands the next piece of the body to `f` in place (nothing allocated):
+    /// `Some(bytes)`, or `None` at its end. `f` may be called more than once.
+    pub async fn recv_data_with(&mut self, f: impl FnMut(&[u8])) -> Result<Option<usize>, Error> {
+        let got = self.next_data(f).await;
         got.map_err(|e| self.fail(e))
     }
 
-    async fn next_data(&mut self) -> Result<Option<Bytes>, Error> {
+    async fn next_data(&mut self, mut f: impl FnMut(&[u8])) -> Result<Option<usize>, Error> {
         loop {
             match self.state {
                 Recv::Head => {
@@ -187,16 +197,16 @@ impl RequestStream {
                 }
                 Recv::Done => return Ok(None),
                 Recv::Body(left) if left > 0 => {
-                    let data = self.recv.some(left).await?;
-                    self.state = Recv::Body(left - data.len() as u64);
-                    self.received += data.len() as u64;
-                    if self.expected.is_some_and(|n| self.received > n) {
+                    let n = self.recv.some_with(left, &mut f).await?;
+                    self.state = Recv::Body(left - n as u64);
+                    self.received += n as u64;
+                    if self.expected.is_some_and(|e| self.received > e) {
                         return Err(Error::stream(
                             H3_MESSAGE_ERROR,
                             "more body than content-length",
                         ));
                     }
-                    return Ok(Some(data));
+                    return Ok(Some(n));
                 }
                 Recv::Body(_) => match self.recv.header().await? {
                     None => {
@@ -205,34 +215,25 @@ impl RequestStream {
                     }
                     Some(h) if h.ty == frame::DATA => self.state = Recv::Body(h.len),
                     Some(h) if h.ty == frame::HEADERS => {
-                        let fields = self.fields(h).await?;
-                        let mut trailers = HeaderMap::new();
-                        for f in fields {
-                            let name = http::HeaderName::from_bytes(&f.name);
-                            let value = http::HeaderValue::from_bytes(&f.value);
-                            let (Ok(n), Ok(v)) = (name, value) else {
-                                return Err(Error::stream(H3_MESSAGE_ERROR, "a bad trailer field"));
-                            };
-                            if n.as_str().starts_with(':') {
-                                return Err(Error::stream(
-                                    H3_MESSAGE_ERROR,
-                                    "a pseudo-header in trailers",
-                                ));
-                            }
-                            trailers.append(n, v);
-                        }
-                        self.trailers = Some(trailers);
-                        self.end_body()?;
-                        // Nothing may follow trailers but the stream's end.
-                        if self.recv.header().await?.is_some() {
-                            return Err(Error::conn(H3_FRAME_UNEXPECTED, "a frame after trailers"));
-                        }
+                        self.read_trailers(h).await?;
                         return Ok(None);
                     }
                     Some(h) => self.other_frame(h.ty, h).await?,
                 },
             }
         }
+    }
+
+    /// Trailing fields end the body; nothing but the stream's end may follow.
+    async fn read_trailers(&mut self, h: FrameHeader) -> Result<(), Error> {
+        let fields = self.fields(h).await?;
+        let trailers = crate::message::headers(&fields)?;
+        self.trailers = Some(trailers);
+        self.end_body()?;
+        if self.recv.header().await?.is_some() {
+            return Err(Error::conn(H3_FRAME_UNEXPECTED, "a frame after trailers"));
+        }
+        Ok(())
     }
 
     fn end_body(&mut self) -> Result<(), Error> {

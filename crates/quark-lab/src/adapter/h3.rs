@@ -42,10 +42,21 @@ async fn send_pattern(stream: &mut quark_h3::RequestStream, len: u64) -> anyhow:
 /// Reads a body to its end, checking every byte against the pattern.
 async fn read_pattern(stream: &mut quark_h3::RequestStream, expect: u64) -> anyhow::Result<u64> {
     let mut v = Verifier::new(expect);
-    while let Some(chunk) = stream.recv_data().await? {
-        v.update(&chunk)?;
+    let mut bad = None;
+    // In place, as the hq adapters read: no buffer per piece.
+    while stream
+        .recv_data_with(|piece| {
+            if bad.is_none() {
+                bad = v.update(piece).err();
+            }
+        })
+        .await?
+        .is_some()
+    {}
+    match bad {
+        Some(e) => Err(e.into()),
+        None => Ok(v.received()),
     }
-    Ok(v.received())
 }
 
 /// The `n` of a path `/<n>` (the hyper adapters' routes).
