@@ -1,4 +1,5 @@
-//! `quark get`: fetch URLs over hq-interop, in parallel as streams of one connection.
+//! `quark get`: fetch URLs over hq-interop (or HTTP/3 with `--h3`), in
+//! parallel as streams of one connection.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::options::TransportArgs;
 
-/// Fetch files over hq-interop.
+/// Fetch files over hq-interop or HTTP/3.
 #[derive(Args, Debug)]
 pub(crate) struct GetArgs {
     /// URLs like https://host:port/path, all on the same server.
@@ -35,6 +36,9 @@ pub(crate) struct GetArgs {
     /// No progress bar or summary.
     #[arg(short, long)]
     pub(crate) quiet: bool,
+    /// Speak HTTP/3 (ALPN h3) instead of hq-interop.
+    #[arg(long)]
+    pub(crate) h3: bool,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -130,7 +134,8 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
         (None, false) => bail!("no way to verify the server: give --ca FILE (or --insecure)"),
     };
     let suites = args.transport.cipher_suites()?;
-    let mut config = tls::client_config_with(verify, &[quark::hq::ALPN], &suites)?;
+    let (alpn, _) = crate::serve::protocol(args.h3);
+    let mut config = tls::client_config_with(verify, &[alpn], &suites)?;
     config.transport = Arc::new(args.transport.transport_config());
     let bind: SocketAddr = if addr.is_ipv6() {
         "[::]:0".parse()?
@@ -151,11 +156,24 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
         })?
         .map_err(|e| anyhow!("{addr}: connection failed: {e}"))?;
     let handshake = start.elapsed();
+    let via = match args.h3 {
+        true => {
+            let client = quark_h3::Client::new(conn.clone())
+                .await
+                .map_err(|e| anyhow!("{addr}: HTTP/3 failed to start: {e}"))?;
+            let authority = match first.host.contains(':') {
+                true => format!("[{}]:{}", first.host, first.port),
+                false => format!("{}:{}", first.host, first.port),
+            };
+            Via::H3(client, authority.into())
+        }
+        false => Via::Hq(conn.clone()),
+    };
 
     let bar = progress_bar(args.quiet, urls.len());
     let mut tasks = Vec::new();
     for (i, url) in urls.iter().enumerate() {
-        let (conn, path, bar) = (conn.clone(), url.path.clone(), bar.clone());
+        let (via, path, bar) = (via.clone(), url.path.clone(), bar.clone());
         // To stdout the first body streams straight through; later ones wait in
         // memory for their turn, so the output follows the order of the URLs.
         let dest = match (to_stdout, i) {
@@ -164,7 +182,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             (false, _) => Sink::File(out_dir.join(output_name(&url.path))),
         };
         tasks.push(tokio::spawn(async move {
-            fetch_one(conn, path, dest, bar).await
+            fetch_one(via, path, dest, bar).await
         }));
     }
     let mut total = 0u64;
@@ -186,7 +204,12 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     stdout.flush().await?;
     bar.finish_and_clear();
     let elapsed = start.elapsed();
-    conn.close(0, b"done");
+    let code = if args.h3 {
+        quark_h3::error::H3_NO_ERROR
+    } else {
+        0
+    };
+    conn.close(code, b"done");
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     if !args.quiet {
         let secs = elapsed.as_secs_f64();
@@ -219,8 +242,36 @@ enum Sink {
     Memory,
 }
 
+/// The protocol requests go over.
+#[derive(Clone)]
+enum Via {
+    Hq(Connection),
+    /// The client and the authority (`host:port`) of the URLs.
+    H3(quark_h3::Client, Arc<str>),
+}
+
+impl Via {
+    async fn fetch(
+        &self,
+        path: &str,
+        out: &mut (impl tokio::io::AsyncWrite + Unpin),
+        progress: impl FnMut(usize),
+    ) -> Result<u64, String> {
+        match self {
+            Via::Hq(conn) => quark::hq::fetch(conn, path, out, progress)
+                .await
+                .map_err(|e| e.describe()),
+            Via::H3(client, authority) => {
+                quark_h3::files::fetch(client, authority, path, out, progress)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
 async fn fetch_one(
-    conn: Connection,
+    via: Via,
     path: String,
     dest: Sink,
     bar: ProgressBar,
@@ -231,16 +282,17 @@ async fn fetch_one(
             let mut file = tokio::fs::File::create(dest)
                 .await
                 .map_err(|e| format!("{}: {e}", dest.display()))?;
-            quark::hq::fetch(&conn, &path, &mut file, progress)
+            via.fetch(&path, &mut file, progress)
                 .await
                 .map(Fetched::File)
         }
-        Sink::Stdout => quark::hq::fetch(&conn, &path, &mut tokio::io::stdout(), progress)
+        Sink::Stdout => via
+            .fetch(&path, &mut tokio::io::stdout(), progress)
             .await
             .map(Fetched::File),
         Sink::Memory => {
             let mut body = Vec::new();
-            quark::hq::fetch(&conn, &path, &mut body, progress)
+            via.fetch(&path, &mut body, progress)
                 .await
                 .map(|_| Fetched::Memory(body))
         }
@@ -251,7 +303,7 @@ async fn fetch_one(
         }
     }
     bar.set_message(format!("{} done", short(&path)));
-    result.map_err(|e| e.describe())
+    result
 }
 
 fn short(path: &str) -> &str {

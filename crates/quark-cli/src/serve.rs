@@ -1,4 +1,4 @@
-//! `quark serve`: an hq-interop file server.
+//! `quark serve`: a file server over hq-interop, or HTTP/3 with `--h3`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use quark::{Endpoint, TransportConfig};
 
 use crate::options::TransportArgs;
 
-/// Serve files over hq-interop (HTTP/0.9 over QUIC).
+/// Serve files over hq-interop (HTTP/0.9 over QUIC) or HTTP/3.
 #[derive(Args, Debug)]
 pub(crate) struct ServeArgs {
     /// Address to listen on.
@@ -36,8 +36,29 @@ pub(crate) struct ServeArgs {
     /// serving its own connections; 1 serves from the main runtime.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
     pub(crate) workers: u16,
+    /// Speak HTTP/3 (ALPN h3) instead of hq-interop.
+    #[arg(long)]
+    pub(crate) h3: bool,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
+}
+
+/// The ALPN and name of the protocol `--h3` selects.
+pub(crate) fn protocol(h3: bool) -> (&'static [u8], &'static str) {
+    if h3 {
+        (quark_h3::ALPN, "HTTP/3")
+    } else {
+        (quark::hq::ALPN, "hq-interop")
+    }
+}
+
+/// Serves one connection's requests from files under `root`.
+async fn serve_connection(conn: quark::Connection, root: PathBuf, h3: bool) {
+    if h3 {
+        quark_h3::files::serve_connection(conn, root).await
+    } else {
+        quark::hq::serve_connection(conn, root).await
+    }
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -57,7 +78,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("--write-cert {}", path.display()))?;
     }
     let suites = args.transport.cipher_suites()?;
-    let mut config = tls::server_config_with(&identity, &[quark::hq::ALPN], &suites)?;
+    let (alpn, name) = protocol(args.h3);
+    let mut config = tls::server_config_with(&identity, &[alpn], &suites)?;
     let transport: TransportConfig = args.transport.transport_config();
     config.transport = Arc::new(transport);
     config.retry = args.retry;
@@ -69,7 +91,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     eprintln!(
-        "serving {} on {} (hq-interop)",
+        "serving {} on {} ({name})",
         args.root.display(),
         endpoint.local_addr()?
     );
@@ -78,7 +100,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             conn = endpoint.accept() => {
                 let Some(conn) = conn else { break };
                 tracing::info!(remote = %conn.remote_address(), "connection");
-                tokio::spawn(quark::hq::serve_connection(conn, root.clone()));
+                tokio::spawn(serve_connection(conn, root.clone(), args.h3));
             }
             _ = tokio::signal::ctrl_c() => {
                 endpoint.close(0, b"server shutting down");
@@ -100,14 +122,16 @@ async fn serve_workers(
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     group.set_busy_poll(args.transport.busy_poll());
     eprintln!(
-        "serving {} on {} (hq-interop, {} workers)",
+        "serving {} on {} ({}, {} workers)",
         args.root.display(),
         group.local_addr(),
+        protocol(args.h3).1,
         args.workers
     );
+    let h3 = args.h3;
     group.serve(move |conn| {
         tracing::info!(remote = %conn.remote_address(), worker = ?conn.worker(), "connection");
-        quark::hq::serve_connection(conn, root.clone())
+        serve_connection(conn, root.clone(), h3)
     });
     let _ = tokio::signal::ctrl_c().await;
     let _ = tokio::time::timeout(

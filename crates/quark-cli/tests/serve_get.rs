@@ -307,3 +307,47 @@ fn port_in_use() {
     assert!(!o.status.success());
     assert!(error_line(&o).contains("cannot listen"), "{}", stderr(&o));
 }
+
+#[test]
+fn http3_serves_and_fetches_files() {
+    let dir = tempdir("quark-cli", "h3");
+    let root = dir.join("root");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let files = write_files(&root);
+    let server = serve_with(&root, &dir, &["--h3"]);
+    let url = |p: &str| format!("https://localhost:{}{p}", server.port);
+    let urls: Vec<String> = files.iter().map(|(n, _)| url(&format!("/{n}"))).collect();
+    let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let (o, ca) = (out.to_str().unwrap(), server.cert.to_str().unwrap());
+    args.extend(["-o", o, "--ca", ca, "--h3"]);
+    let result = get(&args);
+    assert!(result.status.success(), "{}", stderr(&result));
+    for (name, data) in &files {
+        let got = std::fs::read(out.join(name)).unwrap();
+        assert_eq!(sha(&got), sha(data), "{name}");
+    }
+    assert!(
+        stderr(&result).contains("3 of 3 files"),
+        "{}",
+        stderr(&result)
+    );
+
+    // Statuses become one error line each.
+    let o = get(&[&url("/missing"), "-o", "-", "--ca", ca, "--h3"]);
+    assert!(!o.status.success());
+    assert!(error_line(&o).contains("404"), "{}", stderr(&o));
+    let o = get(&[&url("/../etc/passwd"), "-o", "-", "--ca", ca, "--h3"]);
+    assert!(!o.status.success());
+    assert!(error_line(&o).contains("403"), "{}", stderr(&o));
+
+    // An hq-interop client is refused by an HTTP/3 server (no common ALPN).
+    let o = get(&[&url("/b.txt"), "-o", "-", "--ca", ca]);
+    assert!(!o.status.success());
+    assert!(
+        error_line(&o).contains("connection failed"),
+        "{}",
+        stderr(&o)
+    );
+}

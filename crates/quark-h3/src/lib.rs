@@ -25,6 +25,7 @@
 //! | `conn` | control stream, the peer's unidirectional streams, connection errors |
 //! | `request` | a request stream: HEADERS, DATA, trailers |
 //! | `client`, `server` | the two ends' APIs |
+//! | [`files`] | a file server and a fetch (`quark serve --h3`, `quark get --h3`) |
 //! | `error` | HTTP/3 error codes |
 
 #![warn(missing_docs)]
@@ -32,6 +33,7 @@
 mod client;
 mod conn;
 pub mod error;
+pub mod files;
 pub mod frame;
 mod message;
 mod reader;
