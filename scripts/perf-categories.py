@@ -27,6 +27,8 @@ CATEGORIES = [
     ("allocator", r"^(malloc|free|cfree|realloc|calloc|_int_malloc|_int_free|_int_realloc|malloc_consolidate|unlink_chunk|tcache|__libc_malloc|__libc_free|posix_memalign|_mid_memalign|alloc_perturb)"),
     ("clock reads", r"clock_gettime|Timespec"),
     ("quark protocol core", r"quark_proto::"),
+    ("quark HTTP/3, QPACK", r"quark_h3::|quark_qpack::"),
+    ("http types (http crate)", r"^<?http::|^core::ptr::drop_in_place<http::"),
     ("quark datagram I/O", r"quark_udp::"),
     ("quark runtime glue", r"quark::|quark_lab::"),
     ("rustls", r"rustls|webpki"),

@@ -9,9 +9,10 @@ use quark_proto::coding::Reader;
 use crate::error::{Error, H3_FRAME_ERROR};
 use crate::frame::{FrameHeader, parse_header};
 
-/// How much is read from the stream at a time while a frame header or a
-/// stream type is wanted; what comes after it stays buffered.
-const READ_AHEAD: usize = 4096;
+/// The most a frame header (two variable-length integers) takes. Reads for a
+/// header take no more, so a DATA payload is never copied through the buffer:
+/// it goes from the stream straight to the reader (`some_with`).
+const MAX_HEADER: usize = 16;
 
 /// A receiving stream with a little read-ahead.
 pub(crate) struct FrameReader {
@@ -78,7 +79,7 @@ impl FrameReader {
                 self.consume(n);
                 return Ok(Some(v));
             }
-            if !self.fill(READ_AHEAD).await? {
+            if !self.fill(MAX_HEADER.saturating_sub(self.buffered().len())).await? {
                 return Ok(None);
             }
         }
@@ -92,7 +93,7 @@ impl FrameReader {
                 self.consume(n);
                 return Ok(Some(h));
             }
-            if !self.fill(READ_AHEAD).await? {
+            if !self.fill(MAX_HEADER.saturating_sub(self.buffered().len())).await? {
                 return match self.buffered().is_empty() {
                     true => Ok(None),
                     false => Err(Error::conn(
