@@ -45,13 +45,24 @@ pub(crate) struct State {
     decoder: bool,
 }
 
-/// An HTTP/3 connection's common parts.
+/// An HTTP/3 connection's common parts, shared by its request streams (one
+/// reference count per stream, not one per part).
 #[derive(Clone)]
-pub(crate) struct Conn {
+pub(crate) struct Conn(Arc<Inner>);
+
+pub(crate) struct Inner {
     pub(crate) quic: Connection,
-    pub(crate) state: Arc<Mutex<State>>,
-    control: Arc<tokio::sync::Mutex<SendStream>>,
+    pub(crate) state: Mutex<State>,
+    control: tokio::sync::Mutex<SendStream>,
     side: Side,
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
 }
 
 impl Conn {
@@ -64,12 +75,12 @@ impl Conn {
         LOCAL.encode(&mut payload);
         frame::put_frame(&mut out, frame::SETTINGS, &payload);
         control.write_all(&out).await?;
-        let conn = Conn {
+        let conn = Conn(Arc::new(Inner {
             quic,
-            state: Arc::default(),
-            control: Arc::new(tokio::sync::Mutex::new(control)),
+            state: Mutex::default(),
+            control: tokio::sync::Mutex::new(control),
             side,
-        };
+        }));
         let acceptor = conn.clone();
         conn.quic.spawn(async move { acceptor.accept_uni().await });
         Ok(conn)

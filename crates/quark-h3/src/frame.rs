@@ -49,6 +49,15 @@ pub fn put_header(out: &mut Vec<u8>, ty: u64, len: u64) {
     put_varint(out, len);
 }
 
+/// Writes a frame header at the start of `out` (16 bytes always suffice);
+/// returns its length.
+pub fn write_header(out: &mut [u8; 16], ty: u64, len: u64) -> usize {
+    let mut w = &mut out[..];
+    put_varint(&mut w, ty);
+    put_varint(&mut w, len);
+    16 - w.len()
+}
+
 /// Appends a whole frame.
 pub fn put_frame(out: &mut Vec<u8>, ty: u64, payload: &[u8]) {
     put_header(out, ty, payload.len() as u64);
@@ -90,6 +99,9 @@ mod tests {
         );
         assert_eq!(parse_header(&out[..2]), None);
         assert_eq!(parse_header(&[]), None);
+        let mut fixed = [0u8; 16];
+        let n = write_header(&mut fixed, HEADERS, 300);
+        assert_eq!(&fixed[..n], &out[..]);
         // A reserved (greased) type 0x21 + 0x1f * N parses like any other.
         let mut grease = Vec::new();
         put_frame(&mut grease, 0x21 + 0x1f * 3, b"xyz");

@@ -57,6 +57,10 @@ impl FrameReader {
             self.buf.drain(..self.pos);
             self.pos = 0;
         }
+        if self.buf.capacity() == 0 {
+            // Room for a frame header and a small HEADERS block at once.
+            self.buf.reserve(64);
+        }
         let buf = &mut self.buf;
         // Straight from the stream's buffer into ours: no chunk allocated.
         let got = self
@@ -79,7 +83,10 @@ impl FrameReader {
                 self.consume(n);
                 return Ok(Some(v));
             }
-            if !self.fill(MAX_HEADER.saturating_sub(self.buffered().len())).await? {
+            if !self
+                .fill(MAX_HEADER.saturating_sub(self.buffered().len()))
+                .await?
+            {
                 return Ok(None);
             }
         }
@@ -93,7 +100,10 @@ impl FrameReader {
                 self.consume(n);
                 return Ok(Some(h));
             }
-            if !self.fill(MAX_HEADER.saturating_sub(self.buffered().len())).await? {
+            if !self
+                .fill(MAX_HEADER.saturating_sub(self.buffered().len()))
+                .await?
+            {
                 return match self.buffered().is_empty() {
                     true => Ok(None),
                     false => Err(Error::conn(

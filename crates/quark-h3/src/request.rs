@@ -80,9 +80,9 @@ impl RequestStream {
         if data.is_empty() {
             return Ok(());
         }
-        let mut head = Vec::with_capacity(16);
-        frame::put_header(&mut head, frame::DATA, data.len() as u64);
-        self.send.write_all(&head).await?;
+        let mut head = [0u8; 16];
+        let n = frame::write_header(&mut head, frame::DATA, data.len() as u64);
+        self.send.write_all(&head[..n]).await?;
         self.send.write_chunk(data).await?;
         Ok(())
     }
