@@ -10,6 +10,9 @@ use crate::reader::FrameReader;
 use crate::request::RequestStream;
 
 /// An HTTP/3 client on one QUIC connection (ALPN [`ALPN`](crate::ALPN)).
+/// Clones share the connection. Close it when done
+/// (`client.connection().close(H3_NO_ERROR, ..)`): the task reading the
+/// server's control stream keeps it open otherwise, until the idle timeout.
 #[derive(Clone)]
 pub struct Client {
     conn: Conn,

@@ -75,7 +75,10 @@ fn encoder_representations() {
     // name reference (index 12: 0x5c).
     let out = encode(&[(b"location", b"https://www.example.com")]);
     assert_eq!(out[2], 0x5c);
-    assert_eq!(&out[3..], hex("91 9d29 ad17 1863 c78f 0b97 c8e9 ae82 ae43 d3"));
+    assert_eq!(
+        &out[3..],
+        hex("91 9d29 ad17 1863 c78f 0b97 c8e9 ae82 ae43 d3")
+    );
 }
 
 #[test]
