@@ -37,7 +37,7 @@ impl Client {
             return Err(Error::GoingAway);
         }
         let mut block = Vec::new();
-        crate::message::encode_request(req, &mut block)?;
+        crate::message::encode_request(req, self.conn.peer_field_limit(), &mut block)?;
         let (send, recv) = self.conn.quic.open_bi().await?;
         let mut stream = RequestStream::new(self.conn.clone(), send, FrameReader::new(recv));
         stream.send_headers(&block).await?;

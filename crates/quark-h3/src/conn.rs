@@ -39,6 +39,8 @@ pub(crate) struct State {
     pub(crate) peer_settings: Option<Settings>,
     /// The ID in the peer's last GOAWAY.
     pub(crate) goaway: Option<u64>,
+    /// The ID in our last GOAWAY: requests on streams from it on are refused.
+    pub(crate) goaway_sent: Option<u64>,
     pub(crate) error: Option<Error>,
     control: bool,
     encoder: bool,
@@ -97,6 +99,12 @@ impl Conn {
         }
     }
 
+    /// The largest field section the peer accepts (once its SETTINGS came).
+    pub(crate) fn peer_field_limit(&self) -> Option<u64> {
+        let state = self.state.lock().unwrap();
+        state.peer_settings.and_then(|s| s.max_field_section_size)
+    }
+
     /// The error that ended the connection, if one did.
     pub(crate) fn error(&self) -> Option<Error> {
         self.state.lock().unwrap().error.clone()
@@ -104,7 +112,14 @@ impl Conn {
 
     /// Sends GOAWAY with `id` on our control stream.
     pub(crate) async fn goaway(&self, id: u64) -> Result<(), Error> {
+        {
+            // A later GOAWAY may not raise the ID (RFC 9114 §5.2).
+            let mut state = self.state.lock().unwrap();
+            let id = state.goaway_sent.map_or(id, |prev| prev.min(id));
+            state.goaway_sent = Some(id);
+        }
         let mut out = Vec::new();
+        let id = self.state.lock().unwrap().goaway_sent.unwrap_or(id);
         frame::put_goaway(&mut out, id);
         self.control.lock().await.write_all(&out).await?;
         Ok(())

@@ -61,6 +61,15 @@ pub enum Error {
     /// The peer sent GOAWAY: no new requests on this connection.
     #[error("the peer is going away")]
     GoingAway,
+    /// A message head larger than the peer accepts (its
+    /// SETTINGS_MAX_FIELD_SECTION_SIZE); nothing was sent.
+    #[error("field section of {size} bytes, the peer accepts {limit}")]
+    FieldSectionTooLarge {
+        /// Its size (names, values and 32 bytes per field).
+        size: u64,
+        /// The peer's limit.
+        limit: u64,
+    },
     /// The QUIC connection ended.
     #[error("connection lost: {0}")]
     ConnectionLost(ConnectionError),

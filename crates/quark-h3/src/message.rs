@@ -34,8 +34,25 @@ fn put_headers<'a>(
     Ok(())
 }
 
-/// The field section of a request.
-pub(crate) fn encode_request<B>(req: &Request<B>, out: &mut Vec<u8>) -> Result<(), Error> {
+/// Refuses a field section larger (RFC 9114 §4.2.2 size) than the peer's
+/// SETTINGS_MAX_FIELD_SECTION_SIZE: it would refuse it anyway.
+fn check_size(fields: &[(&[u8], &[u8])], limit: Option<u64>) -> Result<(), Error> {
+    let size: u64 = fields
+        .iter()
+        .map(|(n, v)| (n.len() + v.len()) as u64 + 32)
+        .sum();
+    match limit {
+        Some(limit) if size > limit => Err(Error::FieldSectionTooLarge { size, limit }),
+        _ => Ok(()),
+    }
+}
+
+/// The field section of a request; `limit` is the peer's largest.
+pub(crate) fn encode_request<B>(
+    req: &Request<B>,
+    limit: Option<u64>,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
     let uri = req.uri();
     let authority = uri.authority().map(|a| a.as_str().as_bytes());
     let mut fields: Vec<(&[u8], &[u8])> = vec![(b":method", req.method().as_str().as_bytes())];
@@ -54,18 +71,24 @@ pub(crate) fn encode_request<B>(req: &Request<B>, out: &mut Vec<u8>) -> Result<(
         fields.push((b":path", path));
     }
     put_headers(req.headers(), &mut fields)?;
+    check_size(&fields, limit)?;
     quark_qpack::encode_section(&fields, out);
     Ok(())
 }
 
-/// The field section of a response.
-pub(crate) fn encode_response<B>(resp: &Response<B>, out: &mut Vec<u8>) -> Result<(), Error> {
+/// The field section of a response; `limit` is the peer's largest.
+pub(crate) fn encode_response<B>(
+    resp: &Response<B>,
+    limit: Option<u64>,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
     let status = resp.status();
     if status == StatusCode::SWITCHING_PROTOCOLS {
         return Err(malformed("101 does not exist in HTTP/3"));
     }
     let mut fields: Vec<(&[u8], &[u8])> = vec![(b":status", status.as_str().as_bytes())];
     put_headers(resp.headers(), &mut fields)?;
+    check_size(&fields, limit)?;
     quark_qpack::encode_section(&fields, out);
     Ok(())
 }
@@ -223,7 +246,12 @@ mod tests {
             .body(())
             .unwrap();
         let mut block = Vec::new();
-        encode_request(&req, &mut block).unwrap();
+        encode_request(&req, None, &mut block).unwrap();
+        // Seven fields' names and values plus 32 bytes each: over 200 bytes.
+        match encode_request(&req, Some(200), &mut Vec::new()) {
+            Err(Error::FieldSectionTooLarge { size, limit: 200 }) => assert!(size > 200),
+            other => panic!("{other:?}"),
+        }
         let got = decode_request(&quark_qpack::decode_section(&block, 1 << 16).unwrap()).unwrap();
         assert_eq!(got.method(), req.method());
         assert_eq!(got.uri(), req.uri());

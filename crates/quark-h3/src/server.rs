@@ -74,7 +74,8 @@ impl Server {
     }
 
     /// Graceful shutdown: GOAWAY tells the client which requests will be
-    /// answered (those accepted so far); it may send no new ones.
+    /// answered (those accepted so far); it may send no new ones, and any that
+    /// arrive anyway are refused with H3_REQUEST_REJECTED.
     pub async fn shutdown(&self) -> Result<(), Error> {
         self.conn.goaway(self.next_id.load(Ordering::Relaxed)).await
     }
@@ -86,17 +87,34 @@ impl Server {
 }
 
 /// The next request stream on `conn`, its head unread.
+/// Requests on streams at or above our GOAWAY's ID are refused with
+/// H3_REQUEST_REJECTED (the client knows they were not processed).
 async fn next_stream(conn: &Conn, next_id: &AtomicU64) -> Result<Option<RequestStream>, Error> {
-    match conn.quic.accept_bi().await {
-        Ok((send, recv)) => {
-            next_id.fetch_max(send.id().0 + 4, Ordering::Relaxed);
-            let reader = FrameReader::new(recv);
-            Ok(Some(RequestStream::new(conn.clone(), send, reader)))
+    loop {
+        let (mut send, mut recv) = match conn.quic.accept_bi().await {
+            Ok(pair) => pair,
+            Err(_) => {
+                return match conn.error() {
+                    Some(e @ Error::Connection { .. }) => Err(e),
+                    _ => Ok(None),
+                };
+            }
+        };
+        let id = send.id().0;
+        if conn
+            .state
+            .lock()
+            .unwrap()
+            .goaway_sent
+            .is_some_and(|g| id >= g)
+        {
+            let _ = send.reset(H3_REQUEST_REJECTED);
+            let _ = recv.stop(H3_REQUEST_REJECTED);
+            continue;
         }
-        Err(_) => match conn.error() {
-            Some(e @ Error::Connection { .. }) => Err(e),
-            _ => Ok(None),
-        },
+        next_id.fetch_max(id + 4, Ordering::Relaxed);
+        let reader = FrameReader::new(recv);
+        return Ok(Some(RequestStream::new(conn.clone(), send, reader)));
     }
 }
 
@@ -133,7 +151,7 @@ impl RequestStream {
     /// [`send_data`](Self::send_data), and [`finish`](Self::finish)).
     pub async fn send_response<B>(&mut self, resp: &Response<B>) -> Result<(), Error> {
         let mut block = Vec::new();
-        crate::message::encode_response(resp, &mut block)?;
+        crate::message::encode_response(resp, self.conn.peer_field_limit(), &mut block)?;
         self.send_headers(&block).await
     }
 }

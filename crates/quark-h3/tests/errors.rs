@@ -226,19 +226,24 @@ async fn garbage_never_takes_the_server_down() {
 async fn after_goaway_a_client_sends_no_new_requests() {
     let (server, id) = quark_server();
     let addr = server.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        let conn = server.accept().await.unwrap();
-        let mut h3 = quark_h3::Server::new(conn).await.unwrap();
-        let (_req, mut stream) = h3.accept().await.unwrap().unwrap();
-        h3.shutdown().await.unwrap();
-        // The request accepted before GOAWAY is still answered.
-        stream
-            .send_response(&http::Response::new(()))
-            .await
-            .unwrap();
-        stream.finish().unwrap();
-        let _ = rx.await;
+        while let Some(conn) = server.accept().await {
+            tokio::spawn(async move {
+                let mut h3 = quark_h3::Server::new(conn).await.unwrap();
+                let (_req, mut stream) = h3.accept().await.unwrap().unwrap();
+                h3.shutdown().await.unwrap();
+                // The request accepted before GOAWAY is still answered.
+                stream
+                    .send_response(&http::Response::new(()))
+                    .await
+                    .unwrap();
+                stream.finish().unwrap();
+                // Later ones are refused as they come.
+                while let Ok(Some(_)) = h3.accept().await {
+                    panic!("a request after GOAWAY was accepted");
+                }
+            });
+        }
     });
     let client = quark_h3::Client::new(quark_connect(addr, &id).await)
         .await
@@ -257,5 +262,42 @@ async fn after_goaway_a_client_sends_no_new_requests() {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     assert!(refused, "the client kept sending requests after GOAWAY");
-    let _ = tx.send(());
+
+    // A client that ignores GOAWAY has its request rejected, unprocessed.
+    let raw = quark_connect(addr, &id).await;
+    let mut first = request(&raw, &headers(GET)).await;
+    assert!(!first.read_to_end(1 << 20).await.unwrap().is_empty());
+    let mut second = request(&raw, &headers(GET)).await;
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        second.read_to_end(1 << 20),
+    );
+    match answer.await {
+        Ok(Err(quark::ReadError::Reset(code))) => assert_eq!(code, H3_REQUEST_REJECTED),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_head_larger_than_the_peer_accepts_is_not_sent() {
+    let (server, id) = quark_server();
+    spawn_quark_h3_server(&server);
+    let conn = quark_connect(server.local_addr().unwrap(), &id).await;
+    let client = quark_h3::Client::new(conn).await.unwrap();
+    // One exchange first, so the server's SETTINGS have arrived.
+    let req = http::Request::get("https://localhost/bytes/1")
+        .body(())
+        .unwrap();
+    let mut s = client.send_request(&req).await.unwrap();
+    s.finish().unwrap();
+    s.recv_response().await.unwrap();
+    let big = http::Request::get("https://localhost/bytes/1")
+        .header("x-big", "a".repeat(70_000))
+        .body(())
+        .unwrap();
+    match client.send_request(&big).await {
+        Err(Error::FieldSectionTooLarge { limit, .. }) => assert_eq!(limit, 64 * 1024),
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a head over the server's limit was sent"),
+    }
 }
