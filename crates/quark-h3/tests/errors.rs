@@ -239,7 +239,7 @@ async fn after_goaway_a_client_sends_no_new_requests() {
                     .unwrap();
                 stream.finish().unwrap();
                 // Later ones are refused as they come.
-                while let Ok(Some(_)) = h3.accept().await {
+                if let Ok(Some(_)) = h3.accept().await {
                     panic!("a request after GOAWAY was accepted");
                 }
             });
