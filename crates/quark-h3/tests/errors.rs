@@ -215,10 +215,7 @@ async fn garbage_never_takes_the_server_down() {
     let mut s = client.send_request(&req).await.unwrap();
     s.finish().unwrap();
     assert_eq!(s.recv_response().await.unwrap().status(), 200);
-    let mut body = Vec::new();
-    while let Some(chunk) = s.recv_data().await.unwrap() {
-        body.extend_from_slice(&chunk);
-    }
+    let body = body_of(&mut s).await;
     assert_eq!(sha(&body), sha(&data(1000, 1000)));
 }
 

@@ -101,18 +101,7 @@ async fn quark_client_against_h3_quinn_server() {
     let conn = quark_connect(addr, &id).await;
     let client = quark_h3::Client::new(conn).await.unwrap();
     for n in [0usize, 1, 5_000, 2_000_000] {
-        let req = Request::get(format!("https://localhost/bytes/{n}"))
-            .body(())
-            .unwrap();
-        let mut s = client.send_request(&req).await.unwrap();
-        s.finish().unwrap();
-        let resp = s.recv_response().await.unwrap();
-        assert_eq!(resp.status(), 200);
-        let mut body = Vec::new();
-        while let Some(chunk) = s.recv_data().await.unwrap() {
-            body.extend_from_slice(&chunk);
-        }
-        assert_eq!(sha(&body), sha(&data(n, n as u32)), "GET /bytes/{n}");
+        get_bytes(&client, n).await;
     }
 
     let body = data(300_000, 5);
@@ -121,10 +110,7 @@ async fn quark_client_against_h3_quinn_server() {
     s.send_data(body.clone()).await.unwrap();
     s.finish().unwrap();
     assert_eq!(s.recv_response().await.unwrap().status(), 200);
-    let mut got = Vec::new();
-    while let Some(chunk) = s.recv_data().await.unwrap() {
-        got.extend_from_slice(&chunk);
-    }
+    let got = body_of(&mut s).await;
     assert_eq!(sha(&got), sha(&body));
     assert_eq!(
         s.trailers().expect("trailers")["x-sha256"],

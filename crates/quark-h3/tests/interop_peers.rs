@@ -349,19 +349,7 @@ async fn quark_client_exchanges(addr: SocketAddr, id: &Identity) {
     let conn = quark_connect(addr, id).await;
     let client = quark_h3::Client::new(conn).await.unwrap();
     for n in SIZES {
-        let req = Request::get(format!("https://localhost/bytes/{n}"))
-            .body(())
-            .unwrap();
-        let mut s = client.send_request(&req).await.unwrap();
-        s.finish().unwrap();
-        let resp = s.recv_response().await.unwrap();
-        assert_eq!(resp.status(), 200, "GET /bytes/{n}");
-        assert_eq!(resp.headers()["content-length"], n.to_string().as_str());
-        let mut body = Vec::new();
-        while let Some(chunk) = s.recv_data().await.unwrap() {
-            body.extend_from_slice(&chunk);
-        }
-        assert_eq!(sha(&body), sha(&data(n, n as u32)), "GET /bytes/{n}");
+        get_bytes(&client, n).await;
     }
 
     let body = data(ECHO_LEN, ECHO_SEED);
@@ -373,10 +361,7 @@ async fn quark_client_exchanges(addr: SocketAddr, id: &Identity) {
     s.send_data(body.clone()).await.unwrap();
     s.finish().unwrap();
     assert_eq!(s.recv_response().await.unwrap().status(), 200, "POST /echo");
-    let mut got = Vec::new();
-    while let Some(chunk) = s.recv_data().await.unwrap() {
-        got.extend_from_slice(&chunk);
-    }
+    let got = body_of(&mut s).await;
     assert_eq!(sha(&got), sha(&body), "POST /echo");
     let trailers = s.trailers().expect("POST /echo: no trailers");
     assert_eq!(trailers["x-sha256"], sha(&body).as_str());

@@ -6,22 +6,6 @@ mod common;
 use common::*;
 use http::Request;
 
-async fn get(client: &quark_h3::Client, n: usize) {
-    let req = Request::get(format!("https://localhost/bytes/{n}"))
-        .body(())
-        .unwrap();
-    let mut s = client.send_request(&req).await.unwrap();
-    s.finish().unwrap();
-    let resp = s.recv_response().await.unwrap();
-    assert_eq!(resp.status(), 200);
-    assert_eq!(resp.headers()["content-length"], n.to_string().as_str());
-    let mut body = Vec::new();
-    while let Some(chunk) = s.recv_data().await.unwrap() {
-        body.extend_from_slice(&chunk);
-    }
-    assert_eq!(sha(&body), sha(&data(n, n as u32)), "GET /bytes/{n}");
-}
-
 #[tokio::test]
 async fn requests_and_responses_arrive_whole() {
     let (server, id) = quark_server();
@@ -30,7 +14,7 @@ async fn requests_and_responses_arrive_whole() {
     let client = quark_h3::Client::new(conn).await.unwrap();
 
     for n in [0, 1, 1200, 100_000, 3_000_000] {
-        get(&client, n).await;
+        get_bytes(&client, n).await;
     }
 
     // A body sent in pieces comes back whole, with its digest as a trailer.
@@ -42,10 +26,7 @@ async fn requests_and_responses_arrive_whole() {
     }
     s.finish().unwrap();
     assert_eq!(s.recv_response().await.unwrap().status(), 200);
-    let mut got = Vec::new();
-    while let Some(chunk) = s.recv_data().await.unwrap() {
-        got.extend_from_slice(&chunk);
-    }
+    let got = body_of(&mut s).await;
     assert_eq!(sha(&got), sha(&body));
     assert_eq!(s.trailers().unwrap()["x-sha256"], sha(&body).as_str());
 
@@ -53,7 +34,7 @@ async fn requests_and_responses_arrive_whole() {
     let mut set = tokio::task::JoinSet::new();
     for i in 0..64 {
         let client = client.clone();
-        set.spawn(async move { get(&client, 10_000 + i).await });
+        set.spawn(async move { get_bytes(&client, 10_000 + i).await });
     }
     while let Some(r) = set.join_next().await {
         r.unwrap();

@@ -39,6 +39,30 @@ pub(crate) fn sha(b: &[u8]) -> String {
         .collect()
 }
 
+/// The rest of a response's body, read to its end.
+pub(crate) async fn body_of(s: &mut quark_h3::RequestStream) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Some(chunk) = s.recv_data().await.unwrap() {
+        body.extend_from_slice(&chunk);
+    }
+    body
+}
+
+/// `GET /bytes/<n>` on `client`: status 200, content-length `n`, and the body
+/// checked by SHA-256.
+pub(crate) async fn get_bytes(client: &quark_h3::Client, n: usize) {
+    let req = Request::get(format!("https://localhost/bytes/{n}"))
+        .body(())
+        .unwrap();
+    let mut s = client.send_request(&req).await.unwrap();
+    s.finish().unwrap();
+    let resp = s.recv_response().await.unwrap();
+    assert_eq!(resp.status(), 200, "GET /bytes/{n}");
+    assert_eq!(resp.headers()["content-length"], n.to_string().as_str());
+    let body = body_of(&mut s).await;
+    assert_eq!(sha(&body), sha(&data(n, n as u32)), "GET /bytes/{n}");
+}
+
 /// A quark server endpoint on loopback and its identity.
 pub(crate) fn quark_server() -> (Endpoint, Identity) {
     let id = Identity::self_signed(&["localhost"]).unwrap();

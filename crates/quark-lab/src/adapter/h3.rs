@@ -3,16 +3,11 @@
 //! request per bidirectional stream, the body sent as shared chunks. The
 //! server reads each request's head in the connection's own task.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use anyhow::{Context, bail};
-use tokio::task::JoinHandle;
+use anyhow::bail;
 
-use super::quic::{
-    QuicServer, breakdown, busy_poll, counters_wanted, quark_client_config, server_config,
-};
+use super::quic::{QuarkEndpoints, breakdown, quark_client_config, serve_quark, server_config};
 use super::tls::SERVER_NAME;
 use super::{
     Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
@@ -122,81 +117,39 @@ impl Adapter for H3 {
     }
 
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
-        let busy_poll = busy_poll();
         Box::pin(async move {
-            quark::counters::set_enabled(counters_wanted());
             let config = server_config(&cfg, quark_h3::ALPN, H3_UNI_STREAMS.into())?;
-            let stats = cfg.stats;
-            if let Some(n) = cfg.workers {
-                let group = quark::Endpoint::server_multi(config, cfg.listen, n)
-                    .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
-                group.set_busy_poll(busy_poll);
-                group.serve(move |conn| serve_connection(conn, stats.clone()));
-                return Ok(Box::new(QuicServer::Group(group)) as Box<dyn Server>);
-            }
-            let endpoint = quark::Endpoint::server(config, cfg.listen)
-                .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
-            endpoint.set_busy_poll(busy_poll);
-            let ep = endpoint.clone();
-            let task: JoinHandle<()> = tokio::spawn(async move {
-                while let Some(conn) = ep.accept().await {
-                    tokio::spawn(serve_connection(conn, stats.clone()));
-                }
-            });
-            Ok(Box::new(QuicServer::Single { endpoint, task }) as Box<dyn Server>)
+            serve_quark(cfg, config, serve_connection)
         })
     }
 
     fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
-        let busy_poll = busy_poll();
         Box::pin(async move {
-            quark::counters::set_enabled(counters_wanted());
-            let bind = super::client_bind(cfg.server);
-            let endpoints = (0..cfg.sockets.max(1))
-                .map(|_| quark::Endpoint::client(bind))
-                .collect::<std::io::Result<Vec<_>>>()?;
-            for e in &endpoints {
-                e.set_busy_poll(busy_poll);
-            }
-            let config =
-                quark_client_config(&cfg.cert, cfg.cipher, quark_h3::ALPN, H3_UNI_STREAMS.into())?;
-            Ok(Arc::new(H3Client {
-                endpoints,
-                next: AtomicUsize::new(0),
-                config,
-                server: cfg.server,
-            }) as Arc<dyn Client>)
+            let alpn = quark_h3::ALPN;
+            let config = quark_client_config(&cfg.cert, cfg.cipher, alpn, H3_UNI_STREAMS.into())?;
+            let base = format!("https://{SERVER_NAME}:{}", cfg.server.port());
+            let endpoints = QuarkEndpoints::new(&cfg, config)?;
+            Ok(Arc::new(H3Client { endpoints, base }) as Arc<dyn Client>)
         })
     }
 }
 
 struct H3Client {
-    endpoints: Vec<quark::Endpoint>,
-    next: AtomicUsize,
-    config: quark::ClientConfig,
-    server: SocketAddr,
+    endpoints: QuarkEndpoints,
+    base: String,
 }
 
 impl Client for H3Client {
     fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
         Box::pin(async move {
-            let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
-            let conn = self.endpoints[i]
-                .connect(self.config.clone(), self.server, SERVER_NAME)?
-                .await
-                .context("QUIC handshake")?;
-            let base = format!("https://{SERVER_NAME}:{}", self.server.port());
-            let client = quark_h3::Client::new(conn).await?;
+            let client = quark_h3::Client::new(self.endpoints.connect().await?).await?;
+            let base = self.base.clone();
             Ok(Arc::new(H3Conn { client, base }) as Arc<dyn Connection>)
         })
     }
 
     fn wait_idle(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            for e in &self.endpoints {
-                e.wait_idle().await;
-            }
-        })
+        Box::pin(self.endpoints.wait_idle())
     }
 
     fn cpu_counters(&self) -> Option<CpuCounters> {

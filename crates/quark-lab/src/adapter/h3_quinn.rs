@@ -3,16 +3,15 @@
 //! requests are served concurrently inside the connection's task, as every
 //! other QUIC adapter does (`h3`'s accept is safe to restart).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use bytes::{Buf, Bytes};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
 use super::h3::{H3_UNI_STREAMS, http_request, response_len};
-use super::quinn::{QuinnServer, quinn_client_config, server_config};
+use super::quinn::{QuinnEndpoint, quinn_client_config, serve_quinn, server_config};
 use super::tls::SERVER_NAME;
 use super::{
     Adapter, BoxFuture, Client, ClientConfig, Connection, Request, ServeConfig, Server, ServerStats,
@@ -27,6 +26,16 @@ type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
 #[derive(Debug)]
 pub struct H3Quinn;
 
+/// Checks a received piece (an `h3` buffer of one or more slices) against the pattern.
+fn verify(v: &mut Verifier, mut chunk: impl Buf) -> Result<(), crate::wire::WireError> {
+    while chunk.has_remaining() {
+        let n = chunk.chunk().len();
+        v.update(chunk.chunk())?;
+        chunk.advance(n);
+    }
+    Ok(())
+}
+
 async fn serve_request(resolver: Resolver, stats: &ServerStats) -> anyhow::Result<()> {
     let guard = stats.request();
     let (req, mut stream): (_, ServerStream) = resolver.resolve_request().await?;
@@ -38,13 +47,8 @@ async fn serve_request(resolver: Resolver, stats: &ServerStats) -> anyhow::Resul
         bail!("no such route: {}", req.uri().path());
     };
     let mut v = Verifier::new(MAX_LEN);
-    while let Some(mut chunk) = stream.recv_data().await? {
-        while chunk.has_remaining() {
-            let piece = chunk.chunk();
-            v.update(piece)?;
-            let len = piece.len();
-            chunk.advance(len);
-        }
+    while let Some(chunk) = stream.recv_data().await? {
+        verify(&mut v, chunk)?;
     }
     let resp = http::Response::builder()
         .header("content-length", n)
@@ -101,52 +105,35 @@ impl Adapter for H3Quinn {
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
         Box::pin(async move {
             let config = server_config(&cfg, b"h3", H3_UNI_STREAMS)?;
-            let endpoint = quinn::Endpoint::server(config, cfg.listen)
-                .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
-            let ep = endpoint.clone();
-            let stats = cfg.stats;
-            let task = tokio::spawn(async move {
-                while let Some(incoming) = ep.accept().await {
-                    tokio::spawn(serve_connection(incoming, stats.clone()));
-                }
-            });
-            Ok(Box::new(QuinnServer { endpoint, task }) as Box<dyn Server>)
+            serve_quinn(cfg, config, serve_connection)
         })
     }
 
     fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
         Box::pin(async move {
-            let bind = super::client_bind(cfg.server);
-            let mut endpoint = quinn::Endpoint::client(bind)?;
             let config = quinn_client_config(&cfg.cert, cfg.cipher, b"h3", H3_UNI_STREAMS)?;
-            endpoint.set_default_client_config(config);
-            Ok(Arc::new(H3QuinnClient {
-                endpoint,
-                server: cfg.server,
-            }) as Arc<dyn Client>)
+            let base = format!("https://{SERVER_NAME}:{}", cfg.server.port());
+            let endpoint = QuinnEndpoint::new(&cfg, config)?;
+            Ok(Arc::new(H3QuinnClient { endpoint, base }) as Arc<dyn Client>)
         })
     }
 }
 
 struct H3QuinnClient {
-    endpoint: quinn::Endpoint,
-    server: SocketAddr,
+    endpoint: QuinnEndpoint,
+    base: String,
 }
 
 impl Client for H3QuinnClient {
     fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
         Box::pin(async move {
-            let conn = self
-                .endpoint
-                .connect(self.server, SERVER_NAME)?
-                .await
-                .context("QUIC handshake")?;
+            let conn = self.endpoint.connect().await?;
             let quic = conn.clone();
             let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn)).await?;
             let driver = tokio::spawn(async move {
                 let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
             });
-            let base = format!("https://{SERVER_NAME}:{}", self.server.port());
+            let base = self.base.clone();
             Ok(Arc::new(H3QuinnConn {
                 send,
                 quic,
@@ -186,13 +173,8 @@ impl Connection for H3QuinnConn {
                 bail!("server answered {}", resp.status());
             }
             let mut v = Verifier::new(req.response_len);
-            while let Some(mut chunk) = stream.recv_data().await? {
-                while chunk.has_remaining() {
-                    let piece = chunk.chunk();
-                    v.update(piece)?;
-                    let len = piece.len();
-                    chunk.advance(len);
-                }
+            while let Some(chunk) = stream.recv_data().await? {
+                verify(&mut v, chunk)?;
             }
             v.finish()?;
             Ok(())

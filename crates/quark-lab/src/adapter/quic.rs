@@ -183,55 +183,99 @@ impl Adapter for Quic {
     }
 
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
-        let busy_poll = busy_poll();
         Box::pin(async move {
-            quark::counters::set_enabled(counters_wanted());
-            if let Some(n) = cfg.workers {
-                let group =
-                    quark::Endpoint::server_multi(server_config(&cfg, ALPN, 0)?, cfg.listen, n)
-                        .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
-                group.set_busy_poll(busy_poll);
-                let stats = cfg.stats;
-                group.serve(move |conn| serve_connection(conn, stats.clone()));
-                return Ok(Box::new(QuicServer::Group(group)) as Box<dyn Server>);
-            }
-            let endpoint = quark::Endpoint::server(server_config(&cfg, ALPN, 0)?, cfg.listen)
-                .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
-            endpoint.set_busy_poll(busy_poll);
-            let ep = endpoint.clone();
-            let stats = cfg.stats;
-            let task = tokio::spawn(async move {
-                while let Some(conn) = ep.accept().await {
-                    tokio::spawn(serve_connection(conn, stats.clone()));
-                }
-            });
-            Ok(Box::new(QuicServer::Single { endpoint, task }) as Box<dyn Server>)
+            let config = server_config(&cfg, ALPN, 0)?;
+            serve_quark(cfg, config, serve_connection)
         })
     }
 
     fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
-        let busy_poll = busy_poll();
         Box::pin(async move {
-            let bind = super::client_bind(cfg.server);
-            quark::counters::set_enabled(counters_wanted());
-            let xdp = quark_udp::xdp_from_env()?;
-            let endpoints = match xdp {
-                Some(xdp) if cfg.sockets > 1 => xdp_clients(bind, &xdp, cfg.sockets)?,
-                _ => (0..cfg.sockets.max(1))
-                    .map(|_| quark::Endpoint::client(bind))
-                    .collect::<std::io::Result<Vec<_>>>()?,
-            };
-            for e in &endpoints {
-                e.set_busy_poll(busy_poll);
-            }
             let config = quark_client_config(&cfg.cert, cfg.cipher, ALPN, 0)?;
-            Ok(Arc::new(QuicClient {
-                endpoints,
-                next: AtomicUsize::new(0),
-                config,
-                server: cfg.server,
-            }) as Arc<dyn Client>)
+            let endpoints = QuarkEndpoints::new(&cfg, config)?;
+            Ok(Arc::new(QuicClient(endpoints)) as Arc<dyn Client>)
         })
+    }
+}
+
+/// Serves `cfg.listen` with quark and `config`: worker threads when
+/// [`ServeConfig::workers`] asks (every connection on the thread that owns
+/// it), else one endpoint on this runtime; `serve` runs each connection.
+pub(crate) fn serve_quark<F, Fut>(
+    cfg: ServeConfig,
+    config: quark::ServerConfig,
+    serve: F,
+) -> anyhow::Result<Box<dyn Server>>
+where
+    F: Fn(quark::Connection, Arc<ServerStats>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    quark::counters::set_enabled(counters_wanted());
+    let stats = cfg.stats;
+    if let Some(n) = cfg.workers {
+        let group = quark::Endpoint::server_multi(config, cfg.listen, n)
+            .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+        group.set_busy_poll(busy_poll());
+        group.serve(move |conn| serve(conn, stats.clone()));
+        return Ok(Box::new(QuicServer::Group(group)));
+    }
+    let endpoint = quark::Endpoint::server(config, cfg.listen)
+        .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+    endpoint.set_busy_poll(busy_poll());
+    let ep = endpoint.clone();
+    let task = tokio::spawn(async move {
+        while let Some(conn) = ep.accept().await {
+            tokio::spawn(serve(conn, stats.clone()));
+        }
+    });
+    Ok(Box::new(QuicServer::Single { endpoint, task }))
+}
+
+/// A client's quark endpoints ([`ClientConfig::sockets`] of them, over AF_XDP
+/// when `QUARK_XDP` asks) and what it connects with.
+pub(crate) struct QuarkEndpoints {
+    /// Connections take these in turn.
+    endpoints: Vec<quark::Endpoint>,
+    next: AtomicUsize,
+    config: quark::ClientConfig,
+    server: SocketAddr,
+}
+
+impl QuarkEndpoints {
+    pub(crate) fn new(cfg: &ClientConfig, config: quark::ClientConfig) -> anyhow::Result<Self> {
+        let bind = super::client_bind(cfg.server);
+        quark::counters::set_enabled(counters_wanted());
+        let endpoints = match quark_udp::xdp_from_env()? {
+            Some(xdp) if cfg.sockets > 1 => xdp_clients(bind, &xdp, cfg.sockets)?,
+            _ => (0..cfg.sockets.max(1))
+                .map(|_| quark::Endpoint::client(bind))
+                .collect::<std::io::Result<Vec<_>>>()?,
+        };
+        for e in &endpoints {
+            e.set_busy_poll(busy_poll());
+        }
+        Ok(QuarkEndpoints {
+            endpoints,
+            next: AtomicUsize::new(0),
+            config,
+            server: cfg.server,
+        })
+    }
+
+    /// A new connection from the next endpoint in turn.
+    pub(crate) async fn connect(&self) -> anyhow::Result<quark::Connection> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
+        let conn = self.endpoints[i]
+            .connect(self.config.clone(), self.server, SERVER_NAME)?
+            .await
+            .context("QUIC handshake")?;
+        Ok(conn)
+    }
+
+    pub(crate) async fn wait_idle(&self) {
+        for e in &self.endpoints {
+            e.wait_idle().await;
+        }
     }
 }
 
@@ -259,32 +303,17 @@ fn xdp_clients(
     Ok(endpoints)
 }
 
-struct QuicClient {
-    /// Connections take these in turn.
-    endpoints: Vec<quark::Endpoint>,
-    next: AtomicUsize,
-    config: quark::ClientConfig,
-    server: SocketAddr,
-}
+struct QuicClient(QuarkEndpoints);
 
 impl Client for QuicClient {
     fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
-        Box::pin(async move {
-            let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
-            let conn = self.endpoints[i]
-                .connect(self.config.clone(), self.server, SERVER_NAME)?
-                .await
-                .context("QUIC handshake")?;
-            Ok(Arc::new(QuicConn(conn)) as Arc<dyn Connection>)
-        })
+        Box::pin(
+            async move { Ok(Arc::new(QuicConn(self.0.connect().await?)) as Arc<dyn Connection>) },
+        )
     }
 
     fn wait_idle(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            for e in &self.endpoints {
-                e.wait_idle().await;
-            }
-        })
+        Box::pin(self.0.wait_idle())
     }
 
     fn cpu_counters(&self) -> Option<CpuCounters> {

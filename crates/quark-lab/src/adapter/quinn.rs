@@ -70,9 +70,9 @@ pub(crate) fn quinn_client_config(
     Ok(cc)
 }
 
-pub(crate) struct QuinnServer {
-    pub(crate) endpoint: quinn::Endpoint,
-    pub(crate) task: JoinHandle<()>,
+struct QuinnServer {
+    endpoint: quinn::Endpoint,
+    task: JoinHandle<()>,
 }
 
 impl Server for QuinnServer {
@@ -151,52 +151,78 @@ impl Adapter for Quinn {
 
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
         Box::pin(async move {
-            let endpoint = quinn::Endpoint::server(server_config(&cfg, ALPN, 0)?, cfg.listen)
-                .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
-            let ep = endpoint.clone();
-            let stats = cfg.stats;
-            let task = tokio::spawn(async move {
-                while let Some(incoming) = ep.accept().await {
-                    tokio::spawn(serve_connection(incoming, stats.clone()));
-                }
-            });
-            Ok(Box::new(QuinnServer { endpoint, task }) as Box<dyn Server>)
+            let config = server_config(&cfg, ALPN, 0)?;
+            serve_quinn(cfg, config, serve_connection)
         })
     }
 
     fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
         Box::pin(async move {
-            let bind = super::client_bind(cfg.server);
-            let mut endpoint = quinn::Endpoint::client(bind)?;
-            endpoint
-                .set_default_client_config(quinn_client_config(&cfg.cert, cfg.cipher, ALPN, 0)?);
-            Ok(Arc::new(QuinnClient {
-                endpoint,
-                server: cfg.server,
-            }) as Arc<dyn Client>)
+            let config = quinn_client_config(&cfg.cert, cfg.cipher, ALPN, 0)?;
+            Ok(Arc::new(QuinnClient(QuinnEndpoint::new(&cfg, config)?)) as Arc<dyn Client>)
         })
     }
 }
 
-struct QuinnClient {
+/// Serves `cfg.listen` with quinn and `config`; `serve` runs each connection.
+pub(crate) fn serve_quinn<F, Fut>(
+    cfg: ServeConfig,
+    config: quinn::ServerConfig,
+    serve: F,
+) -> anyhow::Result<Box<dyn Server>>
+where
+    F: Fn(quinn::Incoming, Arc<ServerStats>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let endpoint = quinn::Endpoint::server(config, cfg.listen)
+        .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+    let ep = endpoint.clone();
+    let stats = cfg.stats;
+    let task = tokio::spawn(async move {
+        while let Some(incoming) = ep.accept().await {
+            tokio::spawn(serve(incoming, stats.clone()));
+        }
+    });
+    Ok(Box::new(QuinnServer { endpoint, task }))
+}
+
+/// A client's quinn endpoint and the server it connects to.
+pub(crate) struct QuinnEndpoint {
     endpoint: quinn::Endpoint,
     server: SocketAddr,
 }
 
-impl Client for QuinnClient {
-    fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
-        Box::pin(async move {
-            let conn = self
-                .endpoint
-                .connect(self.server, SERVER_NAME)?
-                .await
-                .context("QUIC handshake")?;
-            Ok(Arc::new(QuinnConn(conn)) as Arc<dyn Connection>)
+impl QuinnEndpoint {
+    pub(crate) fn new(cfg: &ClientConfig, config: quinn::ClientConfig) -> anyhow::Result<Self> {
+        let mut endpoint = quinn::Endpoint::client(super::client_bind(cfg.server))?;
+        endpoint.set_default_client_config(config);
+        Ok(QuinnEndpoint {
+            endpoint,
+            server: cfg.server,
         })
     }
 
+    pub(crate) async fn connect(&self) -> anyhow::Result<quinn::Connection> {
+        let connecting = self.endpoint.connect(self.server, SERVER_NAME)?;
+        connecting.await.context("QUIC handshake")
+    }
+
+    pub(crate) async fn wait_idle(&self) {
+        self.endpoint.wait_idle().await
+    }
+}
+
+struct QuinnClient(QuinnEndpoint);
+
+impl Client for QuinnClient {
+    fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
+        Box::pin(
+            async move { Ok(Arc::new(QuinnConn(self.0.connect().await?)) as Arc<dyn Connection>) },
+        )
+    }
+
     fn wait_idle(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.endpoint.wait_idle())
+        Box::pin(self.0.wait_idle())
     }
 }
 
