@@ -52,6 +52,11 @@ pub(crate) fn protocol(h3: bool) -> (&'static [u8], &'static str) {
     }
 }
 
+/// The code connections close with at shutdown: H3_NO_ERROR for HTTP/3.
+fn close_code(h3: bool) -> u64 {
+    if h3 { quark_h3::error::H3_NO_ERROR } else { 0 }
+}
+
 /// Serves one connection's requests from files under `root`.
 async fn serve_connection(conn: quark::Connection, root: PathBuf, h3: bool) {
     if h3 {
@@ -103,7 +108,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 tokio::spawn(serve_connection(conn, root.clone(), args.h3));
             }
             _ = tokio::signal::ctrl_c() => {
-                endpoint.close(0, b"server shutting down");
+                endpoint.close(close_code(args.h3), b"server shutting down");
                 break;
             }
         }
@@ -136,7 +141,7 @@ async fn serve_workers(
     let _ = tokio::signal::ctrl_c().await;
     let _ = tokio::time::timeout(
         std::time::Duration::from_secs(2),
-        group.shutdown(0, b"server shutting down"),
+        group.shutdown(close_code(h3), b"server shutting down"),
     )
     .await;
     Ok(())

@@ -40,6 +40,7 @@ impl Client {
         crate::message::encode_request(req, self.conn.peer_field_limit(), &mut block)?;
         let (send, recv) = self.conn.quic.open_bi().await?;
         let mut stream = RequestStream::new(self.conn.clone(), send, FrameReader::new(recv));
+        stream.head_request = req.method() == http::Method::HEAD;
         stream.send_headers(&block).await?;
         Ok(stream)
     }
@@ -68,7 +69,10 @@ impl RequestStream {
             if resp.status().is_informational() {
                 continue;
             }
-            self.start_body(resp.headers())?;
+            // No body after HEAD, 204 or 304, whatever content-length says.
+            let status = resp.status();
+            let no_body = self.head_request || status == 204 || status == 304;
+            self.start_body(resp.headers(), no_body)?;
             return Ok(resp);
         }
     }

@@ -41,6 +41,11 @@ pub(crate) struct State {
     pub(crate) goaway: Option<u64>,
     /// The ID in our last GOAWAY: requests on streams from it on are refused.
     pub(crate) goaway_sent: Option<u64>,
+    /// The next client request stream ID after those admitted (a server's GOAWAY ID).
+    next_request: u64,
+    /// The largest push ID a client allowed (we never push; kept to check
+    /// that it never shrinks).
+    max_push_id: Option<u64>,
     pub(crate) error: Option<Error>,
     control: bool,
     encoder: bool,
@@ -56,7 +61,7 @@ pub(crate) struct Inner {
     pub(crate) quic: Connection,
     pub(crate) state: Mutex<State>,
     control: tokio::sync::Mutex<SendStream>,
-    side: Side,
+    pub(crate) side: Side,
 }
 
 impl std::ops::Deref for Conn {
@@ -110,18 +115,34 @@ impl Conn {
         self.state.lock().unwrap().error.clone()
     }
 
-    /// Sends GOAWAY with `id` on our control stream.
-    pub(crate) async fn goaway(&self, id: u64) -> Result<(), Error> {
-        {
-            // A later GOAWAY may not raise the ID (RFC 9114 §5.2).
-            let mut state = self.state.lock().unwrap();
-            let id = state.goaway_sent.map_or(id, |prev| prev.min(id));
-            state.goaway_sent = Some(id);
+    /// Whether a server takes the request on stream `id`: not at or above
+    /// the ID of a GOAWAY it sent. Checked and recorded under one lock, so a
+    /// concurrent GOAWAY names either this stream or the next.
+    pub(crate) fn admit(&self, id: u64) -> bool {
+        let mut state = self.state.lock().unwrap();
+        if state.goaway_sent.is_some_and(|g| id >= g) {
+            return false;
         }
+        state.next_request = state.next_request.max(id + 4);
+        true
+    }
+
+    /// A server's GOAWAY: requests admitted so far will be answered. Sent
+    /// under the control stream's lock, so GOAWAYs go out with never-rising
+    /// IDs (RFC 9114 §5.2).
+    pub(crate) async fn goaway(&self) -> Result<(), Error> {
+        let mut control = self.control.lock().await;
+        let id = {
+            let mut state = self.state.lock().unwrap();
+            let id = state
+                .goaway_sent
+                .map_or(state.next_request, |prev| prev.min(state.next_request));
+            state.goaway_sent = Some(id);
+            id
+        };
         let mut out = Vec::new();
-        let id = self.state.lock().unwrap().goaway_sent.unwrap_or(id);
         frame::put_goaway(&mut out, id);
-        self.control.lock().await.write_all(&out).await?;
+        control.write_all(&out).await?;
         Ok(())
     }
 
@@ -210,9 +231,22 @@ impl Conn {
                         "MAX_PUSH_ID from a server",
                     ));
                 }
-                // No push is ever promised: these say nothing to us.
-                frame::MAX_PUSH_ID | frame::CANCEL_PUSH => {
-                    control_payload(r, h).await?;
+                frame::MAX_PUSH_ID => {
+                    let payload = control_payload(r, h).await?;
+                    let id = frame::parse_goaway(&payload)
+                        .ok_or(Error::conn(H3_FRAME_ERROR, "a bad MAX_PUSH_ID"))?;
+                    let mut state = self.state.lock().unwrap();
+                    if state.max_push_id.is_some_and(|prev| id < prev) {
+                        return Err(Error::conn(H3_ID_ERROR, "MAX_PUSH_ID went down"));
+                    }
+                    state.max_push_id = Some(id);
+                }
+                // We never promise a push nor allow one: no push ID is valid.
+                frame::CANCEL_PUSH => {
+                    return Err(Error::conn(
+                        H3_ID_ERROR,
+                        "CANCEL_PUSH for a push that never was",
+                    ));
                 }
                 frame::SETTINGS | frame::DATA | frame::HEADERS | frame::PUSH_PROMISE => {
                     return Err(Error::conn(

@@ -44,7 +44,8 @@ pub enum Error {
         /// Why.
         reason: &'static str,
     },
-    /// We abandoned this request stream with this error code.
+    /// A request stream failed with this error code: received, it was reset
+    /// (or stopped) with it; before sending, nothing went out.
     #[error("HTTP/3 stream error {code:#x}: {reason}")]
     Stream {
         /// The error code sent in RESET_STREAM / STOP_SENDING.
@@ -70,6 +71,9 @@ pub enum Error {
         /// The peer's limit.
         limit: u64,
     },
+    /// The API was used out of order (e.g. a body read before its head).
+    #[error("misuse: {0}")]
+    Usage(&'static str),
     /// The QUIC connection ended.
     #[error("connection lost: {0}")]
     ConnectionLost(ConnectionError),

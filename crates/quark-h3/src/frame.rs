@@ -64,7 +64,7 @@ pub fn put_frame(out: &mut Vec<u8>, ty: u64, payload: &[u8]) {
     out.extend_from_slice(payload);
 }
 
-/// The payload of a GOAWAY frame: one stream (or push) ID.
+/// The payload of a GOAWAY (or MAX_PUSH_ID) frame: one variable-length integer.
 pub fn parse_goaway(payload: &[u8]) -> Option<u64> {
     let mut r = Reader::new(payload);
     let id = r.varint().ok()?;

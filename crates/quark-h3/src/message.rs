@@ -93,6 +93,19 @@ pub(crate) fn encode_response<B>(
     Ok(())
 }
 
+/// The field section of trailers: regular fields only, the rules of a head's.
+pub(crate) fn encode_trailers(
+    trailers: &HeaderMap,
+    limit: Option<u64>,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let mut fields = Vec::with_capacity(trailers.len());
+    put_headers(trailers, &mut fields)?;
+    check_size(&fields, limit)?;
+    quark_qpack::encode_section(&fields, out);
+    Ok(())
+}
+
 /// Regular fields (those after the pseudo-header fields, or trailers) into a
 /// header map, by the same rules.
 pub(crate) fn headers(fields: &[Field]) -> Result<HeaderMap, Error> {
@@ -152,18 +165,26 @@ pub(crate) fn decode_request(fields: &[Field]) -> Result<Request<()>, Error> {
         if path.is_empty() {
             return Err(malformed("an empty :path"));
         }
-        // http and https need an authority: :authority, else a Host field.
-        let host = fields[n..].iter().find(|f| f.name == b"host");
-        let authority = authority.or(host.map(|f| &f.value[..]));
-        let mut b = Uri::builder().scheme(scheme).path_and_query(path);
-        match authority {
-            Some(a) => b = b.authority(a),
-            None if matches!(scheme, b"http" | b"https") => {
-                return Err(malformed("no :authority or host"));
+        // http and https need an authority: :authority, else a Host field;
+        // with both they must agree (RFC 9114 §4.3.1).
+        let host = fields[n..]
+            .iter()
+            .find(|f| f.name == b"host")
+            .map(|f| &f.value[..]);
+        if let (Some(a), Some(h)) = (authority, host) {
+            if a != h {
+                return Err(malformed(":authority and host differ"));
             }
-            None => {}
         }
-        b.build().map_err(|_| malformed("a bad request target"))?
+        let Some(authority) = authority.or(host) else {
+            return Err(malformed("no :authority or host"));
+        };
+        Uri::builder()
+            .scheme(scheme)
+            .authority(authority)
+            .path_and_query(path)
+            .build()
+            .map_err(|_| malformed("a bad request target"))?
     };
     let mut req = Request::new(());
     *req.method_mut() = method;
@@ -203,9 +224,11 @@ pub(crate) fn decode_response(fields: &[Field]) -> Result<Response<()>, Error> {
 pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, Error> {
     let mut out = None;
     for v in headers.get_all(http::header::CONTENT_LENGTH) {
-        let n = std::str::from_utf8(v.as_bytes())
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
+        // Digits only: `parse` would also take a sign.
+        let digits = v.as_bytes().trim_ascii();
+        let n = (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit))
+            .then(|| std::str::from_utf8(digits).ok()?.parse::<u64>().ok())
+            .flatten()
             .ok_or(malformed("a bad content-length"))?;
         if out.is_some_and(|o| o != n) {
             return Err(malformed("conflicting content-length values"));
@@ -353,5 +376,8 @@ mod tests {
         assert_eq!(content_length(&h).unwrap(), Some(10));
         h.append("content-length", HeaderValue::from_static("11"));
         assert_eq!(code(content_length(&h)), H3_MESSAGE_ERROR);
+        let mut signed = HeaderMap::new();
+        signed.append("content-length", HeaderValue::from_static("+5"));
+        assert_eq!(code(content_length(&signed)), H3_MESSAGE_ERROR);
     }
 }

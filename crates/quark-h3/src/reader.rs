@@ -10,8 +10,8 @@ use crate::error::{Error, H3_FRAME_ERROR};
 use crate::frame::{FrameHeader, parse_header};
 
 /// The most a frame header (two variable-length integers) takes. Reads for a
-/// header take no more, so a DATA payload is never copied through the buffer:
-/// it goes from the stream straight to the reader (`some_with`).
+/// header take no more, so at most a few bytes of a DATA payload pass through
+/// the buffer: the rest goes from the stream straight to the reader (`some_with`).
 const MAX_HEADER: usize = 16;
 
 /// A receiving stream with a little read-ahead.

@@ -6,13 +6,15 @@ use bytes::Bytes;
 use http::HeaderMap;
 use quark::SendStream;
 
+use quark_proto::Side;
+
 use crate::conn::{Conn, LOCAL};
 use crate::error::*;
 use crate::frame::{self, FrameHeader};
 use crate::reader::FrameReader;
 
 /// Where the receiving side of a request stream is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Recv {
     /// Before the (final) HEADERS.
     Head,
@@ -20,18 +22,49 @@ enum Recv {
     Body(u64),
     /// Trailers came, or the stream ended.
     Done,
+    /// An error ended it: every later read returns it again (the stream below
+    /// would otherwise report a clean end).
+    Failed(Error),
 }
 
 /// One request and its response.
+///
+/// Dropping it before [`finish`](Self::finish) resets the sending side with
+/// H3_REQUEST_CANCELLED, so the peer never takes a cut-off message for a
+/// whole one; a receiving side not read to its end is stopped (H3_NO_ERROR
+/// once our side is finished, as a server that answered without reading a
+/// body does; H3_REQUEST_CANCELLED otherwise). Reads are not cancel-safe: a
+/// read dropped half-way (a timeout around it) leaves the stream unusable.
 pub struct RequestStream {
     pub(crate) conn: Conn,
     send: SendStream,
     recv: FrameReader,
     state: Recv,
-    /// The body length announced by content-length, and what arrived so far.
+    /// The body length announced by content-length (0 when the message can
+    /// have no body), and what arrived so far.
     expected: Option<u64>,
     received: u64,
     trailers: Option<HeaderMap>,
+    /// Our side ended (FIN or reset).
+    sent_all: bool,
+    /// A client's request was HEAD: its response has no body.
+    pub(crate) head_request: bool,
+}
+
+impl Drop for RequestStream {
+    fn drop(&mut self) {
+        if !self.sent_all {
+            let _ = self.send.reset(H3_REQUEST_CANCELLED);
+        }
+        if !matches!(self.state, Recv::Done | Recv::Failed(_)) {
+            let code = if self.sent_all {
+                H3_NO_ERROR
+            } else {
+                H3_REQUEST_CANCELLED
+            };
+            let _ = self.recv.stream().stop(code);
+        }
+    }
 }
 
 impl RequestStream {
@@ -44,6 +77,8 @@ impl RequestStream {
             expected: None,
             received: 0,
             trailers: None,
+            sent_all: false,
+            head_request: false,
         }
     }
 
@@ -60,10 +95,14 @@ impl RequestStream {
             Error::Stream { code, .. } => {
                 let _ = self.recv.stream().stop(*code);
                 let _ = self.send.reset(*code);
+                self.sent_all = true;
             }
+            Error::Usage(_) => return e,
             _ => {}
         }
-        self.conn.error().unwrap_or(e)
+        let e = self.conn.error().unwrap_or(e);
+        self.state = Recv::Failed(e.clone());
+        e
     }
 
     /// Sends a HEADERS frame with the field section `block`.
@@ -87,14 +126,11 @@ impl RequestStream {
         Ok(())
     }
 
-    /// Sends trailing header fields; the stream ends after them.
+    /// Sends trailing header fields (the same rules as a head's regular
+    /// fields); the stream ends after them.
     pub async fn send_trailers(&mut self, trailers: &HeaderMap) -> Result<(), Error> {
-        let mut fields: Vec<(&[u8], &[u8])> = Vec::new();
-        for (n, v) in trailers {
-            fields.push((n.as_str().as_bytes(), v.as_bytes()));
-        }
         let mut block = Vec::new();
-        quark_qpack::encode_section(&fields, &mut block);
+        crate::message::encode_trailers(trailers, self.conn.peer_field_limit(), &mut block)?;
         self.send_headers(&block).await?;
         self.finish()
     }
@@ -102,6 +138,7 @@ impl RequestStream {
     /// Ends the sending side (FIN).
     pub fn finish(&mut self) -> Result<(), Error> {
         self.send.finish()?;
+        self.sent_all = true;
         Ok(())
     }
 
@@ -109,6 +146,8 @@ impl RequestStream {
     pub fn cancel(&mut self, code: u64) {
         let _ = self.send.reset(code);
         let _ = self.recv.stream().stop(code);
+        self.sent_all = true;
+        self.state = Recv::Failed(Error::stream(code, "cancelled"));
     }
 
     /// Reads the next HEADERS frame's decoded fields, skipping unknown frames;
@@ -157,7 +196,15 @@ impl RequestStream {
             frame::SETTINGS | frame::GOAWAY | frame::MAX_PUSH_ID | frame::CANCEL_PUSH => Err(
                 Error::conn(H3_FRAME_UNEXPECTED, "a control frame on a request stream"),
             ),
-            frame::PUSH_PROMISE => Err(Error::conn(H3_ID_ERROR, "a push we never allowed")),
+            // A client never allowed a push (no MAX_PUSH_ID); a server may
+            // not receive one at all (RFC 9114 §7.2.5).
+            frame::PUSH_PROMISE if self.conn.side == Side::Client => {
+                Err(Error::conn(H3_ID_ERROR, "a push we never allowed"))
+            }
+            frame::PUSH_PROMISE => Err(Error::conn(
+                H3_FRAME_UNEXPECTED,
+                "PUSH_PROMISE from a client",
+            )),
             ty if frame::is_http2_only(ty) => {
                 Err(Error::conn(H3_FRAME_UNEXPECTED, "an HTTP/2 frame type"))
             }
@@ -165,9 +212,12 @@ impl RequestStream {
         }
     }
 
-    /// The message head has been read: the body comes next.
-    pub(crate) fn start_body(&mut self, headers: &HeaderMap) -> Result<(), Error> {
-        self.expected = crate::message::content_length(headers).map_err(|e| self.fail(e))?;
+    /// The message head has been read: the body comes next. A message that
+    /// cannot have a body (`no_body`: a response to HEAD, a 204 or a 304)
+    /// expects none, whatever its content-length says.
+    pub(crate) fn start_body(&mut self, headers: &HeaderMap, no_body: bool) -> Result<(), Error> {
+        let announced = crate::message::content_length(headers).map_err(|e| self.fail(e))?;
+        self.expected = if no_body { Some(0) } else { announced };
         self.state = Recv::Body(0);
         Ok(())
     }
@@ -183,7 +233,9 @@ impl RequestStream {
     }
 
     /// Hands the next piece of the body to `f` in place (nothing allocated):
-    /// `Some(bytes)`, or `None` at its end. `f` may be called more than once.
+    /// `Some(bytes)`, or `None` at its end. `f` may be called more than once;
+    /// it runs under the endpoint's lock (as quark's `read_visit`), so keep it
+    /// short and do not call into quark from it.
     pub async fn recv_data_with(&mut self, f: impl FnMut(&[u8])) -> Result<Option<usize>, Error> {
         let got = self.next_data(f).await;
         got.map_err(|e| self.fail(e))
@@ -192,20 +244,13 @@ impl RequestStream {
     async fn next_data(&mut self, mut f: impl FnMut(&[u8])) -> Result<Option<usize>, Error> {
         loop {
             match self.state {
-                Recv::Head => {
-                    return Err(Error::stream(H3_INTERNAL_ERROR, "body read before head"));
-                }
+                Recv::Head => return Err(Error::Usage("body read before the head")),
+                Recv::Failed(ref e) => return Err(e.clone()),
                 Recv::Done => return Ok(None),
                 Recv::Body(left) if left > 0 => {
                     let n = self.recv.some_with(left, &mut f).await?;
                     self.state = Recv::Body(left - n as u64);
                     self.received += n as u64;
-                    if self.expected.is_some_and(|e| self.received > e) {
-                        return Err(Error::stream(
-                            H3_MESSAGE_ERROR,
-                            "more body than content-length",
-                        ));
-                    }
                     return Ok(Some(n));
                 }
                 Recv::Body(_) => match self.recv.header().await? {
@@ -213,7 +258,16 @@ impl RequestStream {
                         self.end_body()?;
                         return Ok(None);
                     }
-                    Some(h) if h.ty == frame::DATA => self.state = Recv::Body(h.len),
+                    Some(h) if h.ty == frame::DATA => {
+                        // Checked before any of it is handed on.
+                        if self.expected.is_some_and(|e| self.received + h.len > e) {
+                            return Err(Error::stream(
+                                H3_MESSAGE_ERROR,
+                                "more body than content-length",
+                            ));
+                        }
+                        self.state = Recv::Body(h.len);
+                    }
                     Some(h) if h.ty == frame::HEADERS => {
                         self.read_trailers(h).await?;
                         return Ok(None);
@@ -224,15 +278,22 @@ impl RequestStream {
         }
     }
 
-    /// Trailing fields end the body; nothing but the stream's end may follow.
+    /// Trailing fields end the message: after them only frames of unknown
+    /// (or reserved) types may come, and are skipped (RFC 9114 §4.1, §9);
+    /// DATA or HEADERS is H3_FRAME_UNEXPECTED.
     async fn read_trailers(&mut self, h: FrameHeader) -> Result<(), Error> {
         let fields = self.fields(h).await?;
         let trailers = crate::message::headers(&fields)?;
         self.trailers = Some(trailers);
         self.end_body()?;
-        if self.recv.header().await?.is_some() {
-            return Err(Error::conn(H3_FRAME_UNEXPECTED, "a frame after trailers"));
+        self.state = Recv::Body(0);
+        while let Some(h) = self.recv.header().await? {
+            if matches!(h.ty, frame::DATA | frame::HEADERS) {
+                return Err(Error::conn(H3_FRAME_UNEXPECTED, "a frame after trailers"));
+            }
+            self.other_frame(h.ty, h).await?;
         }
+        self.state = Recv::Done;
         Ok(())
     }
 

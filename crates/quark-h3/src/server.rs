@@ -1,7 +1,5 @@
 //! The server side: each client-initiated bidirectional stream is a request.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use http::{Request, Response};
 use quark::Connection;
 use quark_proto::Side;
@@ -25,8 +23,6 @@ type Head = Option<(Request<()>, RequestStream)>;
 pub struct Server {
     conn: Conn,
     heads: JoinSet<Head>,
-    /// One past the highest request stream ID accepted (for GOAWAY).
-    next_id: AtomicU64,
     closed: bool,
 }
 
@@ -36,7 +32,6 @@ impl Server {
         Ok(Server {
             conn: Conn::start(quic, Side::Server).await?,
             heads: JoinSet::new(),
-            next_id: AtomicU64::new(0),
             closed: false,
         })
     }
@@ -44,7 +39,7 @@ impl Server {
     /// The next request stream, its head not read yet; `None` once the
     /// connection has ended.
     pub async fn accept_stream(&self) -> Result<Option<RequestStream>, Error> {
-        next_stream(&self.conn, &self.next_id).await
+        next_stream(&self.conn).await
     }
 
     /// The next request: its head, and the stream to read its body from and to
@@ -58,7 +53,7 @@ impl Server {
                 };
             }
             tokio::select! {
-                next = next_stream(&self.conn, &self.next_id), if !self.closed => match next {
+                next = next_stream(&self.conn), if !self.closed => match next {
                     Ok(Some(stream)) => {
                         self.heads.spawn(read_head(stream));
                     }
@@ -77,7 +72,7 @@ impl Server {
     /// answered (those accepted so far); it may send no new ones, and any that
     /// arrive anyway are refused with H3_REQUEST_REJECTED.
     pub async fn shutdown(&self) -> Result<(), Error> {
-        self.conn.goaway(self.next_id.load(Ordering::Relaxed)).await
+        self.conn.goaway().await
     }
 
     /// The QUIC connection.
@@ -89,7 +84,7 @@ impl Server {
 /// The next request stream on `conn`, its head unread.
 /// Requests on streams at or above our GOAWAY's ID are refused with
 /// H3_REQUEST_REJECTED (the client knows they were not processed).
-async fn next_stream(conn: &Conn, next_id: &AtomicU64) -> Result<Option<RequestStream>, Error> {
+async fn next_stream(conn: &Conn) -> Result<Option<RequestStream>, Error> {
     loop {
         let (mut send, mut recv) = match conn.quic.accept_bi().await {
             Ok(pair) => pair,
@@ -100,19 +95,11 @@ async fn next_stream(conn: &Conn, next_id: &AtomicU64) -> Result<Option<RequestS
                 };
             }
         };
-        let id = send.id().0;
-        if conn
-            .state
-            .lock()
-            .unwrap()
-            .goaway_sent
-            .is_some_and(|g| id >= g)
-        {
+        if !conn.admit(send.id().0) {
             let _ = send.reset(H3_REQUEST_REJECTED);
             let _ = recv.stop(H3_REQUEST_REJECTED);
             continue;
         }
-        next_id.fetch_max(id + 4, Ordering::Relaxed);
         let reader = FrameReader::new(recv);
         return Ok(Some(RequestStream::new(conn.clone(), send, reader)));
     }
@@ -143,7 +130,7 @@ impl RequestStream {
                 return Err(e);
             }
         };
-        self.start_body(req.headers())?;
+        self.start_body(req.headers(), false)?;
         Ok(req)
     }
 

@@ -183,6 +183,13 @@ async fn a_body_longer_than_its_content_length_is_malformed() {
 
 #[tokio::test]
 async fn garbage_never_takes_the_server_down() {
+    // Server tasks are spawned, so a panic in one would go unseen: count them.
+    static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        default(info);
+    }));
     let (server, id) = quark_server();
     spawn_quark_h3_server(&server);
     let addr = server.local_addr().unwrap();
@@ -217,6 +224,11 @@ async fn garbage_never_takes_the_server_down() {
     assert_eq!(s.recv_response().await.unwrap().status(), 200);
     let body = body_of(&mut s).await;
     assert_eq!(sha(&body), sha(&data(1000, 1000)));
+    assert_eq!(
+        PANICS.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "a task panicked"
+    );
 }
 
 #[tokio::test]
@@ -296,5 +308,109 @@ async fn a_head_larger_than_the_peer_accepts_is_not_sent() {
         Err(Error::FieldSectionTooLarge { limit, .. }) => assert_eq!(limit, 64 * 1024),
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("a head over the server's limit was sent"),
+    }
+}
+
+/// A request with trailers, then the body's end.
+fn echo_with_trailers(after: &[u8]) -> Vec<u8> {
+    let fields: &[(&[u8], &[u8])] = &[
+        (b":method", b"POST"),
+        (b":scheme", b"https"),
+        (b":authority", b"localhost"),
+        (b":path", b"/echo"),
+    ];
+    let mut bytes = headers(fields);
+    bytes.extend(frame_bytes(frame::DATA, b"body"));
+    bytes.extend(headers(&[(b"x-trailer", b"1")]));
+    bytes.extend_from_slice(after);
+    bytes
+}
+
+#[tokio::test]
+async fn unknown_frames_after_trailers_are_skipped() {
+    let (conn, ..) = raw().await;
+    // A reserved (greased) frame type after the trailers, as hyperium h3 sends.
+    let grease = frame_bytes(0x21 + 0x1f * 7, b"grease");
+    let mut recv = request(&conn, &echo_with_trailers(&grease)).await;
+    let answer = recv.read_to_end(1 << 20).await.unwrap();
+    assert!(
+        answer.windows(4).any(|w| w == b"body"),
+        "the echo came back"
+    );
+}
+
+#[tokio::test]
+async fn data_after_trailers_is_frame_unexpected() {
+    let (conn, ..) = raw().await;
+    request(
+        &conn,
+        &echo_with_trailers(&frame_bytes(frame::DATA, b"late")),
+    )
+    .await;
+    assert_eq!(close_code(&conn).await, H3_FRAME_UNEXPECTED);
+}
+
+#[tokio::test]
+async fn push_frames_are_id_errors() {
+    // CANCEL_PUSH names a push that never was: we allow none.
+    let (conn, ..) = raw().await;
+    let mut frames = frame_bytes(frame::SETTINGS, &[]);
+    frames.extend(frame_bytes(frame::CANCEL_PUSH, &[0x00]));
+    let _c = uni(&conn, &control(&frames), false).await;
+    assert_eq!(close_code(&conn).await, H3_ID_ERROR);
+    // A client's MAX_PUSH_ID may not go down.
+    let (conn, ..) = raw().await;
+    let mut frames = frame_bytes(frame::SETTINGS, &[]);
+    frames.extend(frame_bytes(frame::MAX_PUSH_ID, &[0x08]));
+    frames.extend(frame_bytes(frame::MAX_PUSH_ID, &[0x04]));
+    let _c = uni(&conn, &control(&frames), false).await;
+    assert_eq!(close_code(&conn).await, H3_ID_ERROR);
+    // PUSH_PROMISE on a request stream, to a server (in the body the echo reads).
+    let (conn, ..) = raw().await;
+    let fields: &[(&[u8], &[u8])] = &[
+        (b":method", b"POST"),
+        (b":scheme", b"https"),
+        (b":authority", b"localhost"),
+        (b":path", b"/echo"),
+    ];
+    let mut bytes = headers(fields);
+    bytes.extend(frame_bytes(frame::PUSH_PROMISE, &[0x00, 0x00, 0x00]));
+    let _r = request(&conn, &bytes).await;
+    assert_eq!(close_code(&conn).await, H3_FRAME_UNEXPECTED);
+}
+
+#[tokio::test]
+async fn a_dropped_request_is_reset_not_finished() {
+    let (server, id) = quark_server();
+    let addr = server.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (head_tx, head_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let conn = server.accept().await.unwrap();
+        let mut h3 = quark_h3::Server::new(conn).await.unwrap();
+        let (_req, mut stream) = h3.accept().await.unwrap().unwrap();
+        let _ = head_tx.send(());
+        let mut got = 0;
+        let end = loop {
+            match stream.recv_data().await {
+                Ok(Some(piece)) => got += piece.len(),
+                other => break other.map(|_| got),
+            }
+        };
+        let _ = tx.send(end);
+    });
+    let client = quark_h3::Client::new(quark_connect(addr, &id).await)
+        .await
+        .unwrap();
+    let req = http::Request::post("https://localhost/echo")
+        .body(())
+        .unwrap();
+    let mut s = client.send_request(&req).await.unwrap();
+    s.send_data(data(1000, 1)).await.unwrap();
+    head_rx.await.unwrap(); // the server has the head
+    drop(s); // no finish: the body is cut off
+    match tokio::time::timeout(std::time::Duration::from_secs(10), rx).await {
+        Ok(Ok(Err(Error::Reset(code)))) => assert_eq!(code, H3_REQUEST_CANCELLED),
+        other => panic!("expected a reset, got {other:?}"),
     }
 }

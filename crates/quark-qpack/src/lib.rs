@@ -1,8 +1,9 @@
 //! # quark-qpack: QPACK field compression for quark's HTTP/3, static table only
 //!
 //! [RFC 9204](https://www.rfc-editor.org/rfc/rfc9204) lets an endpoint refuse
-//! the dynamic table: quark sends `SETTINGS_QPACK_MAX_TABLE_CAPACITY = 0` and
-//! `SETTINGS_QPACK_BLOCKED_STREAMS = 0`, so neither side ever references one.
+//! the dynamic table: quark leaves `SETTINGS_QPACK_MAX_TABLE_CAPACITY` and
+//! `SETTINGS_QPACK_BLOCKED_STREAMS` at their default, 0, so neither side ever
+//! references one.
 //! What is left is stateless: each field section is encoded with the static
 //! table (Appendix A), prefix integers and string literals, optionally Huffman
 //! coded (RFC 7541 §5), and the peer's encoder and decoder streams only need
