@@ -1,5 +1,7 @@
 //! The server side: each client-initiated bidirectional stream is a request.
 
+use std::time::Duration;
+
 use http::{Request, Response};
 use quark::Connection;
 use quark_proto::Side;
@@ -9,6 +11,9 @@ use crate::conn::Conn;
 use crate::error::*;
 use crate::reader::FrameReader;
 use crate::request::RequestStream;
+
+/// How long a request's head may take by default.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A request's head and its stream, or nothing when the stream was dropped.
 type Head = Option<(Request<()>, RequestStream)>;
@@ -23,6 +28,8 @@ type Head = Option<(Request<()>, RequestStream)>;
 pub struct Server {
     conn: Conn,
     heads: JoinSet<Head>,
+    /// How long [`accept`](Self::accept) waits for a request's head.
+    head_timeout: Duration,
     closed: bool,
 }
 
@@ -32,6 +39,7 @@ impl Server {
         Ok(Server {
             conn: Conn::start(quic, Side::Server).await?,
             heads: JoinSet::new(),
+            head_timeout: HEAD_TIMEOUT,
             closed: false,
         })
     }
@@ -55,7 +63,7 @@ impl Server {
             tokio::select! {
                 next = next_stream(&self.conn), if !self.closed => match next {
                     Ok(Some(stream)) => {
-                        self.heads.spawn(read_head(stream));
+                        self.heads.spawn(read_head(stream, self.head_timeout));
                     }
                     _ => self.closed = true,
                 },
@@ -66,6 +74,13 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// How long [`accept`](Self::accept) waits for a request's head before it
+    /// refuses the stream (H3_REQUEST_REJECTED): a client that opens streams and
+    /// sends nothing holds no stream credit beyond it. Default 10 s.
+    pub fn set_head_timeout(&mut self, limit: Duration) {
+        self.head_timeout = limit;
     }
 
     /// Graceful shutdown: GOAWAY tells the client which requests will be
@@ -107,9 +122,15 @@ async fn next_stream(conn: &Conn) -> Result<Option<RequestStream>, Error> {
 
 /// Reads a request's head; a stream that ends before it or breaks the rules is
 /// dropped (it was reset as the error required).
-async fn read_head(mut stream: RequestStream) -> Head {
-    let req = stream.recv_request().await.ok()?;
-    Some((req, stream))
+async fn read_head(mut stream: RequestStream, limit: Duration) -> Head {
+    match tokio::time::timeout(limit, stream.recv_request()).await {
+        Ok(req) => Some((req.ok()?, stream)),
+        Err(_) => {
+            // A head that does not come in time: the request is refused, unprocessed.
+            stream.cancel(H3_REQUEST_REJECTED);
+            None
+        }
+    }
 }
 
 impl RequestStream {

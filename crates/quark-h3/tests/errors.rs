@@ -414,3 +414,27 @@ async fn a_dropped_request_is_reset_not_finished() {
         other => panic!("expected a reset, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_head_that_never_comes_is_refused() {
+    let (server, id) = quark_server();
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(async move {
+        let conn = server.accept().await.unwrap();
+        let mut h3 = quark_h3::Server::new(conn).await.unwrap();
+        h3.set_head_timeout(std::time::Duration::from_millis(200));
+        while let Ok(Some(_)) = h3.accept().await {}
+    });
+    let raw = quark_connect(addr, &id).await;
+    // Half a frame header, then silence.
+    let (mut send, mut recv) = raw.open_bi().await.unwrap();
+    send.write_all(&[0x01]).await.unwrap();
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        recv.read_to_end(1 << 20),
+    );
+    match answer.await {
+        Ok(Err(quark::ReadError::Reset(code))) => assert_eq!(code, H3_REQUEST_REJECTED),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
