@@ -56,40 +56,82 @@ pub(crate) fn encode(data: &[u8], out: &mut Vec<u8>) {
 
 /// Decodes `data` into `out`, failing with [`HuffmanError::TooLong`] rather
 /// than letting `out` grow past `limit` bytes.
+///
+/// Bits are taken from a 64-bit window, most significant first. Codes of up
+/// to 8 bits (the 74 most frequent symbols: letters, digits, common
+/// punctuation) are found with one lookup of the window's top byte; longer
+/// ones by the canonical code's per-length ranges.
 pub(crate) fn decode(data: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), HuffmanError> {
     let start = out.len();
-    let mut code: u32 = 0;
-    let mut len: usize = 0;
-    for &byte in data {
-        for shift in (0..8).rev() {
-            code = (code << 1) | u32::from((byte >> shift) & 1);
-            len += 1;
-            match DECODE.symbol(code, len) {
-                Some(EOS) => return Err(HuffmanError::Invalid),
-                Some(sym) => {
-                    if out.len() - start >= limit {
-                        return Err(HuffmanError::TooLong);
-                    }
-                    // Symbols other than EOS are byte values.
-                    out.push(sym as u8);
-                    code = 0;
-                    len = 0;
-                }
-                // The code is complete (Kraft sum 1), so 30 bits always end a
-                // symbol; this arm only guards against a broken table.
-                None if len >= MAX_LEN => return Err(HuffmanError::Invalid),
-                None => {}
-            }
+    let mut window: u64 = 0;
+    let mut bits: u32 = 0;
+    let mut next = 0;
+    loop {
+        while bits <= 56 && next < data.len() {
+            window |= u64::from(data[next]) << (56 - bits);
+            bits += 8;
+            next += 1;
         }
+        let (sym, len) = match FAST[(window >> 56) as usize] {
+            (sym, len) if len != 0 && u32::from(len) <= bits => (u16::from(sym), u32::from(len)),
+            _ => match long_code(window, bits) {
+                Some(found) => found,
+                // Fewer bits left than any code needs: the padding.
+                None => break,
+            },
+        };
+        if sym == EOS {
+            return Err(HuffmanError::Invalid);
+        }
+        if out.len() - start >= limit {
+            return Err(HuffmanError::TooLong);
+        }
+        // Symbols other than EOS are byte values.
+        out.push(sym as u8);
+        window <<= len;
+        bits -= len;
     }
     //= https://www.rfc-editor.org/rfc/rfc7541#section-5.2
     //# A padding strictly longer than 7 bits MUST be treated as a decoding
     //# error.  A padding not corresponding to the most significant bits of
     //# the code for the EOS symbol MUST be treated as a decoding error.
-    if len > 7 || code != (1u32 << len) - 1 {
+    let ones = if bits == 0 { 0 } else { window >> (64 - bits) };
+    if bits > 7 || ones != (1u64 << bits) - 1 {
         return Err(HuffmanError::Invalid);
     }
     Ok(())
+}
+
+/// The symbol of the code longer than 8 bits at the top of `window` (of
+/// which `bits` are data), and its length; `None` if no code fits in `bits`.
+fn long_code(window: u64, bits: u32) -> Option<(u16, u32)> {
+    (9..=bits.min(MAX_LEN as u32)).find_map(|len| {
+        let code = (window >> (64 - len)) as u32;
+        DECODE.symbol(code, len as usize).map(|sym| (sym, len))
+    })
+}
+
+/// For each value of the next 8 bits: the symbol and length of the code they
+/// start with, when that code is at most 8 bits long; `(0, 0)` otherwise.
+static FAST: [(u8, u8); 256] = build_fast();
+
+const fn build_fast() -> [(u8, u8); 256] {
+    let mut table = [(0u8, 0u8); 256];
+    let mut sym = 0;
+    while sym < 256 {
+        let (code, len) = CODES[sym];
+        if len <= 8 {
+            // Every byte whose top `len` bits are this code.
+            let base = (code as usize) << (8 - len);
+            let mut low = 0;
+            while low < 1 << (8 - len) {
+                table[base | low] = (sym as u8, len);
+                low += 1;
+            }
+        }
+        sym += 1;
+    }
+    table
 }
 
 /// The code in canonical form: codes of one length are consecutive and
