@@ -38,6 +38,26 @@ fn headers(fields: &[(&[u8], &[u8])]) -> Vec<u8> {
     frame_bytes(frame::HEADERS, &block)
 }
 
+/// Reads `recv` and expects the server to have reset it with `code`.
+async fn expect_reset(recv: &mut quark::RecvStream, code: u64) {
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        recv.read_to_end(1 << 20),
+    );
+    match read.await {
+        Ok(Err(quark::ReadError::Reset(got))) => assert_eq!(got, code),
+        other => panic!("expected a reset with {code:#x}, got {other:?}"),
+    }
+}
+
+/// `POST /echo`: the server reads the whole body before it answers.
+const POST_ECHO: &[(&[u8], &[u8])] = &[
+    (b":method", b"POST"),
+    (b":scheme", b"https"),
+    (b":authority", b"localhost"),
+    (b":path", b"/echo"),
+];
+
 const GET: &[(&[u8], &[u8])] = &[
     (b":method", b"GET"),
     (b":scheme", b"https"),
@@ -142,20 +162,14 @@ async fn malformed_requests_reset_only_their_stream() {
     let no_path: &[(&[u8], &[u8])] = &[(b":method", b"GET"), (b":scheme", b"https")];
     for fields in [upper, no_path] {
         let mut recv = request(&conn, &headers(fields)).await;
-        match recv.read_to_end(1 << 20).await {
-            Err(quark::ReadError::Reset(code)) => assert_eq!(code, H3_MESSAGE_ERROR),
-            other => panic!("expected a reset, got {other:?}"),
-        }
+        expect_reset(&mut recv, H3_MESSAGE_ERROR).await;
     }
     // Too long a field section: refused on its stream, unread.
     let mut big = Vec::new();
     frame::put_header(&mut big, frame::HEADERS, 1 << 20);
     let (mut send, mut recv) = conn.open_bi().await.unwrap();
     send.write_all(&big).await.unwrap();
-    match recv.read_to_end(1 << 20).await {
-        Err(quark::ReadError::Reset(code)) => assert_eq!(code, H3_EXCESSIVE_LOAD),
-        other => panic!("expected a reset, got {other:?}"),
-    }
+    expect_reset(&mut recv, H3_EXCESSIVE_LOAD).await;
     // The connection still serves a good request.
     let mut recv = request(&conn, &headers(GET)).await;
     let answer = recv.read_to_end(1 << 20).await.unwrap();
@@ -165,20 +179,11 @@ async fn malformed_requests_reset_only_their_stream() {
 #[tokio::test]
 async fn a_body_longer_than_its_content_length_is_malformed() {
     let (conn, ..) = raw().await;
-    let fields: &[(&[u8], &[u8])] = &[
-        (b":method", b"POST"),
-        (b":scheme", b"https"),
-        (b":authority", b"localhost"),
-        (b":path", b"/echo"),
-        (b"content-length", b"3"),
-    ];
-    let mut bytes = headers(fields);
+    let fields = [POST_ECHO, &[(b"content-length", b"3")]].concat();
+    let mut bytes = headers(&fields);
     bytes.extend(frame_bytes(frame::DATA, b"four"));
     let mut recv = request(&conn, &bytes).await;
-    match recv.read_to_end(1 << 20).await {
-        Err(quark::ReadError::Reset(code)) => assert_eq!(code, H3_MESSAGE_ERROR),
-        other => panic!("expected a reset, got {other:?}"),
-    }
+    expect_reset(&mut recv, H3_MESSAGE_ERROR).await;
 }
 
 #[tokio::test]
@@ -277,14 +282,7 @@ async fn after_goaway_a_client_sends_no_new_requests() {
     let mut first = request(&raw, &headers(GET)).await;
     assert!(!first.read_to_end(1 << 20).await.unwrap().is_empty());
     let mut second = request(&raw, &headers(GET)).await;
-    let answer = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        second.read_to_end(1 << 20),
-    );
-    match answer.await {
-        Ok(Err(quark::ReadError::Reset(code))) => assert_eq!(code, H3_REQUEST_REJECTED),
-        other => panic!("expected a rejection, got {other:?}"),
-    }
+    expect_reset(&mut second, H3_REQUEST_REJECTED).await;
 }
 
 #[tokio::test]
@@ -313,13 +311,7 @@ async fn a_head_larger_than_the_peer_accepts_is_not_sent() {
 
 /// A request with trailers, then the body's end.
 fn echo_with_trailers(after: &[u8]) -> Vec<u8> {
-    let fields: &[(&[u8], &[u8])] = &[
-        (b":method", b"POST"),
-        (b":scheme", b"https"),
-        (b":authority", b"localhost"),
-        (b":path", b"/echo"),
-    ];
-    let mut bytes = headers(fields);
+    let mut bytes = headers(POST_ECHO);
     bytes.extend(frame_bytes(frame::DATA, b"body"));
     bytes.extend(headers(&[(b"x-trailer", b"1")]));
     bytes.extend_from_slice(after);
@@ -367,13 +359,7 @@ async fn push_frames_are_id_errors() {
     assert_eq!(close_code(&conn).await, H3_ID_ERROR);
     // PUSH_PROMISE on a request stream, to a server (in the body the echo reads).
     let (conn, ..) = raw().await;
-    let fields: &[(&[u8], &[u8])] = &[
-        (b":method", b"POST"),
-        (b":scheme", b"https"),
-        (b":authority", b"localhost"),
-        (b":path", b"/echo"),
-    ];
-    let mut bytes = headers(fields);
+    let mut bytes = headers(POST_ECHO);
     bytes.extend(frame_bytes(frame::PUSH_PROMISE, &[0x00, 0x00, 0x00]));
     let _r = request(&conn, &bytes).await;
     assert_eq!(close_code(&conn).await, H3_FRAME_UNEXPECTED);
@@ -429,12 +415,5 @@ async fn a_head_that_never_comes_is_refused() {
     // Half a frame header, then silence.
     let (mut send, mut recv) = raw.open_bi().await.unwrap();
     send.write_all(&[0x01]).await.unwrap();
-    let answer = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        recv.read_to_end(1 << 20),
-    );
-    match answer.await {
-        Ok(Err(quark::ReadError::Reset(code))) => assert_eq!(code, H3_REQUEST_REJECTED),
-        other => panic!("expected a rejection, got {other:?}"),
-    }
+    expect_reset(&mut recv, H3_REQUEST_REJECTED).await;
 }
