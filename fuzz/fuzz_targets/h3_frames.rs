@@ -21,5 +21,5 @@ fuzz_target!(|data: &[u8]| {
         s.encode(&mut out);
         assert_eq!(Settings::decode(&out).unwrap(), s);
     }
-    let _ = frame::parse_goaway(data);
+    let _ = frame::parse_id(data);
 });

@@ -27,12 +27,13 @@ import ssl
 import sys
 from urllib.parse import urlsplit
 
-import aioquic
 from aioquic.asyncio import QuicConnectionProtocol, connect, serve
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ConnectionTerminated, StreamReset
+
+from hq_common import version
 
 # Flow-control windows: aioquic's 1 MiB defaults throttle bulk transfers.
 MAX_DATA = 64 << 20
@@ -63,8 +64,6 @@ def header(headers, name):
     return None
 
 
-def version():
-    return f"aioquic {aioquic.__version__}, Python {sys.version.split()[0]}"
 
 
 # --- server ------------------------------------------------------------------

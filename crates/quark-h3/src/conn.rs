@@ -221,7 +221,7 @@ impl Conn {
             match h.ty {
                 frame::GOAWAY => {
                     let payload = control_payload(r, h).await?;
-                    let id = frame::parse_goaway(&payload)
+                    let id = frame::parse_id(&payload)
                         .ok_or(Error::conn(H3_FRAME_ERROR, "a bad GOAWAY"))?;
                     self.on_goaway(id)?;
                 }
@@ -233,7 +233,7 @@ impl Conn {
                 }
                 frame::MAX_PUSH_ID => {
                     let payload = control_payload(r, h).await?;
-                    let id = frame::parse_goaway(&payload)
+                    let id = frame::parse_id(&payload)
                         .ok_or(Error::conn(H3_FRAME_ERROR, "a bad MAX_PUSH_ID"))?;
                     let mut state = self.state.lock().unwrap();
                     if state.max_push_id.is_some_and(|prev| id < prev) {
@@ -292,8 +292,11 @@ async fn control_payload(r: &mut FrameReader, h: FrameHeader) -> Result<Vec<u8>,
 async fn serve_qpack(r: &mut FrameReader, encoder: bool) -> Result<(), Error> {
     let mut pending: Vec<u8> = Vec::new();
     loop {
-        match r.some(MAX_CONTROL_FRAME).await {
-            Ok(chunk) => pending.extend_from_slice(&chunk),
+        match r
+            .some_with(MAX_CONTROL_FRAME, |piece| pending.extend_from_slice(piece))
+            .await
+        {
+            Ok(_) => {}
             Err(
                 Error::Connection {
                     code: H3_FRAME_ERROR,

@@ -65,7 +65,7 @@ pub fn put_frame(out: &mut Vec<u8>, ty: u64, payload: &[u8]) {
 }
 
 /// The payload of a GOAWAY (or MAX_PUSH_ID) frame: one variable-length integer.
-pub fn parse_goaway(payload: &[u8]) -> Option<u64> {
+pub fn parse_id(payload: &[u8]) -> Option<u64> {
     let mut r = Reader::new(payload);
     let id = r.varint().ok()?;
     r.is_empty().then_some(id)
@@ -118,9 +118,9 @@ mod tests {
         put_goaway(&mut out, 16);
         let (h, n) = parse_header(&out).unwrap();
         assert_eq!(h.ty, GOAWAY);
-        assert_eq!(parse_goaway(&out[n..]), Some(16));
-        assert_eq!(parse_goaway(&[0x10, 0x00]), None);
-        assert_eq!(parse_goaway(&[]), None);
+        assert_eq!(parse_id(&out[n..]), Some(16));
+        assert_eq!(parse_id(&[0x10, 0x00]), None);
+        assert_eq!(parse_id(&[]), None);
         assert!(is_http2_only(0x06) && !is_http2_only(DATA) && !is_http2_only(GOAWAY));
     }
 }

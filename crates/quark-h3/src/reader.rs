@@ -2,7 +2,6 @@
 //! payloads for control frames and HEADERS (bounded), DATA handed on in
 //! pieces as it arrives.
 
-use bytes::Bytes;
 use quark::RecvStream;
 use quark_proto::coding::Reader;
 
@@ -151,14 +150,6 @@ impl FrameReader {
             self.fin = true;
         }
         Err(Error::conn(H3_FRAME_ERROR, "stream ended in a frame"))
-    }
-
-    /// Up to `max` bytes of a streamed payload, as they arrive (copied once).
-    pub(crate) async fn some(&mut self, max: u64) -> Result<Bytes, Error> {
-        let mut out = Vec::new();
-        self.some_with(max, |piece| out.extend_from_slice(piece))
-            .await?;
-        Ok(out.into())
     }
 
     /// Skips `len` bytes of payload (an unknown frame).

@@ -41,13 +41,25 @@ pub fn pattern_chunk(offset: u64, len: usize) -> Bytes {
     PATTERN.slice(start..start + len.min(CHUNK))
 }
 
+/// The (offset, length) of consecutive chunks of at most [`CHUNK`] bytes
+/// covering `[0, len)`.
+pub fn chunk_spans(len: u64) -> impl Iterator<Item = (u64, usize)> {
+    (0..len.div_ceil(CHUNK as u64)).map(move |i| {
+        let off = i * CHUNK as u64;
+        (off, (len - off).min(CHUNK as u64) as usize)
+    })
+}
+
+/// `len` bytes of pattern as consecutive zero-copy chunks (for APIs that take
+/// ownership: every adapter sends its bodies this way).
+pub fn pattern_chunks(len: u64) -> impl Iterator<Item = Bytes> {
+    chunk_spans(len).map(|(off, n)| pattern_chunk(off, n))
+}
+
 /// Calls `f` with consecutive pattern chunks covering `[0, len)`.
 pub fn for_each_chunk(len: u64, mut f: impl FnMut(u64, usize)) {
-    let mut off = 0;
-    while off < len {
-        let n = (len - off).min(CHUNK as u64) as usize;
+    for (off, n) in chunk_spans(len) {
         f(off, n);
-        off += n as u64;
     }
 }
 

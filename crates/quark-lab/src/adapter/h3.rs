@@ -13,7 +13,7 @@ use super::{
     Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
     Server, ServerStats,
 };
-use crate::wire::{CHUNK, MAX_LEN, Verifier, pattern_chunk};
+use crate::wire::{MAX_LEN, Verifier, pattern_chunks};
 
 /// Unidirectional streams a peer may open: its control stream, two QPACK
 /// streams and some to spare (reserved types are allowed to be sent).
@@ -25,11 +25,8 @@ pub struct H3;
 
 /// Sends `len` bytes of pattern as DATA frames of shared chunks.
 async fn send_pattern(stream: &mut quark_h3::RequestStream, len: u64) -> anyhow::Result<()> {
-    let mut off = 0;
-    while off < len {
-        let n = (len - off).min(CHUNK as u64) as usize;
-        stream.send_data(pattern_chunk(off, n)).await?;
-        off += n as u64;
+    for chunk in pattern_chunks(len) {
+        stream.send_data(chunk).await?;
     }
     Ok(())
 }

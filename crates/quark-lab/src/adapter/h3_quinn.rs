@@ -16,7 +16,7 @@ use super::tls::SERVER_NAME;
 use super::{
     Adapter, BoxFuture, Client, ClientConfig, Connection, Request, ServeConfig, Server, ServerStats,
 };
-use crate::wire::{CHUNK, MAX_LEN, Verifier, pattern_chunk};
+use crate::wire::{MAX_LEN, Verifier, pattern_chunks};
 
 type ServerStream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 type ClientStream = h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
@@ -54,11 +54,8 @@ async fn serve_request(resolver: Resolver, stats: &ServerStats) -> anyhow::Resul
         .header("content-length", n)
         .body(())?;
     stream.send_response(resp).await?;
-    let mut off = 0;
-    while off < n {
-        let len = (n - off).min(CHUNK as u64) as usize;
-        stream.send_data(pattern_chunk(off, len)).await?;
-        off += len as u64;
+    for chunk in pattern_chunks(n) {
+        stream.send_data(chunk).await?;
     }
     stream.finish().await?;
     guard.finish(v.received(), n);
@@ -161,11 +158,8 @@ impl Connection for H3QuinnConn {
             let head = http_request(&self.base, &req)?;
             let mut send = self.send.clone();
             let mut stream: ClientStream = send.send_request(head).await?;
-            let mut off = 0;
-            while off < req.body_len {
-                let n = (req.body_len - off).min(CHUNK as u64) as usize;
-                stream.send_data(pattern_chunk(off, n)).await?;
-                off += n as u64;
+            for chunk in pattern_chunks(req.body_len) {
+                stream.send_data(chunk).await?;
             }
             stream.finish().await?;
             let resp = stream.recv_response().await?;

@@ -11,7 +11,7 @@
 use anyhow::{Context, bail};
 
 use super::{Request, ServerStats};
-use crate::wire::{CHUNK, Header, MAX_HEADER, Verifier, WireError, pattern_chunk};
+use crate::wire::{Header, MAX_HEADER, Verifier, WireError, pattern_chunks};
 
 /// A stream's receiving half, read in pieces of what has arrived.
 pub trait ReadChunks {
@@ -34,11 +34,8 @@ impl SendPattern for quark::SendStream {
     /// sends it: neither stack copies it into its send buffer.
     async fn send(&mut self, head: &[u8], len: u64) -> anyhow::Result<()> {
         self.write_all(head).await?;
-        let mut off = 0;
-        while off < len {
-            let n = (len - off).min(CHUNK as u64) as usize;
-            self.write_chunk(pattern_chunk(off, n)).await?;
-            off += n as u64;
+        for chunk in pattern_chunks(len) {
+            self.write_chunk(chunk).await?;
         }
         self.finish()?;
         Ok(())

@@ -92,7 +92,7 @@ pub(crate) fn counters_wanted() -> bool {
     std::env::var("QUARK_COUNTERS").map_or(true, |v| v != "0")
 }
 
-pub(crate) enum QuicServer {
+enum QuicServer {
     /// One endpoint on the process's runtime.
     Single {
         endpoint: quark::Endpoint,

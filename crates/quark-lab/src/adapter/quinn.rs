@@ -16,7 +16,7 @@ use super::tls::{Cipher, SERVER_NAME, client_config};
 use super::{
     Adapter, BoxFuture, Client, ClientConfig, Connection, Request, ServeConfig, Server, ServerStats,
 };
-use crate::wire::{CHUNK, Header, MAX_HEADER, Verifier, pattern_chunk};
+use crate::wire::{Header, MAX_HEADER, Verifier, pattern_chunks};
 
 /// Concurrent bidirectional streams a peer may open: above the `parallel`
 /// scenario's 100 in flight and typical `streams` settings.
@@ -127,11 +127,8 @@ async fn serve_stream(
 
 /// Sends `len` bytes of pattern as shared `Bytes` chunks: no copy on our side.
 async fn write_pattern(send: &mut quinn::SendStream, len: u64) -> anyhow::Result<()> {
-    let mut off = 0;
-    while off < len {
-        let n = (len - off).min(CHUNK as u64) as usize;
-        send.write_chunk(pattern_chunk(off, n)).await?;
-        off += n as u64;
+    for chunk in pattern_chunks(len) {
+        send.write_chunk(chunk).await?;
     }
     Ok(())
 }

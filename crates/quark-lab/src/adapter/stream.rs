@@ -9,7 +9,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::{BoxFuture, Connection, Request, ServerStats};
-use crate::wire::{CHUNK, Header, MAX_HEADER, Verifier, WireError, pattern_slice};
+use crate::wire::{Header, MAX_HEADER, Verifier, WireError, chunk_spans, pattern_slice};
 
 /// Read buffer size: large, so bulk transfers take few syscalls.
 pub const READ_BUF: usize = 256 * 1024;
@@ -63,11 +63,8 @@ pub async fn read_verified<R: AsyncBufRead + Unpin>(r: &mut R, len: u64) -> anyh
 
 /// Writes `len` bytes of pattern.
 pub async fn write_pattern<W: AsyncWrite + Unpin>(w: &mut W, len: u64) -> std::io::Result<()> {
-    let mut off = 0;
-    while off < len {
-        let n = (len - off).min(CHUNK as u64) as usize;
+    for (off, n) in chunk_spans(len) {
         w.write_all(pattern_slice(off, n)).await?;
-        off += n as u64;
     }
     Ok(())
 }
