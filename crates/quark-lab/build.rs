@@ -6,6 +6,8 @@ use std::path::Path;
 const DEPS: &[&str] = &[
     "quinn",
     "quinn-proto",
+    "s2n-quic",
+    "h3",
     "rustls",
     "ring",
     "tokio",

@@ -22,6 +22,7 @@ pub mod hq;
 pub mod http;
 pub mod quic;
 pub mod quinn;
+pub mod s2n;
 pub mod serve;
 pub mod stats;
 pub mod stream;
@@ -231,6 +232,7 @@ static TCP: tcp::Tcp = tcp::Tcp { tls: false };
 static TCP_TLS: tcp::Tcp = tcp::Tcp { tls: true };
 static QUIC: quic::Quic = quic::Quic;
 static QUINN: quinn::Quinn = quinn::Quinn;
+static S2N: s2n::S2n = s2n::S2n;
 static HTTP1: http::Http = http::Http {
     version: http::Version::Http1,
     tls: false,
@@ -256,7 +258,8 @@ static H3_QUINN: h3_quinn::H3Quinn = h3_quinn::H3Quinn;
 /// default reference follow automatically.
 pub fn registry() -> &'static [&'static dyn Adapter] {
     static ALL: &[&dyn Adapter] = &[
-        &UDP, &TCP, &TCP_TLS, &QUIC, &QUINN, &HTTP1, &HTTP1_TLS, &HTTP2, &HTTP2_TLS, &H3, &H3_QUINN,
+        &UDP, &TCP, &TCP_TLS, &QUIC, &QUINN, &S2N, &HTTP1, &HTTP1_TLS, &HTTP2, &HTTP2_TLS, &H3,
+        &H3_QUINN,
     ];
     ALL
 }
@@ -350,7 +353,7 @@ mod tests {
     #[test]
     fn default_suite_compares_quic_stacks_with_tcp() {
         let d = default_protocols();
-        for p in ["tcp", "tcp+tls", "quinn"] {
+        for p in ["tcp", "tcp+tls", "quinn", "s2n-quic"] {
             assert!(d.contains(&p), "{d:?}");
         }
         assert!(d.contains(&default_reference()));

@@ -172,7 +172,10 @@ pub fn link_unavailable() -> Option<String> {
 
 /// Whether `quark relay` can carry a protocol (it relays UDP only).
 pub fn carried_by_relay(proto: &str) -> bool {
-    matches!(proto, "quic" | "quinn" | "udp")
+    matches!(
+        proto,
+        "quic" | "quinn" | "s2n-quic" | "h3" | "h3-quinn" | "udp"
+    )
 }
 
 /// The mode a profile runs in.
