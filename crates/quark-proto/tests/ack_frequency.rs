@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::app::{Echo, run_echo};
 use common::{Sim, Tls, payload, seed};
+use quark_netem::RateLimit;
 use quark_proto::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 
 /// ACK frames the server sent per packet the client sent, for a 4 MB upload echoed back.
@@ -20,6 +21,15 @@ fn acks_per_packet(ack_frequency: bool) -> f64 {
     server.transport = transport.clone().into();
     let mut sim = Sim::new(seed(80), server, EndpointConfig::default());
     sim.set_delay(Duration::from_millis(10));
+    // A 100 Mbit/s bottleneck spaces each paced burst out, as a real path
+    // does: packets arrive one by one, and the RFC's one ACK per two
+    // ack-eliciting packets is the baseline.
+    sim.impair(|c| {
+        c.rate = Some(RateLimit::with_bdp_queue(
+            100_000_000,
+            Duration::from_millis(20),
+        ))
+    });
     let mut cc = ClientConfig::new(tls.client_config(None));
     cc.transport = transport.into();
     let c = sim.connect_with(cc);
