@@ -31,6 +31,7 @@ CATEGORIES = [
     ("http types (http crate)", r"^<?http::|^core::ptr::drop_in_place<http::"),
     ("quark datagram I/O", r"quark_udp::"),
     ("quark runtime glue", r"quark::|quark_lab::"),
+    ("quinn, s2n-quic (peers)", r"quinn|s2n_quic|s2n_codec"),
     ("rustls", r"rustls|webpki"),
     ("tokio", r"tokio|mio::"),
 ]
