@@ -2,6 +2,9 @@
 //! fields first, lowercase names, no connection-specific fields. A message that
 //! breaks these rules is malformed (H3_MESSAGE_ERROR on its stream).
 
+use std::borrow::Cow;
+
+use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use quark_qpack::Field;
 
@@ -117,12 +120,16 @@ pub(crate) fn headers(fields: &[Field]) -> Result<HeaderMap, Error> {
         if f.name.iter().any(u8::is_ascii_uppercase) {
             return Err(malformed("an uppercase field name"));
         }
-        if connection_specific(&f.name) || (f.name == b"te" && f.value != b"trailers") {
+        if connection_specific(&f.name) || (&f.name[..] == b"te" && &f.value[..] != b"trailers") {
             return Err(malformed("a connection-specific header field"));
         }
         let name = HeaderName::from_bytes(&f.name).map_err(|_| malformed("a bad field name"))?;
-        let value =
-            HeaderValue::from_bytes(&f.value).map_err(|_| malformed("a bad field value"))?;
+        // A value from the static table is shared, not copied.
+        let value = match &f.value {
+            Cow::Borrowed(v) => HeaderValue::from_maybe_shared(Bytes::from_static(v)),
+            Cow::Owned(v) => HeaderValue::from_bytes(v),
+        }
+        .map_err(|_| malformed("a bad field value"))?;
         map.append(name, value);
     }
     Ok(map)
@@ -169,7 +176,7 @@ pub(crate) fn decode_request(fields: &[Field]) -> Result<Request<()>, Error> {
         // with both they must agree (RFC 9114 §4.3.1).
         let host = fields[n..]
             .iter()
-            .find(|f| f.name == b"host")
+            .find(|f| &f.name[..] == b"host")
             .map(|f| &f.value[..]);
         if let (Some(a), Some(h)) = (authority, host) {
             if a != h {
@@ -245,8 +252,8 @@ mod tests {
     fn fields(list: &[(&str, &str)]) -> Vec<Field> {
         list.iter()
             .map(|(n, v)| Field {
-                name: n.as_bytes().to_vec(),
-                value: v.as_bytes().to_vec(),
+                name: n.as_bytes().to_vec().into(),
+                value: v.as_bytes().to_vec().into(),
             })
             .collect()
     }

@@ -7,6 +7,8 @@
 // quark advertises a dynamic table capacity of 0, so only the static forms
 // are produced and accepted; every dynamic form is an error.
 
+use std::borrow::Cow;
+
 use crate::static_table::{self, Match};
 use crate::{DecodeError, Field, huffman, prefix_int};
 use prefix_int::IntError;
@@ -118,8 +120,8 @@ pub fn decode_section(block: &[u8], max_size: u64) -> Result<Vec<Field>, DecodeE
             let (name, value) = static_ref(r.int(6)?)?;
             r.charge(FIELD_OVERHEAD + name.len() as u64 + value.len() as u64)?;
             Field {
-                name: name.to_vec(),
-                value: value.to_vec(),
+                name: Cow::Borrowed(name),
+                value: Cow::Borrowed(value),
             }
         } else if first & NAME_REF != 0 {
             if first & NAME_REF_STATIC == 0 {
@@ -129,14 +131,17 @@ pub fn decode_section(block: &[u8], max_size: u64) -> Result<Vec<Field>, DecodeE
             r.charge(FIELD_OVERHEAD + name.len() as u64)?;
             let value = r.string(7)?;
             Field {
-                name: name.to_vec(),
-                value,
+                name: Cow::Borrowed(name),
+                value: Cow::Owned(value),
             }
         } else if first & LITERAL_NAME != 0 {
             r.charge(FIELD_OVERHEAD)?;
             let name = r.string(3)?;
             let value = r.string(7)?;
-            Field { name, value }
+            Field {
+                name: Cow::Owned(name),
+                value: Cow::Owned(value),
+            }
         } else {
             // 0001xxxx (post-Base index) or 0000xxxx (post-Base name
             // reference): both point into the dynamic table.

@@ -37,6 +37,8 @@ mod static_table;
 mod streams;
 
 pub use field::{decode_section, encode_section};
+use std::borrow::Cow;
+
 pub use static_table::{STATIC_TABLE_LEN, static_entry};
 pub use streams::{check_decoder_stream, check_encoder_stream};
 
@@ -47,13 +49,16 @@ pub const QPACK_ENCODER_STREAM_ERROR: u64 = 0x0201;
 /// QPACK_DECODER_STREAM_ERROR: a bad instruction on the decoder stream.
 pub const QPACK_DECODER_STREAM_ERROR: u64 = 0x0202;
 
-/// One field line: name and value bytes (names lowercase as sent).
+/// One field line: name and value bytes (names lowercase as sent). Names and
+/// values taken from the static table are borrowed from it, not copied: most
+/// of a request's or response's head (`:method GET`, `:path`, `:status 200`,
+/// `content-length`) costs no allocation to decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
     /// The field name.
-    pub name: Vec<u8>,
+    pub name: Cow<'static, [u8]>,
     /// The field value.
-    pub value: Vec<u8>,
+    pub value: Cow<'static, [u8]>,
 }
 
 impl Field {

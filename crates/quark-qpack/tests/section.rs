@@ -14,8 +14,8 @@ fn hex(s: &str) -> Vec<u8> {
 
 fn field(name: &[u8], value: &[u8]) -> Field {
     Field {
-        name: name.to_vec(),
-        value: value.to_vec(),
+        name: name.to_vec().into(),
+        value: value.to_vec().into(),
     }
 }
 
@@ -43,6 +43,34 @@ fn static_indexed_line_from_b4() {
     assert_eq!(
         decode_section(&[0x00, 0x00, 0xc1], 100).unwrap(),
         [field(b":path", b"/")]
+    );
+}
+
+/// What comes from the static table is borrowed from it: decoding an
+/// indexed line allocates neither name nor value, a name reference only the
+/// value, a literal both.
+#[test]
+fn static_table_strings_are_borrowed_not_copied() {
+    use std::borrow::Cow;
+    let block = encode(&[
+        (b":method", b"GET"),
+        (b":path", b"/a-long-enough-path"),
+        (b"x-custom", b"v"),
+    ]);
+    let fields = decode_section(&block, u64::MAX).unwrap();
+    let borrowed = |c: &Cow<'static, [u8]>| matches!(c, Cow::Borrowed(_));
+    let kinds: Vec<(bool, bool)> = fields
+        .iter()
+        .map(|f| (borrowed(&f.name), borrowed(&f.value)))
+        .collect();
+    assert_eq!(kinds, [(true, true), (true, false), (false, false)]);
+    assert_eq!(
+        fields,
+        [
+            field(b":method", b"GET"),
+            field(b":path", b"/a-long-enough-path"),
+            field(b"x-custom", b"v")
+        ]
     );
 }
 
