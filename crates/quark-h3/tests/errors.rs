@@ -219,16 +219,7 @@ async fn garbage_never_takes_the_server_down() {
         conn.close(0, b"next");
     }
     // A well-behaved client is still served.
-    let conn = quark_connect(addr, &id).await;
-    let client = quark_h3::Client::new(conn).await.unwrap();
-    let req = http::Request::get("https://localhost/bytes/1000")
-        .body(())
-        .unwrap();
-    let mut s = client.send_request(&req).await.unwrap();
-    s.finish().unwrap();
-    assert_eq!(s.recv_response().await.unwrap().status(), 200);
-    let body = body_of(&mut s).await;
-    assert_eq!(sha(&body), sha(&data(1000, 1000)));
+    get_bytes(&quark_h3_client(addr, &id).await, 1000).await;
     assert_eq!(
         PANICS.load(std::sync::atomic::Ordering::Relaxed),
         0,
@@ -259,13 +250,9 @@ async fn after_goaway_a_client_sends_no_new_requests() {
             });
         }
     });
-    let client = quark_h3::Client::new(quark_connect(addr, &id).await)
-        .await
-        .unwrap();
+    let client = quark_h3_client(addr, &id).await;
     let req = http::Request::get("https://localhost/x").body(()).unwrap();
-    let mut s = client.send_request(&req).await.unwrap();
-    s.finish().unwrap();
-    assert_eq!(s.recv_response().await.unwrap().status(), 200);
+    assert_eq!(exchange(&client, &req).await.0.status(), 200);
     // GOAWAY went on the control stream; wait until the client has read it.
     let mut refused = false;
     for _ in 0..200 {
@@ -289,15 +276,12 @@ async fn after_goaway_a_client_sends_no_new_requests() {
 async fn a_head_larger_than_the_peer_accepts_is_not_sent() {
     let (server, id) = quark_server();
     spawn_quark_h3_server(&server);
-    let conn = quark_connect(server.local_addr().unwrap(), &id).await;
-    let client = quark_h3::Client::new(conn).await.unwrap();
+    let client = quark_h3_client(server.local_addr().unwrap(), &id).await;
     // One exchange first, so the server's SETTINGS have arrived.
     let req = http::Request::get("https://localhost/bytes/1")
         .body(())
         .unwrap();
-    let mut s = client.send_request(&req).await.unwrap();
-    s.finish().unwrap();
-    s.recv_response().await.unwrap();
+    exchange(&client, &req).await;
     let big = http::Request::get("https://localhost/bytes/1")
         .header("x-big", "a".repeat(70_000))
         .body(())
@@ -385,9 +369,7 @@ async fn a_dropped_request_is_reset_not_finished() {
         };
         let _ = tx.send(end);
     });
-    let client = quark_h3::Client::new(quark_connect(addr, &id).await)
-        .await
-        .unwrap();
+    let client = quark_h3_client(addr, &id).await;
     let req = http::Request::post("https://localhost/echo")
         .body(())
         .unwrap();

@@ -21,9 +21,7 @@ async fn files_statuses_and_head() {
             tokio::spawn(quark_h3::files::serve_connection(conn, served.clone()));
         }
     });
-    let client = quark_h3::Client::new(quark_connect(addr, &id).await)
-        .await
-        .unwrap();
+    let client = quark_h3_client(addr, &id).await;
     let authority = format!("localhost:{}", addr.port());
 
     let mut out = Vec::new();
@@ -36,9 +34,7 @@ async fn files_statuses_and_head() {
     let req = Request::head(format!("https://{authority}/a.bin"))
         .body(())
         .unwrap();
-    let mut s = client.send_request(&req).await.unwrap();
-    s.finish().unwrap();
-    let resp = s.recv_response().await.unwrap();
+    let (resp, mut s) = exchange(&client, &req).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(
         resp.headers()["content-length"],
@@ -56,10 +52,8 @@ async fn files_statuses_and_head() {
             .uri(format!("https://{authority}{path}"))
             .body(())
             .unwrap();
-        let mut s = client.send_request(&req).await.unwrap();
-        s.finish().unwrap();
         assert_eq!(
-            s.recv_response().await.unwrap().status(),
+            exchange(&client, &req).await.0.status(),
             status,
             "{method} {path}"
         );

@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use common::*;
-use http::Request;
 use quark::Endpoint;
 use quark::tls::{self, Identity};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
@@ -346,25 +345,11 @@ async fn quark_client_against_peer_server(peer: Peer) {
 
 /// The GETs and the POST, on one connection, each checked by SHA-256.
 async fn quark_client_exchanges(addr: SocketAddr, id: &Identity) {
-    let conn = quark_connect(addr, id).await;
-    let client = quark_h3::Client::new(conn).await.unwrap();
+    let client = quark_h3_client(addr, id).await;
     for n in SIZES {
         get_bytes(&client, n).await;
     }
-
-    let body = data(ECHO_LEN, ECHO_SEED);
-    let req = Request::post("https://localhost/echo")
-        .header("content-length", ECHO_LEN)
-        .body(())
-        .unwrap();
-    let mut s = client.send_request(&req).await.unwrap();
-    s.send_data(body.clone()).await.unwrap();
-    s.finish().unwrap();
-    assert_eq!(s.recv_response().await.unwrap().status(), 200, "POST /echo");
-    let got = body_of(&mut s).await;
-    assert_eq!(sha(&got), sha(&body), "POST /echo");
-    let trailers = s.trailers().expect("POST /echo: no trailers");
-    assert_eq!(trailers["x-sha256"], sha(&body).as_str());
+    echo(&client, &data(ECHO_LEN, ECHO_SEED), ECHO_LEN, true).await;
     client.connection().close(H3_NO_ERROR, b"done");
 }
 

@@ -10,25 +10,14 @@ use http::Request;
 async fn requests_and_responses_arrive_whole() {
     let (server, id) = quark_server();
     spawn_quark_h3_server(&server);
-    let conn = quark_connect(server.local_addr().unwrap(), &id).await;
-    let client = quark_h3::Client::new(conn).await.unwrap();
+    let client = quark_h3_client(server.local_addr().unwrap(), &id).await;
 
     for n in [0, 1, 1200, 100_000, 3_000_000] {
         get_bytes(&client, n).await;
     }
 
     // A body sent in pieces comes back whole, with its digest as a trailer.
-    let body = data(1_000_000, 9);
-    let req = Request::post("https://localhost/echo").body(()).unwrap();
-    let mut s = client.send_request(&req).await.unwrap();
-    for piece in body.chunks(100_000) {
-        s.send_data(body.slice_ref(piece)).await.unwrap();
-    }
-    s.finish().unwrap();
-    assert_eq!(s.recv_response().await.unwrap().status(), 200);
-    let got = body_of(&mut s).await;
-    assert_eq!(sha(&got), sha(&body));
-    assert_eq!(s.trailers().unwrap()["x-sha256"], sha(&body).as_str());
+    echo(&client, &data(1_000_000, 9), 100_000, false).await;
 
     // Many at once on one connection.
     let mut set = tokio::task::JoinSet::new();
@@ -41,8 +30,7 @@ async fn requests_and_responses_arrive_whole() {
     }
 
     let req = Request::get("https://localhost/nothing").body(()).unwrap();
-    let mut s = client.send_request(&req).await.unwrap();
-    s.finish().unwrap();
-    assert_eq!(s.recv_response().await.unwrap().status(), 404);
+    let (resp, mut s) = exchange(&client, &req).await;
+    assert_eq!(resp.status(), 404);
     assert!(s.recv_data().await.unwrap().is_none());
 }

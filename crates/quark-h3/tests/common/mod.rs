@@ -48,15 +48,45 @@ pub(crate) async fn body_of(s: &mut quark_h3::RequestStream) -> Vec<u8> {
     body
 }
 
+/// Sends `req` with no body and returns the response head and the stream
+/// (for the body and trailers).
+pub(crate) async fn exchange(
+    client: &quark_h3::Client,
+    req: &Request<()>,
+) -> (Response<()>, quark_h3::RequestStream) {
+    let mut s = client.send_request(req).await.unwrap();
+    s.finish().unwrap();
+    let resp = s.recv_response().await.unwrap();
+    (resp, s)
+}
+
+/// `POST /echo` of `body` on `client`, sent in pieces of `piece` bytes (with a
+/// content-length when `with_length`): status 200, the same body back and its
+/// SHA-256 as the trailer, each checked.
+pub(crate) async fn echo(client: &quark_h3::Client, body: &Bytes, piece: usize, with_length: bool) {
+    let mut req = Request::post("https://localhost/echo");
+    if with_length {
+        req = req.header("content-length", body.len());
+    }
+    let mut s = client.send_request(&req.body(()).unwrap()).await.unwrap();
+    for p in body.chunks(piece.max(1)) {
+        s.send_data(body.slice_ref(p)).await.unwrap();
+    }
+    s.finish().unwrap();
+    assert_eq!(s.recv_response().await.unwrap().status(), 200, "POST /echo");
+    let got = body_of(&mut s).await;
+    assert_eq!(sha(&got), sha(body), "POST /echo");
+    let trailers = s.trailers().expect("POST /echo: no trailers");
+    assert_eq!(trailers["x-sha256"], sha(body).as_str(), "POST /echo");
+}
+
 /// `GET /bytes/<n>` on `client`: status 200, content-length `n`, and the body
 /// checked by SHA-256.
 pub(crate) async fn get_bytes(client: &quark_h3::Client, n: usize) {
     let req = Request::get(format!("https://localhost/bytes/{n}"))
         .body(())
         .unwrap();
-    let mut s = client.send_request(&req).await.unwrap();
-    s.finish().unwrap();
-    let resp = s.recv_response().await.unwrap();
+    let (resp, mut s) = exchange(client, &req).await;
     assert_eq!(resp.status(), 200, "GET /bytes/{n}");
     assert_eq!(resp.headers()["content-length"], n.to_string().as_str());
     let body = body_of(&mut s).await;
@@ -78,6 +108,13 @@ pub(crate) async fn quark_connect(addr: SocketAddr, id: &Identity) -> Connection
     client
         .connect(config, addr, "localhost")
         .unwrap()
+        .await
+        .unwrap()
+}
+
+/// A quark-h3 client on a fresh quark connection to `addr`, trusting `id`.
+pub(crate) async fn quark_h3_client(addr: SocketAddr, id: &Identity) -> quark_h3::Client {
+    quark_h3::Client::new(quark_connect(addr, id).await)
         .await
         .unwrap()
 }
