@@ -104,6 +104,11 @@ pub(crate) struct Args {
     /// core per process while it runs).
     #[arg(long)]
     busy_poll: bool,
+    /// Emulated links (`--net` in link mode) without NIC offloads: the kernel
+    /// segments every TCP and UDP batch before the link and receivers get
+    /// packets one by one, as before the link had them.
+    #[arg(long)]
+    no_link_offload: bool,
     /// Reference protocol for the summary's ratios [default: quic, else quinn].
     #[arg(long = "ref")]
     reference: Option<String>,
@@ -245,6 +250,7 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         cc,
         tcp_cc: a.tcp_cc.clone(),
         busy_poll: a.busy_poll,
+        link_offload: !a.no_link_offload,
         reference,
         listen: SocketAddr::new(a.addr, a.port),
         timeout: positive_secs("timeout", a.timeout)?,

@@ -45,6 +45,16 @@ fn bench_json(args: &[&str], more: &[&str], json: &PathBuf) -> serde_json::Value
     read_json(json)
 }
 
+/// Whether this runs as root; says so when not.
+fn root() -> bool {
+    let id = Command::new("id").arg("-u").output();
+    let root = id.is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    if !root {
+        eprintln!("skipped: not root");
+    }
+    root
+}
+
 fn cells<'a>(v: &'a serde_json::Value, scenario: &str, proto: &str) -> Vec<&'a serde_json::Value> {
     v["results"]
         .as_array()
@@ -457,9 +467,7 @@ fn lab_cert_makes_an_identity_a_lab_server_accepts() {
 #[test]
 fn lab_runs_quark_over_af_xdp_between_namespaces() {
     // Needs root (namespaces, veth, AF_XDP); without it there is nothing to test.
-    let id = Command::new("id").arg("-u").output();
-    if !id.is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
-        eprintln!("skipped: not root");
+    if !root() {
         return;
     }
     let json = tmp("xdp.json");
@@ -513,6 +521,35 @@ fn lab_runs_quark_over_af_xdp_between_namespaces() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn lab_runs_tcp_and_quic_over_the_emulated_link_with_and_without_offloads() {
+    // Needs root (namespaces, TUN devices); without it there is nothing to test.
+    if !root() {
+        return;
+    }
+    for offload in [true, false] {
+        let json = tmp(&format!("link-{offload}.json"));
+        let mut args = vec!["-p", "quic,tcp+tls", "-s", "goodput", "--sizes", "2MB"];
+        args.extend(["--runs", "2", "--warmup", "0", "--net", "rtt10-loss1"]);
+        if !offload {
+            args.push("--no-link-offload");
+        }
+        let v = bench_json(&args, &[], &json);
+        assert_eq!(
+            v["config"]["no_link_offload"].as_bool().unwrap_or(false),
+            !offload
+        );
+        for proto in ["quic", "tcp+tls"] {
+            let cell = cells(&v, "goodput", proto)[0];
+            assert_eq!(cell["net"], "rtt10-loss1");
+            assert_eq!(cell["status"], "ok", "{proto}, offload {offload}: {cell}");
+            assert_eq!(cell["metrics"]["server_counters"]["requests"], 2);
+            assert_eq!(cell["metrics"]["server_counters"]["errors"], 0);
+        }
+        let _ = std::fs::remove_file(&json);
+    }
 }
 
 #[test]

@@ -71,6 +71,10 @@ pub struct RunConfig {
     /// Every process busy-polled instead of sleeping (absent: false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub busy_poll: bool,
+    /// Emulated links ran without NIC offloads (`--no-link-offload`; absent:
+    /// false, or a file from before links had them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_link_offload: bool,
     /// CPUs the server and client were pinned to.
     pub pin: Option<[u32; 2]>,
     /// Runtime threads per process (1 = single-threaded).

@@ -17,7 +17,8 @@
 //! limit with a bounded tail-drop queue ([`RateLimit`]) and blackhole periods
 //! ([`Blackhole`]). A [`Path`] is two links. Each link draws its randomness
 //! from a ChaCha8 stream seeded with a `u64`: same seed, same inputs, same outcome.
-//! [`Counters`] say what happened, by cause.
+//! [`Counters`] say what happened, by cause. [`offload`] does what NICs do to
+//! the packets of `quark link` (segmentation, checksums).
 //!
 //! Named networks ([`Profile`]): `lan`, `interop`, `blackhole`, `reorder0.1`,
 //! `reorder1` and the grammar `rtt<ms>-loss<pct>[-reorder<pct>][-rate<mbit>]`
@@ -41,6 +42,7 @@
 mod config;
 mod counters;
 mod link;
+pub mod offload;
 pub mod parse;
 mod path;
 pub mod profile;

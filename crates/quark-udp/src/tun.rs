@@ -3,7 +3,7 @@
 //! namespaces). Linux only; creating one needs `CAP_NET_ADMIN`.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
@@ -15,13 +15,58 @@ use std::os::unix::fs::OpenOptionsExt;
 pub struct Tun {
     file: File,
     name: String,
+    offloads: bool,
 }
+
+/// What [`Tun::create_offloaded`] lets the kernel hand over unsegmented.
+const OFFLOADS: [libc::c_uint; 2] = [
+    libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_USO4 | libc::TUN_F_USO6,
+    // Kernels before 6.2 have no UDP segmentation offload.
+    libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6,
+];
 
 impl Tun {
     /// Creates the TUN device `name` (at most 15 bytes) in the current network
     /// namespace. It may later be moved to another namespace with
     /// `ip link set NAME netns NS`; this handle keeps working.
     pub fn create(name: &str) -> io::Result<Tun> {
+        Self::open(name, libc::IFF_TUN | libc::IFF_NO_PI)
+    }
+
+    /// Creates a TUN device that behaves like a NIC with offloads: every read
+    /// and write starts with a `virtio_net_hdr` (`IFF_VNET_HDR`); reads hand
+    /// over TCP and UDP super-packets unsegmented, with checksums left to the
+    /// reader (TSO, USO where the kernel has it, checksum offload); writes may
+    /// be super-packets too, and may say their checksum was verified. Falls
+    /// back to fewer offloads on kernels without USO.
+    pub fn create_offloaded(name: &str) -> io::Result<Tun> {
+        let mut tun = Self::open(name, libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR)?;
+        tun.offloads = true;
+        let mut last = io::Error::from_raw_os_error(libc::EINVAL);
+        for flags in OFFLOADS {
+            // SAFETY: TUNSETOFFLOAD takes its flags by value and touches no
+            // memory of ours; the descriptor is an attached TUN device.
+            let rc = unsafe {
+                libc::ioctl(
+                    tun.file.as_raw_fd(),
+                    libc::TUNSETOFFLOAD as _,
+                    flags as libc::c_ulong,
+                )
+            };
+            if rc == 0 {
+                return Ok(tun);
+            }
+            last = io::Error::last_os_error();
+        }
+        Err(last)
+    }
+
+    /// Whether reads and writes carry a `virtio_net_hdr`.
+    pub fn offloads(&self) -> bool {
+        self.offloads
+    }
+
+    fn open(name: &str, flags: libc::c_int) -> io::Result<Tun> {
         let bytes = name.as_bytes();
         if bytes.is_empty()
             || bytes.len() >= libc::IFNAMSIZ
@@ -46,7 +91,7 @@ impl Tun {
         let mut req = libc::ifreq {
             ifr_name,
             ifr_ifru: libc::__c_anonymous_ifr_ifru {
-                ifru_flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+                ifru_flags: flags as libc::c_short,
             },
         };
         // SAFETY: `file` is an open /dev/net/tun descriptor and `req` a valid,
@@ -59,6 +104,7 @@ impl Tun {
         Ok(Tun {
             file,
             name: name.to_string(),
+            offloads: false,
         })
     }
 
@@ -67,7 +113,8 @@ impl Tun {
         &self.name
     }
 
-    /// Reads one IP packet, waiting for it.
+    /// Reads one IP packet (behind a `virtio_net_hdr` with offloads), waiting
+    /// for it.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         (&self.file).read(buf)
     }
@@ -75,6 +122,12 @@ impl Tun {
     /// Writes one IP packet.
     pub fn send(&self, packet: &[u8]) -> io::Result<usize> {
         (&self.file).write(packet)
+    }
+
+    /// Writes one frame from parts (a `virtio_net_hdr` and an IP packet) in
+    /// one system call.
+    pub fn send_parts(&self, parts: &[IoSlice<'_>]) -> io::Result<usize> {
+        (&self.file).write_vectored(parts)
     }
 }
 

@@ -43,6 +43,10 @@ struct UpArgs {
     /// Names: namespaces and devices PREFIX-a (10.77.0.1) and PREFIX-b (10.77.0.2).
     #[arg(long, default_value = "quark")]
     prefix: String,
+    /// Devices without offloads: the kernel segments every TCP and UDP batch
+    /// before the link, and receivers get packets one by one (no GRO).
+    #[arg(long)]
+    no_offload: bool,
     #[command(flatten)]
     impair: ImpairArgs,
 }
@@ -94,16 +98,16 @@ fn up(args: UpArgs) -> i32 {
     crate::run_async(async move {
         let (a, b) = netns::names(&prefix);
         let spaces = netns::Namespaces::create(&prefix)?;
-        let tun_a = quark_udp::tun::Tun::create(&a)
-            .map_err(|e| anyhow::anyhow!("cannot create TUN device {a}: {e}"))?;
-        let tun_b = quark_udp::tun::Tun::create(&b)
-            .map_err(|e| anyhow::anyhow!("cannot create TUN device {b}: {e}"))?;
+        let tun_a = device(&a, !args.no_offload)?;
+        let tun_b = device(&b, !args.no_offload)?;
+        let offloads = tun_a.offloads() && tun_b.offloads();
         spaces.attach(&a, &a, A_ADDR, B_ADDR)?;
         spaces.attach(&b, &b, B_ADDR, A_ADDR)?;
         println!("link up {a} {A_ADDR} <-> {b} {B_ADDR}");
         eprintln!(
-            "link up: {a} ({A_ADDR}) <-> {b} ({B_ADDR}): {}; Ctrl-C to stop",
-            imp.describe()
+            "link up: {a} ({A_ADDR}) <-> {b} ({B_ADDR}): {}{}; Ctrl-C to stop",
+            imp.describe(),
+            if offloads { "" } else { ", no offloads" }
         );
         let out = forward::forward(tun_a, tun_b, &imp).await;
         drop(spaces);
@@ -112,8 +116,29 @@ fn up(args: UpArgs) -> i32 {
         eprintln!("  {b} -> {a}: {}", out.up);
         eprintln!("  {a} -> {b}: {}", out.down);
         if out.write_errors > 0 {
-            eprintln!("  {} packets could not be written", out.write_errors);
+            eprintln!("  {} writes to the devices failed", out.write_errors);
+        }
+        if offloads {
+            eprintln!("  offloads: {}", out.offloads);
         }
         Ok(())
     })
+}
+
+/// Creates TUN device `name`, with offloads (TSO, USO, checksums; the link
+/// does GRO) unless told otherwise or the kernel refuses them.
+fn device(name: &str, offload: bool) -> anyhow::Result<quark_udp::tun::Tun> {
+    use quark_udp::tun::Tun;
+    let plain =
+        || Tun::create(name).map_err(|e| anyhow::anyhow!("cannot create TUN device {name}: {e}"));
+    if !offload {
+        return plain();
+    }
+    match Tun::create_offloaded(name) {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            eprintln!("warning: {name}: no offloads ({e}); packets cross one by one");
+            plain()
+        }
+    }
 }

@@ -70,6 +70,8 @@ pub struct BenchConfig {
     pub tcp_cc: String,
     /// Every process polls instead of sleeping (`--busy-poll`).
     pub busy_poll: bool,
+    /// Emulated links' TUN devices have NIC offloads (TSO/USO, checksums, GRO).
+    pub link_offload: bool,
     /// Protocol the ratios compare against.
     pub reference: String,
     /// Address the servers listen on (port 0: any free port).
@@ -238,6 +240,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             cc: cfg.cc.to_string(),
             tcp_cc: cfg.tcp_cc.clone(),
             busy_poll: cfg.busy_poll,
+            no_link_offload: !cfg.link_offload,
             pin: cfg.pin.map(|(s, c)| [s as u32, c as u32]),
             threads: cfg.threads,
             suite: cfg.suite,
@@ -486,7 +489,7 @@ impl Cell<'_> {
         // impairments, and blackholes timed from the cell's first packet).
         let prefix = format!("qlab{}", std::process::id() % 1_000_000);
         let (listen, netns) = if self.net.mode == NetMode::Link {
-            let e = net::Emulator::link(&cfg.exe, &self.net.profile, &prefix)
+            let e = net::Emulator::link(&cfg.exe, &self.net.profile, &prefix, cfg.link_offload)
                 .await
                 .map_err(|e| CellError::Failed(format!("{e:#}")))?;
             *emulator = Some(e);

@@ -232,17 +232,27 @@ pub enum Emulator {
 
 impl Emulator {
     /// Starts `quark link up` with namespaces `{prefix}-a` (server) and `-b`.
-    pub async fn link(exe: &std::path::Path, profile: &str, prefix: &str) -> anyhow::Result<Self> {
-        let args = [
+    /// `offload: false` gives its devices no NIC offloads (`--no-offload`).
+    pub async fn link(
+        exe: &std::path::Path,
+        profile: &str,
+        prefix: &str,
+        offload: bool,
+    ) -> anyhow::Result<Self> {
+        let seed = SEED.to_string();
+        let mut args = vec![
             "link",
             "up",
             "--profile",
             profile,
             "--seed",
-            &SEED.to_string(),
+            &seed,
             "--prefix",
             prefix,
         ];
+        if !offload {
+            args.push("--no-offload");
+        }
         let (child, _) = start(exe, &args, "link up").await?;
         Ok(Emulator::Process {
             child,
