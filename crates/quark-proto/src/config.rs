@@ -17,10 +17,17 @@ pub struct TransportConfig {
     pub max_idle_timeout: Duration,
     /// Send a PING when idle this long (keeps NATs and idle timers alive).
     pub keep_alive: Option<Duration>,
-    /// Credit given to the peer per stream (MAX_STREAM_DATA window).
+    /// Credit given to the peer per stream (MAX_STREAM_DATA window) at first.
     pub stream_receive_window: u64,
-    /// Credit given to the peer across all streams (MAX_DATA window).
+    /// What a stream's window may grow to while its reader keeps up and the
+    /// window, not the path, limits the sender (credit returned within two
+    /// RTTs doubles it).
+    pub stream_receive_window_max: u64,
+    /// Credit given to the peer across all streams (MAX_DATA window) at first.
     pub receive_window: u64,
+    /// What the connection's window may grow to (as the stream window; it is
+    /// also kept at 1.5 × the largest stream window).
+    pub receive_window_max: u64,
     /// Unacknowledged bytes we buffer per sending stream.
     pub send_buffer: usize,
     /// Bidirectional streams the peer may have open at once.
@@ -60,7 +67,9 @@ impl Default for TransportConfig {
             max_idle_timeout: Duration::from_secs(30),
             keep_alive: None,
             stream_receive_window: 4 * 1024 * 1024,
+            stream_receive_window_max: 16 * 1024 * 1024,
             receive_window: 16 * 1024 * 1024,
+            receive_window_max: 32 * 1024 * 1024,
             send_buffer: 4 * 1024 * 1024,
             max_concurrent_bidi_streams: 256,
             max_concurrent_uni_streams: 256,

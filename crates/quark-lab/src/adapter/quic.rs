@@ -43,11 +43,11 @@ pub fn set_congestion_control(cc: quark::CcAlgorithm) {
     let _ = QUIC_CC.set(cc);
 }
 
-/// Transport settings. `QUARK_TUNE` switches optimisations off for the
-/// before/after tables (e.g. `QUARK_TUNE=pmtud=0,ackfreq=0,pacing=0`); GSO and GRO are
-/// switched by quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
 /// Transport settings; `uni` unidirectional streams for the peer (HTTP/3
-/// needs a few: control and QPACK streams).
+/// needs a few: control and QPACK streams). `QUARK_TUNE` switches
+/// optimisations off for the before/after tables (e.g.
+/// `QUARK_TUNE=pmtud=0,ackfreq=0,pacing=0`); GSO and GRO are switched by
+/// quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
 fn transport(uni: u64) -> Arc<quark::TransportConfig> {
     let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
     let off = |name: &str| tune.split(',').any(|t| t.trim() == format!("{name}=0"));

@@ -267,7 +267,9 @@ impl Connection {
         };
         let limits = StreamLimits {
             stream_window: config.stream_receive_window,
+            stream_window_max: config.stream_receive_window_max,
             connection_window: config.receive_window,
+            connection_window_max: config.receive_window_max,
             send_buffer: config.send_buffer,
             max_concurrent: [
                 config.max_concurrent_bidi_streams,

@@ -56,6 +56,8 @@ impl Connection {
             tracing::trace!(%remote, "datagram from an unknown address dropped");
             return;
         }
+        // Reads that follow this batch return credit as of now.
+        self.streams.set_clock(now, self.recovery.rtt().smoothed());
         let mut decrypted = std::mem::take(&mut self.decrypted_scratch);
         for (index, data) in segments.iter_mut().enumerate() {
             self.open_datagram(now, ecn, index, data, &mut decrypted);

@@ -37,6 +37,7 @@ impl Connection {
         buf: &mut Vec<u8>,
     ) -> Option<Transmit> {
         buf.clear();
+        self.streams.set_clock(now, self.recovery.rtt().smoothed());
         match self.state {
             State::Drained { .. } | State::Draining { .. } => return None,
             State::Closing { .. } => return self.transmit_close(now, buf),

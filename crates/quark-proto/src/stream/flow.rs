@@ -1,13 +1,90 @@
-//! Connection-level flow control (RFC 9000 §4.1): MAX_DATA and DATA_BLOCKED.
+//! Connection-level flow control (RFC 9000 §4.1): MAX_DATA and DATA_BLOCKED,
+//! and the receive window that grows to the path (shared with streams).
+
+use std::time::{Duration, Instant};
 
 use crate::error::TransportError;
 use crate::varint::VarInt;
+
+/// The time and smoothed RTT the connection last saw: flow control is told
+/// them, since reads carry no clock.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowClock {
+    /// The latest time the connection was given.
+    pub now: Instant,
+    /// Its smoothed RTT then.
+    pub rtt: Duration,
+}
+
+/// A receive window that grows to the path's bandwidth-delay product. Credit
+/// is returned once half a window was read; when the last return was less
+/// than two RTTs ago, the reader is keeping up and the window is what limits
+/// the sender, so it doubles, up to `max`. Growth follows reads only: a slow
+/// reader never enlarges what the peer may make us buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct AutoWindow {
+    size: u64,
+    max: u64,
+    last_update: Option<Instant>,
+}
+
+impl AutoWindow {
+    /// Starts at `size`, grows to `max` (at least `size`).
+    pub fn new(size: u64, max: u64) -> Self {
+        AutoWindow {
+            size,
+            max: max.max(size),
+            last_update: None,
+        }
+    }
+
+    /// The current size.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Credit is being returned now: grow first if the previous return was
+    /// less than two RTTs ago.
+    fn on_update(&mut self, clock: Option<FlowClock>) {
+        let Some(c) = clock else { return };
+        if let Some(prev) = self.last_update {
+            if c.now.saturating_duration_since(prev) < 2 * c.rtt {
+                self.size = self.size.saturating_mul(2).min(self.max);
+            }
+        }
+        self.last_update = Some(c.now);
+    }
+
+    /// At least `size` (up to the maximum): the connection window keeps room
+    /// for its largest stream window.
+    pub(crate) fn at_least(&mut self, size: u64) {
+        self.size = self.size.max(size.min(self.max));
+    }
+
+    /// The new limit to advertise, given `read` bytes read and the `current`
+    /// limit, when half a window was read since; it counts as sent.
+    pub(crate) fn take(
+        &mut self,
+        read: u64,
+        current: u64,
+        clock: Option<FlowClock>,
+    ) -> Option<u64> {
+        let due = |size: u64| {
+            let limit = read.saturating_add(size).min(VarInt::MAX.into_inner());
+            let since = limit.saturating_sub(current);
+            (since > 0 && since >= size / 2).then_some(limit)
+        };
+        due(self.size)?;
+        self.on_update(clock);
+        due(self.size)
+    }
+}
 
 /// What the peer may send us, across all streams.
 #[derive(Debug)]
 pub struct RecvFlow {
     /// Credit kept ahead of what the application consumed.
-    window: u64,
+    window: AutoWindow,
     /// The limit we advertised.
     max_data: u64,
     /// Sum over streams of the highest offset received (or final size).
@@ -17,10 +94,11 @@ pub struct RecvFlow {
 }
 
 impl RecvFlow {
-    /// We advertised `window` bytes initially (initial_max_data).
-    pub fn new(window: u64) -> Self {
+    /// We advertised `window` bytes initially (initial_max_data); it may grow
+    /// to `max` ([`AutoWindow`]).
+    pub fn new(window: u64, max: u64) -> Self {
         RecvFlow {
-            window,
+            window: AutoWindow::new(window, max),
             max_data: window,
             received: 0,
             consumed: 0,
@@ -56,21 +134,25 @@ impl RecvFlow {
     }
 
     /// A new MAX_DATA to advertise, when enough was consumed (half a window); it is
-    /// considered sent.
-    pub fn take_max_data(&mut self) -> Option<u64> {
+    /// considered sent. `clock` lets the window grow ([`AutoWindow`]).
+    pub fn take_max_data(&mut self, clock: Option<FlowClock>) -> Option<u64> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-4.1
         //# A receiver could determine the maximum data limit to be
         //# advertised based on the sum of bytes consumed on all streams.
-        let limit = self
-            .consumed
-            .saturating_add(self.window)
-            .min(VarInt::MAX.into_inner());
-        let consumed_since = limit.saturating_sub(self.max_data);
-        if consumed_since == 0 || consumed_since < self.window / 2 {
-            return None;
-        }
+        let limit = self.window.take(self.consumed, self.max_data, clock)?;
         self.max_data = limit;
         Some(limit)
+    }
+
+    /// Keep the window at least `size` (the largest stream window and a half),
+    /// so one fast stream is not held back by the connection's credit.
+    pub fn ensure_window(&mut self, size: u64) {
+        self.window.at_least(size);
+    }
+
+    /// The current window.
+    pub fn window(&self) -> u64 {
+        self.window.size()
     }
 
     /// The limit currently advertised.
@@ -153,35 +235,94 @@ mod tests {
     use super::*;
     use crate::error::TransportErrorCode;
 
+    /// Any instant will do: times are offsets from it.
+    fn start() -> Instant {
+        #[allow(clippy::disallowed_methods)]
+        Instant::now()
+    }
+
+    fn at(t0: Instant, ms: u64) -> Option<FlowClock> {
+        Some(FlowClock {
+            now: t0 + Duration::from_millis(ms),
+            rtt: Duration::from_millis(10),
+        })
+    }
+
+    /// Consumes what arrives, `n` bytes at time `ms`; the limit advertised, if any.
+    fn read(f: &mut RecvFlow, t0: Instant, ms: u64, n: u64) -> Option<u64> {
+        f.on_received(n).unwrap();
+        f.on_consumed(n);
+        f.take_max_data(at(t0, ms))
+    }
+
+    #[test]
+    fn window_doubles_while_credit_returns_within_two_rtts_up_to_the_maximum() {
+        let t0 = start();
+        let mut f = RecvFlow::new(100, 350);
+        // The first return has nothing to compare with.
+        assert_eq!(read(&mut f, t0, 0, 50), Some(150));
+        // 15 ms later (< 2 RTTs): the window doubles before the limit is set.
+        assert_eq!(read(&mut f, t0, 15, 50), Some(100 + 200));
+        assert_eq!(f.window(), 200);
+        // Half of the new window takes 100 bytes; again fast: 400, capped at 350.
+        assert_eq!(read(&mut f, t0, 20, 99), None);
+        assert_eq!(read(&mut f, t0, 25, 1), Some(200 + 350));
+        assert_eq!(f.window(), 350);
+        assert_eq!(read(&mut f, t0, 26, 175), Some(375 + 350));
+        assert_eq!(f.window(), 350, "never above the maximum");
+    }
+
+    #[test]
+    fn window_stays_when_credit_returns_slower_than_two_rtts_or_without_a_clock() {
+        let t0 = start();
+        let mut f = RecvFlow::new(100, 1000);
+        assert_eq!(read(&mut f, t0, 0, 50), Some(150));
+        assert_eq!(
+            read(&mut f, t0, 20, 50),
+            Some(200),
+            "exactly 2 RTTs: no growth"
+        );
+        assert_eq!(read(&mut f, t0, 100, 50), Some(250));
+        f.on_received(50).unwrap();
+        f.on_consumed(50);
+        assert_eq!(f.take_max_data(None), Some(300));
+        assert_eq!(f.window(), 100);
+        // The connection window makes room for a stream's (up to its maximum).
+        f.ensure_window(600);
+        assert_eq!(f.window(), 600);
+        f.ensure_window(5000);
+        assert_eq!(f.window(), 1000);
+    }
+
     #[test]
     fn recv_limit_is_enforced() {
-        let mut f = RecvFlow::new(100);
+        let mut f = RecvFlow::new(100, 100);
         f.on_received(60).unwrap();
         f.on_received(40).unwrap();
         let e = f.on_received(1).unwrap_err();
         assert_eq!(e.code, TransportErrorCode::FLOW_CONTROL_ERROR);
         assert_eq!(f.received(), 100);
-        let e = RecvFlow::new(10).on_received(u64::MAX).unwrap_err();
+        let e = RecvFlow::new(10, 10).on_received(u64::MAX).unwrap_err();
         assert_eq!(e.code, TransportErrorCode::FLOW_CONTROL_ERROR);
     }
 
     #[test]
     fn max_data_follows_consumption_by_half_windows() {
-        let mut f = RecvFlow::new(100);
-        assert_eq!(f.take_max_data(), None);
+        let mut f = RecvFlow::new(100, 100);
+        assert_eq!(f.take_max_data(None), None);
         f.on_received(100).unwrap();
         // Received but not consumed: no credit.
-        assert_eq!(f.take_max_data(), None);
+        assert_eq!(f.take_max_data(None), None);
         f.on_consumed(49);
-        assert_eq!(f.take_max_data(), None);
+        assert_eq!(f.take_max_data(None), None);
         f.on_consumed(1);
-        assert_eq!(f.take_max_data(), Some(150));
-        assert_eq!(f.take_max_data(), None);
+        assert_eq!(f.take_max_data(None), Some(150));
+        assert_eq!(f.take_max_data(None), None);
         assert_eq!(f.max_data(), 150);
         f.on_received(50).unwrap();
         assert!(f.on_received(1).is_err());
         f.on_consumed(100);
-        assert_eq!(f.take_max_data(), Some(250));
+        assert_eq!(f.take_max_data(None), Some(250));
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod ranges;
 pub mod recv;
 pub mod send;
 
-pub use flow::{RecvFlow, SendFlow};
+pub use flow::{AutoWindow, FlowClock, RecvFlow, SendFlow};
 pub use recv::{
     Append, ReadError, ReadInto, ReadOutcome, RecvBuffer, RecvState, RecvStream, Visit,
 };

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+use super::flow::{AutoWindow, FlowClock};
 use crate::error::TransportError;
 use crate::varint::VarInt;
 
@@ -57,8 +58,8 @@ pub enum ReadError {
 pub struct RecvStream {
     buf: RecvBuffer,
     state: RecvState,
-    /// Credit kept ahead of the read offset.
-    window: u64,
+    /// Credit kept ahead of the read offset (grows with fast reads).
+    window: AutoWindow,
     /// The limit we advertised (initially `window`).
     max_stream_data: u64,
     /// Highest offset counted against flow control: the largest frame end or the final
@@ -75,16 +76,17 @@ impl RecvStream {
     /// A stream on which we advertised `window` bytes of initial credit; later updates
     /// keep the limit at read offset + `window`.
     pub fn new(window: u64) -> Self {
-        Self::with_storage(window, VecDeque::new())
+        Self::with_storage(AutoWindow::new(window, window), VecDeque::new())
     }
 
-    /// [`new`](Self::new), reassembling into `storage` (see [`RecvBuffer::with_storage`]).
-    pub fn with_storage(window: u64, storage: VecDeque<u8>) -> Self {
+    /// [`new`](Self::new) with a window that may grow ([`AutoWindow`]),
+    /// reassembling into `storage` (see [`RecvBuffer::with_storage`]).
+    pub fn with_storage(window: AutoWindow, storage: VecDeque<u8>) -> Self {
         RecvStream {
             buf: RecvBuffer::with_storage(storage),
             state: RecvState::Recv,
             window,
-            max_stream_data: window,
+            max_stream_data: window.size(),
             highest: 0,
             final_size: None,
             reset_code: None,
@@ -300,8 +302,9 @@ impl RecvStream {
     }
 
     /// A new MAX_STREAM_DATA limit to advertise, when the application has read enough
-    /// since the last one (half a window); the limit is considered sent.
-    pub fn take_max_stream_data(&mut self) -> Option<u64> {
+    /// since the last one (half a window); the limit is considered sent. `clock`
+    /// lets the window grow ([`AutoWindow`]).
+    pub fn take_max_stream_data(&mut self, clock: Option<FlowClock>) -> Option<u64> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-3.2
         //# In this state, the endpoint no longer needs to send MAX_STREAM_DATA
         //# frames; it only receives any retransmissions of stream data.
@@ -310,16 +313,15 @@ impl RecvStream {
         }
         // Credit follows reads only: a reader that does not keep up gets no more data.
         let limit = self
-            .buf
-            .read_offset()
-            .saturating_add(self.window)
-            .min(VarInt::MAX.into_inner());
-        let consumed_since = limit.saturating_sub(self.max_stream_data);
-        if consumed_since == 0 || consumed_since < self.window / 2 {
-            return None;
-        }
+            .window
+            .take(self.buf.read_offset(), self.max_stream_data, clock)?;
         self.max_stream_data = limit;
         Some(limit)
+    }
+
+    /// The current window (credit kept ahead of the read offset).
+    pub fn window(&self) -> u64 {
+        self.window.size()
     }
 
     /// The limit currently advertised (to resend if a MAX_STREAM_DATA frame is lost).

@@ -70,10 +70,10 @@ impl Pair {
             ReadOutcome::Finished => true,
         };
         self.rx_flow.on_consumed(self.rx.read_offset() - before);
-        if let Some(limit) = self.rx.take_max_stream_data() {
+        if let Some(limit) = self.rx.take_max_stream_data(None) {
             self.tx.on_max_stream_data(limit);
         }
-        if let Some(limit) = self.rx_flow.take_max_data() {
+        if let Some(limit) = self.rx_flow.take_max_data(None) {
             self.tx_flow.on_max_data(limit);
         }
         finished
@@ -96,7 +96,7 @@ proptest! {
             tx: SendStream::new(stream_window, buffer_limit),
             tx_flow: SendFlow::new(conn_window),
             rx: RecvStream::new(stream_window),
-            rx_flow: RecvFlow::new(conn_window),
+            rx_flow: RecvFlow::new(conn_window, conn_window),
             wire: Vec::new(),
             written: 0,
             got: Vec::new(),

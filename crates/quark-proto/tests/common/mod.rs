@@ -471,7 +471,9 @@ impl Sim {
 pub fn small_windows() -> TransportConfig {
     TransportConfig {
         stream_receive_window: 16 * 1024,
+        stream_receive_window_max: 16 * 1024,
         receive_window: 48 * 1024,
+        receive_window_max: 48 * 1024,
         send_buffer: 32 * 1024,
         ..TransportConfig::default()
     }

@@ -7,13 +7,14 @@ mod outgoing;
 mod spare;
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use self::spare::Spare;
 use crate::stream::{
-    ReadError, ReadInto, ReadOutcome, RecvFlow, RecvState, RecvStream, SendFlow, SendState,
-    SendStream, WriteError,
+    AutoWindow, FlowClock, ReadError, ReadInto, ReadOutcome, RecvFlow, RecvState, RecvStream,
+    SendFlow, SendState, SendStream, WriteError,
 };
 use crate::transport_params::TransportParameters;
 use crate::types::{Dir, Side, StreamId};
@@ -73,7 +74,9 @@ pub(crate) struct StreamEntry {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StreamLimits {
     pub(crate) stream_window: u64,
+    pub(crate) stream_window_max: u64,
     pub(crate) connection_window: u64,
+    pub(crate) connection_window_max: u64,
     pub(crate) send_buffer: usize,
     pub(crate) max_concurrent: [u64; 2],
 }
@@ -109,6 +112,8 @@ pub struct Streams {
     send_queue: VecDeque<StreamId>,
     pub(crate) send_flow: SendFlow,
     pub(crate) recv_flow: RecvFlow,
+    /// The connection's latest time and RTT, for the receive windows.
+    clock: Option<FlowClock>,
     /// The peer's initial per-stream limits: bidi streams it opens, bidi we open, uni we open.
     peer_window: [u64; 3],
     pending: Pending,
@@ -147,7 +152,8 @@ impl Streams {
             accept_queue: Default::default(),
             send_queue: VecDeque::new(),
             send_flow: SendFlow::new(0),
-            recv_flow: RecvFlow::new(limits.connection_window),
+            recv_flow: RecvFlow::new(limits.connection_window, limits.connection_window_max),
+            clock: None,
             peer_window: [0; 3],
             pending: Pending::default(),
             events: VecDeque::new(),
@@ -259,6 +265,12 @@ impl Streams {
         Ok(())
     }
 
+    /// The connection was given `now` and its smoothed RTT is `rtt`: what the
+    /// receive windows grow by (reads carry no clock).
+    pub(crate) fn set_clock(&mut self, now: Instant, rtt: Duration) {
+        self.clock = Some(FlowClock { now, rtt });
+    }
+
     /// Read received data.
     pub fn read<D: ReadInto + ?Sized>(
         &mut self,
@@ -270,8 +282,11 @@ impl Streams {
         let before = recv.read_offset();
         let outcome = recv.read_into(buf);
         let consumed = recv.read_offset() - before;
-        if recv.take_max_stream_data().is_some() {
+        if recv.take_max_stream_data(self.clock).is_some() {
             self.pending.max_stream_data.push_back(id);
+            // Room at the connection level for what this stream may now get.
+            self.recv_flow
+                .ensure_window(recv.window().saturating_mul(3) / 2);
         }
         if let Ok(ReadOutcome::Blocked) = outcome {
             entry.readable_signalled = false;
@@ -290,7 +305,7 @@ impl Streams {
             return;
         }
         self.recv_flow.on_consumed(n);
-        if self.recv_flow.take_max_data().is_some() {
+        if self.recv_flow.take_max_data(self.clock).is_some() {
             self.pending.max_data = true;
         }
     }
@@ -366,8 +381,10 @@ impl Streams {
             (Dir::Uni, true) => Some(self.peer_window[2]),
         }
         .map(|max| SendStream::with_storage(max, self.limits.send_buffer, self.spare[0].take()));
-        let recv = (id.dir() == Dir::Bi || !ours)
-            .then(|| RecvStream::with_storage(self.limits.stream_window, self.spare[1].take()));
+        let recv = (id.dir() == Dir::Bi || !ours).then(|| {
+            let window = AutoWindow::new(self.limits.stream_window, self.limits.stream_window_max);
+            RecvStream::with_storage(window, self.spare[1].take())
+        });
         self.map.insert(
             id,
             StreamEntry {

@@ -166,7 +166,7 @@ fn reset_discards_data_and_reports_once() {
     // Late data is accepted (within the final size) and ignored.
     assert_eq!(s.on_data(20, b"late", false), Ok(0));
     assert_eq!(s.buffer().buffered(), 0);
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), None);
 }
 
 #[test]
@@ -200,7 +200,7 @@ fn stop_sending_rules() {
     assert_eq!(s.on_data(3, b"defg", false), Ok(4));
     assert_eq!(s.buffer().buffered(), 0);
     assert_eq!(s.read_offset(), 7);
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), None);
     assert_eq!(
         code(s.on_data(7, &[0; 94], false)),
         TransportErrorCode::FLOW_CONTROL_ERROR
@@ -233,16 +233,16 @@ fn stop_sending_rules() {
 fn credit_returns_only_as_the_application_reads() {
     let mut s = RecvStream::new(100);
     assert_eq!(s.max_stream_data(), 100);
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), None);
     s.on_data(0, &[1; 100], false).unwrap();
     // Everything arrived but nothing was read: no more credit.
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), None);
     let mut buf = [0; 49];
     s.read(&mut buf).unwrap();
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), None);
     s.read(&mut buf[..1]).unwrap();
-    assert_eq!(s.take_max_stream_data(), Some(150));
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), Some(150));
+    assert_eq!(s.take_max_stream_data(None), None);
     assert_eq!(s.max_stream_data(), 150);
     // A peer that keeps sending into a non-reading receiver is held at the limit.
     s.on_data(100, &[1; 50], false).unwrap();
@@ -250,24 +250,24 @@ fn credit_returns_only_as_the_application_reads() {
         code(s.on_data(150, &[1], false)),
         TransportErrorCode::FLOW_CONTROL_ERROR
     );
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), None);
     assert!(s.buffer().buffered() <= 100);
     // Once the size is known, no more updates.
     s.on_data(150, &[], true).unwrap();
     let mut big = [0; 200];
     s.read(&mut big).unwrap();
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), None);
 }
 
 #[test]
 fn tiny_windows_still_advance() {
     let mut s = RecvStream::new(1);
     s.on_data(0, b"a", false).unwrap();
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), None);
     assert_eq!(read_vec(&mut s, 1), Ok(ReadOutcome::Data(1)));
-    assert_eq!(s.take_max_stream_data(), Some(2));
+    assert_eq!(s.take_max_stream_data(None), Some(2));
     let mut s = RecvStream::new(0);
-    assert_eq!(s.take_max_stream_data(), None);
+    assert_eq!(s.take_max_stream_data(None), None);
     assert_eq!(
         code(s.on_data(0, b"a", false)),
         TransportErrorCode::FLOW_CONTROL_ERROR
@@ -323,7 +323,7 @@ proptest! {
                 }
                 ReadOutcome::Finished => break,
             }
-            if let Some(l) = s.take_max_stream_data() {
+            if let Some(l) = s.take_max_stream_data(None) {
                 prop_assert!(l > limit);
                 limit = l;
             }
