@@ -28,8 +28,12 @@ pub struct TransportConfig {
     /// What the connection's window may grow to (as the stream window; it is
     /// also kept at 1.5 × the largest stream window).
     pub receive_window_max: u64,
-    /// Unacknowledged bytes we buffer per sending stream.
+    /// Unacknowledged bytes we buffer per sending stream, at least.
     pub send_buffer: usize,
+    /// ... and at most: the buffer follows twice the congestion window (as
+    /// Linux sizes a TCP socket's send buffer), so a long fat path is not
+    /// held to `send_buffer` in flight.
+    pub send_buffer_max: usize,
     /// Bidirectional streams the peer may have open at once.
     pub max_concurrent_bidi_streams: u64,
     /// Unidirectional streams the peer may have open at once.
@@ -71,6 +75,7 @@ impl Default for TransportConfig {
             receive_window: 16 * 1024 * 1024,
             receive_window_max: 32 * 1024 * 1024,
             send_buffer: 4 * 1024 * 1024,
+            send_buffer_max: 32 * 1024 * 1024,
             max_concurrent_bidi_streams: 256,
             max_concurrent_uni_streams: 256,
             initial_rtt: Duration::from_millis(333),

@@ -271,6 +271,7 @@ impl Connection {
             connection_window: config.receive_window,
             connection_window_max: config.receive_window_max,
             send_buffer: config.send_buffer,
+            send_buffer_max: config.send_buffer_max,
             max_concurrent: [
                 config.max_concurrent_bidi_streams,
                 config.max_concurrent_uni_streams,

@@ -57,7 +57,11 @@ impl Connection {
             return;
         }
         // Reads that follow this batch return credit as of now.
-        self.streams.set_clock(now, self.recovery.rtt().smoothed());
+        self.streams.observe(
+            now,
+            self.recovery.rtt().smoothed(),
+            self.recovery.congestion_window(),
+        );
         let mut decrypted = std::mem::take(&mut self.decrypted_scratch);
         for (index, data) in segments.iter_mut().enumerate() {
             self.open_datagram(now, ecn, index, data, &mut decrypted);

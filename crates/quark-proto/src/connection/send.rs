@@ -37,7 +37,11 @@ impl Connection {
         buf: &mut Vec<u8>,
     ) -> Option<Transmit> {
         buf.clear();
-        self.streams.set_clock(now, self.recovery.rtt().smoothed());
+        self.streams.observe(
+            now,
+            self.recovery.rtt().smoothed(),
+            self.recovery.congestion_window(),
+        );
         match self.state {
             State::Drained { .. } | State::Draining { .. } => return None,
             State::Closing { .. } => return self.transmit_close(now, buf),

@@ -99,6 +99,12 @@ impl SendStream {
         self.buf.into_storage()
     }
 
+    /// Hold at most `limit` unacknowledged bytes from now on (data already
+    /// held stays).
+    pub fn set_buffer_limit(&mut self, limit: usize) {
+        self.buffer_limit = limit;
+    }
+
     /// Stream credit left: bytes the peer still lets us write.
     fn stream_credit(&self) -> u64 {
         self.max_stream_data.saturating_sub(self.buf.written())

@@ -78,6 +78,7 @@ pub(crate) struct StreamLimits {
     pub(crate) connection_window: u64,
     pub(crate) connection_window_max: u64,
     pub(crate) send_buffer: usize,
+    pub(crate) send_buffer_max: usize,
     pub(crate) max_concurrent: [u64; 2],
 }
 
@@ -114,6 +115,8 @@ pub struct Streams {
     pub(crate) recv_flow: RecvFlow,
     /// The connection's latest time and RTT, for the receive windows.
     clock: Option<FlowClock>,
+    /// The congestion window then, for the send buffers.
+    cwnd: u64,
     /// The peer's initial per-stream limits: bidi streams it opens, bidi we open, uni we open.
     peer_window: [u64; 3],
     pending: Pending,
@@ -154,6 +157,7 @@ impl Streams {
             send_flow: SendFlow::new(0),
             recv_flow: RecvFlow::new(limits.connection_window, limits.connection_window_max),
             clock: None,
+            cwnd: 0,
             peer_window: [0; 3],
             pending: Pending::default(),
             events: VecDeque::new(),
@@ -218,8 +222,10 @@ impl Streams {
         len: usize,
         take: impl FnOnce(&mut SendStream, u64) -> Result<usize, WriteError>,
     ) -> Result<usize, StreamError> {
+        let limit = self.send_buffer_limit();
         let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
         let send = entry.send.as_mut().ok_or(StreamError::WrongDirection)?;
+        send.set_buffer_limit(limit);
         let credit = self.send_flow.credit();
         let n = take(send, credit)?;
         if let Some(limit) = send.take_blocked() {
@@ -265,10 +271,23 @@ impl Streams {
         Ok(())
     }
 
-    /// The connection was given `now` and its smoothed RTT is `rtt`: what the
-    /// receive windows grow by (reads carry no clock).
-    pub(crate) fn set_clock(&mut self, now: Instant, rtt: Duration) {
+    /// The connection was given `now`; its smoothed RTT is `rtt` and its
+    /// congestion window `cwnd`: what the receive windows grow by (reads
+    /// carry no clock) and what the send buffers follow.
+    pub(crate) fn observe(&mut self, now: Instant, rtt: Duration, cwnd: u64) {
         self.clock = Some(FlowClock { now, rtt });
+        self.cwnd = cwnd;
+    }
+
+    /// Unacknowledged bytes a stream may hold: twice the congestion window,
+    /// within the configured bounds. Only in-flight data and a bounded unsent
+    /// part (`NOT_SENT_LIMIT`) ever fill it.
+    fn send_buffer_limit(&self) -> usize {
+        let twice = usize::try_from(self.cwnd.saturating_mul(2)).unwrap_or(usize::MAX);
+        twice.clamp(
+            self.limits.send_buffer,
+            self.limits.send_buffer_max.max(self.limits.send_buffer),
+        )
     }
 
     /// Read received data.
