@@ -124,8 +124,9 @@ impl Tun {
         (&self.file).write(packet)
     }
 
-    /// Writes one frame from parts (a `virtio_net_hdr` and an IP packet) in
-    /// one system call.
+    /// Writes one frame from parts in one system call: a `virtio_net_hdr`,
+    /// then the packet (whole, or a super-packet's headers and its segments'
+    /// payloads).
     pub fn send_parts(&self, parts: &[IoSlice<'_>]) -> io::Result<usize> {
         (&self.file).write_vectored(parts)
     }
@@ -174,6 +175,9 @@ mod tests {
                     !exists
                 });
                 assert!(gone, "{name} still exists 2 s after closing it");
+                let o = Tun::create_offloaded(&name).expect("offloads (TSO at least)");
+                assert!(o.offloads());
+                assert!(!Tun::create(&format!("{name}p")).unwrap().offloads());
             }
             Err(e) => eprintln!("skipped: cannot create a TUN device: {e}"),
         }
