@@ -21,10 +21,14 @@ const TCP_ACK: u8 = 0x10;
 /// copied. `verify` checks each packet's checksum first (the link corrupts):
 /// a bad one goes alone and unmarked, for the kernel to drop.
 pub fn coalesce(packets: &[Vec<u8>], verify: bool, mut write: impl FnMut(&[IoSlice<'_>])) {
+    // Each packet parsed (and its checksum checked) once, though it is looked
+    // at both as the next of one run and as the first of the next.
+    let segments: Vec<Option<Segment>> =
+        packets.iter().map(|p| Segment::parse(p, verify)).collect();
     let mut i = 0;
     while i < packets.len() {
         let first = &packets[i];
-        let Some(f) = Segment::parse(first, verify) else {
+        let Some(f) = segments[i] else {
             let hdr = received_header(first, verify).encode();
             write(&[IoSlice::new(&hdr), IoSlice::new(first)]);
             i += 1;
@@ -34,7 +38,7 @@ pub fn coalesce(packets: &[Vec<u8>], verify: bool, mut write: impl FnMut(&[IoSli
         let (mut prev, mut total) = (f, f.payload);
         while end < packets.len() && end - i < MAX_SEGMENTS {
             let next = &packets[end];
-            match Segment::parse(next, verify) {
+            match segments[end] {
                 Some(n)
                     if f.joins(first, &prev, next, &n) && f.l4 + total + n.payload <= MAX_TOTAL =>
                 {
