@@ -17,8 +17,9 @@
 //! limit with a bounded tail-drop queue ([`RateLimit`]) and blackhole periods
 //! ([`Blackhole`]). A [`Path`] is two links. Each link draws its randomness
 //! from a ChaCha8 stream seeded with a `u64`: same seed, same inputs, same outcome.
-//! [`Counters`] say what happened, by cause. [`offload`] does what NICs do to
-//! the packets of `quark link` (segmentation, checksums).
+//! [`Counters`] say what happened, by cause. (What NICs do to the packets of
+//! `quark link`, segmentation and checksums, is beside its TUN devices, in
+//! `quark_udp::tun::offload`.)
 //!
 //! Named networks ([`Profile`]): `lan`, `interop`, `blackhole`, `reorder0.1`,
 //! `reorder1` and the grammar `rtt<ms>-loss<pct>[-reorder<pct>][-rate<mbit>]`
@@ -42,7 +43,6 @@
 mod config;
 mod counters;
 mod link;
-pub mod offload;
 pub mod parse;
 mod path;
 pub mod profile;

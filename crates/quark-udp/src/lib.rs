@@ -53,7 +53,9 @@
 //! [`netns`] builds the two-namespace veth test bed AF_XDP is tested and measured
 //! on. [`stats`] counts system calls, datagrams, bytes and time for the lab.
 //! [`PreciseTimer`] is a `timerfd` for deadlines finer than tokio's millisecond
-//! (pacing gaps).
+//! (pacing gaps). [`tun`] is the TUN device of `quark link`'s emulated
+//! paths, with [`tun::offload`] doing what a NIC's offloads do; `checksum` is
+//! the RFC 1071 sum the frames of AF_XDP and of the offloads carry.
 
 #![warn(missing_docs)]
 
@@ -61,6 +63,7 @@
 compile_error!("quark-udp supports Linux only");
 
 mod backend;
+mod checksum;
 pub mod netns;
 mod socket;
 pub mod stats;

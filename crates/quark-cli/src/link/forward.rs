@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
-use quark_netem::offload::{self, VNET_HDR_LEN, VnetHeader};
 use quark_netem::{Counters, Path};
 use quark_udp::tun::Tun;
+use quark_udp::tun::offload::{self, VNET_HDR_LEN, VnetHeader};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 

@@ -6,6 +6,7 @@ use super::{
     DATA_VALID, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4, Ip, NEEDS_CSUM, TCP, TCP_PSH, UDP, VnetHeader,
     fold, received_header,
 };
+use crate::checksum::{add, finish};
 
 /// At most this many segments in one super-packet, and at most 64 KB in all:
 /// the limits of the kernel's own GRO (and of receivers' 64 KB buffers).
@@ -154,7 +155,7 @@ impl Segment {
         } else {
             head[2..4].copy_from_slice(&((l3 + l4_len) as u16).to_be_bytes());
             head[10..12].fill(0);
-            let c = !fold(super::sum(&head[..l3]));
+            let c = finish(add(0, &head[..l3]));
             head[10..12].copy_from_slice(&c.to_be_bytes());
         }
         let ip = Ip {

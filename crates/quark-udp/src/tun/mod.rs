@@ -1,6 +1,10 @@
 //! TUN devices: a network interface whose IP packets this process reads and
 //! writes (used by `quark link` to put an emulated link between two network
-//! namespaces). Linux only; creating one needs `CAP_NET_ADMIN`.
+//! namespaces). Linux only; creating one needs `CAP_NET_ADMIN`. A device
+//! opened with offloads hands over and takes the frames [`offload`] cuts and
+//! joins, as a NIC would.
+
+pub mod offload;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, IoSlice, Read, Write};

@@ -15,6 +15,8 @@
 
 use thiserror::Error;
 
+use crate::checksum::{add, finish, fold};
+
 /// Bytes of a `virtio_net_hdr` (the TUN default, without `num_buffers`).
 pub const VNET_HDR_LEN: usize = 10;
 
@@ -168,8 +170,8 @@ pub fn to_wire(
         }
         let at = l4 + if proto == TCP { 16 } else { 6 };
         seg[at..at + 2].fill(0);
-        let sum = fold(ip.pseudo_sum(&seg, proto, seg.len() - l4) + sum(&seg[l4..]));
-        seg[at..at + 2].copy_from_slice(&mangle(!sum).to_be_bytes());
+        let c = finish(ip.pseudo_sum(&seg, proto, seg.len() - l4) + add(0, &seg[l4..]));
+        seg[at..at + 2].copy_from_slice(&mangle(c).to_be_bytes());
         out(seg);
     }
     Ok(())
@@ -240,14 +242,14 @@ impl Ip {
         let id = u16::from_be_bytes([seg[4], seg[5]]).wrapping_add(i);
         seg[4..6].copy_from_slice(&id.to_be_bytes());
         seg[10..12].fill(0);
-        let c = !fold(sum(&seg[..self.header_len]));
+        let c = finish(add(0, &seg[..self.header_len]));
         seg[10..12].copy_from_slice(&c.to_be_bytes());
     }
 
     /// The pseudo-header's sum (RFC 9293 §3.1, RFC 8200 §8.1), unfolded.
     fn pseudo_sum(&self, p: &[u8], proto: u8, l4_len: usize) -> u64 {
         let addrs = if self.v6 { &p[8..40] } else { &p[12..20] };
-        sum(addrs) + u64::from(proto) + l4_len as u64
+        add(0, addrs) + u64::from(proto) + l4_len as u64
     }
 
     fn checksum_ok(&self, p: &[u8]) -> bool {
@@ -259,7 +261,7 @@ impl Ip {
             return true; // IPv4 UDP without a checksum
         }
         let min = if self.proto == TCP { 20 } else { 8 };
-        l4.len() >= min && fold(self.pseudo_sum(p, self.proto, l4.len()) + sum(l4)) == 0xffff
+        l4.len() >= min && fold(self.pseudo_sum(p, self.proto, l4.len()) + add(0, l4)) == 0xffff
     }
 }
 
@@ -272,7 +274,7 @@ fn complete_checksum(p: &mut [u8], hdr: &VnetHeader) -> Result<(), OffloadError>
     if at + 2 > p.len() {
         return Err(OffloadError::Truncated);
     }
-    let c = mangle(!fold(sum(&p[start..])));
+    let c = mangle(finish(add(0, &p[start..])));
     p[at..at + 2].copy_from_slice(&c.to_be_bytes());
     Ok(())
 }
@@ -280,30 +282,6 @@ fn complete_checksum(p: &mut [u8], hdr: &VnetHeader) -> Result<(), OffloadError>
 /// A computed checksum of 0 is sent as 0xffff (UDP reserves 0 for "none").
 fn mangle(c: u16) -> u16 {
     if c == 0 { 0xffff } else { c }
-}
-
-/// The Internet checksum's one's-complement sum (RFC 1071) of `b`, as
-/// big-endian 16-bit words, unfolded. Adding 32-bit words is the same sum
-/// modulo 0xffff and twice as fast.
-fn sum(b: &[u8]) -> u64 {
-    let mut chunks = b.chunks_exact(4);
-    let mut s: u64 = chunks
-        .by_ref()
-        .map(|c| u64::from(u32::from_be_bytes([c[0], c[1], c[2], c[3]])))
-        .sum();
-    let rest = chunks.remainder();
-    let mut words = rest.chunks(2);
-    for w in words.by_ref() {
-        s += u64::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
-    }
-    s
-}
-
-fn fold(mut s: u64) -> u16 {
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
 }
 
 mod gro;
