@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 
 use crate::busy_poll::BusyPoll;
 use crate::deadlines::Deadlines;
-use crate::events::{apply, deliver_events};
+use crate::events::{Woken, apply, deliver_events};
 use crate::forward::{Forwarded, Inbox, Link};
 use crate::shared::{ConnEntry, SharedRef, State};
 use crate::wakeup::Wakeup;
@@ -100,6 +100,9 @@ pub(crate) struct Driver {
     /// How far transmitting is put off for the tasks a round's events woke
     /// (see `poll`).
     deferred: Deferred,
+    /// Whom that round woke, and `State::reader_waits` then.
+    woken: Woken,
+    reader_waits_then: u64,
 }
 
 impl Driver {
@@ -121,6 +124,8 @@ impl Driver {
             drained: false,
             busy: BusyPoll::default(),
             deferred: Deferred::No,
+            woken: Woken::default(),
+            reader_waits_then: 0,
         }
     }
 
@@ -406,12 +411,12 @@ impl Driver {
 
     /// Deliver the touched connections' events to waiting tasks, leaving the
     /// connections touched. Returns whether a task was woken.
-    fn deliver(&self, state: &mut State) -> bool {
-        let mut woke = false;
+    fn deliver(&self, state: &mut State) -> Woken {
+        let mut woken = Woken::default();
         for &h in &self.touched {
-            woke |= deliver_events(state, h);
+            woken += deliver_events(state, h);
         }
-        woke
+        woken
     }
 
     /// Deliver protocol events to waiting tasks; drop finished connections.
@@ -501,18 +506,39 @@ impl Future for Driver {
             // call instead of two. Not when answers are already waiting (busy
             // connections): those go now, and the tasks' answers next round.
             match this.deferred {
-                Deferred::No if received && !answered && this.deliver(&mut state) => {
-                    // Behind the tasks just woken, in the runtime's queue: cheap,
-                    // and enough when they answer directly.
-                    this.deferred = Deferred::Queued;
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
+                Deferred::No if received && !answered => {
+                    this.woken = this.deliver(&mut state);
+                    if this.woken.any() {
+                        // Behind the tasks just woken, in the runtime's queue:
+                        // cheap, and enough when they answer directly.
+                        this.reader_waits_then = state.reader_waits;
+                        state.deferrals += 1;
+                        this.deferred = Deferred::Queued;
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                }
+                // Only readers were woken, and all have taken their data and
+                // wait for more without a word for the peer: no answer is
+                // coming, and going past all other tasks (one more round of
+                // the runtime, an `epoll_wait`, per receive on a bulk
+                // download) would only delay our acknowledgments. Other
+                // wake-ups (accept, connected, writable) may have spawned a
+                // task that answers, so those still wait past all.
+                Deferred::Queued
+                    if !answered
+                        && this.woken.others == 0
+                        && state.reader_waits - this.reader_waits_then
+                            >= this.woken.readers as u64 =>
+                {
+                    this.deferred = Deferred::No;
                 }
                 Deferred::Queued if !answered => {
                     // Nobody answered yet: the answer may come from a task those
                     // spawned, or from the runtime's `block_on` future. Tokio runs
                     // a task that yields after everything else that can run.
                     this.deferred = Deferred::PastAll;
+                    state.deferrals_past_all += 1;
                     yield_past_all(cx);
                     return Poll::Pending;
                 }

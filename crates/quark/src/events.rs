@@ -1,6 +1,6 @@
 //! From protocol events to task wake-ups: a connection's events (readable,
 //! writable, connected, lost, ...) wake the tasks that wait for them. The driver
-//! also learns whether anyone was woken, to let them answer before it transmits.
+//! also learns whom it woke, to let them answer before it transmits.
 
 use std::collections::VecDeque;
 use std::task::Waker;
@@ -9,9 +9,29 @@ use quark_proto::{Connection, ConnectionHandle, Event, StreamEvent};
 
 use crate::shared::{ConnEntry, State, dir_index};
 
+/// Wakers woken: readers (given data) and the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Woken {
+    pub(crate) readers: usize,
+    pub(crate) others: usize,
+}
+
+impl Woken {
+    pub(crate) fn any(self) -> bool {
+        self.readers + self.others > 0
+    }
+}
+
+impl std::ops::AddAssign for Woken {
+    fn add_assign(&mut self, rhs: Woken) {
+        self.readers += rhs.readers;
+        self.others += rhs.others;
+    }
+}
+
 /// Apply a connection's pending events, waking the tasks they concern. Returns
-/// whether a task was woken.
-pub(crate) fn deliver_events(state: &mut State, h: ConnectionHandle) -> bool {
+/// whom it woke.
+pub(crate) fn deliver_events(state: &mut State, h: ConnectionHandle) -> Woken {
     let State {
         proto,
         conns,
@@ -20,78 +40,80 @@ pub(crate) fn deliver_events(state: &mut State, h: ConnectionHandle) -> bool {
         ..
     } = state;
     let Some(conn) = proto.connection_mut(h) else {
-        return false;
+        return Woken::default();
     };
     apply(conn, conns.get_mut(&h), h, ready, accept_wakers)
 }
 
 /// Apply `conn`'s pending events to its entry (both already looked up). With no
-/// entry, nobody waits: the events are dropped.
+/// entry, nobody waits: the events are dropped. Returns whom it woke.
 pub(crate) fn apply(
     conn: &mut Connection,
     entry: Option<&mut ConnEntry>,
     h: ConnectionHandle,
     ready: &mut VecDeque<ConnectionHandle>,
     accept_wakers: &mut Vec<Waker>,
-) -> bool {
+) -> Woken {
     let Some(entry) = entry else {
         while conn.poll_event().is_some() {}
-        return false;
+        return Woken::default();
     };
-    let mut woke = false;
+    let mut woke = Woken::default();
     while let Some(ev) = conn.poll_event() {
         if handle_event(entry, ev, &mut woke) {
             ready.push_back(h);
-            woke |= !accept_wakers.is_empty();
+            woke.others += accept_wakers.len();
             accept_wakers.drain(..).for_each(Waker::wake);
         }
     }
     woke
 }
 
-/// Wake the task in `slot`, if any, noting it in `woke`.
-fn wake(slot: Option<Waker>, woke: &mut bool) {
+/// Wake the task in `slot`, if any, counting it in `count`.
+fn wake(slot: Option<Waker>, count: &mut usize) {
     if let Some(waker) = slot {
         waker.wake();
-        *woke = true;
+        *count += 1;
     }
 }
 
 /// Apply one event. Returns true if a server connection just became ready for `accept`.
-fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut bool) -> bool {
+fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut Woken) -> bool {
     let w = &mut entry.wakers;
     match ev {
         Event::Connected => {
             entry.connected = true;
-            wake(w.connected.take(), woke);
+            wake(w.connected.take(), &mut woke.others);
             return entry.incoming;
         }
-        Event::Stream(StreamEvent::Readable(id)) => wake(w.readers.remove(&id), woke),
-        Event::Stream(StreamEvent::Writable(id)) => wake(w.writers.remove(&id), woke),
+        Event::Stream(StreamEvent::Readable(id)) => wake(w.readers.remove(&id), &mut woke.readers),
+        Event::Stream(StreamEvent::Writable(id)) => wake(w.writers.remove(&id), &mut woke.others),
         Event::Stream(StreamEvent::Finished(id)) => {
             if let Some(outcome) = entry.send_halves.get_mut(&id) {
                 *outcome = Some(None);
             }
-            wake(w.finishers.remove(&id), woke);
+            wake(w.finishers.remove(&id), &mut woke.others);
         }
         Event::Stream(StreamEvent::Stopped(id, code)) => {
             if let Some(outcome) = entry.send_halves.get_mut(&id) {
                 *outcome = Some(Some(code));
             }
-            wake(w.finishers.remove(&id), woke);
-            wake(w.writers.remove(&id), woke);
+            wake(w.finishers.remove(&id), &mut woke.others);
+            wake(w.writers.remove(&id), &mut woke.others);
         }
-        Event::Stream(StreamEvent::Opened(dir)) => wake(w.accept[dir_index(dir)].take(), woke),
-        Event::Stream(StreamEvent::Available(dir)) => wake(w.open[dir_index(dir)].take(), woke),
+        Event::Stream(StreamEvent::Opened(dir)) => {
+            wake(w.accept[dir_index(dir)].take(), &mut woke.others)
+        }
+        Event::Stream(StreamEvent::Available(dir)) => {
+            wake(w.open[dir_index(dir)].take(), &mut woke.others)
+        }
         Event::ConnectionLost(e) => {
             entry.error = Some(e);
-            w.wake_all();
-            *woke = true;
+            woke.others += w.wake_all();
         }
         Event::Drained => {
             entry.drained = true;
-            w.wake_all();
-            *woke = true;
+            woke.others += w.wake_all();
         }
     }
     false

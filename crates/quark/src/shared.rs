@@ -27,7 +27,8 @@ pub(crate) struct ConnWakers {
 }
 
 impl ConnWakers {
-    pub(crate) fn wake_all(&mut self) {
+    /// Wakes every waiting task; returns how many wakers that was.
+    pub(crate) fn wake_all(&mut self) -> usize {
         let all = self
             .readers
             .drain()
@@ -38,7 +39,7 @@ impl ConnWakers {
             .chain(self.open.iter_mut().filter_map(Option::take))
             .chain(self.connected.take())
             .chain(self.closed.drain(..));
-        all.for_each(Waker::wake);
+        all.map(Waker::wake).count()
     }
 }
 
@@ -108,6 +109,14 @@ pub(crate) struct State {
     pub(crate) stopped: bool,
     /// How long the driver keeps polling after work before it sleeps (zero: off).
     pub(crate) busy_poll: std::time::Duration,
+    /// Times a reader went back to waiting for data (registered its waker and
+    /// returned `Pending`): the driver compares it with the readers it woke, to
+    /// tell whether they have all had their turn (see `Driver::poll`).
+    pub(crate) reader_waits: u64,
+    /// Rounds whose transmit waited for the tasks they woke, and of those
+    /// the ones that had to wait past every task (looked at by tests).
+    pub(crate) deferrals: u64,
+    pub(crate) deferrals_past_all: u64,
 }
 
 impl State {

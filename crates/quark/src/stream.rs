@@ -395,6 +395,7 @@ impl RecvStream {
                     return Poll::Ready(Err(ReadError::ConnectionLost(e.clone())));
                 }
                 entry.wakers.readers.insert(self.id, cx.waker().clone());
+                state.reader_waits += 1;
                 Poll::Pending
             }
             Err(StreamError::Read(quark_proto::ReadError::Reset(code))) => {
