@@ -3,6 +3,8 @@
 #   aioquic (PyPI)      -> .venv/ at the repository root
 #   quic-go (Go proxy)  -> ${CARGO_TARGET_DIR:-target}/interop/quicgo-hq
 #                          ${CARGO_TARGET_DIR:-target}/interop/quicgo-h3 (its http3)
+#                          ${CARGO_TARGET_DIR:-target}/interop/quicgo-lab (lab/quic-go:
+#                          the lab's `quic-go` protocol, `quark bench -p quic-go`)
 # Needs python3 (with venv) and go; reaches only PyPI and the Go module proxy.
 # quinn needs nothing here: cargo builds quinn-hq with the tests.
 set -euo pipefail
@@ -42,6 +44,9 @@ mkdir -p "$TARGET/interop"
 (cd "$ROOT/interop/quic-go-h3" &&
     GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -trimpath -o "$TARGET/interop/quicgo-h3" .) ||
     die "building the quic-go HTTP/3 peer failed"
+(cd "$ROOT/lab/quic-go" &&
+    GOTOOLCHAIN=local GOFLAGS=-mod=readonly go build -trimpath -o "$TARGET/interop/quicgo-lab" .) ||
+    die "building the quic-go lab program failed"
 
 # --- versions ----------------------------------------------------------------
 quinn=$(awk '/^name = "quinn"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' "$ROOT/Cargo.lock" 2>/dev/null || true)
@@ -49,3 +54,4 @@ echo "quinn:   quinn ${quinn:-?} (quinn-hq, built by cargo with the tests)"
 echo "aioquic: $("$VENV/bin/python" "$ROOT/interop/aioquic/hq_client.py" --version)"
 echo "quic-go: $("$TARGET/interop/quicgo-hq" version)"
 echo "quic-go: $("$TARGET/interop/quicgo-h3" version)"
+echo "quic-go: $("$TARGET/interop/quicgo-lab" version)"

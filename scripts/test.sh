@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash interop/setup.sh
+# The lab's quic-go program (lab/quic-go, built by setup.sh): vet and unit tests.
+(cd lab/quic-go && export GOTOOLCHAIN=local GOFLAGS=-mod=readonly && go vet . && go test .)
 # The interop and CLI tests run the `quark` binary.
 cargo build -p quark-cli
 

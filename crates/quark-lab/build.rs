@@ -1,5 +1,6 @@
 //! Records the compiler version and the versions of the measured stacks from
-//! the workspace's Cargo.lock, for the results files.
+//! the workspace's Cargo.lock (and quic-go's from `lab/quic-go/go.mod`), for
+//! the results files.
 
 use std::path::Path;
 
@@ -31,6 +32,17 @@ fn main() {
         {
             found.push(format!("{n}={}", v.trim_matches('"')));
         }
+    }
+    // quic-go runs in a Go program of its own (`quic-go` in the lab).
+    let gomod = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/quic-go/go.mod");
+    println!("cargo:rerun-if-changed={}", gomod.display());
+    let gomod = std::fs::read_to_string(&gomod).unwrap_or_default();
+    if let Some(v) = gomod.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("github.com/quic-go/quic-go v")
+            .and_then(|v| v.split_whitespace().next())
+    }) {
+        found.push(format!("quic-go={v}"));
     }
     println!("cargo:rustc-env=QUARK_LAB_DEPS={}", found.join(";"));
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());

@@ -16,7 +16,7 @@ use quark_lab::size::parse_size_list;
 #[derive(Debug, clap::Args)]
 #[command(after_help = after_help())]
 pub(crate) struct Args {
-    /// Protocols, comma-separated, or `all` [default: the QUIC stacks, tcp and tcp+tls].
+    /// Protocols, comma-separated, or `all` [default: quic (quark), quinn, s2n-quic, tcp and tcp+tls; quic-go needs Go: `interop/setup.sh`].
     #[arg(long, short, value_delimiter = ',')]
     proto: Vec<String>,
     /// Scenarios, comma-separated, or `all` [default: the quick suite].

@@ -7,9 +7,13 @@
 //! [`ServerStats`]. The helpers in [`hq`] serve and issue hq-interop requests
 //! over any `AsyncRead`/`AsyncWrite` stream pair, so a stack whose streams
 //! implement the tokio traits needs little more than connect/accept glue.
+//! A stack that cannot run in this process (quic-go) is a program of its own
+//! that plays `quark lab-server` / `quark lab-client`; its adapter names that
+//! program ([`Adapter::external_child`], see [`quicgo`]).
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,6 +25,7 @@ pub mod h3_quinn;
 pub mod hq;
 pub mod http;
 pub mod quic;
+pub mod quicgo;
 pub mod quinn;
 pub mod s2n;
 pub mod serve;
@@ -132,10 +137,56 @@ pub trait Adapter: Send + Sync {
         let _ = window;
         false
     }
+    /// The program that runs this protocol's lab children instead of quark,
+    /// for stacks that cannot run in this process. `None`: quark runs them.
+    fn external_child(&self) -> Option<ExternalChild> {
+        None
+    }
     /// Binds and starts serving in the current tokio runtime.
     fn serve(&self, config: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>>;
     /// Prepares a client (no connection yet).
     fn client(&self, config: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>>;
+}
+
+/// A program of its own that runs a protocol's lab children: it takes the
+/// arguments of `quark lab-server` / `quark lab-client` and speaks their line
+/// protocol ([`crate::child`]). `interop/setup.sh` builds it into the cargo
+/// target directory's `interop/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExternalChild {
+    /// Its file name in `<target>/interop/`.
+    pub file: &'static str,
+    /// An environment variable that names the program instead.
+    pub env: &'static str,
+}
+
+impl ExternalChild {
+    /// Where it is by default for the `quark` binary `quark`:
+    /// `target/release/quark` → `target/interop/<file>`.
+    pub fn default_path(&self, quark: &Path) -> PathBuf {
+        let target = quark
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        target.join("interop").join(self.file)
+    }
+
+    /// The program: the environment variable's path if set, else
+    /// [`ExternalChild::default_path`]. Missing: one line saying how to get it.
+    pub fn locate(&self, quark: &Path) -> Result<PathBuf, String> {
+        let path =
+            std::env::var_os(self.env).map_or_else(|| self.default_path(quark), PathBuf::from);
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "no {} at {}: run interop/setup.sh (needs Go), or set {} to the program",
+                self.file,
+                path.display(),
+                self.env
+            ))
+        }
+    }
 }
 
 /// A running server; dropping it stops accepting.
@@ -252,14 +303,15 @@ static HTTP2_TLS: http::Http = http::Http {
 static UDP: udp::Udp = udp::Udp;
 static H3: h3::H3 = h3::H3;
 static H3_QUINN: h3_quinn::H3Quinn = h3_quinn::H3Quinn;
+static QUIC_GO: quicgo::QuicGo = quicgo::QuicGo;
 
 /// Every adapter compiled in. The `quic` adapter (quark over hq-interop) is
 /// added here once the quark crate exists; the default protocol list and the
 /// default reference follow automatically.
 pub fn registry() -> &'static [&'static dyn Adapter] {
     static ALL: &[&dyn Adapter] = &[
-        &UDP, &TCP, &TCP_TLS, &QUIC, &QUINN, &S2N, &HTTP1, &HTTP1_TLS, &HTTP2, &HTTP2_TLS, &H3,
-        &H3_QUINN,
+        &UDP, &TCP, &TCP_TLS, &QUIC, &QUINN, &S2N, &QUIC_GO, &HTTP1, &HTTP1_TLS, &HTTP2,
+        &HTTP2_TLS, &H3, &H3_QUINN,
     ];
     ALL
 }
@@ -357,5 +409,21 @@ mod tests {
             assert!(d.contains(&p), "{d:?}");
         }
         assert!(d.contains(&default_reference()));
+        // The default suite needs no Go.
+        assert!(
+            registry()
+                .iter()
+                .all(|a| a.external_child().is_none() || !d.contains(&a.name()))
+        );
+    }
+
+    #[test]
+    fn quic_go_runs_in_the_program_setup_sh_builds() {
+        let child = find("quic-go").and_then(|a| a.external_child()).unwrap();
+        assert_eq!(
+            child.default_path(Path::new("/w/target/release/quark")),
+            Path::new("/w/target/interop/quicgo-lab")
+        );
+        assert_eq!(child.env, "QUARK_QUICGO_LAB");
     }
 }

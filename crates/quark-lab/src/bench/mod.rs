@@ -337,12 +337,21 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                         key: &key,
                         net: info,
                     };
-                    let mut procs = Procs::new(&cfg.exe, &mut signals, cfg.timeout);
+                    // The children are quark's, or a program of the stack's own.
+                    let program = adapter
+                        .external_child()
+                        .map_or_else(|| Ok(cfg.exe.clone()), |x| x.locate(&cfg.exe));
+                    let exe = program.as_deref().unwrap_or(&cfg.exe);
+                    let mut procs = Procs::new(exe, &mut signals, cfg.timeout);
                     let mut emulator = None;
                     let before = report.results.len();
-                    let res = cell
-                        .run(&mut procs, &mut emulator, &mut report.results, &mut log)
-                        .await;
+                    let res = match &program {
+                        Ok(_) => {
+                            cell.run(&mut procs, &mut emulator, &mut report.results, &mut log)
+                                .await
+                        }
+                        Err(missing) => Err(CellError::Failed(missing.clone())),
+                    };
                     let res = match res {
                         Ok(()) => {
                             procs.shutdown().await;

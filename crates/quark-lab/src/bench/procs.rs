@@ -96,7 +96,8 @@ pub(super) struct Procs<'a> {
 }
 
 impl<'a> Procs<'a> {
-    /// No processes yet; every wait ends at `timeout` after [`Procs::rearm`].
+    /// No processes yet; children will be `exe`; every wait ends at `timeout`
+    /// after [`Procs::rearm`].
     pub(super) fn new(exe: &'a Path, signals: &'a mut Signals, timeout: Duration) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         Procs {
@@ -118,9 +119,10 @@ impl<'a> Procs<'a> {
         self.deadline = Instant::now() + self.timeout;
     }
 
-    /// Spawns `quark <sub> <args>` as `side`, inside network namespace `netns`
-    /// if given (`ip netns exec` replaces itself with quark: same process), on
-    /// AF_XDP over interface `xdp` if given (the `veth-xdp` profile).
+    /// Spawns `<exe> <sub> <args>` as `side` (`exe`: quark, or a stack's own
+    /// lab program), inside network namespace `netns` if given (`ip netns
+    /// exec` replaces itself with the program: same process), on AF_XDP over
+    /// interface `xdp` if given (the `veth-xdp` profile).
     pub(super) fn spawn_in(
         &mut self,
         netns: Option<String>,
