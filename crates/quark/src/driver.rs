@@ -410,7 +410,7 @@ impl Driver {
     }
 
     /// Deliver the touched connections' events to waiting tasks, leaving the
-    /// connections touched. Returns whether a task was woken.
+    /// connections touched. Returns whom it woke.
     fn deliver(&self, state: &mut State) -> Woken {
         let mut woken = Woken::default();
         for &h in &self.touched {
