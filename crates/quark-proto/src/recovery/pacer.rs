@@ -25,7 +25,7 @@ const BURST_INTERVAL: Duration = Duration::from_millis(2);
 /// costs a timer expiry, a thread wake-up (36-51 µs of CPU on the lab's VM)
 /// and cold caches. Per-packet wakes once made quark's sender the costliest
 /// per byte of the three QUIC stacks at 40 Mbit/s over 30 ms; 2 ms instead of
-/// 1 ms took another 14-25 % off the sender's CPU at 20-50 Mbit/s with the
+/// 1 ms took another 12-27 % off the sender's CPU at 20-50 Mbit/s with the
 /// same goodput, also through a 50 Mbit/s bottleneck (BENCHMARKS.md). At high
 /// rates the GSO batch bounds the quantum first.
 const QUANTUM: Duration = Duration::from_millis(2);
