@@ -124,6 +124,15 @@ type taskOut struct {
 	requests, bytesIn, bytesOut uint64
 }
 
+// finished counts one request of w that took latency nanoseconds.
+func (o *taskOut) finished(w workload, latency uint64, progress *atomic.Uint64) {
+	o.latency = append(o.latency, latency)
+	o.requests++
+	o.bytesIn += w.ResponseLen
+	o.bytesOut += w.BodyLen
+	progress.Add(1)
+}
+
 // sized makes room for a fair share of requests among tasks, and a half
 // more: growing while measuring would allocate in every worker at about the
 // same request, since they move in step.
@@ -169,11 +178,7 @@ func (c *client) run(w workload, p *prepared, progress *atomic.Uint64) (measured
 					}
 					g.dec()
 					out.connect = append(out.connect, cn)
-					out.latency = append(out.latency, rn)
-					out.requests++
-					out.bytesIn += w.ResponseLen
-					out.bytesOut += w.BodyLen
-					progress.Add(1)
+					out.finished(w, rn, progress)
 				}
 				return out, nil
 			})
@@ -190,12 +195,9 @@ func (c *client) run(w workload, p *prepared, progress *atomic.Uint64) (measured
 						if err := request(conn, w.ResponseLen, w.BodyLen); err != nil {
 							return out, err
 						}
-						out.latency = append(out.latency, uint64(time.Since(t)))
+						rn := uint64(time.Since(t))
 						g.dec()
-						out.requests++
-						out.bytesIn += w.ResponseLen
-						out.bytesOut += w.BodyLen
-						progress.Add(1)
+						out.finished(w, rn, progress)
 					}
 					return out, nil
 				})
