@@ -284,8 +284,8 @@ mod tests {
         lets_through(&mut p, t1, 2, cwnd, srtt);
     }
 
-    /// A paced sender wakes once per millisecond of sending, not per packet,
-    /// and still sends at the pacing rate.
+    /// A paced sender wakes once per two milliseconds of sending, not per
+    /// packet, and still sends at the pacing rate.
     #[test]
     fn blocked_sender_wakes_once_every_two_milliseconds() {
         let mut p = Pacer::new(MTU, 10);
@@ -298,12 +298,12 @@ mod tests {
         assert!((495..=505).contains(&wakes), "{wakes} wake-ups");
     }
 
-    /// At high rates a quantum is one GSO batch, not a millisecond's worth.
+    /// At high rates a quantum is one GSO batch, not two milliseconds' worth.
     #[test]
     fn quantum_is_at_most_a_gso_batch() {
         let t0 = test_epoch();
         let mut p = Pacer::new(MTU, 2);
-        // 1.25 × 10 MB / 1 ms: a millisecond is 12.5 MB, the window bounds the bucket.
+        // 1.25 × 10 MB / 1 ms: 2 ms is 25 MB, the window bounds the bucket.
         let (cwnd, srtt) = (10_000_000, Duration::from_millis(1));
         p.delay(t0, MTU, cwnd, srtt);
         p.on_sent(t0, p.capacity);
