@@ -24,6 +24,18 @@ type common struct {
 	busyPoll bool
 }
 
+// parse reads the options of child `name` into c and the ones define adds,
+// then checks the common ones.
+func parse(name string, args []string, c *common, define func(*flag.FlagSet)) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	p := commonFlags(fs, c)
+	define(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return checkCommon(fs, *p, *c)
+}
+
 func commonFlags(fs *flag.FlagSet, c *common) *string {
 	fs.SetOutput(io.Discard) // errors are reported as one event, not a usage text
 	p := fs.String("proto", "", "protocol adapter name (quic-go)")
@@ -64,16 +76,13 @@ type serverArgs struct {
 
 func parseServerArgs(args []string) (serverArgs, error) {
 	var a serverArgs
-	fs := flag.NewFlagSet("lab-server", flag.ContinueOnError)
-	p := commonFlags(fs, &a.common)
-	fs.StringVar(&a.listen, "listen", "127.0.0.1:0", "address to listen on")
-	fs.StringVar(&a.key, "key", "", "private key (PKCS#8 DER)")
-	fs.Uint64Var(&a.dieAfter, "die-after", 0, "fault injection: exit after this many requests")
-	fs.IntVar(&a.workers, "server-workers", 0, "threads for the server (GOMAXPROCS at least this)")
-	if err := fs.Parse(args); err != nil {
-		return a, err
-	}
-	if err := checkCommon(fs, *p, a.common); err != nil {
+	err := parse("lab-server", args, &a.common, func(fs *flag.FlagSet) {
+		fs.StringVar(&a.listen, "listen", "127.0.0.1:0", "address to listen on")
+		fs.StringVar(&a.key, "key", "", "private key (PKCS#8 DER)")
+		fs.Uint64Var(&a.dieAfter, "die-after", 0, "fault injection: exit after this many requests")
+		fs.IntVar(&a.workers, "server-workers", 0, "threads for the server (GOMAXPROCS at least this)")
+	})
+	if err != nil {
 		return a, err
 	}
 	if a.key == "" {
@@ -93,16 +102,13 @@ type clientArgs struct {
 
 func parseClientArgs(args []string) (clientArgs, error) {
 	var a clientArgs
-	fs := flag.NewFlagSet("lab-client", flag.ContinueOnError)
-	p := commonFlags(fs, &a.common)
-	fs.StringVar(&a.server, "server", "", "server address")
-	fs.StringVar(&a.phases, "phases", "", "the phases to run, as JSON")
-	fs.Int64Var(&a.progressMs, "progress-ms", 0, "print progress this often (0: never)")
-	fs.IntVar(&a.sockets, "client-sockets", 1, "local UDP sockets to spread connections over")
-	if err := fs.Parse(args); err != nil {
-		return a, err
-	}
-	if err := checkCommon(fs, *p, a.common); err != nil {
+	err := parse("lab-client", args, &a.common, func(fs *flag.FlagSet) {
+		fs.StringVar(&a.server, "server", "", "server address")
+		fs.StringVar(&a.phases, "phases", "", "the phases to run, as JSON")
+		fs.Int64Var(&a.progressMs, "progress-ms", 0, "print progress this often (0: never)")
+		fs.IntVar(&a.sockets, "client-sockets", 1, "local UDP sockets to spread connections over")
+	})
+	if err != nil {
 		return a, err
 	}
 	if a.server == "" || a.phases == "" {

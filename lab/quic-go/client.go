@@ -49,11 +49,7 @@ func runClient(args []string) int {
 	if err == nil {
 		err = runPhases(a)
 	}
-	if err != nil {
-		emitError(err)
-		return 1
-	}
-	return 0
+	return exitCode(err)
 }
 
 // expect reads the next command, which must be want.

@@ -40,6 +40,15 @@ func emitError(err error) {
 	emit("error", map[string]string{"message": err.Error()})
 }
 
+// exitCode ends a child: 0, or 1 after an `error` event for err.
+func exitCode(err error) int {
+	if err != nil {
+		emitError(err)
+		return 1
+	}
+	return 0
+}
+
 // commands delivers stdin's lines, trimmed; it exits the process when stdin
 // closes, as the orchestrator's way to stop a child.
 func commands() <-chan string {

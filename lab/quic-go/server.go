@@ -22,11 +22,7 @@ func runServer(args []string) int {
 	if err == nil {
 		err = serve(a)
 	}
-	if err != nil {
-		emitError(err)
-		return 1
-	}
-	return 0
+	return exitCode(err)
 }
 
 func serve(a serverArgs) error {

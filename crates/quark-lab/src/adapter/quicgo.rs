@@ -38,20 +38,20 @@ impl Adapter for QuicGo {
     }
 
     fn serve(&self, _: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
-        Box::pin(async {
-            bail!(
-                "quic-go runs in its own program ({}), not in quark",
-                CHILD.file
-            )
-        })
+        not_in_quark()
     }
 
     fn client(&self, _: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
-        Box::pin(async {
-            bail!(
-                "quic-go runs in its own program ({}), not in quark",
-                CHILD.file
-            )
-        })
+        not_in_quark()
     }
+}
+
+/// What serving or dialing quic-go in this process gives.
+fn not_in_quark<T>() -> BoxFuture<'static, anyhow::Result<T>> {
+    Box::pin(async {
+        bail!(
+            "quic-go runs in its own program ({}), not in quark",
+            CHILD.file
+        )
+    })
 }
