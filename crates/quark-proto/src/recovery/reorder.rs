@@ -1,14 +1,19 @@
 //! Adaptive reordering thresholds, RACK-style (RFC 8985 ideas applied to RFC 9002).
 //!
 //! Both thresholds start at the RFC 9002 values. A spurious loss — a packet declared
-//! lost and acknowledged afterwards — shows how far the path reorders: the packet
-//! threshold rises to that distance + 1 (at most [`MAX_PACKET_THRESHOLD`]) and, if
-//! the packet came later than the time threshold allowed, the time threshold to its
-//! age in RTTs + 1/8 (at most [`MAX_TIME_THRESHOLD`]). Every [`DECAY_ROUNDS`] round trips without a spurious
-//! loss, each threshold moves halfway back toward the larger of its initial value
-//! and the reordering actually seen in those rounds, so a path that stops
-//! reordering gets its fast loss detection back, and one that keeps reordering
-//! keeps the threshold it needs.
+//! lost and acknowledged afterwards — shows that the path reorders. Packet counting
+//! then stops and the time threshold alone declares losses, as RACK does: a
+//! reordering delay is a fixed time while its depth in packets grows with the
+//! sending rate, so a packet threshold raised to the depth seen falls behind again
+//! every time slow start doubles the rate. If the late packet also came later than
+//! the time threshold allowed, the time threshold rises to its age in RTTs + 1/8
+//! (at most [`MAX_TIME_THRESHOLD`]). Every [`DECAY_ROUNDS`] round trips without a
+//! spurious loss, the thresholds move back toward what the reordering seen in
+//! those rounds needs: counting resumes at the initial threshold once no packet
+//! came that far behind, and the time threshold moves halfway toward the larger
+//! of its initial value and the delays seen. A path that stops reordering gets
+//! its fast loss detection back; one that keeps reordering keeps time-only
+//! detection.
 //!
 //! While both thresholds sit at their initial values (every in-order path) none of
 //! this bookkeeping runs: [`Reordering::raised`] is false and the ACK path does no
@@ -24,12 +29,8 @@
 //# from previous connections, adaptive thresholds, or the including of
 //# RTT variation.
 
-/// Packet threshold ceiling: beyond this, reordering is indistinguishable from
-/// loss at any useful speed, and the sent-packet store's ACK cost grows with it.
-pub(super) const MAX_PACKET_THRESHOLD: u64 = 64;
-
-/// The packet threshold once reordering deeper than [`MAX_PACKET_THRESHOLD`] was
-/// seen: packet counting is off and the time threshold alone declares losses.
+/// The packet threshold once the path was seen to reorder: packet counting is
+/// off and the time threshold alone declares losses.
 //= https://www.rfc-editor.org/rfc/rfc8985#section-6.2
 //# RACK ... uses a time-based reordering window instead of a packet count
 pub(super) const PACKET_THRESHOLD_OFF: u64 = u64::MAX;
@@ -112,13 +113,7 @@ impl Reordering {
         }
         self.epoch_spurious = true;
         self.on_reordered(distance, age);
-        // Deeper than counting can follow at speed (1 ms of reordering is ~85
-        // packets at 1 Gbit/s): leave loss detection to the time threshold.
-        let packet = match distance.saturating_add(1) {
-            d if d > MAX_PACKET_THRESHOLD => PACKET_THRESHOLD_OFF,
-            d => d,
-        };
-        self.packet = self.packet.max(packet);
+        self.packet = PACKET_THRESHOLD_OFF;
         // Only when the late packet came later than the time threshold allows:
         // one declared lost by the packet threshold is about one RTT old.
         if age.is_finite() && age > self.time {
@@ -157,18 +152,12 @@ impl Reordering {
         self.epoch_time = 0.0;
     }
 
-    /// Move each threshold halfway toward what the epoch's reordering needs.
+    /// Move the thresholds back toward what the epoch's reordering needs.
     fn decay(&mut self) {
-        let floor = self.base_packet.max(
-            self.epoch_distance
-                .saturating_add(1)
-                .min(MAX_PACKET_THRESHOLD),
-        );
-        if self.packet == PACKET_THRESHOLD_OFF {
-            // Counting comes back at its ceiling, then decays as usual.
-            self.packet = MAX_PACKET_THRESHOLD.max(floor);
-        } else if self.packet > floor {
-            self.packet -= (self.packet - floor).div_ceil(2);
+        // Counting at the initial threshold would have declared a packet this
+        // far behind lost: stay with the time threshold alone.
+        if self.epoch_distance < self.base_packet {
+            self.packet = self.base_packet;
         }
         let needed = if self.epoch_time > self.base_time {
             (self.epoch_time + TIME_MARGIN).min(MAX_TIME_THRESHOLD)
@@ -202,14 +191,12 @@ mod tests {
     }
 
     #[test]
-    fn spurious_loss_raises_to_distance_plus_one_capped() {
+    fn a_spurious_loss_turns_packet_counting_off() {
         let mut r = Reordering::new(3, BASE_TIME, true);
         assert!(!r.raised());
         r.on_spurious(5, 1.0);
-        assert_eq!((r.packet(), r.time()), (6, BASE_TIME));
+        assert_eq!((r.packet(), r.time()), (PACKET_THRESHOLD_OFF, BASE_TIME));
         assert!(r.raised());
-        r.on_spurious(4, 1.0);
-        assert_eq!(r.packet(), 6, "never lowered by a smaller distance");
         r.on_spurious(1000, 1.5);
         assert_eq!((r.packet(), r.time()), (PACKET_THRESHOLD_OFF, 1.625));
         r.on_spurious(1, 30.0);
@@ -217,10 +204,9 @@ mod tests {
     }
 
     #[test]
-    fn deep_reordering_turns_packet_counting_off_until_it_decays() {
+    fn counting_resumes_after_an_epoch_without_reordering() {
         let mut r = Reordering::new(3, BASE_TIME, true);
-        r.on_spurious(MAX_PACKET_THRESHOLD + 20, 1.1);
-        assert_eq!(r.packet(), PACKET_THRESHOLD_OFF);
+        r.on_spurious(200, 1.1);
         let mut next = 0;
         rounds(&mut r, DECAY_ROUNDS + 1, &mut next);
         assert_eq!(
@@ -229,10 +215,6 @@ mod tests {
             "no decay in the epoch of the loss"
         );
         rounds(&mut r, DECAY_ROUNDS, &mut next);
-        assert_eq!(r.packet(), MAX_PACKET_THRESHOLD);
-        for _ in 0..12 {
-            rounds(&mut r, DECAY_ROUNDS, &mut next);
-        }
         assert_eq!(r.packet(), 3);
     }
 
@@ -251,10 +233,11 @@ mod tests {
         let mut next = 0;
         // The epoch with the spurious loss does not decay.
         rounds(&mut r, DECAY_ROUNDS + 1, &mut next);
-        assert_eq!(r.packet(), 41);
+        assert_eq!((r.packet(), r.time()), (PACKET_THRESHOLD_OFF, 2.0));
         rounds(&mut r, DECAY_ROUNDS, &mut next);
-        assert_eq!(r.packet(), 22, "halfway from 41 to 3");
-        assert!(r.time() < MAX_TIME_THRESHOLD && r.time() > BASE_TIME);
+        assert_eq!(r.packet(), 3);
+        let halfway = (2.0 + BASE_TIME) / 2.0;
+        assert!((r.time() - halfway).abs() < 1e-9, "{}", r.time());
         for _ in 0..10 {
             rounds(&mut r, DECAY_ROUNDS, &mut next);
         }
@@ -263,16 +246,22 @@ mod tests {
     }
 
     #[test]
-    fn ongoing_reordering_holds_the_threshold_it_needs() {
+    fn ongoing_reordering_keeps_counting_off() {
         let mut r = Reordering::new(3, BASE_TIME, true);
         r.on_spurious(9, 1.0);
         let mut next = 0;
         for _ in 0..20 {
-            // Reordering by 5 keeps happening, below the raised threshold.
-            r.on_reordered(5, 1.0);
+            // Reordering by 3 keeps happening: counting at 3 would misfire.
+            r.on_reordered(3, 1.0);
             rounds(&mut r, DECAY_ROUNDS, &mut next);
         }
-        assert_eq!(r.packet(), 6);
+        assert_eq!(r.packet(), PACKET_THRESHOLD_OFF);
+        // By 2 it would not.
+        for _ in 0..2 {
+            r.on_reordered(2, 1.0);
+            rounds(&mut r, DECAY_ROUNDS, &mut next);
+        }
+        assert_eq!(r.packet(), 3);
     }
 
     #[test]
