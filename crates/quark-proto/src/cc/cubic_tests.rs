@@ -229,6 +229,45 @@ fn spurious_congestion_restores_state() {
     );
 }
 
+/// A loss in slow start declared by the ACK of a burst, then undone: the window
+/// gets the burst's growth too (the recovery period had withheld it), and no
+/// more than it.
+#[test]
+fn undo_in_slow_start_credits_the_withheld_growth() {
+    let t0 = test_epoch();
+    let rtt = RttEstimator::new(100 * MS);
+    let mut cc = Cubic::new(MTU);
+    cc.on_ack(t0 + 100 * MS, t0, 10 * MTU, &rtt);
+    let before = cc.window();
+    assert_eq!(before, 20 * MTU);
+    let loss = t0 + 200 * MS;
+    cc.on_congestion_event(loss, t0 + 110 * MS, false, MTU);
+    // The same ACK acknowledges 8 packets sent before the loss, then 3 more come.
+    cc.on_ack(loss, t0 + 120 * MS, 8 * MTU, &rtt);
+    cc.on_ack(loss + MS, t0 + 121 * MS, 3 * MTU, &rtt);
+    assert_eq!(cc.window(), 14 * MTU, "no growth in recovery");
+    cc.on_spurious_congestion();
+    assert_eq!(cc.window(), before + 11 * MTU);
+    assert_eq!(cc.ssthresh(), u64::MAX);
+}
+
+/// In congestion avoidance the undo restores the window as it was: CUBIC's
+/// growth there follows time, and the restored epoch accounts for it.
+#[test]
+fn undo_in_congestion_avoidance_credits_nothing() {
+    let t_loss = test_epoch() + Duration::from_secs(1);
+    let mut cc = after_loss_at(100, t_loss);
+    let rtt = RttEstimator::new(100 * MS);
+    let start = t_loss + 200 * MS;
+    drive(&mut cc, start, start + Duration::from_secs(1), 100 * MS);
+    let window = cc.window();
+    let loss = start + Duration::from_secs(2);
+    cc.on_congestion_event(loss, start + MS, false, MTU);
+    cc.on_ack(loss, loss - 50 * MS, 20 * MTU, &rtt);
+    cc.on_spurious_congestion();
+    assert_eq!(cc.window(), window);
+}
+
 #[test]
 fn window_never_below_minimum() {
     let t0 = test_epoch();

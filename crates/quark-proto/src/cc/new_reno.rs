@@ -17,6 +17,9 @@ pub struct NewReno {
     /// Window, ssthresh and recovery period before the last reduction, for
     /// `on_spurious_congestion`.
     prior: Option<(u64, u64, RecoveryPeriod)>,
+    /// Bytes acknowledged since the last reduction that its recovery period
+    /// kept from growing the window.
+    withheld: u64,
 }
 
 impl NewReno {
@@ -34,6 +37,7 @@ impl NewReno {
             acked_bytes: 0,
             recovery: RecoveryPeriod::default(),
             prior: None,
+            withheld: 0,
         }
     }
 }
@@ -45,6 +49,7 @@ impl super::Controller for NewReno {
         //# if (InCongestionRecovery(acked_packet.time_sent)):
         //#   return
         if self.recovery.contains(sent_time) {
+            self.withheld = self.withheld.saturating_add(bytes);
             return;
         }
         if self.window < self.ssthresh {
@@ -93,6 +98,7 @@ impl super::Controller for NewReno {
             //# ssthresh = congestion_window * kLossReductionFactor
             //# congestion_window = max(ssthresh, kMinimumWindow)
             self.prior = Some((self.window, self.ssthresh, self.recovery));
+            self.withheld = 0;
             self.recovery.start = Some(now);
             self.ssthresh = self.window / 2;
             self.window = self.ssthresh.max(minimum_window(self.mtu));
@@ -110,9 +116,16 @@ impl super::Controller for NewReno {
         }
     }
 
+    /// Restore the window as it was, and in slow start with the growth the false
+    /// recovery withheld (at most doubling it, as one round of slow start would).
     fn on_spurious_congestion(&mut self) {
         if let Some((window, ssthresh, recovery)) = self.prior.take() {
-            self.window = self.window.max(window);
+            let restored = if window < ssthresh {
+                window.saturating_add(self.withheld.min(window))
+            } else {
+                window
+            };
+            self.window = self.window.max(restored);
             self.ssthresh = ssthresh;
             self.recovery = recovery;
         }
@@ -237,6 +250,24 @@ mod tests {
         // The recovery period was cleared: slow start resumes at once.
         cc.on_ack(t0 + 200 * MS, t0 + 50 * MS, MTU, &rtt());
         assert_eq!(cc.window(), 3 * MTU);
+    }
+
+    /// The growth the false recovery withheld in slow start comes back with the
+    /// undo, at most one doubling of the window.
+    #[test]
+    fn undo_in_slow_start_credits_the_withheld_growth() {
+        let t0 = test_epoch();
+        let mut cc = NewReno::new(MTU);
+        cc.on_congestion_event(t0 + 100 * MS, t0 + 10 * MS, false, MTU);
+        cc.on_ack(t0 + 100 * MS, t0 + 20 * MS, 5 * MTU, &rtt());
+        assert_eq!(cc.window(), 6_000);
+        cc.on_spurious_congestion();
+        assert_eq!(cc.window(), 12_000 + 5 * MTU);
+        let mut cc = NewReno::new(MTU);
+        cc.on_congestion_event(t0 + 100 * MS, t0 + 10 * MS, false, MTU);
+        cc.on_ack(t0 + 100 * MS, t0 + 20 * MS, 50 * MTU, &rtt());
+        cc.on_spurious_congestion();
+        assert_eq!(cc.window(), 24_000, "one doubling at most");
     }
 
     #[test]
