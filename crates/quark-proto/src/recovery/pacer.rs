@@ -11,8 +11,12 @@
 use std::time::{Duration, Instant};
 
 /// N = 5/4, kept as a fraction so the arithmetic stays in integers.
-const N_NUM: u128 = 5;
-const N_DEN: u128 = 4;
+const N: (u128, u128) = (5, 4);
+/// N in slow start: 2, as Linux paces TCP (`tcp_pacing_ss_ratio`, 200 %). The
+/// window doubles every round trip while the pacer spreads the current one
+/// over it: at 5/4 the pacer, not the window, set the pace of the ramp, and
+/// every round woke the sender twice as often for the same bytes.
+const N_SLOW_START: (u128, u128) = (2, 1);
 
 /// Bursts may last this long at the pacing rate.
 const BURST_INTERVAL: Duration = Duration::from_millis(2);
@@ -40,11 +44,11 @@ struct Rate {
 }
 
 impl Rate {
-    /// N × cwnd / srtt.
-    fn of_window(cwnd: u64, srtt: Duration) -> Self {
+    /// N × cwnd / srtt, N = `num` / `den`.
+    fn of_window(cwnd: u64, srtt: Duration, (num, den): (u128, u128)) -> Self {
         Rate {
-            bytes: u128::from(cwnd) * N_NUM,
-            nanos: srtt.as_nanos() * N_DEN,
+            bytes: u128::from(cwnd) * num,
+            nanos: srtt.as_nanos() * den,
         }
     }
 
@@ -109,7 +113,24 @@ impl Pacer {
         cwnd: u64,
         srtt: Duration,
     ) -> Option<Instant> {
-        self.delay_with(now, bytes, Rate::of_window(cwnd, srtt), cwnd)
+        self.delay_with(now, bytes, Rate::of_window(cwnd, srtt, N), cwnd)
+    }
+
+    /// The rate of the last `delay*` call, in bytes per second (for tests).
+    #[cfg(test)]
+    pub(crate) fn rate_per_second(&self) -> f64 {
+        self.rate.bytes as f64 * 1e9 / self.rate.nanos as f64
+    }
+
+    /// [`Pacer::delay`] for a window in slow start: at 2 × cwnd / srtt.
+    pub fn delay_in_slow_start(
+        &mut self,
+        now: Instant,
+        bytes: u64,
+        cwnd: u64,
+        srtt: Duration,
+    ) -> Option<Instant> {
+        self.delay_with(now, bytes, Rate::of_window(cwnd, srtt, N_SLOW_START), cwnd)
     }
 
     /// When a packet of `bytes` may be sent at `rate` bytes per second (a
@@ -325,6 +346,18 @@ mod tests {
         // give or take the quantum (2 ms: 6 000 B) that falls past the end.
         let expected = 3_000_000 + 12_000;
         assert!(sent.abs_diff(expected) <= 6_000, "sent {sent}");
+    }
+
+    #[test]
+    fn slow_start_paces_at_twice_the_window_per_rtt() {
+        let mut p = Pacer::new(MTU, 10);
+        let (cwnd, srtt) = (120_000, Duration::from_millis(50));
+        let (sent, _) =
+            send_for_a_second(&mut p, |p, now| p.delay_in_slow_start(now, MTU, cwnd, srtt));
+        // 2 * 120000 / 0.05 s = 4.8 MB/s, plus the initial burst of 12 000 B,
+        // give or take the quantum (2 ms: 9 600 B) that falls past the end.
+        let expected = 4_800_000 + 12_000;
+        assert!(sent.abs_diff(expected) <= 9_600, "sent {sent}");
     }
 
     #[test]

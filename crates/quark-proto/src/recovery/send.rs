@@ -99,15 +99,20 @@ impl<T> Recovery<T> {
     }
 
     /// When the pacer allows the next packet of `bytes` (None: now). The rate is the
-    /// controller's own when it has one (BBR), else 5/4 × cwnd / smoothed RTT.
+    /// controller's own when it has one (BBR), else 5/4 × cwnd / smoothed RTT
+    /// (2 × in slow start).
     pub fn pacing_delay(&mut self, now: Instant, bytes: u64) -> Option<Instant> {
         if !self.pacing {
             return None;
         }
         let cwnd = self.cc.window();
+        let srtt = self.rtt.smoothed();
         match self.cc.pacing_rate() {
             Some(rate) => self.pacer.delay_at_rate(now, bytes, rate, cwnd),
-            None => self.pacer.delay(now, bytes, cwnd, self.rtt.smoothed()),
+            None if cwnd < self.cc.ssthresh() => {
+                self.pacer.delay_in_slow_start(now, bytes, cwnd, srtt)
+            }
+            None => self.pacer.delay(now, bytes, cwnd, srtt),
         }
     }
 

@@ -135,3 +135,32 @@ fn app_limited_window_does_not_grow() {
     h.ack(200, SpaceId::Data, &[0..=11]).unwrap();
     assert_eq!(h.r.congestion_window(), 24_000);
 }
+
+/// Slow start is paced at 2 × cwnd / srtt, congestion avoidance at 5/4 ×
+/// (Linux paces TCP at 200 % and 120 %).
+#[test]
+fn slow_start_is_paced_faster_than_congestion_avoidance() {
+    let config = RecoveryConfig {
+        cc: CcAlgorithm::NewReno,
+        pacing: true,
+        ..RecoveryConfig::default()
+    };
+    let mut h = H::with_config(&config, confirmed());
+    let n = |h: &mut H, ms: u64| {
+        h.r.pacing_delay(h.at(ms), 1200);
+        let window_per_rtt = h.r.congestion_window() as f64 / h.r.rtt.smoothed().as_secs_f64();
+        h.r.pacer.rate_per_second() / window_per_rtt
+    };
+    h.send(0, SpaceId::Data, 0);
+    h.ack(100, SpaceId::Data, &[0..=0]).unwrap();
+    assert!(h.r.congestion_window() < h.r.controller().ssthresh());
+    assert!((n(&mut h, 100) - 2.0).abs() < 1e-9);
+    // A loss (packet 1, three below the largest acknowledged) ends slow start.
+    for pn in 1..=4 {
+        h.send(110, SpaceId::Data, pn);
+    }
+    h.ack(220, SpaceId::Data, &[2..=4]).unwrap();
+    assert_eq!(h.lost_pns(), [1]);
+    assert!(h.r.congestion_window() >= h.r.controller().ssthresh());
+    assert!((n(&mut h, 220) - 1.25).abs() < 1e-9);
+}
