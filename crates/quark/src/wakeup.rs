@@ -27,6 +27,14 @@ const FINE: Duration = Duration::from_millis(2);
 /// little earlier: the wheel's own rounding.
 const SLACK: Duration = Duration::from_millis(1);
 
+/// An armed instant this close, for a deadline that has since moved later,
+/// is moved to the deadline while the driver is awake anyway: one system call
+/// instead of a wake-up for nothing. On a busy connection the PTO moves with
+/// every packet and its early expiry came once per PTO (≈ 27 ms on loopback):
+/// a timer interrupt, a wake-up and a round, ≈ 50 µs on this VM, landing on
+/// whichever request was in flight.
+const REARM_WITHIN: Duration = Duration::from_millis(2);
+
 pub(crate) struct Wakeup {
     /// None if the kernel refused a timerfd: then the wheel takes everything.
     precise: Option<PreciseTimer>,
@@ -73,9 +81,10 @@ impl Wakeup {
             // A later instant within the slack lets one wake-up serve the
             // deadlines close behind (the wheel did the same by rounding up).
             // If arming fails, the wheel takes it.
-            let served = precise
-                .armed()
-                .is_some_and(|a| a <= at + slack || self.precise_for.is_some_and(|f| f <= at));
+            let served = precise.armed().is_some_and(|a| {
+                let early = a + SLACK < at && a.saturating_duration_since(now) < REARM_WITHIN;
+                !early && (a <= at + slack || self.precise_for.is_some_and(|f| f <= at))
+            });
             if served || precise.arm(at + slack).is_ok() {
                 if !served {
                     self.precise_for = Some(at);
@@ -152,6 +161,35 @@ mod tests {
         arm(&mut w, near - Duration::from_micros(10)).await;
         assert_eq!(armed(&w), Some(near - Duration::from_micros(10)));
         assert!(w.coarse.is_none());
+    }
+
+    /// An armed instant about to expire for a deadline that has moved later is
+    /// moved along while the driver is awake, not left to wake it for nothing;
+    /// one further out stays armed.
+    #[tokio::test]
+    async fn an_expiry_that_would_come_too_early_is_moved_when_near() {
+        let mut w = Wakeup::new();
+        let t0 = Instant::now();
+        let pto = t0 + Duration::from_millis(25);
+        async fn ask(w: &mut Wakeup, now: Instant, at: Instant) -> Option<Instant> {
+            poll_fn(|cx| {
+                w.wake_at(cx, now, Some(at));
+                Poll::Ready(w.precise.as_ref().unwrap().armed())
+            })
+            .await
+        }
+        assert_eq!(ask(&mut w, t0, pto).await, Some(pto + SLACK));
+        // Far from the armed instant, a later deadline keeps it.
+        let moved = pto + Duration::from_millis(10);
+        let now = t0 + Duration::from_millis(10);
+        assert_eq!(ask(&mut w, now, moved).await, Some(pto + SLACK));
+        // Near it, the timer moves to the later deadline.
+        let now = pto - Duration::from_micros(500);
+        assert_eq!(ask(&mut w, now, moved).await, Some(moved + SLACK));
+        // A deadline within the slack of the armed instant keeps it.
+        let now = moved - Duration::from_micros(500);
+        let close = moved + Duration::from_micros(800);
+        assert_eq!(ask(&mut w, now, close).await, Some(moved + SLACK));
     }
 
     #[tokio::test]
