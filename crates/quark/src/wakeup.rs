@@ -124,6 +124,16 @@ mod tests {
 
     use super::*;
 
+    /// Calls `wake_at` from a task with the round's clock at `now`; returns
+    /// the instant the timerfd is armed for.
+    async fn ask(w: &mut Wakeup, now: Instant, at: Instant) -> Option<Instant> {
+        poll_fn(|cx| {
+            w.wake_at(cx, now, Some(at));
+            Poll::Ready(w.precise.as_ref().unwrap().armed())
+        })
+        .await
+    }
+
     /// Calls `wake_at` from a task.
     async fn arm(w: &mut Wakeup, at: Instant) {
         poll_fn(|cx| {
@@ -176,13 +186,6 @@ mod tests {
         let mut w = Wakeup::new();
         let t0 = Instant::now();
         let pto = t0 + Duration::from_millis(25);
-        async fn ask(w: &mut Wakeup, now: Instant, at: Instant) -> Option<Instant> {
-            poll_fn(|cx| {
-                w.wake_at(cx, now, Some(at));
-                Poll::Ready(w.precise.as_ref().unwrap().armed())
-            })
-            .await
-        }
         assert_eq!(ask(&mut w, t0, pto).await, Some(pto + SLACK));
         // Far from the armed instant, a later deadline keeps it.
         let moved = pto + Duration::from_millis(10);
@@ -209,13 +212,6 @@ mod tests {
         let mut w = Wakeup::new();
         let t0 = Instant::now();
         let at = t0 + Duration::from_millis(9);
-        async fn ask(w: &mut Wakeup, now: Instant, at: Instant) -> Option<Instant> {
-            poll_fn(|cx| {
-                w.wake_at(cx, now, Some(at));
-                Poll::Ready(w.precise.as_ref().unwrap().armed())
-            })
-            .await
-        }
         let first = ask(&mut w, t0, at).await;
         assert_eq!(first, Some(at + SLACK));
         // Rounds before it fires ask for the same deadline with less left to

@@ -90,6 +90,8 @@ pub struct Pacer {
     last: Option<Instant>,
     /// The rate last asked about, used to refill when a packet is sent.
     rate: Rate,
+    /// N of the window's rate (see [`Pacer::set_slow_start`]).
+    n: (u128, u128),
 }
 
 impl Pacer {
@@ -102,10 +104,12 @@ impl Pacer {
             tokens: capacity,
             last: None,
             rate: Rate::default(),
+            n: N,
         }
     }
 
-    /// When a packet of `bytes` may be sent, given the window and RTT (None: now).
+    /// When a packet of `bytes` may be sent, given the window and RTT (None: now),
+    /// at N × cwnd / srtt (N from [`Pacer::set_slow_start`]).
     pub fn delay(
         &mut self,
         now: Instant,
@@ -113,24 +117,18 @@ impl Pacer {
         cwnd: u64,
         srtt: Duration,
     ) -> Option<Instant> {
-        self.delay_with(now, bytes, Rate::of_window(cwnd, srtt, N), cwnd)
+        self.delay_with(now, bytes, Rate::of_window(cwnd, srtt, self.n), cwnd)
+    }
+
+    /// Whether the window is in slow start: paced at 2 × cwnd / srtt, else 5/4 ×.
+    pub fn set_slow_start(&mut self, slow_start: bool) {
+        self.n = if slow_start { N_SLOW_START } else { N };
     }
 
     /// The rate of the last `delay*` call, in bytes per second (for tests).
     #[cfg(test)]
     pub(crate) fn rate_per_second(&self) -> f64 {
         self.rate.bytes as f64 * 1e9 / self.rate.nanos as f64
-    }
-
-    /// [`Pacer::delay`] for a window in slow start: at 2 × cwnd / srtt.
-    pub fn delay_in_slow_start(
-        &mut self,
-        now: Instant,
-        bytes: u64,
-        cwnd: u64,
-        srtt: Duration,
-    ) -> Option<Instant> {
-        self.delay_with(now, bytes, Rate::of_window(cwnd, srtt, N_SLOW_START), cwnd)
     }
 
     /// When a packet of `bytes` may be sent at `rate` bytes per second (a
@@ -351,9 +349,9 @@ mod tests {
     #[test]
     fn slow_start_paces_at_twice_the_window_per_rtt() {
         let mut p = Pacer::new(MTU, 10);
+        p.set_slow_start(true);
         let (cwnd, srtt) = (120_000, Duration::from_millis(50));
-        let (sent, _) =
-            send_for_a_second(&mut p, |p, now| p.delay_in_slow_start(now, MTU, cwnd, srtt));
+        let (sent, _) = send_for_a_second(&mut p, |p, now| p.delay(now, MTU, cwnd, srtt));
         // 2 * 120000 / 0.05 s = 4.8 MB/s, plus the initial burst of 12 000 B,
         // give or take the quantum (2 ms: 9 600 B) that falls past the end.
         let expected = 4_800_000 + 12_000;

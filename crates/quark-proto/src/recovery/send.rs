@@ -106,13 +106,12 @@ impl<T> Recovery<T> {
             return None;
         }
         let cwnd = self.cc.window();
-        let srtt = self.rtt.smoothed();
         match self.cc.pacing_rate() {
             Some(rate) => self.pacer.delay_at_rate(now, bytes, rate, cwnd),
-            None if cwnd < self.cc.ssthresh() => {
-                self.pacer.delay_in_slow_start(now, bytes, cwnd, srtt)
+            None => {
+                self.pacer.set_slow_start(cwnd < self.cc.ssthresh());
+                self.pacer.delay(now, bytes, cwnd, self.rtt.smoothed())
             }
-            None => self.pacer.delay(now, bytes, cwnd, srtt),
         }
     }
 
