@@ -45,8 +45,6 @@ struct Saved {
     epoch: Option<Epoch>,
     after_timeout: bool,
     recovery: RecoveryPeriod,
-    /// Bytes acknowledged since, that the recovery period kept from slow start.
-    withheld: f64,
 }
 
 /// CUBIC state.
@@ -119,13 +117,10 @@ impl Cubic {
 
 impl super::Controller for Cubic {
     fn on_ack(&mut self, now: Instant, sent_time: Instant, bytes: u64, rtt: &RttEstimator) {
-        let bytes = bytes as f64;
-        if self.recovery.contains(sent_time) {
-            if let Some(s) = self.saved.as_mut() {
-                s.withheld += bytes;
-            }
+        if self.recovery.withholds(sent_time, bytes) {
             return;
         }
+        let bytes = bytes as f64;
         // RFC 9438 §4.10: slow start below ssthresh (standard slow start; no
         // HyStart++ yet). Strictly below, as in RFC 9002 Appendix B.5, so that a
         // window reduced to ssthresh enters congestion avoidance.
@@ -194,9 +189,8 @@ impl super::Controller for Cubic {
                 epoch: self.epoch,
                 after_timeout: self.after_timeout,
                 recovery: self.recovery,
-                withheld: 0.0,
             });
-            self.recovery.start = Some(now);
+            self.recovery.begin(now);
             //= https://www.rfc-editor.org/rfc/rfc9438#section-4.7
             //# if cwnd < W_max and fast convergence enabled, further reduce W_max:
             //#     W_max = cwnd * (1 + β_cubic) / 2
@@ -238,17 +232,11 @@ impl super::Controller for Cubic {
 
     // RFC 9438 §4.9: a spurious congestion event may be undone by restoring cwnd,
     // ssthresh and CUBIC's own state (the recovery period included) as they were
-    // before it. In slow start the window also gets the growth the false recovery
-    // withheld: the ACK that declares a reordered packet lost often acknowledges
-    // a burst, and without it every undo left slow start that burst behind.
+    // before it, with the growth the false recovery withheld in slow start.
     fn on_spurious_congestion(&mut self) {
         if let Some(s) = self.saved.take() {
-            let restored = if s.cwnd < s.ssthresh as f64 {
-                s.cwnd + s.withheld.min(s.cwnd)
-            } else {
-                s.cwnd
-            };
-            self.cwnd = self.cwnd.max(restored);
+            let credit = self.recovery.undo_credit(s.cwnd as u64, s.ssthresh);
+            self.cwnd = self.cwnd.max(s.cwnd + credit as f64);
             self.ssthresh = s.ssthresh;
             self.w_max = s.w_max;
             self.cwnd_prior = s.cwnd_prior;

@@ -151,9 +151,43 @@ pub fn minimum_window(mtu: u64) -> u64 {
 #[derive(Clone, Copy, Debug, Default)]
 struct RecoveryPeriod {
     start: Option<Instant>,
+    /// Bytes acknowledged in this period, which did not grow the window.
+    withheld: u64,
 }
 
 impl RecoveryPeriod {
+    /// A recovery period starts at `now`.
+    fn begin(&mut self, now: Instant) {
+        *self = RecoveryPeriod {
+            start: Some(now),
+            withheld: 0,
+        };
+    }
+
+    /// Whether an ACK of `bytes` sent at `sent_time` falls in this period (it
+    /// must not grow the window); if so the bytes are counted as withheld.
+    fn withholds(&mut self, sent_time: Instant, bytes: u64) -> bool {
+        let inside = self.contains(sent_time);
+        if inside {
+            self.withheld = self.withheld.saturating_add(bytes);
+        }
+        inside
+    }
+
+    /// This period turned out spurious: what to add to the `window` it cut,
+    /// which had `ssthresh`. In slow start the growth the period withheld (at
+    /// most one doubling, as a round of slow start): the ACK that declares a
+    /// reordered packet lost often acknowledges a burst, and without it every
+    /// undo left slow start that burst behind. Nothing in congestion avoidance,
+    /// whose growth follows the restored state.
+    fn undo_credit(&self, window: u64, ssthresh: u64) -> u64 {
+        if window < ssthresh {
+            self.withheld.min(window)
+        } else {
+            0
+        }
+    }
+
     /// A packet sent at `sent_time` belongs to the current recovery period.
     //= https://www.rfc-editor.org/rfc/rfc9002#appendix-B.5
     //# InCongestionRecovery(sent_time):

@@ -17,9 +17,6 @@ pub struct NewReno {
     /// Window, ssthresh and recovery period before the last reduction, for
     /// `on_spurious_congestion`.
     prior: Option<(u64, u64, RecoveryPeriod)>,
-    /// Bytes acknowledged since the last reduction that its recovery period
-    /// kept from growing the window.
-    withheld: u64,
 }
 
 impl NewReno {
@@ -37,7 +34,6 @@ impl NewReno {
             acked_bytes: 0,
             recovery: RecoveryPeriod::default(),
             prior: None,
-            withheld: 0,
         }
     }
 }
@@ -48,8 +44,7 @@ impl super::Controller for NewReno {
         //# // Do not increase congestion window in recovery period.
         //# if (InCongestionRecovery(acked_packet.time_sent)):
         //#   return
-        if self.recovery.contains(sent_time) {
-            self.withheld = self.withheld.saturating_add(bytes);
+        if self.recovery.withholds(sent_time, bytes) {
             return;
         }
         if self.window < self.ssthresh {
@@ -98,8 +93,7 @@ impl super::Controller for NewReno {
             //# ssthresh = congestion_window * kLossReductionFactor
             //# congestion_window = max(ssthresh, kMinimumWindow)
             self.prior = Some((self.window, self.ssthresh, self.recovery));
-            self.withheld = 0;
-            self.recovery.start = Some(now);
+            self.recovery.begin(now);
             self.ssthresh = self.window / 2;
             self.window = self.ssthresh.max(minimum_window(self.mtu));
             self.acked_bytes = 0;
@@ -116,16 +110,12 @@ impl super::Controller for NewReno {
         }
     }
 
-    /// Restore the window as it was, and in slow start with the growth the false
-    /// recovery withheld (at most doubling it, as one round of slow start would).
+    /// Restore the window as it was, with the growth the false recovery withheld
+    /// in slow start.
     fn on_spurious_congestion(&mut self) {
         if let Some((window, ssthresh, recovery)) = self.prior.take() {
-            let restored = if window < ssthresh {
-                window.saturating_add(self.withheld.min(window))
-            } else {
-                window
-            };
-            self.window = self.window.max(restored);
+            let credit = self.recovery.undo_credit(window, ssthresh);
+            self.window = self.window.max(window.saturating_add(credit));
             self.ssthresh = ssthresh;
             self.recovery = recovery;
         }

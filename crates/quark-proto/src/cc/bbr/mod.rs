@@ -334,7 +334,7 @@ impl super::Controller for Bbr {
             //# cwnd = packets_in_flight + max(packets_delivered, 1)
             //# BBR.packet_conservation = true
             self.prior_cwnd = self.save_cwnd();
-            self.recovery.start = Some(now);
+            self.recovery.begin(now);
             self.in_loss_recovery = true;
             self.packet_conservation = true;
             self.cwnd = self.in_flight + self.mtu;
