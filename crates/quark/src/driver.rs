@@ -545,8 +545,10 @@ impl Future for Driver {
                 _ => this.deferred = Deferred::No,
             }
             let produced = sent_all && this.transmit(cx, &mut state, &shared.socket, now);
-            this.dispatch(&mut state);
+            // Send before the bookkeeping: a peer waiting for this answer starts
+            // on it while this side delivers events and sets its timers.
             let sent_more = produced && this.flush(cx, &shared.socket);
+            this.dispatch(&mut state);
             // Park when nothing happened, or when what happened is finished:
             // the socket was emptied and everything built went out (every
             // touched connection was polled until it had nothing more). A
