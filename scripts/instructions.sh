@@ -17,6 +17,11 @@
 # certificate when BIN predates `lab-cert`). KEEP=1 keeps the working directory
 # and each run's callgrind profile (cg-PROTO-SIDE-REQUESTS.out) for
 # callgrind_annotate.
+#
+# CACHE=1 also simulates the caches (32 KiB L1i and L1d, 8-way; 1 MiB L2) and
+# prints, per request, instructions / L1i misses / L1d read misses / L1d write
+# misses: how much distinct code and data a request runs through, which is what
+# a request pays again when it starts with cold caches (after a sleep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +48,9 @@ count() {
     local phases="[{\"label\":\"r\",\"workload\":{$workload}}]"
     local out="$dir/cg.out" sv=() cv=()
     local vg=(valgrind --tool=callgrind --callgrind-out-file="$out")
+    if [ -n "${CACHE:-}" ]; then
+        vg+=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=1048576,16,64)
+    fi
     if [ "$side" = server ]; then sv=("${vg[@]}"); else cv=("${vg[@]}"); fi
     local common=(--proto "$proto" --cert "$dir/cert.der" --threads 1)
     rm -f "$out" "$dir/in"
@@ -70,16 +78,23 @@ count() {
     grep -q "\"requests\":$requests" "$dir/client.log" ||
         { echo "error: $proto $side run failed: $(tail -c 300 "$dir/client.log")" >&2; exit 1; }
     [ -z "${KEEP:-}" ] || cp "$out" "$dir/cg-$proto-$side-$requests.out"
-    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
+    # Totals in callgrind's event order: Ir, then with CACHE Dr Dw I1mr D1mr D1mw ...
+    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {
+        gsub(/\([ 0-9.]*%\)/, ""); gsub(",", "")
+        if (NF > 6) print $1 "," $4 "," $5 "," $6; else print $1 }'
 }
 
-printf '%-8s %6s  %18s  %18s\n' protocol size "server instr/req" "client instr/req"
+unit=instr
+[ -z "${CACHE:-}" ] || unit="Ir/I1m/D1mr/D1mw"
+printf '%-8s %6s  %26s  %26s\n' protocol size "server $unit/req" "client $unit/req"
 for proto in ${PROTOS//,/ }; do
     per=()
     for side in server client; do
         one=$(count "$proto" "$side" "$REQUESTS")
         two=$(count "$proto" "$side" $((2 * REQUESTS)))
-        per+=($(((two - one) / REQUESTS)))
+        # Per request, field by field (one field, or four with CACHE).
+        per+=($(paste -d' ' <(tr , '\n' <<<"$one") <(tr , '\n' <<<"$two") |
+            awk -v n="$REQUESTS" '{ printf "%s%d", (NR > 1 ? "/" : ""), ($2 - $1) / n }'))
     done
-    printf '%-8s %6s  %18s  %18s\n' "$proto" "$SIZE" "${per[0]}" "${per[1]}"
+    printf '%-8s %6s  %26s  %26s\n' "$proto" "$SIZE" "${per[0]}" "${per[1]}"
 done
