@@ -439,6 +439,26 @@ fn repeated_runs_fold_into_medians_and_validate() {
         text.contains("p99 at or below tcp's in 2 of 3 rounds"),
         "{text}"
     );
+    // CPU per byte is also compared round by round: the medians (2.0 each)
+    // would call the two level, but quic used less than tcp in the same round
+    // in two rounds of three (ratios 0.50, 0.67 and 2.67).
+    let mut paired = vec![];
+    for (quic, tcp) in [(1.0, 2.0), (2.0, 3.0), (4.0, 1.5)] {
+        paired.push(cell(
+            "goodput",
+            "quic",
+            2000,
+            metrics(1.0, quic, &mut [1000]),
+        ));
+        paired.push(cell("goodput", "tcp", 2000, metrics(1.0, tcp, &mut [1000])));
+    }
+    fold_rounds(&mut paired, 0);
+    let text = lines(&paired, 0, "tcp").join("\n");
+    assert!(text.contains("2.00 (1.00-4.00) CPU s/GB"), "{text}");
+    assert!(
+        text.contains("CPU per byte 0.67x (0.50x-2.67x) tcp's round by round"),
+        "{text}"
+    );
     let mut report = fixture();
     report.config.repeat = 3;
     report.results.extend(results);

@@ -72,12 +72,8 @@ fn median_value(vs: &[&Value]) -> Value {
             if vs.iter().all(|v| v.is_u64()) {
                 return Value::from(xs[(n - 1) / 2] as u64);
             }
-            let mid = if n % 2 == 1 {
-                xs[n / 2]
-            } else {
-                (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-            };
-            serde_json::Number::from_f64(mid).map_or_else(|| first.clone(), Value::Number)
+            serde_json::Number::from_f64(middle(&mut xs))
+                .map_or_else(|| first.clone(), Value::Number)
         }
         Value::Object(map) => {
             let mut out = serde_json::Map::new();
@@ -108,8 +104,13 @@ fn median_value(vs: &[&Value]) -> Value {
 }
 
 /// One line per folded cell of `results[from..]`: the median and range of
-/// its goodput, rate, tail and CPU per byte, and how often its p99 was at or
-/// below the reference's in the same round.
+/// its goodput, rate, tail and CPU per byte; and, against the reference's
+/// cell with as many rounds, how often its p99 was at or below the
+/// reference's in the same round and its CPU per byte over the reference's,
+/// round by round. The ratios pair runs that ran back to back: a slow phase
+/// of a shared machine (this VM's doubles a bulk sender's system time for
+/// minutes) then hits both sides of a ratio, where the medians of the two
+/// cells may each come from a different phase.
 pub fn lines(results: &[CellResult], from: usize, reference: &str) -> Vec<String> {
     let cells = &results[from..];
     let mut out = Vec::new();
@@ -127,15 +128,15 @@ pub fn lines(results: &[CellResult], from: usize, reference: &str) -> Vec<String
                 ranged(m.requests_per_s, &rates, |x| format!("{x:.0}"))
             );
         }
+        let reference_cell = cells.iter().find(|r| {
+            r.protocol == reference
+                && r.protocol != c.protocol
+                && (&r.scenario, &r.label, &r.net) == (&c.scenario, &c.label, &c.net)
+                && r.runs.len() == n
+        });
         if let (Some(l), Some(ours)) = (&m.latency_s, p99s(&c.runs)) {
             let _ = write!(s, ", p99 {}", ranged(l.p99, &ours, fmt_secs));
-            let theirs = cells.iter().find(|r| {
-                r.protocol == reference
-                    && r.protocol != c.protocol
-                    && (&r.scenario, &r.label, &r.net) == (&c.scenario, &c.label, &c.net)
-                    && r.runs.len() == n
-            });
-            if let Some(theirs) = theirs.and_then(|r| p99s(&r.runs)) {
+            if let Some(theirs) = reference_cell.and_then(|r| p99s(&r.runs)) {
                 let at_or_below = ours.iter().zip(&theirs).filter(|(a, b)| a <= b).count();
                 let _ = write!(
                     s,
@@ -143,17 +144,42 @@ pub fn lines(results: &[CellResult], from: usize, reference: &str) -> Vec<String
                 );
             }
         }
-        let cpus: Option<Vec<f64>> = c.runs.iter().map(|r| Some(r.cpu_s_per_gb?.total)).collect();
-        if let (Some(cpu), Some(cpus)) = (m.cpu_s_per_gb, cpus) {
+        if let (Some(cpu), Some(cpus)) = (m.cpu_s_per_gb, cpus_per_gb(&c.runs)) {
             let _ = write!(
                 s,
                 ", {} CPU s/GB",
                 ranged(cpu.total, &cpus, |x| format!("{x:.2}"))
             );
+            let theirs = reference_cell.and_then(|r| cpus_per_gb(&r.runs));
+            if let Some(theirs) = theirs.filter(|t| t.iter().all(|&x| x > 0.0)) {
+                let mut ratios: Vec<f64> = cpus.iter().zip(&theirs).map(|(a, b)| a / b).collect();
+                let ratio = middle(&mut ratios);
+                let _ = write!(
+                    s,
+                    ", CPU per byte {} {reference}'s round by round",
+                    ranged(ratio, &ratios, |x| format!("{x:.2}x"))
+                );
+            }
         }
         out.push(s);
     }
     out
+}
+
+/// Each run's CPU seconds per GB (client + server), when every run has them.
+fn cpus_per_gb(runs: &[Metrics]) -> Option<Vec<f64>> {
+    runs.iter().map(|r| Some(r.cpu_s_per_gb?.total)).collect()
+}
+
+/// The median of `xs` (at least one), the mean of the middle two for an even count.
+fn middle(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
 }
 
 /// Each run's p99, when every run has one.
