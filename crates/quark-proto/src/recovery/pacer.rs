@@ -90,8 +90,6 @@ pub struct Pacer {
     last: Option<Instant>,
     /// The rate last asked about, used to refill when a packet is sent.
     rate: Rate,
-    /// N of the window's rate (see [`Pacer::set_slow_start`]).
-    n: (u128, u128),
 }
 
 impl Pacer {
@@ -104,25 +102,21 @@ impl Pacer {
             tokens: capacity,
             last: None,
             rate: Rate::default(),
-            n: N,
         }
     }
 
     /// When a packet of `bytes` may be sent, given the window and RTT (None: now),
-    /// at N × cwnd / srtt (N from [`Pacer::set_slow_start`]).
+    /// at 2 × cwnd / srtt in slow start, else 5/4 ×.
     pub fn delay(
         &mut self,
         now: Instant,
         bytes: u64,
         cwnd: u64,
         srtt: Duration,
+        slow_start: bool,
     ) -> Option<Instant> {
-        self.delay_with(now, bytes, Rate::of_window(cwnd, srtt, self.n), cwnd)
-    }
-
-    /// Whether the window is in slow start: paced at 2 × cwnd / srtt, else 5/4 ×.
-    pub fn set_slow_start(&mut self, slow_start: bool) {
-        self.n = if slow_start { N_SLOW_START } else { N };
+        let n = if slow_start { N_SLOW_START } else { N };
+        self.delay_with(now, bytes, Rate::of_window(cwnd, srtt, n), cwnd)
     }
 
     /// The rate of the last `delay*` call, in bytes per second (for tests).
@@ -230,11 +224,15 @@ mod tests {
     /// Exactly `n` packets may go at `now`; the next one waits.
     fn lets_through(p: &mut Pacer, now: Instant, n: usize, cwnd: u64, srtt: Duration) {
         for i in 0..n {
-            assert_eq!(p.delay(now, MTU, cwnd, srtt), None, "packet {i} of {n}");
+            assert_eq!(
+                p.delay(now, MTU, cwnd, srtt, false),
+                None,
+                "packet {i} of {n}"
+            );
             p.on_sent(now, MTU);
         }
         assert!(
-            p.delay(now, MTU, cwnd, srtt).is_some(),
+            p.delay(now, MTU, cwnd, srtt, false).is_some(),
             "packet {n} must wait"
         );
     }
@@ -269,13 +267,13 @@ mod tests {
         let mut p = Pacer::new(MTU, 4);
         let (cwnd, srtt) = (12_000, Duration::from_millis(100));
         for _ in 0..4 {
-            assert_eq!(p.delay(t0, MTU, cwnd, srtt), None);
+            assert_eq!(p.delay(t0, MTU, cwnd, srtt, false), None);
             p.on_sent(t0, MTU);
         }
         // Rate 1.25 * 12000 B / 100 ms = 150 B/ms; blocked, the sender waits
         // for two packets (1 ms at this rate is less): 2400 B take 16 ms.
         assert_eq!(
-            p.delay(t0, MTU, cwnd, srtt),
+            p.delay(t0, MTU, cwnd, srtt, false),
             Some(t0 + Duration::from_millis(16))
         );
         let t1 = t0 + Duration::from_millis(16);
@@ -289,7 +287,8 @@ mod tests {
         let mut p = Pacer::new(MTU, 10);
         // 1.25 × 240 000 B / 50 ms = 6 000 B/ms: 5 packets per millisecond.
         let (cwnd, srtt) = (240_000, Duration::from_millis(50));
-        let (sent, wakes) = send_for_a_second(&mut p, |p, now| p.delay(now, MTU, cwnd, srtt));
+        let (sent, wakes) =
+            send_for_a_second(&mut p, |p, now| p.delay(now, MTU, cwnd, srtt, false));
         // 6 MB/s plus the first burst of 2 ms worth (12 000 B), give or take
         // the quantum that falls past the end.
         assert!(sent.abs_diff(6_012_000) <= 10 * MTU, "sent {sent}");
@@ -303,9 +302,9 @@ mod tests {
         let mut p = Pacer::new(MTU, 2);
         // 1.25 × 10 MB / 1 ms: 2 ms is 25 MB, the window bounds the bucket.
         let (cwnd, srtt) = (10_000_000, Duration::from_millis(1));
-        p.delay(t0, MTU, cwnd, srtt);
+        p.delay(t0, MTU, cwnd, srtt, false);
         p.on_sent(t0, p.capacity);
-        let at = p.delay(t0, MTU, cwnd, srtt).expect("must wait");
+        let at = p.delay(t0, MTU, cwnd, srtt, false).expect("must wait");
         // 64 000 B at 12 500 B/µs.
         assert_eq!(at, t0 + Duration::from_nanos(5_120));
     }
@@ -316,7 +315,7 @@ mod tests {
         let mut p = Pacer::new(MTU, 2);
         // 1.25 × 120 000 B / 10 ms × 2 ms = 30 000 B = 25 packets.
         let (cwnd, srtt) = (120_000, Duration::from_millis(10));
-        p.delay(t0, MTU, cwnd, srtt);
+        p.delay(t0, MTU, cwnd, srtt, false);
         let t1 = t0 + Duration::from_secs(10);
         lets_through(&mut p, t1, 25, cwnd, srtt);
     }
@@ -327,7 +326,7 @@ mod tests {
         // A tiny RTT makes 2 ms worth huge: the window bounds the burst.
         let mut p = Pacer::new(MTU, 2);
         let (cwnd, srtt) = (12_000, Duration::from_micros(50));
-        p.delay(t0, MTU, cwnd, srtt);
+        p.delay(t0, MTU, cwnd, srtt, false);
         lets_through(&mut p, t0, 10, cwnd, srtt);
         // A long RTT makes 2 ms worth tiny: the configured minimum holds.
         let mut p = Pacer::new(MTU, 4);
@@ -339,7 +338,7 @@ mod tests {
     fn long_run_rate_is_five_quarters_of_cwnd_per_rtt() {
         let mut p = Pacer::new(MTU, 10);
         let (cwnd, srtt) = (120_000, Duration::from_millis(50));
-        let (sent, _) = send_for_a_second(&mut p, |p, now| p.delay(now, MTU, cwnd, srtt));
+        let (sent, _) = send_for_a_second(&mut p, |p, now| p.delay(now, MTU, cwnd, srtt, false));
         // 1.25 * 120000 / 0.05 s = 3 MB/s, plus the initial burst of 12 000 B,
         // give or take the quantum (2 ms: 6 000 B) that falls past the end.
         let expected = 3_000_000 + 12_000;
@@ -349,9 +348,8 @@ mod tests {
     #[test]
     fn slow_start_paces_at_twice_the_window_per_rtt() {
         let mut p = Pacer::new(MTU, 10);
-        p.set_slow_start(true);
         let (cwnd, srtt) = (120_000, Duration::from_millis(50));
-        let (sent, _) = send_for_a_second(&mut p, |p, now| p.delay(now, MTU, cwnd, srtt));
+        let (sent, _) = send_for_a_second(&mut p, |p, now| p.delay(now, MTU, cwnd, srtt, true));
         // 2 * 120000 / 0.05 s = 4.8 MB/s, plus the initial burst of 12 000 B,
         // give or take the quantum (2 ms: 9 600 B) that falls past the end.
         let expected = 4_800_000 + 12_000;
@@ -363,8 +361,8 @@ mod tests {
         let t0 = test_epoch();
         let mut p = Pacer::new(MTU, 1);
         p.on_sent(t0, MTU);
-        assert_eq!(p.delay(t0, MTU, 12_000, Duration::ZERO), None);
-        assert_eq!(p.delay(t0, MTU, 0, Duration::from_millis(10)), None);
+        assert_eq!(p.delay(t0, MTU, 12_000, Duration::ZERO, false), None);
+        assert_eq!(p.delay(t0, MTU, 0, Duration::from_millis(10), false), None);
     }
 
     #[test]
@@ -372,9 +370,9 @@ mod tests {
         let t0 = test_epoch();
         let mut p = Pacer::new(MTU, 1);
         let (cwnd, srtt) = (12_000, Duration::from_millis(100));
-        p.delay(t0, MTU, cwnd, srtt);
+        p.delay(t0, MTU, cwnd, srtt, false);
         p.on_sent(t0, MTU);
-        let at = p.delay(t0, 10 * MTU, cwnd, srtt).expect("must wait");
+        let at = p.delay(t0, 10 * MTU, cwnd, srtt, false).expect("must wait");
         assert_eq!(at, t0 + Duration::from_millis(8));
     }
 

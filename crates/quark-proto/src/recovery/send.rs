@@ -109,8 +109,9 @@ impl<T> Recovery<T> {
         match self.cc.pacing_rate() {
             Some(rate) => self.pacer.delay_at_rate(now, bytes, rate, cwnd),
             None => {
-                self.pacer.set_slow_start(cwnd < self.cc.ssthresh());
-                self.pacer.delay(now, bytes, cwnd, self.rtt.smoothed())
+                let slow_start = cwnd < self.cc.ssthresh();
+                self.pacer
+                    .delay(now, bytes, cwnd, self.rtt.smoothed(), slow_start)
             }
         }
     }
