@@ -72,8 +72,7 @@ fn median_value(vs: &[&Value]) -> Value {
             if vs.iter().all(|v| v.is_u64()) {
                 return Value::from(xs[(n - 1) / 2] as u64);
             }
-            serde_json::Number::from_f64(middle(&mut xs))
-                .map_or_else(|| first.clone(), Value::Number)
+            serde_json::Number::from_f64(middle(&xs)).map_or_else(|| first.clone(), Value::Number)
         }
         Value::Object(map) => {
             let mut out = serde_json::Map::new();
@@ -153,7 +152,8 @@ pub fn lines(results: &[CellResult], from: usize, reference: &str) -> Vec<String
             let theirs = reference_cell.and_then(|r| cpus_per_gb(&r.runs));
             if let Some(theirs) = theirs.filter(|t| t.iter().all(|&x| x > 0.0)) {
                 let mut ratios: Vec<f64> = cpus.iter().zip(&theirs).map(|(a, b)| a / b).collect();
-                let ratio = middle(&mut ratios);
+                ratios.sort_by(f64::total_cmp);
+                let ratio = middle(&ratios);
                 let _ = write!(
                     s,
                     ", CPU per byte {} {reference}'s round by round",
@@ -171,9 +171,9 @@ fn cpus_per_gb(runs: &[Metrics]) -> Option<Vec<f64>> {
     runs.iter().map(|r| Some(r.cpu_s_per_gb?.total)).collect()
 }
 
-/// The median of `xs` (at least one), the mean of the middle two for an even count.
-fn middle(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
+/// The median of `xs` (sorted, at least one), the mean of the middle two for an
+/// even count.
+fn middle(xs: &[f64]) -> f64 {
     let n = xs.len();
     if n % 2 == 1 {
         xs[n / 2]
