@@ -57,11 +57,13 @@ pub mod workload;
 
 use std::collections::BTreeMap;
 
-/// Versions recorded in every result: this crate, the compiler, and the
-/// stacks and libraries under test (taken from Cargo.lock at build time).
+/// Versions recorded in every result: this crate, the compiler, how the
+/// binary was built, and the stacks and libraries under test (taken from
+/// Cargo.lock at build time).
 pub fn versions() -> BTreeMap<String, String> {
     let mut v = BTreeMap::new();
     v.insert("quark-lab".into(), env!("CARGO_PKG_VERSION").into());
+    v.insert("build".into(), build());
     v.insert("rustc".into(), env!("QUARK_LAB_RUSTC").into());
     for entry in env!("QUARK_LAB_DEPS").split(';').filter(|e| !e.is_empty()) {
         if let Some((name, version)) = entry.split_once('=') {
@@ -69,4 +71,40 @@ pub fn versions() -> BTreeMap<String, String> {
         }
     }
     v
+}
+
+/// `release` or `debug`, and how profile-guided optimisation was applied
+/// (`scripts/pgo.sh` sets `QUARK_PGO` for its builds): every stack in the
+/// binary gets the same treatment, but figures from a PGO build only compare
+/// with figures from a PGO build.
+fn build() -> String {
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    match option_env!("QUARK_PGO") {
+        Some(pgo) => format!("{profile}, pgo {pgo}"),
+        None => profile.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn results_record_the_build_and_the_stacks() {
+        let v = super::versions();
+        let build = &v["build"];
+        // Tests build with debug assertions unless asked otherwise.
+        let profile = if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        };
+        assert!(build.starts_with(profile), "{build}");
+        assert_eq!(build.contains("pgo"), option_env!("QUARK_PGO").is_some());
+        for stack in ["quinn", "rustls", "tokio", "rustc"] {
+            assert!(v.contains_key(stack), "no {stack} in {v:?}");
+        }
+    }
 }
