@@ -139,6 +139,11 @@ pub fn render(report: &Report) -> String {
         );
     }
     out.push_str(&summary(report));
+    // Figures compare only within one kind of build: name it when it is not
+    // the plain release build that the README's command makes.
+    if let Some(build) = report.versions.get("build").filter(|b| *b != "release") {
+        let _ = writeln!(out, "\nbuild: {build}");
+    }
     out
 }
 

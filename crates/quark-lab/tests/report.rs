@@ -469,3 +469,22 @@ fn repeated_runs_fold_into_medians_and_validate() {
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
 }
+
+#[test]
+fn the_table_names_any_build_but_the_plain_release_one() {
+    let mut report = fixture();
+    for (build, shown) in [
+        ("release", false),
+        ("debug", true),
+        ("release, pgo optimised", true),
+    ] {
+        report.versions.insert("build".into(), build.into());
+        let table = quark_lab::table::render(&report);
+        assert_eq!(
+            table.contains(&format!("\nbuild: {build}\n")),
+            shown,
+            "{build}: {table}"
+        );
+        assert_eq!(table.contains("build:"), shown, "{build}");
+    }
+}
