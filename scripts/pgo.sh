@@ -4,12 +4,13 @@
 #   scripts/pgo.sh            # build instrumented, train, merge, build optimised
 #   TRAIN_ONLY=1 ...          # stop after the profile (target/pgo-data/merged.profdata)
 #
-# Why: a request's path through quark runs ~31 000 instructions spread over
-# ~1 800 distinct cache lines of code (scripts/instructions.sh with CACHE=1),
-# each line used for a few instructions. After a sleep on a VM that halts idle
-# CPUs, those lines come back from further away, which is most of why quark's
-# two-CPU request costs more than tcp+tls's (BENCHMARKS.md). LLVM, told which
-# branches run, lays hot blocks out together and cold ones aside.
+# Why: a request's path through quark runs ~31 000 instructions and misses
+# ~1 800 lines of code in a simulated 32 KiB L1i (CACHE=1
+# scripts/instructions.sh): hot code sits among cold code, each line used for
+# a few instructions. After a sleep on a VM that halts idle CPUs, those lines
+# come back from further away, which is most of why quark's two-CPU request
+# cost more than tcp+tls's (BENCHMARKS.md). LLVM, told which branches run,
+# lays hot blocks out together and cold ones aside: 1 250 misses instead.
 #
 # The training is the lab itself on loopback, every protocol it links (quark,
 # quinn, s2n-quic, tcp, tcp+tls, hyper, h3): the binary the benchmarks run holds

@@ -81,8 +81,8 @@ pub(crate) struct Driver {
     /// Buffers the next `recvmmsg` offers: twice what the last one filled,
     /// within [MIN_RECV_ASK, RECV_BATCH]. The kernel needs a header, an iovec
     /// and an address slot per buffer offered, written before every call: for
-    /// a request that arrives alone, offering all sixteen wrote more cache
-    /// lines than the request itself.
+    /// a request that arrives alone, offering all sixteen wrote about a
+    /// kilobyte of them.
     recv_ask: usize,
     /// Datagram batches built but not yet accepted by the socket.
     outgoing: Vec<(Transmit, Vec<u8>)>,

@@ -163,8 +163,8 @@ struct Batch {
     iovs: [MaybeUninit<libc::iovec>; BATCH_SIZE],
     names: [MaybeUninit<RawAddr>; BATCH_SIZE],
     ctrl: [MaybeUninit<cmsg::Buf>; BATCH_SIZE],
-    /// Not zeroed up front: that wrote all 32 (20 cache lines) for every
-    /// call, most of which send one message.
+    /// Not zeroed up front: that wrote all 32 (a kilobyte) for every call,
+    /// most of which send one message.
     info: [MaybeUninit<Msg>; BATCH_SIZE],
     len: usize,
 }
