@@ -78,14 +78,18 @@ pub fn versions() -> BTreeMap<String, String> {
 /// binary gets the same treatment, but figures from a PGO build only compare
 /// with figures from a PGO build.
 fn build() -> String {
-    let profile = if cfg!(debug_assertions) {
+    match option_env!("QUARK_PGO") {
+        Some(pgo) => format!("{}, pgo {pgo}", profile()),
+        None => profile().into(),
+    }
+}
+
+/// The cargo profile this crate was built with, as far as it can tell.
+fn profile() -> &'static str {
+    if cfg!(debug_assertions) {
         "debug"
     } else {
         "release"
-    };
-    match option_env!("QUARK_PGO") {
-        Some(pgo) => format!("{profile}, pgo {pgo}"),
-        None => profile.into(),
     }
 }
 
@@ -96,12 +100,7 @@ mod tests {
         let v = super::versions();
         let build = &v["build"];
         // Tests build with debug assertions unless asked otherwise.
-        let profile = if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        };
-        assert!(build.starts_with(profile), "{build}");
+        assert!(build.starts_with(super::profile()), "{build}");
         assert_eq!(build.contains("pgo"), option_env!("QUARK_PGO").is_some());
         for stack in ["quinn", "rustls", "tokio", "rustc"] {
             assert!(v.contains_key(stack), "no {stack} in {v:?}");

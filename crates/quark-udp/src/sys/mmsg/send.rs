@@ -124,7 +124,7 @@ struct Cursor {
 }
 
 /// What one message of a batch carries.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 struct Msg {
     /// Index of its transmit.
     transmit: usize,
