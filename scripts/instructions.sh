@@ -22,6 +22,10 @@
 # prints, per request, instructions / L1i misses / L1d read misses / L1d write
 # misses: how much distinct code and data a request runs through, which is what
 # a request pays again when it starts with cold caches (after a sleep).
+#
+# FOOTPRINT=1 also records every instruction's count and, per side, prints the
+# code a request runs on every pass (scripts/footprint.py): cache lines, by
+# crate and by function.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +52,7 @@ count() {
     local phases="[{\"label\":\"r\",\"workload\":{$workload}}]"
     local out="$dir/cg.out" sv=() cv=()
     local vg=(valgrind --tool=callgrind --callgrind-out-file="$out")
+    [ -z "${FOOTPRINT:-}" ] || vg+=(--dump-instr=yes)
     if [ -n "${CACHE:-}" ]; then
         vg+=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=1048576,16,64)
     fi
@@ -77,7 +82,7 @@ count() {
     wait "$server" || true
     grep -q "\"requests\":$requests" "$dir/client.log" ||
         { echo "error: $proto $side run failed: $(tail -c 300 "$dir/client.log")" >&2; exit 1; }
-    [ -z "${KEEP:-}" ] || cp "$out" "$dir/cg-$proto-$side-$requests.out"
+    [ -z "${KEEP:-}${FOOTPRINT:-}" ] || cp "$out" "$dir/cg-$proto-$side-$requests.out"
     # Totals in callgrind's event order: Ir, then with CACHE Dr Dw I1mr D1mr D1mw ...
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {
         gsub(/\([ 0-9.]*%\)/, ""); gsub(",", "")
@@ -97,4 +102,11 @@ for proto in ${PROTOS//,/ }; do
             awk -v n="$REQUESTS" '{ printf "%s%d", (NR > 1 ? "/" : ""), ($2 - $1) / n }'))
     done
     printf '%-8s %6s  %26s  %26s\n' "$proto" "$SIZE" "${per[0]}" "${per[1]}"
+    if [ -n "${FOOTPRINT:-}" ]; then
+        for side in server client; do
+            echo "-- $proto $side"
+            python3 scripts/footprint.py "$dir/cg-$proto-$side-$REQUESTS.out" \
+                "$dir/cg-$proto-$side-$((2 * REQUESTS)).out" "$REQUESTS"
+        done
+    fi
 done

@@ -1,0 +1,153 @@
+//! What the connection-level targets share: one certificate for the whole
+//! run, and two endpoints joined by a lossless, instant network on a
+//! simulated clock.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use quark_proto::{ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, ServerConfig};
+
+pub const ALPN: &[u8] = b"hq-interop";
+pub const CLIENT: &str = "10.0.0.1:5000";
+pub const SERVER: &str = "10.0.0.2:443";
+
+pub struct Tls {
+    pub client: Arc<rustls::ClientConfig>,
+    pub server: Arc<rustls::ServerConfig>,
+}
+
+/// One certificate for the whole run: generating it per input would dominate.
+pub fn tls() -> &'static Tls {
+    static TLS: OnceLock<Tls> = OnceLock::new();
+    TLS.get_or_init(|| {
+        let ck = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let cert = ck.cert.der().clone();
+        let key: rustls::pki_types::PrivateKeyDer<'static> =
+            rustls::pki_types::PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()).into();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.clone()], key)
+            .unwrap();
+        server.alpn_protocols = vec![ALPN.to_vec()];
+        server.max_early_data_size = 0;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert).unwrap();
+        let mut client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        client.alpn_protocols = vec![ALPN.to_vec()];
+        Tls {
+            client: Arc::new(client),
+            server: Arc::new(server),
+        }
+    })
+}
+
+/// Two endpoints joined by a lossless, instant network on a simulated clock.
+pub struct Pair {
+    pub now: Instant,
+    pub client: Endpoint,
+    pub server: Endpoint,
+    buf: Vec<u8>,
+}
+
+impl Pair {
+    pub fn new(server: ServerConfig) -> Self {
+        let mut config = EndpointConfig::default();
+        config.rng_seed = Some(1);
+        Pair {
+            #[allow(clippy::disallowed_methods)] // the simulated clock's origin
+            now: Instant::now(),
+            client: Endpoint::new(Arc::new(config.clone()), None),
+            server: Endpoint::new(Arc::new(config), Some(Arc::new(server))),
+            buf: Vec::new(),
+        }
+    }
+
+    /// The client starts a connection to the server.
+    pub fn connect(&mut self) -> ConnectionHandle {
+        let config = ClientConfig::new(tls().client.clone());
+        self.client
+            .connect(self.now, &config, SERVER.parse().unwrap(), "localhost")
+            .unwrap()
+    }
+
+    /// Move every datagram either side has to the other; false if none moved.
+    pub fn exchange(&mut self) -> bool {
+        let mut any = false;
+        for to_server in [true, false] {
+            let (from, to, src) = if to_server {
+                (&mut self.client, &mut self.server, CLIENT)
+            } else {
+                (&mut self.server, &mut self.client, SERVER)
+            };
+            let src: SocketAddr = src.parse().unwrap();
+            let mut datagrams = Vec::new();
+            while let Some(t) = from.poll_transmit(&mut self.buf) {
+                datagrams.push(self.buf[..t.size].to_vec());
+            }
+            let handles: Vec<_> = from.handles().collect();
+            for h in handles {
+                loop {
+                    let Some(conn) = from.connection_mut(h) else {
+                        break;
+                    };
+                    let Some(t) = conn.poll_transmit(self.now, 10, &mut self.buf) else {
+                        break;
+                    };
+                    from.sync(h);
+                    let seg = t.segment_size.unwrap_or(t.size).max(1);
+                    datagrams.extend(self.buf[..t.size].chunks(seg).map(<[u8]>::to_vec));
+                }
+            }
+            for mut d in datagrams {
+                any = true;
+                let stride = d.len().max(1);
+                to.handle_batch(self.now, src, None, None, &mut d, stride, |_, _| {});
+            }
+        }
+        any
+    }
+
+    /// Run until quiet, then let timers due within `d` fire, a bounded number of times.
+    pub fn run(&mut self, d: Duration) {
+        let end = self.now + d;
+        for _ in 0..200 {
+            if self.exchange() {
+                continue;
+            }
+            let next = self
+                .client
+                .handles()
+                .filter_map(|h| self.client.connection(h)?.poll_timeout())
+                .chain(
+                    self.server
+                        .handles()
+                        .filter_map(|h| self.server.connection(h)?.poll_timeout()),
+                )
+                .min();
+            match next {
+                Some(t) if t <= end => {
+                    self.now = self.now.max(t);
+                    let now = self.now;
+                    for ep in [&mut self.client, &mut self.server] {
+                        let hs: Vec<_> = ep.handles().collect();
+                        for h in hs {
+                            ep.handle_timeout(h, now);
+                        }
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.now = self.now.max(end);
+    }
+}
