@@ -3,9 +3,12 @@
 
 use std::time::Instant;
 
+use super::sent::SentFrames;
 use super::timers::Timer;
-use super::{Connection, Event};
+use super::{Connection, Event, Transmit};
 use crate::error::{TransportError, TransportErrorCode};
+use crate::frame::{Close, Frame};
+use crate::packet::MIN_INITIAL_SIZE;
 use crate::types::SpaceId;
 
 /// Why a connection ended.
@@ -246,4 +249,80 @@ impl Connection {
 
 fn truncate(reason: &[u8]) -> Vec<u8> {
     reason[..reason.len().min(MAX_REASON)].to_vec()
+}
+
+impl Connection {
+    /// While closing: a datagram with CONNECTION_CLOSE in every space we can
+    /// still encrypt for (the peer may not have 1-RTT keys yet).
+    pub(super) fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let close = self.take_close_frame()?;
+        self.tx_ecn = None;
+        let limit = (self
+            .path
+            .amplification_budget()
+            .min(u64::from(self.path.mtu))) as usize;
+        let spaces: Vec<SpaceId> = SpaceId::ALL
+            .into_iter()
+            .filter(|&s| match s {
+                SpaceId::Data => self.one_rtt.is_some() && self.handshake_complete,
+                _ => self.spaces[s.index()].keys.is_some() && !self.handshake_complete,
+            })
+            .collect();
+        let last = *spaces.last()?;
+        for &space in &spaces {
+            let min_size =
+                if self.side.is_client() && spaces[0] == SpaceId::Initial && space == last {
+                    MIN_INITIAL_SIZE.saturating_sub(buf.len())
+                } else {
+                    0
+                };
+            let Some(builder) = self.begin_packet(space, buf, limit) else {
+                continue;
+            };
+            let frame = close_frame(&close, space, builder.max_end.saturating_sub(buf.len()));
+            frame.encode(buf);
+            self.end_packet(
+                now,
+                space,
+                builder,
+                buf,
+                min_size,
+                SentFrames::new(space),
+                false,
+                false,
+            );
+        }
+        self.seal_batch(buf);
+        if buf.is_empty() {
+            return None;
+        }
+        Some(self.transmitted(buf.len(), 1, buf.len(), None))
+    }
+}
+
+/// The CONNECTION_CLOSE to send in `space`, its reason cut to fit `room`.
+fn close_frame(close: &CloseFrame, space: SpaceId, room: usize) -> Frame<'_> {
+    //= https://www.rfc-editor.org/rfc/rfc9000#section-10.2.3
+    //# Sending a CONNECTION_CLOSE of type 0x1d in an Initial or Handshake packet
+    //# could expose application state or be used to alter application state.
+    //# A CONNECTION_CLOSE of type 0x1d MUST be replaced by a CONNECTION_CLOSE of
+    //# type 0x1c when sending the frame in Initial or Handshake packets.
+    //# ... the error code MUST be set to APPLICATION_ERROR
+    let (error_code, frame_type) = match (close.frame_type, space) {
+        (None, SpaceId::Initial | SpaceId::Handshake) => {
+            (crate::TransportErrorCode::APPLICATION_ERROR.0, Some(0))
+        }
+        (ft, _) => (close.code, ft),
+    };
+    let reason: &[u8] = if space == SpaceId::Data {
+        &close.reason
+    } else {
+        &[]
+    };
+    let reason = &reason[..reason.len().min(room.saturating_sub(32))];
+    Frame::Close(Close {
+        error_code,
+        frame_type,
+        reason,
+    })
 }

@@ -27,6 +27,7 @@ mod sent;
 mod spaces;
 mod streams;
 mod timers;
+mod write;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};

@@ -4,13 +4,13 @@
 
 use std::time::Instant;
 
-use super::close::{CloseFrame, State};
+use super::close::State;
 use super::mtu::{MTU_PROBE_AFTER, Offer};
-use super::sent::{Control, SentFrames};
+use super::sent::SentFrames;
 use super::timers::Timer;
 use super::{Connection, Transmit};
 use crate::cid::ConnectionId;
-use crate::frame::{self, Close, Frame, NewConnectionId};
+use crate::frame::Frame;
 use crate::packet::{HeaderParams, MIN_INITIAL_SIZE, PacketBuilder};
 use crate::recovery::SendFlags;
 use crate::types::{EcnCodepoint, PacketKind, SpaceId};
@@ -20,8 +20,6 @@ const MIN_PACKET_ROOM: usize = 48;
 /// A datagram within this many bytes of its limit counts as full: frame headers
 /// are sized conservatively, so packets rarely fill to the last byte.
 const FULL_SLACK: usize = 24;
-/// ACK ranges written per ACK frame at most.
-const MAX_ACK_RANGES: usize = 64;
 
 impl Connection {
     /// Write up to `max_datagrams` datagrams into `buf` (cleared first). Several
@@ -100,7 +98,7 @@ impl Connection {
 
     /// Count `count` datagrams of `size` bytes in all as sent and describe them
     /// (one GSO batch of `segment`-byte datagrams when more than one).
-    fn transmitted(
+    pub(super) fn transmitted(
         &mut self,
         size: usize,
         count: usize,
@@ -175,7 +173,7 @@ impl Connection {
 
     /// Encrypt every 1-RTT packet built since the last call: all payloads first,
     /// then all header protection (which samples the ciphertext).
-    fn seal_batch(&mut self, buf: &mut [u8]) {
+    pub(super) fn seal_batch(&mut self, buf: &mut [u8]) {
         if self.seal_jobs.is_empty() {
             return;
         }
@@ -194,11 +192,6 @@ impl Connection {
             }
         });
         self.seal_jobs.clear();
-    }
-
-    /// The peer's min_ack_delay (µs), when it supports the ACK frequency extension.
-    fn peer_min_ack_delay(&self) -> Option<u64> {
-        self.peer_params.as_ref().and_then(|p| p.min_ack_delay)
     }
 
     /// Nothing was left to send: if the window had room (and the pacer did not
@@ -315,7 +308,7 @@ impl Connection {
     }
 
     /// Start a packet in `space`: header written, returns the builder.
-    fn begin_packet(
+    pub(super) fn begin_packet(
         &mut self,
         space: SpaceId,
         buf: &mut Vec<u8>,
@@ -364,7 +357,7 @@ impl Connection {
 
     /// Seal a packet and record it.
     #[allow(clippy::too_many_arguments)]
-    fn end_packet(
+    pub(super) fn end_packet(
         &mut self,
         now: Instant,
         space: SpaceId,
@@ -434,283 +427,4 @@ impl Connection {
             self.discard_space(now, SpaceId::Initial);
         }
     }
-
-    /// Write one packet in `space`. Returns whether anything was written.
-    fn write_packet(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        buf: &mut Vec<u8>,
-        end: usize,
-        min_size: usize,
-        cc_ok: bool,
-    ) -> bool {
-        if space == SpaceId::Data && self.one_rtt.as_ref().is_some_and(|k| k.should_update()) {
-            // Packets already built carry the old key phase: seal them first.
-            self.seal_batch(buf);
-            //= https://www.rfc-editor.org/rfc/rfc9001#section-6.6
-            //# Endpoints MUST initiate a key update before the confidentiality limit
-            //# is reached
-            if self.initiate_key_update(now) {
-                tracing::debug!("key update for the confidentiality limit");
-            }
-        }
-        let Some(builder) = self.begin_packet(space, buf, end) else {
-            return false;
-        };
-        let max_end = builder.max_end;
-        let payload_start = buf.len();
-        let mut sent = SentFrames::new(space);
-        self.write_ack(now, space, buf, max_end, &mut sent);
-        let probing = self.spaces[space.index()].probes > 0;
-        let mut eliciting = false;
-        #[cfg(feature = "testing")]
-        if space == SpaceId::Data && !self.raw_frames.is_empty() {
-            buf.append(&mut self.raw_frames);
-            eliciting = true;
-        }
-        if cc_ok || probing {
-            if space == SpaceId::Data {
-                eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
-            }
-            eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
-            if space == SpaceId::Data && self.handshake_complete {
-                let before = buf.len();
-                self.streams.write_stream_frames(buf, max_end, &mut sent);
-                eliciting |= buf.len() > before;
-            }
-            let ping = probing || (space == SpaceId::Data && self.ping_pending);
-            if !eliciting && ping && buf.len() < max_end {
-                // A probe wants its ACK at once; peers of the ACK frequency
-                // extension understand IMMEDIATE_ACK, others get a PING.
-                let immediate =
-                    probing && space == SpaceId::Data && self.peer_min_ack_delay().is_some();
-                if immediate {
-                    Frame::ImmediateAck
-                } else {
-                    Frame::Ping
-                }
-                .encode(buf);
-                eliciting = true;
-            }
-            if eliciting {
-                if space == SpaceId::Data {
-                    self.ping_pending = false;
-                }
-                let s = &mut self.spaces[space.index()];
-                s.probes = s.probes.saturating_sub(1);
-            }
-        }
-        if buf.len() == payload_start {
-            buf.truncate(builder.start);
-            return false;
-        }
-        let in_flight = eliciting || min_size > 0;
-        self.end_packet(
-            now, space, builder, buf, min_size, sent, eliciting, in_flight,
-        );
-        true
-    }
-
-    /// Piggyback (or send) an ACK for `space` if there is anything new to report.
-    fn write_ack(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        buf: &mut Vec<u8>,
-        max_end: usize,
-        sent: &mut SentFrames,
-    ) {
-        let exponent = match space {
-            SpaceId::Data => self.config.ack_delay_exponent,
-            _ => 3,
-        };
-        let ack = &mut self.spaces[space.index()].ack;
-        if !ack.dirty || ack.ranges.is_empty() {
-            return;
-        }
-        let delay = ack.largest.map_or(0, |(_, at)| {
-            now.saturating_duration_since(at).as_micros() as u64
-        }) >> exponent;
-        let ecn = ack.ecn_seen.then_some(&ack.ecn);
-        let room = max_end.saturating_sub(buf.len());
-        let n = frame::encode_ack(
-            buf,
-            ack.ranges.iter().rev(),
-            delay,
-            ecn,
-            MAX_ACK_RANGES,
-            room,
-        );
-        if n > 0 {
-            sent.ack_largest = ack.ranges.max();
-            ack.on_ack_sent();
-            self.stats.acks_out += 1;
-        }
-    }
-
-    /// One CRYPTO frame, if handshake data is waiting.
-    fn write_crypto(
-        &mut self,
-        space: SpaceId,
-        buf: &mut Vec<u8>,
-        max_end: usize,
-        sent: &mut SentFrames,
-    ) -> bool {
-        let crypto = &mut self.spaces[space.index()].crypto_send;
-        let room = max_end.saturating_sub(buf.len());
-        // No range starts beyond what was written.
-        let header = frame::crypto_header_len(crypto.written(), room);
-        if room <= header || !crypto.has_pending() {
-            return false;
-        }
-        let Some(range) = crypto.next_range(room - header) else {
-            return false;
-        };
-        frame::encode_crypto_header(buf, range.offset, range.len);
-        crypto.copy_range(range.offset, range.len, buf);
-        sent.crypto = Some((range.offset, range.len as u32));
-        true
-    }
-
-    /// Connection-level control frames of the 1-RTT space. Returns whether any was written.
-    fn write_data_control(
-        &mut self,
-        now: Instant,
-        buf: &mut Vec<u8>,
-        max_end: usize,
-        sent: &mut SentFrames,
-    ) -> bool {
-        let before = buf.len();
-        if let (Some(min_ack_delay), true) = (self.peer_min_ack_delay(), self.handshake_confirmed) {
-            let (cwnd, mtu) = (self.recovery.congestion_window(), u64::from(self.path.mtu));
-            let (srtt, threshold) = (
-                self.recovery.rtt().smoothed(),
-                self.recovery.packet_threshold(),
-            );
-            self.ack_freq
-                .update(now, cwnd, mtu, srtt, threshold, min_ack_delay);
-            if let Some(f) = self.ack_freq.take() {
-                let frame = Frame::AckFrequency(f);
-                if buf.len() + frame.encoded_len() <= max_end {
-                    frame.encode(buf);
-                    sent.control.push(Control::AckFrequency(f.seq));
-                } else {
-                    self.ack_freq.put_back(f);
-                }
-            }
-        }
-        let fits = |buf: &Vec<u8>, f: &Frame<'_>| buf.len() + f.encoded_len() <= max_end;
-        while let Some(&data) = self.path_responses.front() {
-            let f = Frame::PathResponse(data);
-            if !fits(buf, &f) {
-                break;
-            }
-            f.encode(buf);
-            self.path_responses.pop_front();
-        }
-        if self.handshake_done_pending && fits(buf, &Frame::HandshakeDone) {
-            Frame::HandshakeDone.encode(buf);
-            self.handshake_done_pending = false;
-            sent.handshake_done = true;
-        }
-        while self.local_cids.has_announcement() && max_end - buf.len() > 64 {
-            let Some((seq, cid, token)) = self.local_cids.next_announcement() else {
-                break;
-            };
-            let f = NewConnectionId {
-                seq,
-                retire_prior_to: 0,
-                cid,
-                reset_token: token.0,
-            };
-            Frame::NewConnectionId(f).encode(buf);
-            sent.control.push(Control::NewConnectionId(seq));
-        }
-        while let Some(&seq) = self.peer_cids.to_retire.front() {
-            let f = Frame::RetireConnectionId { seq };
-            if !fits(buf, &f) {
-                break;
-            }
-            f.encode(buf);
-            self.peer_cids.to_retire.pop_front();
-            sent.control.push(Control::RetireConnectionId(seq));
-        }
-        self.streams.write_control(buf, max_end, sent);
-        buf.len() > before
-    }
-
-    /// While closing: a datagram with CONNECTION_CLOSE in every space we can
-    /// still encrypt for (the peer may not have 1-RTT keys yet).
-    fn transmit_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let close = self.take_close_frame()?;
-        self.tx_ecn = None;
-        let limit = (self
-            .path
-            .amplification_budget()
-            .min(u64::from(self.path.mtu))) as usize;
-        let spaces: Vec<SpaceId> = SpaceId::ALL
-            .into_iter()
-            .filter(|&s| match s {
-                SpaceId::Data => self.one_rtt.is_some() && self.handshake_complete,
-                _ => self.spaces[s.index()].keys.is_some() && !self.handshake_complete,
-            })
-            .collect();
-        let last = *spaces.last()?;
-        for &space in &spaces {
-            let min_size =
-                if self.side.is_client() && spaces[0] == SpaceId::Initial && space == last {
-                    MIN_INITIAL_SIZE.saturating_sub(buf.len())
-                } else {
-                    0
-                };
-            let Some(builder) = self.begin_packet(space, buf, limit) else {
-                continue;
-            };
-            let frame = close_frame(&close, space, builder.max_end.saturating_sub(buf.len()));
-            frame.encode(buf);
-            self.end_packet(
-                now,
-                space,
-                builder,
-                buf,
-                min_size,
-                SentFrames::new(space),
-                false,
-                false,
-            );
-        }
-        self.seal_batch(buf);
-        if buf.is_empty() {
-            return None;
-        }
-        Some(self.transmitted(buf.len(), 1, buf.len(), None))
-    }
-}
-
-/// The CONNECTION_CLOSE to send in `space`, its reason cut to fit `room`.
-fn close_frame(close: &CloseFrame, space: SpaceId, room: usize) -> Frame<'_> {
-    //= https://www.rfc-editor.org/rfc/rfc9000#section-10.2.3
-    //# Sending a CONNECTION_CLOSE of type 0x1d in an Initial or Handshake packet
-    //# could expose application state or be used to alter application state.
-    //# A CONNECTION_CLOSE of type 0x1d MUST be replaced by a CONNECTION_CLOSE of
-    //# type 0x1c when sending the frame in Initial or Handshake packets.
-    //# ... the error code MUST be set to APPLICATION_ERROR
-    let (error_code, frame_type) = match (close.frame_type, space) {
-        (None, SpaceId::Initial | SpaceId::Handshake) => {
-            (crate::TransportErrorCode::APPLICATION_ERROR.0, Some(0))
-        }
-        (ft, _) => (close.code, ft),
-    };
-    let reason: &[u8] = if space == SpaceId::Data {
-        &close.reason
-    } else {
-        &[]
-    };
-    let reason = &reason[..reason.len().min(room.saturating_sub(32))];
-    Frame::Close(Close {
-        error_code,
-        frame_type,
-        reason,
-    })
 }

@@ -1,0 +1,225 @@
+//! What goes into one packet: ACK, CRYPTO, HANDSHAKE_DONE, PATH_RESPONSE,
+//! PING, connection ID and other control frames, then stream data, as room
+//! allows. `send.rs` decides which packets to build and when.
+
+use std::time::Instant;
+
+use super::Connection;
+use super::sent::{Control, SentFrames};
+use crate::frame::{self, Frame, NewConnectionId};
+use crate::types::SpaceId;
+
+/// ACK ranges written per ACK frame at most.
+const MAX_ACK_RANGES: usize = 64;
+
+impl Connection {
+    /// Write one packet in `space`. Returns whether anything was written.
+    pub(super) fn write_packet(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        end: usize,
+        min_size: usize,
+        cc_ok: bool,
+    ) -> bool {
+        if space == SpaceId::Data && self.one_rtt.as_ref().is_some_and(|k| k.should_update()) {
+            // Packets already built carry the old key phase: seal them first.
+            self.seal_batch(buf);
+            //= https://www.rfc-editor.org/rfc/rfc9001#section-6.6
+            //# Endpoints MUST initiate a key update before the confidentiality limit
+            //# is reached
+            if self.initiate_key_update(now) {
+                tracing::debug!("key update for the confidentiality limit");
+            }
+        }
+        let Some(builder) = self.begin_packet(space, buf, end) else {
+            return false;
+        };
+        let max_end = builder.max_end;
+        let payload_start = buf.len();
+        let mut sent = SentFrames::new(space);
+        self.write_ack(now, space, buf, max_end, &mut sent);
+        let probing = self.spaces[space.index()].probes > 0;
+        let mut eliciting = false;
+        #[cfg(feature = "testing")]
+        if space == SpaceId::Data && !self.raw_frames.is_empty() {
+            buf.append(&mut self.raw_frames);
+            eliciting = true;
+        }
+        if cc_ok || probing {
+            if space == SpaceId::Data {
+                eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
+            }
+            eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
+            if space == SpaceId::Data && self.handshake_complete {
+                let before = buf.len();
+                self.streams.write_stream_frames(buf, max_end, &mut sent);
+                eliciting |= buf.len() > before;
+            }
+            let ping = probing || (space == SpaceId::Data && self.ping_pending);
+            if !eliciting && ping && buf.len() < max_end {
+                // A probe wants its ACK at once; peers of the ACK frequency
+                // extension understand IMMEDIATE_ACK, others get a PING.
+                let immediate =
+                    probing && space == SpaceId::Data && self.peer_min_ack_delay().is_some();
+                if immediate {
+                    Frame::ImmediateAck
+                } else {
+                    Frame::Ping
+                }
+                .encode(buf);
+                eliciting = true;
+            }
+            if eliciting {
+                if space == SpaceId::Data {
+                    self.ping_pending = false;
+                }
+                let s = &mut self.spaces[space.index()];
+                s.probes = s.probes.saturating_sub(1);
+            }
+        }
+        if buf.len() == payload_start {
+            buf.truncate(builder.start);
+            return false;
+        }
+        let in_flight = eliciting || min_size > 0;
+        self.end_packet(
+            now, space, builder, buf, min_size, sent, eliciting, in_flight,
+        );
+        true
+    }
+
+    /// Piggyback (or send) an ACK for `space` if there is anything new to report.
+    fn write_ack(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        sent: &mut SentFrames,
+    ) {
+        let exponent = match space {
+            SpaceId::Data => self.config.ack_delay_exponent,
+            _ => 3,
+        };
+        let ack = &mut self.spaces[space.index()].ack;
+        if !ack.dirty || ack.ranges.is_empty() {
+            return;
+        }
+        let delay = ack.largest.map_or(0, |(_, at)| {
+            now.saturating_duration_since(at).as_micros() as u64
+        }) >> exponent;
+        let ecn = ack.ecn_seen.then_some(&ack.ecn);
+        let room = max_end.saturating_sub(buf.len());
+        let n = frame::encode_ack(
+            buf,
+            ack.ranges.iter().rev(),
+            delay,
+            ecn,
+            MAX_ACK_RANGES,
+            room,
+        );
+        if n > 0 {
+            sent.ack_largest = ack.ranges.max();
+            ack.on_ack_sent();
+            self.stats.acks_out += 1;
+        }
+    }
+
+    /// One CRYPTO frame, if handshake data is waiting.
+    fn write_crypto(
+        &mut self,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        sent: &mut SentFrames,
+    ) -> bool {
+        let crypto = &mut self.spaces[space.index()].crypto_send;
+        let room = max_end.saturating_sub(buf.len());
+        // No range starts beyond what was written.
+        let header = frame::crypto_header_len(crypto.written(), room);
+        if room <= header || !crypto.has_pending() {
+            return false;
+        }
+        let Some(range) = crypto.next_range(room - header) else {
+            return false;
+        };
+        frame::encode_crypto_header(buf, range.offset, range.len);
+        crypto.copy_range(range.offset, range.len, buf);
+        sent.crypto = Some((range.offset, range.len as u32));
+        true
+    }
+
+    /// Connection-level control frames of the 1-RTT space. Returns whether any was written.
+    fn write_data_control(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        sent: &mut SentFrames,
+    ) -> bool {
+        let before = buf.len();
+        if let (Some(min_ack_delay), true) = (self.peer_min_ack_delay(), self.handshake_confirmed) {
+            let (cwnd, mtu) = (self.recovery.congestion_window(), u64::from(self.path.mtu));
+            let (srtt, threshold) = (
+                self.recovery.rtt().smoothed(),
+                self.recovery.packet_threshold(),
+            );
+            self.ack_freq
+                .update(now, cwnd, mtu, srtt, threshold, min_ack_delay);
+            if let Some(f) = self.ack_freq.take() {
+                let frame = Frame::AckFrequency(f);
+                if buf.len() + frame.encoded_len() <= max_end {
+                    frame.encode(buf);
+                    sent.control.push(Control::AckFrequency(f.seq));
+                } else {
+                    self.ack_freq.put_back(f);
+                }
+            }
+        }
+        let fits = |buf: &Vec<u8>, f: &Frame<'_>| buf.len() + f.encoded_len() <= max_end;
+        while let Some(&data) = self.path_responses.front() {
+            let f = Frame::PathResponse(data);
+            if !fits(buf, &f) {
+                break;
+            }
+            f.encode(buf);
+            self.path_responses.pop_front();
+        }
+        if self.handshake_done_pending && fits(buf, &Frame::HandshakeDone) {
+            Frame::HandshakeDone.encode(buf);
+            self.handshake_done_pending = false;
+            sent.handshake_done = true;
+        }
+        while self.local_cids.has_announcement() && max_end - buf.len() > 64 {
+            let Some((seq, cid, token)) = self.local_cids.next_announcement() else {
+                break;
+            };
+            let f = NewConnectionId {
+                seq,
+                retire_prior_to: 0,
+                cid,
+                reset_token: token.0,
+            };
+            Frame::NewConnectionId(f).encode(buf);
+            sent.control.push(Control::NewConnectionId(seq));
+        }
+        while let Some(&seq) = self.peer_cids.to_retire.front() {
+            let f = Frame::RetireConnectionId { seq };
+            if !fits(buf, &f) {
+                break;
+            }
+            f.encode(buf);
+            self.peer_cids.to_retire.pop_front();
+            sent.control.push(Control::RetireConnectionId(seq));
+        }
+        self.streams.write_control(buf, max_end, sent);
+        buf.len() > before
+    }
+
+    /// The peer's min_ack_delay (µs), when it supports the ACK frequency extension.
+    fn peer_min_ack_delay(&self) -> Option<u64> {
+        self.peer_params.as_ref().and_then(|p| p.min_ack_delay)
+    }
+}
