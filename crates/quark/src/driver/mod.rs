@@ -5,24 +5,25 @@
 //! with the acknowledgments and handshake frames in one datagram. One driver per
 //! endpoint; it ends when the endpoint and all its connections are gone. In a
 //! worker group it also passes datagrams for other workers' connections on, and
-//! takes in those passed to it (see `forward`).
+//! takes in those passed to it (see `forward`). The way in is `receive`, the
+//! way out `transmit`; this file holds the round that joins them.
+
+mod receive;
+mod transmit;
 
 use std::future::Future;
-use std::io::IoSliceMut;
-use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use quark_proto::{ConnectionError, ConnectionHandle, DatagramEvent, EcnCodepoint, Transmit};
-use quark_udp::{RecvMeta, Socket};
-use smallvec::SmallVec;
+use quark_proto::{ConnectionError, ConnectionHandle, Transmit};
+use quark_udp::RecvMeta;
 
 use crate::busy_poll::BusyPoll;
 use crate::deadlines::Deadlines;
 use crate::events::{Woken, apply, deliver_events};
-use crate::forward::{Forwarded, Inbox, Link};
-use crate::shared::{ConnEntry, SharedRef, State};
+use crate::forward::{Inbox, Link};
+use crate::shared::{SharedRef, State};
 use crate::wakeup::Wakeup;
 
 /// Datagram buffers handed to one `recvmmsg`.
@@ -147,157 +148,6 @@ impl Driver {
         }
     }
 
-    /// Read one batch of datagrams (and what other workers passed on) and feed
-    /// it to the protocol. Returns whether anything arrived.
-    ///
-    /// One batch per round, not until the socket is empty: answering what a
-    /// batch brought before reading on gives the peer work while this side
-    /// reads the rest, so with many request/response connections the two sides
-    /// overlap instead of taking turns (rps +18 % requests/s and p99 -27 %,
-    /// response-time +28 %; BENCHMARKS.md). A bulk receiver loses nothing: with
-    /// GRO one batch holds up to 16 buffers of 64 KB.
-    fn receive(
-        &mut self,
-        cx: &mut Context<'_>,
-        socket: &Socket,
-        state: &mut State,
-        now: Instant,
-    ) -> bool {
-        let n = self.read_batch(cx, socket);
-        let misdeliver = self.link.as_ref().and_then(Link::misdeliver_target);
-        let mut events: SmallVec<[Option<DatagramEvent>; 8]> = SmallVec::new();
-        for i in 0..n {
-            let meta = self.metas[i];
-            let ecn = EcnCodepoint::from_bits(meta.ecn);
-            let data = &mut self.recv_bufs[i][..meta.len];
-            if let (Some(to), Some(link)) = (misdeliver, &self.link) {
-                // Test hook: short-header datagrams go to the wrong worker.
-                for seg in data.chunks_mut(meta.stride.max(1)) {
-                    if seg.first().is_some_and(|b| b & 0x80 == 0) {
-                        link.misdeliver(to, forwarded(meta.addr, meta.dst_ip, ecn, seg));
-                        continue;
-                    }
-                    let event = state
-                        .proto
-                        .handle_datagram(now, meta.addr, meta.dst_ip, ecn, seg);
-                    if let Some(DatagramEvent::Forward(to)) = event {
-                        link.forward(to, forwarded(meta.addr, meta.dst_ip, ecn, seg));
-                    }
-                    events.push(event);
-                }
-            } else {
-                // Every segment of a GRO buffer at once: connections decrypt
-                // their whole share before processing it.
-                let link = &self.link;
-                let on_event = |event: DatagramEvent, seg: &[u8]| {
-                    if let (DatagramEvent::Forward(to), Some(link)) = (event, link) {
-                        link.forward(to, forwarded(meta.addr, meta.dst_ip, ecn, seg));
-                    }
-                    events.push(Some(event));
-                };
-                state.proto.handle_batch(
-                    now,
-                    meta.addr,
-                    meta.dst_ip,
-                    ecn,
-                    data,
-                    meta.stride,
-                    on_event,
-                );
-            }
-            for event in events.drain(..) {
-                self.on_datagram(state, event);
-            }
-        }
-        (n > 0) | self.receive_forwarded(cx, state, now)
-    }
-
-    /// One `recvmmsg` into the receive buffers: how many datagrams it read.
-    /// Sets `drained` when the socket had nothing more.
-    fn read_batch(&mut self, cx: &mut Context<'_>, socket: &Socket) -> usize {
-        self.drained = false;
-        // A few tries: an error is about one datagram, and the socket may hold more.
-        for _ in 0..4 {
-            // Busy polling asks the socket itself: its readiness only changes
-            // when the runtime's reactor runs, which spinning postpones.
-            let ready = socket.poll_recv_ready(cx).is_ready();
-            if !ready && !self.busy.active() {
-                // Nothing waiting (and the waker is registered): skip the buffers.
-                self.drained = true;
-                return 0;
-            }
-            let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_BATCH]> = self.recv_bufs[..self.recv_ask]
-                .iter_mut()
-                .map(|b| IoSliceMut::new(&mut b[..]))
-                .collect();
-            let polled = if ready {
-                socket.poll_recv(cx, &mut iovs, &mut self.metas)
-            } else {
-                match socket.try_recv(&mut iovs, &mut self.metas) {
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Poll::Pending,
-                    result => Poll::Ready(result),
-                }
-            };
-            match polled {
-                Poll::Ready(Ok(n)) => {
-                    self.recv_ask = (2 * n).clamp(MIN_RECV_ASK, RECV_BATCH);
-                    return n;
-                }
-                // ICMP errors surface here on unconnected sockets; they are not fatal.
-                Poll::Ready(Err(e)) => tracing::debug!(error = %e, "receive error"),
-                Poll::Pending => {
-                    self.drained = true;
-                    return 0;
-                }
-            }
-        }
-        0
-    }
-
-    /// Take datagrams other workers passed to this one.
-    fn receive_forwarded(&mut self, cx: &mut Context<'_>, state: &mut State, now: Instant) -> bool {
-        let Some(inbox) = &mut self.inbox else {
-            return false;
-        };
-        let mut taken = SmallVec::<[Forwarded; 8]>::new();
-        while taken.len() < INBOX_BATCH {
-            match inbox.poll_recv(cx) {
-                Poll::Ready(Some(f)) => taken.push(f),
-                _ => break,
-            }
-        }
-        if taken.len() == INBOX_BATCH {
-            // More may wait in the inbox.
-            self.drained = false;
-        }
-        let Some(link) = self.link.clone().filter(|_| !taken.is_empty()) else {
-            return false;
-        };
-        for mut f in taken {
-            link.received();
-            let event = state
-                .proto
-                .handle_datagram(now, f.remote, f.local_ip, f.ecn, &mut f.data);
-            if let Some(DatagramEvent::Forward(to)) = event {
-                // Misdelivered by the test hook: now it goes where it belongs.
-                link.forward(to, f);
-            }
-            self.on_datagram(state, event);
-        }
-        true
-    }
-
-    fn on_datagram(&mut self, state: &mut State, event: Option<DatagramEvent>) {
-        match event {
-            Some(DatagramEvent::NewConnection(h)) => {
-                state.conns.insert(h, ConnEntry::new(true));
-                self.touch(state, h);
-            }
-            Some(DatagramEvent::Connection(h)) => self.touch(state, h),
-            Some(DatagramEvent::Response | DatagramEvent::Forward(_)) | None => {}
-        }
-    }
-
     /// Fire due timers.
     fn timers(&mut self, state: &mut State, now: Instant) {
         let mut due = std::mem::take(&mut self.due);
@@ -310,114 +160,6 @@ impl Driver {
             self.touch(state, h);
         }
         self.due = due;
-    }
-
-    /// Queue a built transmit for the next `sendmmsg`.
-    fn queue(&mut self, t: Transmit, buf: Vec<u8>) {
-        self.outgoing_bytes += t.size;
-        self.outgoing.push((t, buf));
-    }
-
-    /// Send what is queued. Returns false if the socket is full.
-    fn flush(&mut self, cx: &mut Context<'_>, socket: &Socket) -> bool {
-        while !self.outgoing.is_empty() {
-            // Built in place: collecting would move the whole inline array.
-            let mut batch = SmallVec::<[quark_udp::Transmit<'_>; SEND_BATCH]>::new();
-            batch.extend(self.outgoing.iter().take(SEND_BATCH).map(|(t, buf)| {
-                quark_udp::Transmit {
-                    destination: t.destination,
-                    ecn: t.ecn.map_or(0, EcnCodepoint::bits),
-                    contents: &buf[..t.size],
-                    segment_size: t.segment_size,
-                    src_ip: t.src_ip,
-                }
-            }));
-            match socket.poll_send(cx, &batch) {
-                Poll::Ready(Ok(n)) => {
-                    drop(batch);
-                    let n = n.max(1).min(self.outgoing.len());
-                    for (t, buf) in self.outgoing.drain(..n) {
-                        self.outgoing_bytes -= t.size;
-                        self.pool.push(buf);
-                    }
-                }
-                Poll::Ready(Err(e)) => {
-                    // A datagram the kernel refuses (e.g. unreachable) is dropped, as the
-                    // network would; recovery retransmits.
-                    drop(batch);
-                    tracing::debug!(error = %e, "send error");
-                    let (t, buf) = self.outgoing.remove(0);
-                    self.outgoing_bytes -= t.size;
-                    self.pool.push(buf);
-                }
-                Poll::Pending => return false,
-            }
-        }
-        true
-    }
-
-    /// Collect datagrams from touched connections, sending whenever a batch is
-    /// full. Connections not fully drained (the socket filled up) are kept in
-    /// `backlog` for the next round. Returns whether anything was produced.
-    fn transmit(
-        &mut self,
-        cx: &mut Context<'_>,
-        state: &mut State,
-        socket: &Socket,
-        now: Instant,
-    ) -> bool {
-        let mut any = false;
-        loop {
-            let mut buf = self
-                .pool
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(SEND_BUF_SIZE));
-            let Some(t) = state.proto.poll_transmit(&mut buf) else {
-                self.pool.push(buf);
-                break;
-            };
-            self.queue(t, buf);
-            any = true;
-        }
-        for i in 0..self.touched.len() {
-            let h = self.touched[i];
-            loop {
-                let full = self.outgoing.len() >= SEND_BATCH || self.outgoing_bytes >= FLUSH_BYTES;
-                if full && !self.flush(cx, socket) {
-                    // Socket full: the rest waits for writability.
-                    self.backlog.extend_from_slice(&self.touched[i..]);
-                    return any;
-                }
-                let Some(conn) = state.proto.connection_mut(h) else {
-                    break;
-                };
-                let max = socket
-                    .max_gso_segments()
-                    .min(MAX_GSO_BYTES / conn.max_datagram_size())
-                    .max(1);
-                let mut buf = self
-                    .pool
-                    .pop()
-                    .unwrap_or_else(|| Vec::with_capacity(SEND_BUF_SIZE));
-                let transmit = conn.poll_transmit(now, max, &mut buf);
-                debug_assert!(
-                    buf.capacity() <= SEND_BUF_SIZE,
-                    "a send buffer grew to {} bytes",
-                    buf.capacity()
-                );
-                match transmit {
-                    Some(t) => {
-                        self.queue(t, buf);
-                        any = true;
-                    }
-                    None => {
-                        self.pool.push(buf);
-                        break;
-                    }
-                }
-            }
-        }
-        any
     }
 
     /// Deliver the touched connections' events to waiting tasks, leaving the
@@ -469,20 +211,6 @@ impl Driver {
         if !state.idle_wakers.is_empty() && state.conns.values().all(|e| e.drained) {
             state.idle_wakers.drain(..).for_each(|w| w.wake());
         }
-    }
-}
-
-fn forwarded(
-    remote: SocketAddr,
-    local_ip: Option<IpAddr>,
-    ecn: Option<EcnCodepoint>,
-    data: &[u8],
-) -> Forwarded {
-    Forwarded {
-        remote,
-        local_ip,
-        ecn,
-        data: data.to_vec(),
     }
 }
 
