@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use quark_proto::{ConnectionError, ConnectionHandle, ConnectionStats, Dir, StreamId};
 
-use crate::shared::{ConnEntry, SharedRef, dir_index};
+use crate::shared::{ConnEntry, SharedRef, State, dir_index};
 use crate::stream::{RecvStream, SendStream};
 
 /// A QUIC connection. Cheap to clone; when the last clone (and every stream of
@@ -26,10 +26,10 @@ impl Connection {
         Connection { shared, handle }
     }
 
-    /// A handle whose reference the caller already counted (under the lock it
-    /// held), so making it takes no lock.
-    fn counted(&self) -> Connection {
-        Connection {
+    /// A stream half's reference, which the caller already counted (under the
+    /// lock it held), so making it takes no lock.
+    fn counted(&self) -> ConnRef {
+        ConnRef {
             shared: self.shared.clone(),
             handle: self.handle,
         }
@@ -214,17 +214,43 @@ impl Clone for Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         let mut state = self.shared.lock();
-        let Some(entry) = state.conns.get_mut(&self.handle) else {
-            return;
-        };
-        entry.refs -= 1;
-        if entry.refs == 0 {
-            if let Some(conn) = state.proto.connection_mut(self.handle) {
-                conn.close(Instant::now(), 0, b"");
+        if let Some(entry) = state.conns.get_mut(&self.handle) {
+            entry.refs -= 1;
+            if entry.refs == 0 {
+                close_unreferenced(&mut state, self.handle);
             }
-            state.touch(self.handle);
         }
     }
+}
+
+/// A stream half's counted reference to its connection. Unlike a
+/// `Connection` it gives the reference back only when told
+/// ([`ConnRef::release`]): the half's own `Drop` does it under the lock it
+/// takes anyway, rather than taking it a second time.
+pub(crate) struct ConnRef {
+    pub(crate) shared: SharedRef,
+    pub(crate) handle: ConnectionHandle,
+}
+
+impl ConnRef {
+    /// Give the reference back, with `entry` (this connection's) and the rest
+    /// of `state` locked: the last one closes the connection.
+    pub(crate) fn release(&self, state: &mut State) {
+        if let Some(entry) = state.conns.get_mut(&self.handle) {
+            entry.refs -= 1;
+            if entry.refs == 0 {
+                close_unreferenced(state, self.handle);
+            }
+        }
+    }
+}
+
+/// No handle to connection `h` is left: close it with code 0.
+fn close_unreferenced(state: &mut State, h: ConnectionHandle) {
+    if let Some(conn) = state.proto.connection_mut(h) {
+        conn.close(Instant::now(), 0, b"");
+    }
+    state.touch(h);
 }
 
 impl std::fmt::Debug for Connection {

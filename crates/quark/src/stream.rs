@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes};
 use quark_proto::{ConnectionError, ConnectionHandle, ReadOutcome, StreamError, StreamId};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::connection::Connection;
+use crate::connection::ConnRef;
 use crate::shared::State;
 
 /// Why a write failed.
@@ -67,14 +67,14 @@ impl From<ReadError> for io::Error {
 
 /// The sending half of a stream.
 pub struct SendStream {
-    conn: Connection,
+    conn: ConnRef,
     id: StreamId,
     finished: bool,
 }
 
 impl SendStream {
     /// `conn`'s reference and the send half's entry were counted by the caller.
-    pub(crate) fn new(conn: Connection, id: StreamId) -> Self {
+    pub(crate) fn new(conn: ConnRef, id: StreamId) -> Self {
         SendStream {
             conn,
             id,
@@ -276,19 +276,20 @@ impl Drop for SendStream {
             entry.wakers.writers.remove(&self.id);
             entry.wakers.finishers.remove(&self.id);
         }
+        self.conn.release(&mut state);
     }
 }
 
 /// The receiving half of a stream.
 pub struct RecvStream {
-    conn: Connection,
+    conn: ConnRef,
     id: StreamId,
     /// The end was reached (or an error reported): nothing to stop on drop.
     done: bool,
 }
 
 impl RecvStream {
-    pub(crate) fn new(conn: Connection, id: StreamId) -> Self {
+    pub(crate) fn new(conn: ConnRef, id: StreamId) -> Self {
         RecvStream {
             conn,
             id,
@@ -482,5 +483,6 @@ impl Drop for RecvStream {
         if let Some(entry) = state.conns.get_mut(&self.conn.handle) {
             entry.wakers.readers.remove(&self.id);
         }
+        self.conn.release(&mut state);
     }
 }

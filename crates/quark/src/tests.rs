@@ -84,6 +84,32 @@ async fn finished_streams_leave_no_bookkeeping_behind() {
 /// A driver that dies (a panic, or its runtime shutting down; here its task is
 /// aborted) fails every connection and wakes every waiter instead of leaving
 /// them hanging: a worker thread that panicked once hung a whole test run.
+/// Stream halves are references to their connection like `Connection`
+/// clones: counted when made, given back when dropped, and the last reference
+/// of either kind closes the connection (code 0).
+#[tokio::test]
+async fn the_last_stream_half_dropped_closes_the_connection() {
+    let (_endpoints, c, s) = connected().await;
+    let refs = |conn: &Connection| conn.shared.lock().conns[&conn.handle].refs;
+    let alone = refs(&c);
+    let (send, recv) = c.open_bi().await.unwrap();
+    assert_eq!(refs(&c), alone + 2);
+    drop(recv);
+    assert_eq!(refs(&c), alone + 1);
+    // Only the send half is left: the connection stays open.
+    drop(c);
+    let still_open = tokio::time::timeout(Duration::from_millis(200), s.closed()).await;
+    assert!(still_open.is_err(), "closed while a stream half was alive");
+    drop(send);
+    let closed = tokio::time::timeout(Duration::from_secs(5), s.closed())
+        .await
+        .expect("not closed after the last stream half was dropped");
+    assert!(
+        matches!(closed, ConnectionError::ApplicationClosed { code: 0, .. }),
+        "{closed:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_stopped_driver_wakes_every_waiter() {
     let local: SocketAddr = "127.0.0.1:0".parse().unwrap();

@@ -7,6 +7,7 @@ mod outgoing;
 mod spare;
 
 use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -439,9 +440,11 @@ impl Streams {
     /// Forget a stream whose both halves are done; a freed peer stream makes room
     /// for the peer to open another (MAX_STREAMS).
     fn maybe_free(&mut self, id: StreamId) {
-        let Some(entry) = self.map.get(&id) else {
+        // One probe for the look and the removal.
+        let Entry::Occupied(slot) = self.map.entry(id) else {
             return;
         };
+        let entry = slot.get();
         let send_done = entry
             .send
             .as_ref()
@@ -454,16 +457,15 @@ impl Streams {
         if !(send_done && recv_done) || entry.queued {
             return;
         }
-        if let Some(entry) = self.map.remove(&id) {
-            let window = self.limits.connection_window as usize;
-            let over = self.map.is_empty();
-            let [send, recv] = &mut self.spare;
-            if let Some(s) = entry.send {
-                send.keep(s.into_storage(), window, over);
-            }
-            if let Some(r) = entry.recv {
-                recv.keep(r.into_storage(), window, over);
-            }
+        let entry = slot.remove();
+        let window = self.limits.connection_window as usize;
+        let over = self.map.is_empty();
+        let [send, recv] = &mut self.spare;
+        if let Some(s) = entry.send {
+            send.keep(s.into_storage(), window, over);
+        }
+        if let Some(r) = entry.recv {
+            recv.keep(r.into_storage(), window, over);
         }
         if id.initiator() != self.side {
             let d = dir_index(id.dir());
