@@ -213,13 +213,7 @@ impl Clone for Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        let mut state = self.shared.lock();
-        if let Some(entry) = state.conns.get_mut(&self.handle) {
-            entry.refs -= 1;
-            if entry.refs == 0 {
-                close_unreferenced(&mut state, self.handle);
-            }
-        }
+        release(&mut self.shared.lock(), self.handle);
     }
 }
 
@@ -233,24 +227,24 @@ pub(crate) struct ConnRef {
 }
 
 impl ConnRef {
-    /// Give the reference back, with `entry` (this connection's) and the rest
-    /// of `state` locked: the last one closes the connection.
+    /// Give the reference back; `state` is the shared state, locked.
     pub(crate) fn release(&self, state: &mut State) {
-        if let Some(entry) = state.conns.get_mut(&self.handle) {
-            entry.refs -= 1;
-            if entry.refs == 0 {
-                close_unreferenced(state, self.handle);
-            }
-        }
+        release(state, self.handle);
     }
 }
 
-/// No handle to connection `h` is left: close it with code 0.
-fn close_unreferenced(state: &mut State, h: ConnectionHandle) {
-    if let Some(conn) = state.proto.connection_mut(h) {
-        conn.close(Instant::now(), 0, b"");
+/// One reference to connection `h` fewer: the last closes it with code 0.
+fn release(state: &mut State, h: ConnectionHandle) {
+    let Some(entry) = state.conns.get_mut(&h) else {
+        return;
+    };
+    entry.refs -= 1;
+    if entry.refs == 0 {
+        if let Some(conn) = state.proto.connection_mut(h) {
+            conn.close(Instant::now(), 0, b"");
+        }
+        state.touch(h);
     }
-    state.touch(h);
 }
 
 impl std::fmt::Debug for Connection {
