@@ -245,6 +245,45 @@ fn idle_timeout_closes_silently() {
     });
 }
 
+/// Packets sent and received restart the idle timer: pinging every second
+/// keeps a connection with a 2 s idle timeout open, and once the pings stop
+/// it times out 2 s after the last of them (plus a round trip), not earlier.
+#[test]
+fn activity_restarts_the_idle_timer() {
+    let tls = Tls::new();
+    let mut server = ServerConfig::new(tls.server_config(None));
+    let t = quark_proto::TransportConfig {
+        max_idle_timeout: Duration::from_secs(2),
+        ..Default::default()
+    };
+    server.transport = t.clone().into();
+    let mut sim = Sim::new(seed(61), server, Default::default());
+    let mut cc = ClientConfig::new(tls.client_config(None));
+    cc.transport = t.into();
+    let c = sim.connect_with(cc);
+    let s = sim.handshake(c);
+    let mut last_ping = sim.now;
+    for _ in 0..5 {
+        sim.client.connection_mut(c).unwrap().ping();
+        last_ping = sim.now;
+        sim.run_for(Duration::from_secs(1));
+        assert!(!sim.client.connection(c).unwrap().is_closed());
+        assert!(!sim.server.connection(s).unwrap().is_closed());
+    }
+    sim.run_until(100_000, |sim| {
+        sim.client.connection(c).unwrap().is_drained()
+    });
+    assert_eq!(
+        sim.client.connection(c).unwrap().error(),
+        Some(&ConnectionError::TimedOut)
+    );
+    let idle = sim.now - last_ping;
+    assert!(
+        idle >= Duration::from_secs(2) && idle < Duration::from_millis(2500),
+        "timed out {idle:?} after the last ping"
+    );
+}
+
 #[test]
 fn protocol_violation_closes_with_the_right_code() {
     // The server sends nothing wrong, so make the client misbehave: a corrupted

@@ -239,6 +239,8 @@ pub struct Connection {
     timers: Timers,
     events: VecDeque<Event>,
     stats: ConnectionStats,
+    /// The last activity that restarts the idle timer (RFC 9000 §10.1).
+    idle_since: Option<Instant>,
     /// Reused per ACK: packets newly acknowledged / lost (no allocation per ACK).
     acked_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
     lost_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
@@ -336,6 +338,7 @@ impl Connection {
             timers: Timers::default(),
             events: VecDeque::new(),
             stats: ConnectionStats::default(),
+            idle_since: None,
             acked_scratch: Vec::new(),
             lost_scratch: Vec::new(),
             crypto_scratch: Vec::new(),

@@ -9,8 +9,6 @@ use crate::types::SpaceId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Timer {
-    /// No activity for the idle timeout.
-    Idle,
     /// The closing or draining period ends.
     Close,
     /// Send a PING to keep the connection alive.
@@ -25,7 +23,7 @@ pub(crate) enum Timer {
     Prepare,
 }
 
-const TIMER_COUNT: usize = 6;
+const TIMER_COUNT: usize = 5;
 
 #[derive(Default)]
 pub(crate) struct Timers {
@@ -35,9 +33,6 @@ pub(crate) struct Timers {
 impl Timers {
     pub(crate) fn set(&mut self, t: Timer, at: Instant) {
         self.deadlines[t as usize] = Some(at);
-    }
-    pub(crate) fn stop(&mut self, t: Timer) {
-        self.deadlines[t as usize] = None;
     }
     pub(crate) fn get(&self, t: Timer) -> Option<Instant> {
         self.deadlines[t as usize]
@@ -70,6 +65,7 @@ impl Connection {
             .filter_map(|s| self.spaces[s.index()].ack.timer());
         [
             self.timers.earliest(),
+            self.idle_deadline(),
             self.recovery.loss_detection_timer(),
             self.mtu.timer(),
         ]
@@ -88,7 +84,7 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        if self.timers.expired(Timer::Idle, now) {
+        if self.idle_deadline().is_some_and(|at| at <= now) {
             self.on_idle_timeout();
             return;
         }
@@ -123,8 +119,19 @@ impl Connection {
         }
     }
 
-    /// Activity happened: push the idle deadline back (RFC 9000 §10.1).
+    /// Activity happened: push the idle deadline back (RFC 9000 §10.1). Only
+    /// the instant is kept, once per packet; the deadline is worked out when
+    /// asked for (`poll_timeout`, `handle_timeout`), once per round.
     pub(crate) fn reset_idle_timer(&mut self, now: Instant) {
+        self.idle_since = Some(now);
+        if let Some(interval) = self.config.keep_alive {
+            self.timers.set(Timer::KeepAlive, now + interval);
+        }
+    }
+
+    /// When the connection times out for lack of activity, if it can.
+    fn idle_deadline(&self) -> Option<Instant> {
+        let since = self.idle_since?;
         let local = self.config.max_idle_timeout;
         let peer = self
             .peer_params
@@ -134,10 +141,7 @@ impl Connection {
         //# Each endpoint advertises a max_idle_timeout, but the effective value
         //# at an endpoint is computed as the minimum of the two advertised values
         let timeout = match (local.is_zero(), peer.is_zero()) {
-            (true, true) => {
-                self.timers.stop(Timer::Idle);
-                return;
-            }
+            (true, true) => return None,
             (false, true) => local,
             (true, false) => peer,
             (false, false) => local.min(peer),
@@ -146,9 +150,6 @@ impl Connection {
         //# increase the idle timeout period to be at least three times the
         //# current Probe Timeout (PTO).
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
-        self.timers.set(Timer::Idle, now + timeout.max(3 * pto));
-        if let Some(interval) = self.config.keep_alive {
-            self.timers.set(Timer::KeepAlive, now + interval);
-        }
+        Some(since + timeout.max(3 * pto))
     }
 }
