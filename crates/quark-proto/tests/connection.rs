@@ -217,20 +217,33 @@ fn event_driven_writer_gets_past_the_not_sent_limit() {
     assert_eq!(got, data);
 }
 
-#[test]
-fn idle_timeout_closes_silently() {
+/// A connected pair whose both sides advertise `idle` as max_idle_timeout.
+fn connected_with_idle_timeout(
+    seed: u64,
+    idle: Duration,
+) -> (
+    Sim,
+    quark_proto::ConnectionHandle,
+    quark_proto::ConnectionHandle,
+) {
     let tls = Tls::new();
     let mut server = ServerConfig::new(tls.server_config(None));
     let t = quark_proto::TransportConfig {
-        max_idle_timeout: Duration::from_secs(2),
+        max_idle_timeout: idle,
         ..Default::default()
     };
     server.transport = t.clone().into();
-    let mut sim = Sim::new(seed(6), server, Default::default());
+    let mut sim = Sim::new(seed, server, Default::default());
     let mut cc = ClientConfig::new(tls.client_config(None));
     cc.transport = t.into();
     let c = sim.connect_with(cc);
     let s = sim.handshake(c);
+    (sim, c, s)
+}
+
+#[test]
+fn idle_timeout_closes_silently() {
+    let (mut sim, c, s) = connected_with_idle_timeout(seed(6), Duration::from_secs(2));
     let start = sim.now;
     sim.run_until(100_000, |sim| {
         sim.client.connection(c).unwrap().is_drained()
@@ -250,18 +263,7 @@ fn idle_timeout_closes_silently() {
 /// it times out 2 s after the last of them (plus a round trip), not earlier.
 #[test]
 fn activity_restarts_the_idle_timer() {
-    let tls = Tls::new();
-    let mut server = ServerConfig::new(tls.server_config(None));
-    let t = quark_proto::TransportConfig {
-        max_idle_timeout: Duration::from_secs(2),
-        ..Default::default()
-    };
-    server.transport = t.clone().into();
-    let mut sim = Sim::new(seed(61), server, Default::default());
-    let mut cc = ClientConfig::new(tls.client_config(None));
-    cc.transport = t.into();
-    let c = sim.connect_with(cc);
-    let s = sim.handshake(c);
+    let (mut sim, c, s) = connected_with_idle_timeout(seed(61), Duration::from_secs(2));
     let mut last_ping = sim.now;
     for _ in 0..5 {
         sim.client.connection_mut(c).unwrap().ping();
