@@ -90,24 +90,7 @@ impl Pair {
                 (&mut self.server, &mut self.client, SERVER)
             };
             let src: SocketAddr = src.parse().unwrap();
-            let mut datagrams = Vec::new();
-            while let Some(t) = from.poll_transmit(&mut self.buf) {
-                datagrams.push(self.buf[..t.size].to_vec());
-            }
-            let handles: Vec<_> = from.handles().collect();
-            for h in handles {
-                loop {
-                    let Some(conn) = from.connection_mut(h) else {
-                        break;
-                    };
-                    let Some(t) = conn.poll_transmit(self.now, 10, &mut self.buf) else {
-                        break;
-                    };
-                    from.sync(h);
-                    let seg = t.segment_size.unwrap_or(t.size).max(1);
-                    datagrams.extend(self.buf[..t.size].chunks(seg).map(<[u8]>::to_vec));
-                }
-            }
+            let datagrams = outgoing(from, self.now, &mut self.buf);
             for mut d in datagrams {
                 any = true;
                 let stride = d.len().max(1);
@@ -150,4 +133,26 @@ impl Pair {
         }
         self.now = self.now.max(end);
     }
+}
+
+/// Everything `ep` and its connections want to send now, one datagram each
+/// (GSO batches cut up). A side that never stops sending is a bug.
+pub fn outgoing(ep: &mut Endpoint, now: Instant, buf: &mut Vec<u8>) -> Vec<Vec<u8>> {
+    let mut datagrams = Vec::new();
+    while let Some(t) = ep.poll_transmit(buf) {
+        datagrams.push(buf[..t.size].to_vec());
+    }
+    let handles: Vec<_> = ep.handles().collect();
+    for h in handles {
+        while let Some(t) = ep
+            .connection_mut(h)
+            .and_then(|c| c.poll_transmit(now, 10, buf))
+        {
+            ep.sync(h);
+            let seg = t.segment_size.unwrap_or(t.size).max(1);
+            datagrams.extend(buf[..t.size].chunks(seg).map(<[u8]>::to_vec));
+            assert!(datagrams.len() < 100_000, "datagrams do not drain");
+        }
+    }
+    datagrams
 }
