@@ -21,7 +21,8 @@ use crate::recovery::{RateSample, RttEstimator};
 /// ([`Controller::on_ack_event`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AckEvent {
-    /// The delivery-rate sample, when in-flight packets were newly acknowledged.
+    /// The delivery-rate sample, when in-flight packets were newly acknowledged
+    /// and the controller [wants them](Controller::wants_rate_samples).
     pub rate: Option<RateSample>,
     /// In-flight bytes newly acknowledged.
     pub newly_acked: u64,
@@ -66,6 +67,12 @@ pub trait Controller: Send + fmt::Debug {
     /// 5/4 × window / smoothed RTT (RFC 9002 §7.7).
     fn pacing_rate(&self) -> Option<u64> {
         None
+    }
+    /// Whether the controller reads [`AckEvent::rate`]. Sampling the delivery
+    /// rate costs every ACK three time differences and a division; a
+    /// controller that does not model the path is spared it and gets `None`.
+    fn wants_rate_samples(&self) -> bool {
+        false
     }
     /// Current window.
     fn window(&self) -> u64;

@@ -188,7 +188,7 @@ impl<T> Recovery<T> {
         }
         let min_rtt = self.rtt.has_sample().then(|| self.rtt.min());
         let event = AckEvent {
-            rate: self.delivery.sample(now, min_rtt),
+            rate: self.delivery.as_mut().and_then(|d| d.sample(now, min_rtt)),
             newly_acked: newly.in_flight_bytes,
             newly_lost: lost[first_lost..]
                 .iter()
@@ -199,6 +199,7 @@ impl<T> Recovery<T> {
             bytes_in_flight: self.bytes_in_flight(),
         };
         self.cc.on_ack_event(now, &event, &self.rtt);
+        self.note_window();
 
         //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.7
         //# // Reset pto_count unless the client is unsure if
@@ -253,8 +254,9 @@ impl<T> Recovery<T> {
             }
             if p.in_flight {
                 n.in_flight_bytes += u64::from(p.size);
-                self.delivery
-                    .on_acked(now, p.time_sent, u64::from(p.size), &p.delivery);
+                if let (Some(d), Some(stamp)) = (self.delivery.as_mut(), &p.delivery) {
+                    d.on_acked(now, p.time_sent, u64::from(p.size), stamp);
+                }
             }
             if let Some(prior) = reordered_below.filter(|prior| pn < prior) {
                 let age = now.saturating_duration_since(p.time_sent);

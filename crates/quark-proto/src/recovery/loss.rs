@@ -109,6 +109,7 @@ impl<T> Recovery<T> {
             );
             self.cc
                 .on_congestion_event(now, sent_time, persistent, scan.lost_bytes);
+            self.note_window();
         }
         if persistent {
             self.stats.persistent_congestion += 1;
@@ -152,6 +153,7 @@ impl<T> Recovery<T> {
                 // the same way).
                 self.stats.spurious_congestion_events += 1;
                 self.cc.on_spurious_congestion();
+                self.note_window();
             }
         }
     }

@@ -89,7 +89,8 @@ pub struct SentPacket<T> {
     /// A PMTU probe: its loss is no congestion signal.
     pub mtu_probe: bool,
     /// Delivery-rate state when it was sent.
-    pub(crate) delivery: DeliveryStamp,
+    /// Only when the controller samples the delivery rate.
+    pub(crate) delivery: Option<DeliveryStamp>,
     /// What the connection put in it.
     pub data: T,
 }
@@ -221,6 +222,10 @@ pub struct Recovery<T> {
     pto_count: u32,
     timer: Option<Instant>,
     cc: Box<dyn Controller>,
+    /// The controller's window, noted after every change to it: read several
+    /// times per packet, it would otherwise cost a virtual call (and for CUBIC
+    /// a float conversion) each time. See [`Self::window`].
+    window: u64,
     pacer: Pacer,
     pacing: bool,
     /// Set by `on_app_limited`, cleared once a send fills the window.
@@ -228,7 +233,8 @@ pub struct Recovery<T> {
     reorder: Reordering,
     episodes: Episodes,
     ecn: EcnValidator,
-    delivery: DeliveryRate,
+    /// Delivery-rate sampling, for controllers that want it.
+    delivery: Option<DeliveryRate>,
     /// Reused buffer for the lost packets an ACK turns out to cover.
     spurious_scratch: Vec<LostRecord>,
     stats: RecoveryStats,
@@ -250,13 +256,16 @@ impl<T> Recovery<T> {
         //= https://www.rfc-editor.org/rfc/rfc9002#section-7.7
         //# senders SHOULD limit bursts to the initial congestion window
         let burst = crate::cc::initial_window(mtu) / mtu;
+        let cc = config.cc.build(mtu);
+        let delivery = cc.wants_rate_samples().then(DeliveryRate::default);
         Recovery {
             spaces: std::array::from_fn(|_| Space::new()),
             rtt: RttEstimator::new(config.initial_rtt),
             first_rtt_sample: None,
             pto_count: 0,
             timer: None,
-            cc: config.cc.build(mtu),
+            window: cc.window(),
+            cc,
             pacer: Pacer::new(mtu, burst),
             pacing: config.pacing,
             app_limited: false,
@@ -267,7 +276,7 @@ impl<T> Recovery<T> {
             ),
             episodes: Episodes::default(),
             ecn: EcnValidator::new(config.ecn),
-            delivery: DeliveryRate::default(),
+            delivery,
             spurious_scratch: Vec::new(),
             stats: RecoveryStats::default(),
         }
@@ -334,7 +343,18 @@ impl<T> Recovery<T> {
 
     /// Congestion window in bytes.
     pub fn congestion_window(&self) -> u64 {
-        self.cc.window()
+        self.window()
+    }
+
+    /// The window as last noted; every path that changes the controller notes it.
+    fn window(&self) -> u64 {
+        debug_assert_eq!(self.window, self.cc.window(), "window not noted");
+        self.window
+    }
+
+    /// The controller may have changed its window: note it.
+    fn note_window(&mut self) {
+        self.window = self.cc.window();
     }
 
     /// Bytes in flight.

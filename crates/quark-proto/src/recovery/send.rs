@@ -50,7 +50,10 @@ impl<T> Recovery<T> {
             in_flight: flags.in_flight,
             ecn: flags.ecn,
             mtu_probe: flags.mtu_probe,
-            delivery: self.delivery.on_sent(now, prior_in_flight == 0),
+            delivery: self
+                .delivery
+                .as_mut()
+                .map(|d| d.on_sent(now, prior_in_flight == 0)),
             data,
         };
         let sp = &mut self.spaces[space.index()];
@@ -77,11 +80,12 @@ impl<T> Recovery<T> {
         }
         self.cc
             .on_packet_sent(now, u64::from(size), prior_in_flight);
+        self.note_window();
         if self.pacing {
             self.pacer.on_sent(now, u64::from(size));
         }
         // A send that fills the window ends an app-limited period (§7.8).
-        if self.bytes_in_flight() >= self.cc.window() {
+        if self.bytes_in_flight() >= self.window() {
             self.app_limited = false;
         }
         self.set_timer(now, path);
@@ -90,12 +94,13 @@ impl<T> Recovery<T> {
     /// The datagram size changed (path MTU discovery): windows and pacing follow.
     pub fn set_max_datagram_size(&mut self, mtu: u64) {
         self.cc.set_max_datagram_size(mtu);
+        self.note_window();
         self.pacer.set_mtu(mtu);
     }
 
     /// Bytes the congestion controller allows to be sent now (window minus in flight).
     pub fn send_allowance(&self) -> u64 {
-        self.cc.window().saturating_sub(self.bytes_in_flight())
+        self.window().saturating_sub(self.bytes_in_flight())
     }
 
     /// When the pacer allows the next packet of `bytes` (None: now). The rate is the
@@ -105,7 +110,7 @@ impl<T> Recovery<T> {
         if !self.pacing {
             return None;
         }
-        let cwnd = self.cc.window();
+        let cwnd = self.window();
         match self.cc.pacing_rate() {
             Some(rate) => self.pacer.delay_at_rate(now, bytes, rate, cwnd),
             None => {
@@ -125,9 +130,11 @@ impl<T> Recovery<T> {
         //# sending is not pacing limited, the congestion window is
         //# underutilized.
         let in_flight = self.bytes_in_flight();
-        if in_flight < self.cc.window() {
+        if in_flight < self.window() {
             self.app_limited = true;
-            self.delivery.on_app_limited(in_flight);
+            if let Some(d) = self.delivery.as_mut() {
+                d.on_app_limited(in_flight);
+            }
         }
     }
 }

@@ -301,7 +301,7 @@ mod tests {
             in_flight,
             ecn: None,
             mtu_probe: false,
-            delivery: DeliveryRate::default().on_sent(t, true),
+            delivery: Some(DeliveryRate::default().on_sent(t, true)),
             data: 7,
         }
     }

@@ -382,6 +382,10 @@ impl super::Controller for Bbr {
         Some(self.pacing_rate.max(1))
     }
 
+    fn wants_rate_samples(&self) -> bool {
+        true
+    }
+
     fn window(&self) -> u64 {
         self.cwnd
     }
