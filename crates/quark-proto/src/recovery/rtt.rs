@@ -15,6 +15,9 @@ pub struct RttEstimator {
     var: Duration,
     min: Duration,
     has_sample: bool,
+    /// smoothed + max(4·var, kGranularity), worked out when they change: the
+    /// timers ask for it several times per packet.
+    pto_base: Duration,
 }
 
 impl RttEstimator {
@@ -23,13 +26,24 @@ impl RttEstimator {
         //= https://www.rfc-editor.org/rfc/rfc9002#section-5.3
         //# smoothed_rtt = kInitialRtt
         //# rttvar = kInitialRtt / 2
-        RttEstimator {
+        let mut r = RttEstimator {
             latest: Duration::ZERO,
             smoothed: initial_rtt,
             var: initial_rtt / 2,
             min: initial_rtt,
             has_sample: false,
-        }
+            pto_base: Duration::ZERO,
+        };
+        r.note_pto_base();
+        r
+    }
+
+    fn note_pto_base(&mut self) {
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.1
+        //# PTO = smoothed_rtt + max(4*rttvar, kGranularity) + max_ack_delay
+        self.pto_base = self
+            .smoothed
+            .saturating_add(self.var.saturating_mul(4).max(GRANULARITY));
     }
 
     /// Take a sample (§5.3). `ack_delay` is ignored before handshake confirmation only
@@ -52,6 +66,7 @@ impl RttEstimator {
             self.min = latest_rtt;
             self.smoothed = latest_rtt;
             self.var = latest_rtt / 2;
+            self.note_pto_base();
             return;
         }
         //= https://www.rfc-editor.org/rfc/rfc9002#section-5.2
@@ -88,6 +103,7 @@ impl RttEstimator {
         self.smoothed = (self.smoothed * 7 + adjusted) / 8;
         let sample = self.smoothed.abs_diff(adjusted);
         self.var = (self.var * 3 + sample) / 4;
+        self.note_pto_base();
     }
 
     /// Forget min_rtt history after persistent congestion.
@@ -122,10 +138,7 @@ impl RttEstimator {
     }
     /// smoothed_rtt + max(4·rttvar, kGranularity): the PTO without max_ack_delay.
     pub fn pto_base(&self) -> Duration {
-        //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.1
-        //# PTO = smoothed_rtt + max(4*rttvar, kGranularity) + max_ack_delay
-        self.smoothed
-            .saturating_add(self.var.saturating_mul(4).max(GRANULARITY))
+        self.pto_base
     }
 }
 

@@ -26,12 +26,23 @@ impl<T> Recovery<T> {
     }
 
     /// A.8 GetPtoTimeAndSpace. `None` stands for the RFC's "infinite".
-    fn pto_time_and_space(&self, now: Instant, path: &PathState) -> Option<(Instant, SpaceId)> {
+    /// `eliciting_in_flight`: [`Self::any_ack_eliciting_in_flight`].
+    fn pto_time_and_space(
+        &self,
+        now: Instant,
+        path: &PathState,
+        eliciting_in_flight: bool,
+    ) -> Option<(Instant, SpaceId)> {
         //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.1
         //# When a PTO timer expires, the PTO backoff MUST be increased,
         //# resulting in the PTO period being set to twice its current value.
         let backoff = 1u32 << self.pto_count.min(MAX_BACKOFF_EXPONENT);
-        let mut duration = self.rtt.pto_base().saturating_mul(backoff);
+        let mut duration = self.rtt.pto_base();
+        let mut max_ack_delay = path.max_ack_delay;
+        if backoff > 1 {
+            duration = duration.saturating_mul(backoff);
+            max_ack_delay = max_ack_delay.saturating_mul(backoff);
+        }
         //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.8
         //# // Anti-deadlock PTO starts from the current time
         //# if (no ack-eliciting packets in flight):
@@ -40,7 +51,7 @@ impl<T> Recovery<T> {
         //#     return (now() + duration), Handshake
         //#   else:
         //#     return (now() + duration), Initial
-        if !self.any_ack_eliciting_in_flight() {
+        if !eliciting_in_flight {
             let space = anti_deadlock_space(path);
             return now.checked_add(duration).map(|t| (t, space));
         }
@@ -60,7 +71,7 @@ impl<T> Recovery<T> {
                 //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.8
                 //# // Include max_ack_delay and backoff for Application Data.
                 //# duration += max_ack_delay * (2 ^ pto_count)
-                duration = duration.saturating_add(path.max_ack_delay.saturating_mul(backoff));
+                duration = duration.saturating_add(max_ack_delay);
             }
             let Some(t) = sp
                 .time_of_last_ack_eliciting
@@ -91,30 +102,14 @@ impl<T> Recovery<T> {
             self.timer = Some(t);
             return;
         }
-        if self.pto_disarmed(path) {
+        let eliciting_in_flight = self.any_ack_eliciting_in_flight();
+        if pto_disarmed(path, eliciting_in_flight) {
             self.timer = None;
             return;
         }
-        self.timer = self.pto_time_and_space(now, path).map(|(t, _)| t);
-    }
-
-    /// The PTO conditions under which no timer is set.
-    fn pto_disarmed(&self, path: &PathState) -> bool {
-        //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.8
-        //# if (server is at anti-amplification limit):
-        //#   // The server's timer is not set if nothing can be sent.
-        //#   loss_detection_timer.cancel()
-        //#   return
-        //#
-        //# if (no ack-eliciting packets in flight &&
-        //#     PeerCompletedAddressValidation()):
-        //#   // There is nothing to detect lost, so no timer is set.
-        //#   // However, the client needs to arm the timer if the
-        //#   // server might be blocked by the anti-amplification limit.
-        //#   loss_detection_timer.cancel()
-        //#   return
-        path.amplification_blocked
-            || (!self.any_ack_eliciting_in_flight() && path.peer_completed_address_validation)
+        self.timer = self
+            .pto_time_and_space(now, path, eliciting_in_flight)
+            .map(|(t, _)| t);
     }
 
     /// The loss-detection timer fired (A.9). Lost packets are appended to `lost`.
@@ -142,11 +137,12 @@ impl<T> Recovery<T> {
             return TimeoutAction::Lost;
         }
         // The path may have changed since the timer was armed.
-        if self.pto_disarmed(path) {
+        let eliciting_in_flight = self.any_ack_eliciting_in_flight();
+        if pto_disarmed(path, eliciting_in_flight) {
             self.timer = None;
             return TimeoutAction::None;
         }
-        let action = if !self.any_ack_eliciting_in_flight() {
+        let action = if !eliciting_in_flight {
             //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.2.1
             //# When the PTO fires, the client MUST send a Handshake packet if it
             //# has Handshake keys, otherwise it MUST send an Initial packet in a
@@ -156,7 +152,7 @@ impl<T> Recovery<T> {
                 count: 1,
             }
         } else {
-            let Some((_, space)) = self.pto_time_and_space(now, path) else {
+            let Some((_, space)) = self.pto_time_and_space(now, path, true) else {
                 self.timer = None;
                 return TimeoutAction::None;
             };
@@ -184,4 +180,22 @@ fn anti_deadlock_space(path: &PathState) -> SpaceId {
     } else {
         SpaceId::Initial
     }
+}
+
+/// The PTO conditions under which no timer is set.
+fn pto_disarmed(path: &PathState, eliciting_in_flight: bool) -> bool {
+    //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.8
+    //# if (server is at anti-amplification limit):
+    //#   // The server's timer is not set if nothing can be sent.
+    //#   loss_detection_timer.cancel()
+    //#   return
+    //#
+    //# if (no ack-eliciting packets in flight &&
+    //#     PeerCompletedAddressValidation()):
+    //#   // There is nothing to detect lost, so no timer is set.
+    //#   // However, the client needs to arm the timer if the
+    //#   // server might be blocked by the anti-amplification limit.
+    //#   loss_detection_timer.cancel()
+    //#   return
+    path.amplification_blocked || (!eliciting_in_flight && path.peer_completed_address_validation)
 }
