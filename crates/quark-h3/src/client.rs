@@ -6,6 +6,7 @@ use quark_proto::Side;
 
 use crate::conn::Conn;
 use crate::error::*;
+use crate::frame::FrameBuf;
 use crate::reader::FrameReader;
 use crate::request::RequestStream;
 
@@ -36,12 +37,12 @@ impl Client {
         if self.conn.state.lock().unwrap().goaway.is_some() {
             return Err(Error::GoingAway);
         }
-        let mut block = Vec::new();
-        crate::message::encode_request(req, self.conn.peer_field_limit(), &mut block)?;
+        let mut section = FrameBuf::new();
+        crate::message::encode_request(req, self.conn.peer_field_limit(), section.payload())?;
         let (send, recv) = self.conn.quic.open_bi().await?;
         let mut stream = RequestStream::new(self.conn.clone(), send, FrameReader::new(recv));
         stream.head_request = req.method() == http::Method::HEAD;
-        stream.send_headers(&block).await?;
+        stream.send_headers(section).await?;
         Ok(stream)
     }
 

@@ -58,6 +58,38 @@ pub fn write_header(out: &mut [u8; 16], ty: u64, len: u64) -> usize {
     16 - w.len()
 }
 
+/// Bytes a frame header can take (a type and a length of 8 bytes each).
+const MAX_HEADER: usize = 16;
+
+/// A frame whose payload is written straight into its buffer, behind room for
+/// the header, which [`finish`](Self::finish) then puts in front: one buffer
+/// and no copy of the payload, where building the payload and then the frame
+/// took two of each (HEADERS, once per message).
+pub(crate) struct FrameBuf(Vec<u8>);
+
+impl FrameBuf {
+    pub(crate) fn new() -> Self {
+        let mut buf = Vec::with_capacity(128);
+        buf.resize(MAX_HEADER, 0);
+        FrameBuf(buf)
+    }
+
+    /// Where the payload goes: append to it.
+    pub(crate) fn payload(&mut self) -> &mut Vec<u8> {
+        &mut self.0
+    }
+
+    /// The whole frame, its header now in front of the payload.
+    pub(crate) fn finish(&mut self, ty: u64) -> &[u8] {
+        let len = (self.0.len() - MAX_HEADER) as u64;
+        let mut head = [0u8; MAX_HEADER];
+        let n = write_header(&mut head, ty, len);
+        let start = MAX_HEADER - n;
+        self.0[start..MAX_HEADER].copy_from_slice(&head[..n]);
+        &self.0[start..]
+    }
+}
+
 /// Appends a whole frame.
 pub fn put_frame(out: &mut Vec<u8>, ty: u64, payload: &[u8]) {
     put_header(out, ty, payload.len() as u64);
@@ -102,6 +134,15 @@ mod tests {
         let mut fixed = [0u8; 16];
         let n = write_header(&mut fixed, HEADERS, 300);
         assert_eq!(&fixed[..n], &out[..]);
+        // Built in place, the same bytes as appended.
+        for len in [0, 5, 63, 64, 300, 16_384, 70_000] {
+            let payload: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let mut built = FrameBuf::new();
+            built.payload().extend_from_slice(&payload);
+            let mut appended = Vec::new();
+            put_frame(&mut appended, HEADERS, &payload);
+            assert_eq!(built.finish(HEADERS), &appended[..], "{len} bytes");
+        }
         // A reserved (greased) type 0x21 + 0x1f * N parses like any other.
         let mut grease = Vec::new();
         put_frame(&mut grease, 0x21 + 0x1f * 3, b"xyz");

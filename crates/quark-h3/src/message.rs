@@ -5,10 +5,16 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
+use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use quark_qpack::Field;
+use smallvec::{SmallVec, smallvec};
 
 use crate::error::{Error, H3_MESSAGE_ERROR};
+
+/// A message's field lines, by reference; on the stack up to eight (a heap
+/// list per message was an allocation and a free per request at each end).
+type Lines<'a> = SmallVec<[(&'a [u8], &'a [u8]); 8]>;
 
 fn malformed(reason: &'static str) -> Error {
     Error::stream(H3_MESSAGE_ERROR, reason)
@@ -23,10 +29,7 @@ fn connection_specific(name: &[u8]) -> bool {
 }
 
 /// Appends `headers` as field lines, refusing connection-specific ones.
-fn put_headers<'a>(
-    headers: &'a HeaderMap,
-    out: &mut Vec<(&'a [u8], &'a [u8])>,
-) -> Result<(), Error> {
+fn put_headers<'a>(headers: &'a HeaderMap, out: &mut Lines<'a>) -> Result<(), Error> {
     for (name, value) in headers {
         let name = name.as_str().as_bytes();
         if connection_specific(name) || (name == b"te" && value.as_bytes() != b"trailers") {
@@ -58,7 +61,7 @@ pub(crate) fn encode_request<B>(
 ) -> Result<(), Error> {
     let uri = req.uri();
     let authority = uri.authority().map(|a| a.as_str().as_bytes());
-    let mut fields: Vec<(&[u8], &[u8])> = vec![(b":method", req.method().as_str().as_bytes())];
+    let mut fields: Lines = smallvec![(&b":method"[..], req.method().as_str().as_bytes())];
     if req.method() == Method::CONNECT {
         fields.push((
             b":authority",
@@ -89,7 +92,7 @@ pub(crate) fn encode_response<B>(
     if status == StatusCode::SWITCHING_PROTOCOLS {
         return Err(malformed("101 does not exist in HTTP/3"));
     }
-    let mut fields: Vec<(&[u8], &[u8])> = vec![(b":status", status.as_str().as_bytes())];
+    let mut fields: Lines = smallvec![(&b":status"[..], status.as_str().as_bytes())];
     put_headers(resp.headers(), &mut fields)?;
     check_size(&fields, limit)?;
     quark_qpack::encode_section(&fields, out);
@@ -102,7 +105,7 @@ pub(crate) fn encode_trailers(
     limit: Option<u64>,
     out: &mut Vec<u8>,
 ) -> Result<(), Error> {
-    let mut fields = Vec::with_capacity(trailers.len());
+    let mut fields = Lines::new();
     put_headers(trailers, &mut fields)?;
     check_size(&fields, limit)?;
     quark_qpack::encode_section(&fields, out);
@@ -136,62 +139,68 @@ pub(crate) fn headers(fields: &[Field]) -> Result<HeaderMap, Error> {
 }
 
 /// Sets `slot` once: a repeated pseudo-header field is malformed.
-fn once<'a>(slot: &mut Option<&'a [u8]>, value: &'a [u8]) -> Result<(), Error> {
+fn once<T>(slot: &mut Option<T>, value: T) -> Result<(), Error> {
     match slot.replace(value) {
         None => Ok(()),
         Some(_) => Err(malformed("a repeated pseudo-header field")),
     }
 }
 
-/// A request from its decoded field section.
-pub(crate) fn decode_request(fields: &[Field]) -> Result<Request<()>, Error> {
+/// A request from its decoded field section, which it takes apart: the
+/// authority and path become the URI's own bytes without a copy.
+pub(crate) fn decode_request(mut fields: Vec<Field>) -> Result<Request<()>, Error> {
     let (mut method, mut scheme, mut authority, mut path) = (None, None, None, None);
     let mut n = 0;
-    for f in fields.iter().take_while(|f| f.name.first() == Some(&b':')) {
+    for (i, f) in fields.iter().enumerate() {
         match &f.name[..] {
-            b":method" => once(&mut method, &f.value)?,
-            b":scheme" => once(&mut scheme, &f.value)?,
-            b":authority" => once(&mut authority, &f.value)?,
-            b":path" => once(&mut path, &f.value)?,
-            _ => return Err(malformed("an unknown or response pseudo-header field")),
+            b":method" => once(&mut method, i)?,
+            b":scheme" => once(&mut scheme, i)?,
+            b":authority" => once(&mut authority, i)?,
+            b":path" => once(&mut path, i)?,
+            [b':', ..] => return Err(malformed("an unknown or response pseudo-header field")),
+            _ => break,
         }
         n += 1;
     }
-    let method = Method::from_bytes(method.ok_or(malformed("no :method"))?)
-        .map_err(|_| malformed("a bad :method"))?;
+    let method = method.ok_or(malformed("no :method"))?;
+    let method =
+        Method::from_bytes(&fields[method].value).map_err(|_| malformed("a bad :method"))?;
     let uri = if method == Method::CONNECT {
         if scheme.is_some() || path.is_some() {
             return Err(malformed("CONNECT with :scheme or :path"));
         }
         let authority = authority.ok_or(malformed("CONNECT without :authority"))?;
-        Uri::try_from(authority).map_err(|_| malformed("a bad :authority"))?
+        Uri::try_from(&fields[authority].value[..]).map_err(|_| malformed("a bad :authority"))?
     } else {
         let (Some(scheme), Some(path)) = (scheme, path) else {
             return Err(malformed("no :scheme or :path"));
         };
-        if path.is_empty() {
+        if fields[path].value.is_empty() {
             return Err(malformed("an empty :path"));
         }
         // http and https need an authority: :authority, else a Host field;
         // with both they must agree (RFC 9114 §4.3.1).
-        let host = fields[n..]
-            .iter()
-            .find(|f| &f.name[..] == b"host")
-            .map(|f| &f.value[..]);
+        let host = fields[n..].iter().position(|f| &f.name[..] == b"host");
         if let (Some(a), Some(h)) = (authority, host) {
-            if a != h {
+            if fields[a].value != fields[n + h].value {
                 return Err(malformed(":authority and host differ"));
             }
         }
-        let Some(authority) = authority.or(host) else {
-            return Err(malformed("no :authority or host"));
-        };
-        Uri::builder()
-            .scheme(scheme)
-            .authority(authority)
-            .path_and_query(path)
-            .build()
-            .map_err(|_| malformed("a bad request target"))?
+        let target = |_| malformed("a bad request target");
+        let mut parts = http::uri::Parts::default();
+        parts.scheme = Some(Scheme::try_from(&fields[scheme].value[..]).map_err(target)?);
+        parts.authority = Some(
+            match (authority, host) {
+                (Some(i), _) => Authority::from_maybe_shared(take_value(&mut fields, i)),
+                // The Host field stays among the headers: copied.
+                (None, Some(h)) => Authority::try_from(&fields[n + h].value[..]),
+                (None, None) => return Err(malformed("no :authority or host")),
+            }
+            .map_err(target)?,
+        );
+        parts.path_and_query =
+            Some(PathAndQuery::from_maybe_shared(take_value(&mut fields, path)).map_err(target)?);
+        Uri::from_parts(parts).map_err(|_| malformed("a bad request target"))?
     };
     let mut req = Request::new(());
     *req.method_mut() = method;
@@ -199,6 +208,15 @@ pub(crate) fn decode_request(fields: &[Field]) -> Result<Request<()>, Error> {
     *req.version_mut() = http::Version::HTTP_3;
     *req.headers_mut() = headers(&fields[n..])?;
     Ok(req)
+}
+
+/// Field `i`'s value, taken out of the section as shared bytes: a decoded
+/// value is already a buffer of its own, a static one is static.
+fn take_value(fields: &mut [Field], i: usize) -> Bytes {
+    match std::mem::take(&mut fields[i].value) {
+        Cow::Borrowed(v) => Bytes::from_static(v),
+        Cow::Owned(v) => Bytes::from(v),
+    }
 }
 
 /// A response (final or interim) from its decoded field section.
@@ -282,7 +300,7 @@ mod tests {
             Err(Error::FieldSectionTooLarge { size, limit: 200 }) => assert!(size > 200),
             other => panic!("{other:?}"),
         }
-        let got = decode_request(&quark_qpack::decode_section(&block, 1 << 16).unwrap()).unwrap();
+        let got = decode_request(quark_qpack::decode_section(&block, 1 << 16).unwrap()).unwrap();
         assert_eq!(got.method(), req.method());
         assert_eq!(got.uri(), req.uri());
         assert_eq!(got.headers(), req.headers());
@@ -296,7 +314,7 @@ mod tests {
             (":authority", "a"),
             (":path", "/"),
         ];
-        assert!(decode_request(&fields(&ok)).is_ok());
+        assert!(decode_request(fields(&ok)).is_ok());
         let host = [
             (":method", "GET"),
             (":scheme", "https"),
@@ -304,7 +322,7 @@ mod tests {
             ("host", "h:1"),
         ];
         assert_eq!(
-            decode_request(&fields(&host)).unwrap().uri(),
+            decode_request(fields(&host)).unwrap().uri(),
             "https://h:1/x"
         );
         for bad in [
@@ -354,7 +372,7 @@ mod tests {
             ],
         ] {
             assert_eq!(
-                code(decode_request(&fields(bad))),
+                code(decode_request(fields(bad))),
                 H3_MESSAGE_ERROR,
                 "{bad:?}"
             );

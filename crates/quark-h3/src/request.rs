@@ -10,7 +10,7 @@ use quark_proto::Side;
 
 use crate::conn::{Conn, LOCAL};
 use crate::error::*;
-use crate::frame::{self, FrameHeader};
+use crate::frame::{self, FrameBuf, FrameHeader};
 use crate::reader::FrameReader;
 
 /// Where the receiving side of a request stream is.
@@ -105,11 +105,9 @@ impl RequestStream {
         e
     }
 
-    /// Sends a HEADERS frame with the field section `block`.
-    pub(crate) async fn send_headers(&mut self, block: &[u8]) -> Result<(), Error> {
-        let mut out = Vec::with_capacity(block.len() + 16);
-        frame::put_frame(&mut out, frame::HEADERS, block);
-        self.send.write_all(&out).await?;
+    /// Sends `section` (a field section encoded into the payload) as a HEADERS frame.
+    pub(crate) async fn send_headers(&mut self, mut section: FrameBuf) -> Result<(), Error> {
+        self.send.write_all(section.finish(frame::HEADERS)).await?;
         Ok(())
     }
 
@@ -129,9 +127,10 @@ impl RequestStream {
     /// Sends trailing header fields (the same rules as a head's regular
     /// fields); the stream ends after them.
     pub async fn send_trailers(&mut self, trailers: &HeaderMap) -> Result<(), Error> {
-        let mut block = Vec::new();
-        crate::message::encode_trailers(trailers, self.conn.peer_field_limit(), &mut block)?;
-        self.send_headers(&block).await?;
+        let mut section = FrameBuf::new();
+        let limit = self.conn.peer_field_limit();
+        crate::message::encode_trailers(trailers, limit, section.payload())?;
+        self.send_headers(section).await?;
         self.finish()
     }
 

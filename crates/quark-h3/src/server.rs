@@ -9,6 +9,7 @@ use tokio::task::JoinSet;
 
 use crate::conn::Conn;
 use crate::error::*;
+use crate::frame::FrameBuf;
 use crate::reader::FrameReader;
 use crate::request::RequestStream;
 
@@ -142,7 +143,7 @@ impl RequestStream {
             self.cancel(H3_REQUEST_INCOMPLETE);
             return Err(Error::stream(H3_REQUEST_INCOMPLETE, "no request head"));
         };
-        let req = match crate::message::decode_request(&fields) {
+        let req = match crate::message::decode_request(fields) {
             Ok(req) => req,
             Err(e) => {
                 if let Error::Stream { code, .. } = e {
@@ -158,8 +159,9 @@ impl RequestStream {
     /// Sends the response's head (then the body with
     /// [`send_data`](Self::send_data), and [`finish`](Self::finish)).
     pub async fn send_response<B>(&mut self, resp: &Response<B>) -> Result<(), Error> {
-        let mut block = Vec::new();
-        crate::message::encode_response(resp, self.conn.peer_field_limit(), &mut block)?;
-        self.send_headers(&block).await
+        let mut section = FrameBuf::new();
+        let limit = self.conn.peer_field_limit();
+        crate::message::encode_response(resp, limit, section.payload())?;
+        self.send_headers(section).await
     }
 }

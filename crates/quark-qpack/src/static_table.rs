@@ -127,19 +127,83 @@ pub(crate) enum Match {
     None,
 }
 
-/// Finds the best static reference for `name: value`. A linear scan: 99 short
-/// comparisons cost less than building and hashing into a map.
+/// Finds the best static reference for `name: value`: the entry with both, or
+/// else the lowest entry with the name.
 pub(crate) fn find(name: &[u8], value: &[u8]) -> Match {
-    let mut name_match = None;
-    for (i, (n, v)) in STATIC_TABLE.iter().enumerate() {
-        if *n == name {
-            if *v == value {
-                return Match::Full(i);
-            }
-            name_match.get_or_insert(i);
+    let indices = entries_named(name);
+    for &i in indices {
+        let i = usize::from(i);
+        if STATIC_TABLE[i].1 == value {
+            return Match::Full(i);
         }
     }
-    name_match.map_or(Match::None, Match::Name)
+    indices
+        .first()
+        .map_or(Match::None, |&i| Match::Name(usize::from(i)))
+}
+
+/// The indices of the entries named `name`, lowest first. A `match` compiles
+/// to a switch on the length and a comparison or two; the scan of all 99
+/// entries it replaced cost a `content-length` line about 300 instructions,
+/// most of them in `memcmp` (BENCHMARKS.md). The test
+/// `names_index_every_entry` checks it against the table.
+#[rustfmt::skip]
+fn entries_named(name: &[u8]) -> &'static [u8] {
+    match name {
+        b":authority" => &[0],
+        b":path" => &[1],
+        b"age" => &[2],
+        b"content-disposition" => &[3],
+        b"content-length" => &[4],
+        b"cookie" => &[5],
+        b"date" => &[6],
+        b"etag" => &[7],
+        b"if-modified-since" => &[8],
+        b"if-none-match" => &[9],
+        b"last-modified" => &[10],
+        b"link" => &[11],
+        b"location" => &[12],
+        b"referer" => &[13],
+        b"set-cookie" => &[14],
+        b":method" => &[15, 16, 17, 18, 19, 20, 21],
+        b":scheme" => &[22, 23],
+        b":status" => &[24, 25, 26, 27, 28, 63, 64, 65, 66, 67, 68, 69, 70, 71],
+        b"accept" => &[29, 30],
+        b"accept-encoding" => &[31],
+        b"accept-ranges" => &[32],
+        b"access-control-allow-headers" => &[33, 34, 75],
+        b"access-control-allow-origin" => &[35],
+        b"cache-control" => &[36, 37, 38, 39, 40, 41],
+        b"content-encoding" => &[42, 43],
+        b"content-type" => &[44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54],
+        b"range" => &[55],
+        b"strict-transport-security" => &[56, 57, 58],
+        b"vary" => &[59, 60],
+        b"x-content-type-options" => &[61],
+        b"x-xss-protection" => &[62],
+        b"accept-language" => &[72],
+        b"access-control-allow-credentials" => &[73, 74],
+        b"access-control-allow-methods" => &[76, 77, 78],
+        b"access-control-expose-headers" => &[79],
+        b"access-control-request-headers" => &[80],
+        b"access-control-request-method" => &[81, 82],
+        b"alt-svc" => &[83],
+        b"authorization" => &[84],
+        b"content-security-policy" => &[85],
+        b"early-data" => &[86],
+        b"expect-ct" => &[87],
+        b"forwarded" => &[88],
+        b"if-range" => &[89],
+        b"origin" => &[90],
+        b"purpose" => &[91],
+        b"server" => &[92],
+        b"timing-allow-origin" => &[93],
+        b"upgrade-insecure-requests" => &[94],
+        b"user-agent" => &[95],
+        b"x-forwarded-for" => &[96],
+        b"x-frame-options" => &[97, 98],
+        _ => &[],
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +254,45 @@ mod tests {
             for (n2, v2) in &STATIC_TABLE[i + 1..] {
                 assert!(!(n == n2 && v == v2), "index {i} repeated");
             }
+        }
+    }
+
+    /// The old scan, as the reference for the name index.
+    fn find_by_scan(name: &[u8], value: &[u8]) -> Match {
+        let mut name_match = None;
+        for (i, (n, v)) in STATIC_TABLE.iter().enumerate() {
+            if *n == name {
+                if *v == value {
+                    return Match::Full(i);
+                }
+                name_match.get_or_insert(i);
+            }
+        }
+        name_match.map_or(Match::None, Match::Name)
+    }
+
+    #[test]
+    fn names_index_every_entry() {
+        for (i, (n, v)) in STATIC_TABLE.iter().enumerate() {
+            let named: Vec<usize> = (0..STATIC_TABLE_LEN)
+                .filter(|&j| STATIC_TABLE[j].0 == *n)
+                .collect();
+            let indexed: Vec<usize> = entries_named(n).iter().map(|&j| usize::from(j)).collect();
+            assert_eq!(indexed, named, "{}", String::from_utf8_lossy(n));
+            assert_eq!(find(n, v), Match::Full(i));
+            for other in [&b""[..], b"x", b"0", b"200", b"gzip", b"no-such-value"] {
+                assert_eq!(find(n, other), find_by_scan(n, other));
+            }
+        }
+        for name in [
+            &b""[..],
+            b":",
+            b"x-custom",
+            b"content-lengt",
+            b"content-lengthx",
+            b"Content-Length",
+        ] {
+            assert_eq!(find(name, b""), Match::None);
         }
     }
 
