@@ -116,6 +116,17 @@ impl FrameReader {
 
     /// A whole payload of `len` bytes; the caller has checked `len` against its limit.
     pub(crate) async fn payload(&mut self, len: u64) -> Result<Vec<u8>, Error> {
+        self.payload_with(len, <[u8]>::to_vec).await
+    }
+
+    /// Hands a whole payload of `len` bytes to `f` where it lies in the
+    /// buffer (a HEADERS block is decoded there, not copied out first); the
+    /// caller has checked `len` against its limit.
+    pub(crate) async fn payload_with<R>(
+        &mut self,
+        len: u64,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
         let len =
             usize::try_from(len).map_err(|_| Error::conn(H3_FRAME_ERROR, "frame too long"))?;
         while self.buffered().len() < len {
@@ -124,7 +135,7 @@ impl FrameReader {
                 return Err(Error::conn(H3_FRAME_ERROR, "stream ended in a frame"));
             }
         }
-        let out = self.buffered()[..len].to_vec();
+        let out = f(&self.buffered()[..len]);
         self.consume(len);
         Ok(out)
     }

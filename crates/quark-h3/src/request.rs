@@ -180,8 +180,11 @@ impl RequestStream {
                 "a field section too large",
             ));
         }
-        let block = self.recv.payload(h.len).await?;
-        quark_qpack::decode_section(&block, limit).map_err(|e| match e {
+        let decoded = self
+            .recv
+            .payload_with(h.len, |block| quark_qpack::decode_section(block, limit))
+            .await?;
+        decoded.map_err(|e| match e {
             quark_qpack::DecodeError::TooLarge => {
                 Error::stream(H3_EXCESSIVE_LOAD, "a field section too large")
             }
