@@ -13,6 +13,12 @@ use crate::frame::{FrameHeader, parse_header};
 /// the buffer: the rest goes from the stream straight to the reader (`some_with`).
 const MAX_HEADER: usize = 16;
 
+/// Bytes read ahead for a message's head: its frame header, a typical HEADERS
+/// block (tens of bytes) and the DATA frame header after it come in one read
+/// from the stream instead of three. Up to this much of a body then passes
+/// through the buffer; the rest still goes to the reader in place.
+pub(crate) const HEAD_READ_AHEAD: usize = 128;
+
 /// A receiving stream with a little read-ahead.
 pub(crate) struct FrameReader {
     recv: RecvStream,
@@ -58,7 +64,7 @@ impl FrameReader {
         }
         if self.buf.capacity() == 0 {
             // Room for a frame header and a small HEADERS block at once.
-            self.buf.reserve(64);
+            self.buf.reserve(HEAD_READ_AHEAD);
         }
         let buf = &mut self.buf;
         // Straight from the stream's buffer into ours: no chunk allocated.
@@ -94,13 +100,22 @@ impl FrameReader {
     /// The next frame's header, or `None` at the end of the stream between
     /// frames. A stream that ends inside a frame header is H3_FRAME_ERROR.
     pub(crate) async fn header(&mut self) -> Result<Option<FrameHeader>, Error> {
+        self.header_ahead(MAX_HEADER).await
+    }
+
+    /// [`header`](Self::header), reading up to `ahead` bytes into the buffer
+    /// when it has to read.
+    pub(crate) async fn header_ahead(
+        &mut self,
+        ahead: usize,
+    ) -> Result<Option<FrameHeader>, Error> {
         loop {
             if let Some((h, n)) = parse_header(self.buffered()) {
                 self.consume(n);
                 return Ok(Some(h));
             }
             if !self
-                .fill(MAX_HEADER.saturating_sub(self.buffered().len()))
+                .fill(ahead.saturating_sub(self.buffered().len()))
                 .await?
             {
                 return match self.buffered().is_empty() {

@@ -11,7 +11,7 @@ use quark_proto::Side;
 use crate::conn::{Conn, LOCAL};
 use crate::error::*;
 use crate::frame::{self, FrameBuf, FrameHeader};
-use crate::reader::FrameReader;
+use crate::reader::{FrameReader, HEAD_READ_AHEAD};
 
 /// Where the receiving side of a request stream is.
 #[derive(Debug, Clone)]
@@ -158,7 +158,7 @@ impl RequestStream {
 
     async fn next_headers(&mut self) -> Result<Option<Vec<quark_qpack::Field>>, Error> {
         loop {
-            let Some(h) = self.recv.header().await? else {
+            let Some(h) = self.recv.header_ahead(HEAD_READ_AHEAD).await? else {
                 return Ok(None);
             };
             match h.ty {
