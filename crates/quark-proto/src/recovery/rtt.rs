@@ -39,11 +39,14 @@ impl RttEstimator {
     }
 
     fn note_pto_base(&mut self) {
+        self.pto_base = self.compute_pto_base();
+    }
+
+    fn compute_pto_base(&self) -> Duration {
         //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.1
         //# PTO = smoothed_rtt + max(4*rttvar, kGranularity) + max_ack_delay
-        self.pto_base = self
-            .smoothed
-            .saturating_add(self.var.saturating_mul(4).max(GRANULARITY));
+        self.smoothed
+            .saturating_add(self.var.saturating_mul(4).max(GRANULARITY))
     }
 
     /// Take a sample (§5.3). `ack_delay` is ignored before handshake confirmation only
@@ -138,6 +141,7 @@ impl RttEstimator {
     }
     /// smoothed_rtt + max(4·rttvar, kGranularity): the PTO without max_ack_delay.
     pub fn pto_base(&self) -> Duration {
+        debug_assert_eq!(self.pto_base, self.compute_pto_base(), "PTO base not noted");
         self.pto_base
     }
 }
