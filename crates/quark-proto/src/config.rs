@@ -63,6 +63,10 @@ pub struct TransportConfig {
     pub ack_frequency: bool,
     /// Upper bound on CRYPTO data buffered out of order per space.
     pub crypto_buffer: usize,
+    /// Give up on a handshake that has not completed this long after it began
+    /// (a peer that starts handshakes and never finishes them holds state only
+    /// this long, not a whole idle timeout).
+    pub handshake_timeout: Duration,
 }
 
 impl Default for TransportConfig {
@@ -92,6 +96,7 @@ impl Default for TransportConfig {
             active_connection_id_limit: 4,
             ack_frequency: true,
             crypto_buffer: 64 * 1024,
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -263,6 +268,41 @@ pub struct ServerConfig {
     pub retry_token_lifetime: Duration,
     /// Connections accepted at most (further Initials are refused).
     pub max_connections: usize,
+    /// How many handshakes may be in progress before the server protects itself.
+    pub handshakes: HandshakeLimits,
+}
+
+/// Bounds on server connections whose handshake is not complete ("half-open"):
+/// the state an unauthenticated peer can make a server hold. Sources are IPv4
+/// addresses and IPv6 /64 prefixes (one host usually holds a whole /64).
+///
+/// Past `retry_above` half-open connections, Initials that carry no valid
+/// address-validation token get a Retry (stateless, RFC 9000 §8.1.2) instead
+/// of a connection: a client that can receive at its address comes back with
+/// a token, one that spoofed its address cannot. The server returns to
+/// accepting directly once the count falls below it again. Past the hard
+/// limits, validated or not, new connections are refused (CONNECTION_REFUSED).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandshakeLimits {
+    /// Half-open connections at most, from all sources.
+    pub max_half_open: usize,
+    /// Half-open connections at most from one source.
+    pub max_half_open_per_source: usize,
+    /// From this many half-open connections on, demand address validation.
+    pub retry_above: usize,
+}
+
+impl Default for HandshakeLimits {
+    fn default() -> Self {
+        // A half-open connection holds about 20 KB and costs about 250 µs of
+        // handshake CPU. One source (a NAT, a load generator) may start a few
+        // hundred handshakes at once.
+        HandshakeLimits {
+            max_half_open: 4096,
+            max_half_open_per_source: 256,
+            retry_above: 512,
+        }
+    }
 }
 
 impl ServerConfig {
@@ -277,6 +317,7 @@ impl ServerConfig {
             token_key,
             retry_token_lifetime: Duration::from_secs(15),
             max_connections: 100_000,
+            handshakes: HandshakeLimits::default(),
         }
     }
 }

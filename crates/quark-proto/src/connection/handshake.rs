@@ -34,6 +34,15 @@ impl Connection {
         }
     }
 
+    /// Whether the peer's Initial CRYPTO data starts a handshake message that
+    /// TLS took in (for a server: the start of a ClientHello).
+    pub(crate) fn client_hello_started(&self) -> bool {
+        self.spaces[SpaceId::Initial.index()]
+            .crypto_recv
+            .read_offset()
+            > 0
+    }
+
     /// A CRYPTO frame arrived in `space`.
     pub(crate) fn on_crypto_frame(
         &mut self,

@@ -241,6 +241,9 @@ pub struct Connection {
     stats: ConnectionStats,
     /// The last activity that restarts the idle timer (RFC 9000 §10.1).
     idle_since: Option<Instant>,
+    /// When the connection was made: the handshake must end by
+    /// `TransportConfig::handshake_timeout` after it.
+    started: Instant,
     /// Reused per ACK: packets newly acknowledged / lost (no allocation per ACK).
     acked_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
     lost_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
@@ -339,6 +342,7 @@ impl Connection {
             events: VecDeque::new(),
             stats: ConnectionStats::default(),
             idle_since: None,
+            started: now,
             acked_scratch: Vec::new(),
             lost_scratch: Vec::new(),
             crypto_scratch: Vec::new(),

@@ -129,8 +129,19 @@ impl Connection {
         }
     }
 
-    /// When the connection times out for lack of activity, if it can.
+    /// When the connection times out for lack of activity, or because its
+    /// handshake took too long, if it can.
     fn idle_deadline(&self) -> Option<Instant> {
+        let handshake = (!self.handshake_complete && !self.config.handshake_timeout.is_zero())
+            .then(|| self.started + self.config.handshake_timeout);
+        match (self.activity_deadline(), handshake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When the connection times out for lack of activity, if it can.
+    fn activity_deadline(&self) -> Option<Instant> {
         let since = self.idle_since?;
         let local = self.config.max_idle_timeout;
         let peer = self

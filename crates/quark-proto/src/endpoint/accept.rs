@@ -7,12 +7,18 @@ use std::time::Instant;
 
 use rand::Rng;
 
+use super::admission::{Source, Verdict};
 use super::{DatagramEvent, Endpoint, Response, local_params};
 use crate::cid::{ConnectionId, ResetToken};
+use crate::config::ServerConfig;
 use crate::connection::{Connection, ConnectionParams};
 use crate::crypto::tls::TlsSession;
 use crate::crypto::tokens::TokenContents;
+use crate::error::TransportErrorCode;
+use crate::frame::{Close, Frame};
 use crate::packet::{self, MIN_INITIAL_SIZE, PartialDecode};
+use crate::packet::{HeaderParams, PacketBuilder};
+use crate::types::PacketKind;
 use crate::types::{EcnCodepoint, Side};
 
 impl Endpoint {
@@ -66,11 +72,7 @@ impl Endpoint {
         self.rng.fill(&mut random[..]);
         let mut out = Vec::with_capacity(len);
         packet::write_stateless_reset(&mut out, &token, len, &random[..len]);
-        self.responses.push_back(Response {
-            destination: remote,
-            src_ip: local_ip,
-            data: out,
-        });
+        self.queue_response(remote, local_ip, out);
         Some(DatagramEvent::Response)
     }
 
@@ -95,11 +97,7 @@ impl Endpoint {
         let mut out = Vec::new();
         let versions = self.config.supported_versions.clone();
         packet::write_version_negotiation(&mut out, dst_cid, src_cid, &versions, self.rng.random());
-        self.responses.push_back(Response {
-            destination: remote,
-            src_ip: local_ip,
-            data: out,
-        });
+        self.queue_response(remote, local_ip, out);
         Some(DatagramEvent::Response)
     }
 
@@ -120,25 +118,41 @@ impl Endpoint {
         if data.len() < MIN_INITIAL_SIZE || pd.dst_cid.len() < 8 {
             return None;
         }
-        if self.conns.len() >= server.max_connections {
-            tracing::debug!(%remote, "connection limit reached; Initial dropped");
-            return None;
-        }
         let token = &data[pd.token.clone()];
-        let (orig_dcid, retry_scid, validated) = if server.retry {
-            if token.is_empty() {
-                return self.send_retry(now, remote, local_ip, pd);
-            }
-            let key = self.token_key.as_ref()?;
-            let contents = key.open(remote, token)?;
-            let (orig, retry_scid) = contents.retry?;
-            let age = self.elapsed(now).saturating_sub(contents.issued);
-            if retry_scid != pd.dst_cid || age > server.retry_token_lifetime {
-                return None;
-            }
-            (orig, Some(retry_scid), true)
+        let retry_token = if token.is_empty() {
+            None
         } else {
-            (pd.dst_cid, None, false)
+            match self.open_retry_token(now, remote, pd, token, &server) {
+                Some(t) => Some(t),
+                // A token we cannot honour is reason enough only when we
+                // demand one; otherwise the client is treated as unvalidated
+                // (RFC 9000 §8.1.3).
+                None if server.retry => return None,
+                None => None,
+            }
+        };
+        let source = Source::of(&remote);
+        let verdict = if self.conns.len() >= server.max_connections {
+            Verdict::Refuse
+        } else {
+            self.admission.verdict(
+                &server.handshakes,
+                source,
+                retry_token.is_some(),
+                server.retry,
+            )
+        };
+        match verdict {
+            Verdict::Accept => {}
+            Verdict::Retry => return self.send_retry(now, remote, local_ip, pd),
+            Verdict::Refuse => {
+                tracing::debug!(%remote, "Initial refused: connection or handshake limit");
+                return self.refuse(remote, local_ip, pd);
+            }
+        }
+        let (orig_dcid, retry_scid, validated) = match retry_token {
+            Some((orig, retry_scid)) => (orig, Some(retry_scid), true),
+            None => (pd.dst_cid, None, false),
         };
         let local_cid = self.new_cid();
         let mut params = local_params(&server.transport);
@@ -175,14 +189,102 @@ impl Endpoint {
         let h = self.insert(conn, local_cid);
         self.route(pd.dst_cid, h);
         self.conns[h.0].handle_datagram(now, remote, ecn, data);
-        if !self.conns[h.0].has_received_packet() {
-            // Nothing authenticated: keep no state for unverifiable input.
+        let conn = &mut self.conns[h.0];
+        if conn.is_closed() && conn.has_received_packet() {
+            // The ClientHello was refused (bad parameters, no common ALPN...):
+            // answer with the connection's CONNECTION_CLOSE, then forget it.
+            let mut out = Vec::new();
+            if let Some(t) = conn.poll_transmit(now, 1, &mut out) {
+                self.queue_response(remote, t.src_ip.or(local_ip), out);
+            }
+            self.remove(h);
+            return Some(DatagramEvent::Response);
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-21.1.1.1
+        //# Endpoints MUST NOT commit more resources to a connection than
+        //# the peer has committed.
+        if !conn.client_hello_started() {
+            // Nothing authenticated, or no ClientHello (an Initial of PINGs or
+            // of CRYPTO fragments that do not start one): keep no state.
             self.remove(h);
             return None;
         }
+        self.owned[h.0].half_open = Some(source);
+        self.admission.open(source);
         self.sync(h);
         self.accept_queue.push_back(h);
         Some(DatagramEvent::NewConnection(h))
+    }
+
+    /// The original destination and Retry source connection IDs a Retry token
+    /// vouches for, if it is ours, fresh, for this address and this Initial.
+    fn open_retry_token(
+        &self,
+        now: Instant,
+        remote: SocketAddr,
+        pd: &PartialDecode,
+        token: &[u8],
+        server: &ServerConfig,
+    ) -> Option<(ConnectionId, ConnectionId)> {
+        let contents = self.token_key.as_ref()?.open(remote, token)?;
+        let (orig, retry_scid) = contents.retry?;
+        let age = self.elapsed(now).saturating_sub(contents.issued);
+        (retry_scid == pd.dst_cid && age <= server.retry_token_lifetime)
+            .then_some((orig, retry_scid))
+    }
+
+    /// Refuse a client's first Initial without keeping state: an Initial
+    /// packet of ours carrying CONNECTION_CLOSE with CONNECTION_REFUSED,
+    /// protected with the Initial keys its Destination Connection ID gives.
+    //= https://www.rfc-editor.org/rfc/rfc9000#section-10.2.3
+    //# When sending a CONNECTION_CLOSE frame in an Initial packet ... the
+    //# frame MUST be a CONNECTION_CLOSE of type 0x1c
+    fn refuse(
+        &mut self,
+        remote: SocketAddr,
+        local_ip: Option<IpAddr>,
+        pd: &PartialDecode,
+    ) -> Option<DatagramEvent> {
+        if self.responses.len() >= self.config.max_stateless_responses {
+            return None;
+        }
+        let keys = crate::crypto::initial_keys(&pd.dst_cid, Side::Server);
+        let header = HeaderParams {
+            kind: PacketKind::Initial,
+            version: pd.version,
+            dst_cid: &pd.src_cid,
+            src_cid: &pd.dst_cid,
+            token: &[],
+            pn: 0,
+            largest_acked: None,
+            key_phase: false,
+            spin: false,
+        };
+        let mut out = Vec::with_capacity(64);
+        let tag_len = keys.local.packet.tag_len();
+        let builder = PacketBuilder::start(&mut out, &header, MIN_INITIAL_SIZE, tag_len);
+        Frame::Close(Close {
+            error_code: TransportErrorCode::CONNECTION_REFUSED.0,
+            frame_type: Some(0),
+            reason: b"server busy",
+        })
+        .encode(&mut out);
+        builder.finish(
+            &mut out,
+            0,
+            keys.local.packet.as_ref(),
+            keys.local.header.as_ref(),
+        );
+        self.queue_response(remote, local_ip, out);
+        Some(DatagramEvent::Response)
+    }
+
+    fn queue_response(&mut self, destination: SocketAddr, src_ip: Option<IpAddr>, data: Vec<u8>) {
+        self.responses.push_back(Response {
+            destination,
+            src_ip,
+            data,
+        });
     }
 
     pub(super) fn send_retry(
@@ -212,11 +314,7 @@ impl Endpoint {
             &token,
             self.rng.random(),
         );
-        self.responses.push_back(Response {
-            destination: remote,
-            src_ip: local_ip,
-            data: out,
-        });
+        self.queue_response(remote, local_ip, out);
         Some(DatagramEvent::Response)
     }
 }

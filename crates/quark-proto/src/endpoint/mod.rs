@@ -7,6 +7,7 @@
 //! or a reset token names.
 
 mod accept;
+mod admission;
 mod routes;
 
 use std::collections::{HashMap, VecDeque};
@@ -71,6 +72,8 @@ struct Response {
 struct Owned {
     cids: Vec<ConnectionId>,
     tokens: Vec<ResetToken>,
+    /// Where a server connection whose handshake is under way comes from.
+    half_open: Option<admission::Source>,
 }
 
 /// A set of connections sharing a socket.
@@ -95,6 +98,8 @@ pub struct Endpoint {
     rng: StdRng,
     responses: VecDeque<Response>,
     accept_queue: VecDeque<ConnectionHandle>,
+    /// Half-open server connections, for admission control.
+    admission: admission::Admission,
     /// The first `now` seen: token issue times are measured from it.
     epoch: Option<Instant>,
     /// What connections learnt about each path's MTU, offered to the other
@@ -125,6 +130,7 @@ impl Endpoint {
             rng,
             responses: VecDeque::new(),
             accept_queue: VecDeque::new(),
+            admission: admission::Admission::default(),
             epoch: None,
         }
     }
@@ -312,6 +318,11 @@ impl Endpoint {
         }
         if let Some(conn) = self.conns.get_mut(h.0) {
             self.mtus.sync(conn);
+            if (conn.is_handshake_complete() || conn.is_closed())
+                && let Some(source) = self.owned[h.0].half_open.take()
+            {
+                self.admission.release(source);
+            }
         }
     }
 
@@ -349,6 +360,9 @@ impl Endpoint {
     pub fn remove(&mut self, h: ConnectionHandle) -> Option<Box<Connection>> {
         let conn = self.conns.try_remove(h.0)?;
         let owned = std::mem::take(&mut self.owned[h.0]);
+        if let Some(source) = owned.half_open {
+            self.admission.release(source);
+        }
         owned.cids.into_iter().for_each(|cid| self.unroute(cid, h));
         owned
             .tokens
@@ -367,6 +381,12 @@ impl Endpoint {
     #[doc(hidden)]
     pub fn table_sizes(&self) -> (usize, usize) {
         (self.routes.len(), self.reset_tokens.len())
+    }
+
+    /// Server connections whose handshake is under way, and the sources
+    /// (addresses, IPv6 /64s) they come from.
+    pub fn half_open(&self) -> (usize, usize) {
+        self.admission.counts()
     }
 
     /// Number of connections.

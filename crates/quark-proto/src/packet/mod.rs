@@ -14,6 +14,7 @@
 //! can be built first and encrypted together just before the send system call.
 
 mod build;
+pub mod craft;
 mod header;
 pub mod number;
 mod protect;

@@ -222,6 +222,9 @@ impl Sim {
                     break;
                 };
                 any = true;
+                if !to_server && t.destination != self.client_addr {
+                    continue; // For a peer outside the simulation (a test's attacker).
+                }
                 self.enqueue(to_server, buf[..t.size].to_vec());
             }
             let handles: Vec<ConnectionHandle> = if to_server {
@@ -257,6 +260,9 @@ impl Sim {
                     );
                     ep.sync(h);
                     any = true;
+                    if !to_server && t.destination != self.client_addr {
+                        continue;
+                    }
                     let seg = t.segment_size.unwrap_or(t.size);
                     for chunk in buf[..t.size].chunks(seg) {
                         self.enqueue(to_server, chunk.to_vec());
