@@ -9,6 +9,7 @@ mod impair;
 mod lab;
 mod link;
 mod options;
+mod probe;
 mod relay;
 mod report;
 mod serve;
@@ -33,6 +34,9 @@ enum Command {
     Bench(bench::Args),
     /// Render a results file again (table, HTML).
     Report(report::Args),
+    /// Attack a server class by class and judge whether it stays up (memory,
+    /// legitimate fetches, error codes).
+    Probe(probe::Args),
     /// Relay UDP through an emulated link (delay, loss, reordering, rate, ...).
     Relay(relay::Args),
     /// An emulated layer-3 link between two network namespaces (`link up`, `link down`).
@@ -90,6 +94,7 @@ fn main() {
         Command::Get(args) => run_async(get::run(args)),
         Command::Bench(args) => bench::run(args),
         Command::Report(args) => report::run(args),
+        Command::Probe(args) => probe::run(args),
         Command::Relay(args) => relay::run(args),
         Command::Link(args) => link::run(args),
         Command::Xdp(args) => run_async(xdp::run(args)),

@@ -3,65 +3,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::{free_port, sha, stderr, tempdir};
+use common::{free_port, serve, serve_with, sha, stderr, tempdir};
 
 const QUARK: &str = env!("CARGO_BIN_EXE_quark");
-
-struct Server {
-    child: Child,
-    port: u16,
-    cert: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Start `quark serve` on `root` and wait until it listens.
-fn serve(root: &Path, dir: &Path) -> Server {
-    serve_with(root, dir, &[])
-}
-
-fn serve_with(root: &Path, dir: &Path, extra: &[&str]) -> Server {
-    let cert = dir.join("cert.pem");
-    for _ in 0..5 {
-        let port = free_port();
-        let mut child = Command::new(QUARK)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"])
-            .arg(root)
-            .arg("--write-cert")
-            .arg(&cert)
-            .args(extra)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let mut lines = BufReader::new(stderr).lines();
-        let mut ready = false;
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if line.starts_with("serving ") {
-                ready = true;
-                break;
-            }
-        }
-        if ready {
-            // Keep draining stderr so the server never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            return Server { child, port, cert };
-        }
-        let _ = child.wait();
-    }
-    panic!("quark serve did not start");
-}
 
 fn get(args: &[&str]) -> Output {
     Command::new(QUARK).arg("get").args(args).output().unwrap()

@@ -3,8 +3,9 @@
 // Not every test binary uses every helper.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Child, Command, Output, Stdio};
 
 use sha2::{Digest, Sha256};
 
@@ -57,4 +58,56 @@ pub(crate) fn sha(b: &[u8]) -> Vec<u8> {
 /// A finished command's stderr as text, for asserting on its messages.
 pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A running `quark serve`, killed on drop.
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
+    pub(crate) cert: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `quark serve` on `root` and wait until it listens.
+pub(crate) fn serve(root: &Path, dir: &Path) -> Server {
+    serve_with(root, dir, &[])
+}
+
+pub(crate) fn serve_with(root: &Path, dir: &Path, extra: &[&str]) -> Server {
+    let cert = dir.join("cert.pem");
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quark"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"])
+            .arg(root)
+            .arg("--write-cert")
+            .arg(&cert)
+            .args(extra)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let mut ready = false;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if line.starts_with("serving ") {
+                ready = true;
+                break;
+            }
+        }
+        if ready {
+            // Keep draining stderr so the server never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            return Server { child, port, cert };
+        }
+        let _ = child.wait();
+    }
+    panic!("quark serve did not start");
 }

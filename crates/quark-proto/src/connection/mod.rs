@@ -250,6 +250,9 @@ pub struct Connection {
     /// Frames to send verbatim (testing a misbehaving peer).
     #[cfg(feature = "testing")]
     raw_frames: Vec<u8>,
+    /// How this connection misbehaves (testing a misbehaving peer).
+    #[cfg(feature = "testing")]
+    misbehave: Misbehave,
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
     decrypt_failures: u64,
     /// 1-RTT packets built but not yet encrypted: sealed together just before
@@ -351,6 +354,8 @@ impl Connection {
             decrypted_scratch: Vec::new(),
             #[cfg(feature = "testing")]
             raw_frames: Vec::new(),
+            #[cfg(feature = "testing")]
+            misbehave: Misbehave::default(),
             config,
         };
         conn.reset_idle_timer(now);
@@ -441,6 +446,12 @@ impl Connection {
     #[cfg(feature = "testing")]
     pub fn inject_raw_frames(&mut self, frames: &[u8]) {
         self.raw_frames.extend_from_slice(frames);
+    }
+
+    /// Testing only: misbehave from now on, as `m` says.
+    #[cfg(feature = "testing")]
+    pub fn misbehave(&mut self, m: Misbehave) {
+        self.misbehave = m;
     }
 
     /// The path (local and remote address) this connection's MTU is learnt on.
@@ -653,4 +664,14 @@ impl Connection {
                 .map_or(Duration::ZERO, |p| p.max_ack_delay),
         }
     }
+}
+
+/// Ways a connection can be made to misbehave, to test how its peer copes.
+#[cfg(feature = "testing")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Misbehave {
+    /// Never acknowledge anything.
+    pub no_acks: bool,
+    /// Send whatever the congestion controller and pacer say.
+    pub ignore_congestion: bool,
 }

@@ -104,6 +104,12 @@ impl Connection {
             _ => 3,
         };
         let ack = &mut self.spaces[space.index()].ack;
+        #[cfg(feature = "testing")]
+        if self.misbehave.no_acks {
+            (ack.dirty, ack.immediate, ack.deadline) = (false, false, None);
+            ack.unacked_eliciting = 0;
+            return;
+        }
         if !ack.dirty || ack.ranges.is_empty() {
             return;
         }

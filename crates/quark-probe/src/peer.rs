@@ -1,0 +1,256 @@
+//! Attack connections: quark-proto client connections on a plain blocking
+//! UDP socket, driven by hand so an attack can send frames verbatim, stop
+//! acknowledging, stop reading or go deaf, which no well-behaved client does.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use quark_proto::connection::Misbehave;
+use quark_proto::{
+    ClientConfig, Connection, ConnectionError, ConnectionHandle, Endpoint, EndpointConfig,
+    TransportConfig,
+};
+
+use crate::Target;
+
+/// Largest datagram we read.
+const RX_SIZE: usize = 65_536;
+
+/// Client connections of one attack, sharing a socket.
+pub struct Peers {
+    socket: UdpSocket,
+    endpoint: Endpoint,
+    server: SocketAddr,
+    config: ClientConfig,
+    server_name: String,
+    /// Drop everything the server sends (after the handshake, say).
+    pub deaf: bool,
+    buf: Vec<u8>,
+    rx: Vec<u8>,
+    /// Datagrams and bytes sent so far.
+    pub sent: (u64, u64),
+}
+
+impl Peers {
+    /// Connections to `target` from the attack's source address, with
+    /// `transport` settings (small windows, say).
+    pub fn new(target: &Target, transport: TransportConfig) -> anyhow::Result<Self> {
+        let socket = target.attack_socket()?;
+        let mut config = target.client_config()?;
+        config.transport = Arc::new(transport);
+        Ok(Peers {
+            socket,
+            endpoint: Endpoint::new(Arc::new(EndpointConfig::default()), None),
+            server: target.addr,
+            config,
+            server_name: target.server_name.clone(),
+            deaf: false,
+            buf: Vec::with_capacity(RX_SIZE),
+            rx: vec![0; RX_SIZE],
+            sent: (0, 0),
+        })
+    }
+
+    /// Start a connection (the handshake runs as the peers are pumped).
+    pub fn connect(&mut self) -> anyhow::Result<ConnectionHandle> {
+        Ok(self
+            .endpoint
+            .connect(Instant::now(), &self.config, self.server, &self.server_name)?)
+    }
+
+    /// Open `n` connections and complete their handshakes.
+    pub fn connect_many(
+        &mut self,
+        n: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<Vec<ConnectionHandle>> {
+        let hs = (0..n)
+            .map(|_| self.connect())
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let deadline = Instant::now() + timeout;
+        while !hs.iter().all(|&h| self.conn(h).is_handshake_complete()) {
+            if let Some(e) = hs.iter().find_map(|&h| self.conn(h).error().cloned()) {
+                bail!("handshake failed: {e}");
+            }
+            if Instant::now() >= deadline {
+                bail!("handshake did not complete within {timeout:?}");
+            }
+            self.pump(Duration::from_millis(5))?;
+        }
+        Ok(hs)
+    }
+
+    /// A connection of ours.
+    pub fn conn(&mut self, h: ConnectionHandle) -> &mut Connection {
+        self.endpoint
+            .connection_mut(h)
+            .expect("attack connections are never removed")
+    }
+
+    /// Make every connection misbehave as `m` says.
+    pub fn misbehave(&mut self, m: Misbehave) {
+        let hs: Vec<_> = self.endpoint.handles().collect();
+        for h in hs {
+            self.conn(h).misbehave(m);
+        }
+    }
+
+    /// Send what the connections have to send, then receive and run timers
+    /// for `wait` (at least one receive attempt).
+    pub fn pump(&mut self, wait: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + wait;
+        loop {
+            self.flush()?;
+            let now = Instant::now();
+            let next = self.next_timeout().unwrap_or(deadline).min(deadline);
+            let timeout = next
+                .saturating_duration_since(now)
+                .max(Duration::from_micros(200));
+            self.socket.set_read_timeout(Some(timeout))?;
+            match self.socket.recv_from(&mut self.rx) {
+                Ok((n, from)) => {
+                    if !self.deaf {
+                        let mut d = self.rx[..n].to_vec();
+                        self.endpoint
+                            .handle_datagram(Instant::now(), from, None, None, &mut d);
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                // A previous datagram was refused (the server went away).
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(e).context("receive"),
+            }
+            self.run_timers();
+            if Instant::now() >= deadline {
+                return self.flush();
+            }
+        }
+    }
+
+    fn next_timeout(&self) -> Option<Instant> {
+        self.endpoint
+            .handles()
+            .filter_map(|h| self.endpoint.connection(h)?.poll_timeout())
+            .min()
+    }
+
+    fn run_timers(&mut self) {
+        let now = Instant::now();
+        let hs: Vec<_> = self.endpoint.handles().collect();
+        for h in hs {
+            if self
+                .endpoint
+                .connection(h)
+                .and_then(Connection::poll_timeout)
+                .is_some_and(|t| t <= now)
+            {
+                self.endpoint.handle_timeout(h, now);
+            }
+        }
+    }
+
+    /// Send everything the connections and the endpoint want to send now.
+    pub fn flush(&mut self) -> anyhow::Result<()> {
+        let now = Instant::now();
+        let hs: Vec<_> = self.endpoint.handles().collect();
+        for h in hs {
+            while let Some(conn) = self.endpoint.connection_mut(h) {
+                let Some(t) = conn.poll_transmit(now, 1, &mut self.buf) else {
+                    break;
+                };
+                self.endpoint.sync(h);
+                let seg = t.segment_size.unwrap_or(t.size);
+                for chunk in self.buf[..t.size].chunks(seg) {
+                    send_to(&self.socket, chunk, t.destination, &mut self.sent)?;
+                }
+            }
+        }
+        while let Some(t) = self.endpoint.poll_transmit(&mut self.buf) {
+            send_to(
+                &self.socket,
+                &self.buf[..t.size],
+                t.destination,
+                &mut self.sent,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Send a datagram made by hand from this attack's socket.
+    pub fn send_raw(&mut self, datagram: &[u8]) -> anyhow::Result<()> {
+        send_to(&self.socket, datagram, self.server, &mut self.sent)
+    }
+
+    /// Receive one datagram if one comes within `wait`.
+    pub fn recv_raw(&mut self, wait: Duration) -> anyhow::Result<Option<Vec<u8>>> {
+        self.socket.set_nonblocking(wait.is_zero())?;
+        if !wait.is_zero() {
+            self.socket.set_read_timeout(Some(wait))?;
+        }
+        let got = self.socket.recv_from(&mut self.rx);
+        self.socket.set_nonblocking(false)?;
+        match got {
+            Ok((n, _)) => Ok(Some(self.rx[..n].to_vec())),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(None),
+            Err(e) => Err(e).context("receive"),
+        }
+    }
+
+    /// How the server closed our connections, one entry per closed connection.
+    pub fn closes(&self) -> Vec<String> {
+        self.endpoint
+            .handles()
+            .filter_map(|h| self.endpoint.connection(h)?.error().map(describe_close))
+            .collect()
+    }
+}
+
+/// A connection's end, named by its code: "CRYPTO_BUFFER_EXCEEDED", "idle
+/// timeout", ...
+pub fn describe_close(e: &ConnectionError) -> String {
+    match e {
+        ConnectionError::ConnectionClosed { code, .. } => code
+            .name()
+            .map_or_else(|| format!("transport error {:#x}", code.0), str::to_owned),
+        ConnectionError::ApplicationClosed { code, .. } => format!("application close {code:#x}"),
+        ConnectionError::TimedOut => "idle timeout".into(),
+        ConnectionError::Reset => "stateless reset".into(),
+        other => other.to_string(),
+    }
+}
+
+fn send_to(
+    socket: &UdpSocket,
+    data: &[u8],
+    to: SocketAddr,
+    sent: &mut (u64, u64),
+) -> anyhow::Result<()> {
+    loop {
+        match socket.send_to(data, to) {
+            Ok(_) => {
+                sent.0 += 1;
+                sent.1 += data.len() as u64;
+                return Ok(());
+            }
+            // The socket buffer is full: the attack outpaces the kernel.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
+            Err(e) => return Err(e).context("send"),
+        }
+    }
+}
