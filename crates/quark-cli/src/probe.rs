@@ -48,6 +48,10 @@ pub(crate) struct Args {
     /// Most a legitimate fetch may take during an attack, in milliseconds.
     #[arg(long, default_value_t = 1000)]
     max_fetch_ms: u64,
+    /// Instead of attacking: open this many connections, hold them idle, and
+    /// report the server's memory per connection (needs --server-pid).
+    #[arg(long, value_name = "N")]
+    idle_connections: Option<usize>,
     /// Write the outcomes here as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -88,6 +92,20 @@ fn probe(args: Args) -> anyhow::Result<bool> {
     target.pid = args.server_pid;
     if let Some(ip) = args.attacker_ip {
         target.attacker_ip = ip;
+    }
+    if let Some(n) = args.idle_connections {
+        let cost = quark_probe::idle::idle_cost(&target, n, 50)?;
+        println!(
+            "{} idle connections: server RSS {:.1} -> {:.1} MiB, {:.1} KiB per connection",
+            cost.connections,
+            cost.rss.0 as f64 / 1048576.0,
+            cost.rss.1 as f64 / 1048576.0,
+            cost.per_connection / 1024.0
+        );
+        if let Some(path) = &args.json {
+            std::fs::write(path, serde_json::to_vec_pretty(&cost)?)?;
+        }
+        return Ok(true);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

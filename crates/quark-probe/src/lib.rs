@@ -14,8 +14,10 @@
 //! | [`peer`] | attack connections on quark-proto, driven by hand |
 //! | [`watch`] | the server's RSS, and the legitimate client's fetches |
 //! | [`attacks`] | the attack classes |
+//! | [`idle`] | memory per idle connection |
 
 pub mod attacks;
+pub mod idle;
 pub mod peer;
 pub mod watch;
 

@@ -2,6 +2,7 @@
 //! UDP socket, driven by hand so an attack can send frames verbatim, stop
 //! acknowledging, stop reading or go deaf, which no well-behaved client does.
 
+use std::collections::HashSet;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -10,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use quark_proto::connection::Misbehave;
 use quark_proto::{
-    ClientConfig, Connection, ConnectionError, ConnectionHandle, Endpoint, EndpointConfig,
-    TransportConfig,
+    ClientConfig, Connection, ConnectionError, ConnectionHandle, DatagramEvent, Endpoint,
+    EndpointConfig, TransportConfig,
 };
 
 use crate::Target;
@@ -32,7 +33,14 @@ pub struct Peers {
     rx: Vec<u8>,
     /// Datagrams and bytes sent so far.
     pub sent: (u64, u64),
+    /// Connections that may have something to send.
+    dirty: HashSet<ConnectionHandle>,
+    /// When timers are next looked at.
+    timers_due: Instant,
 }
+
+/// How often every connection's timers are looked at.
+const TIMER_GRANULARITY: Duration = Duration::from_millis(5);
 
 impl Peers {
     /// Connections to `target` from the attack's source address, with
@@ -51,14 +59,18 @@ impl Peers {
             buf: Vec::with_capacity(RX_SIZE),
             rx: vec![0; RX_SIZE],
             sent: (0, 0),
+            dirty: HashSet::new(),
+            timers_due: Instant::now(),
         })
     }
 
     /// Start a connection (the handshake runs as the peers are pumped).
     pub fn connect(&mut self) -> anyhow::Result<ConnectionHandle> {
-        Ok(self
-            .endpoint
-            .connect(Instant::now(), &self.config, self.server, &self.server_name)?)
+        let h =
+            self.endpoint
+                .connect(Instant::now(), &self.config, self.server, &self.server_name)?;
+        self.dirty.insert(h);
+        Ok(h)
     }
 
     /// Open `n` connections and complete their handshakes.
@@ -71,8 +83,16 @@ impl Peers {
             .map(|_| self.connect())
             .collect::<anyhow::Result<Vec<_>>>()?;
         let deadline = Instant::now() + timeout;
-        while !hs.iter().all(|&h| self.conn(h).is_handshake_complete()) {
-            if let Some(e) = hs.iter().find_map(|&h| self.conn(h).error().cloned()) {
+        let done = |p: &Self, h| {
+            p.endpoint
+                .connection(h)
+                .is_some_and(Connection::is_handshake_complete)
+        };
+        while !hs.iter().all(|&h| done(self, h)) {
+            if let Some(e) = hs
+                .iter()
+                .find_map(|&h| self.endpoint.connection(h)?.error().cloned())
+            {
                 bail!("handshake failed: {e}");
             }
             if Instant::now() >= deadline {
@@ -83,8 +103,9 @@ impl Peers {
         Ok(hs)
     }
 
-    /// A connection of ours.
+    /// A connection of ours (marked as one that may have something to send).
     pub fn conn(&mut self, h: ConnectionHandle) -> &mut Connection {
+        self.dirty.insert(h);
         self.endpoint
             .connection_mut(h)
             .expect("attack connections are never removed")
@@ -99,50 +120,69 @@ impl Peers {
     }
 
     /// Send what the connections have to send, then receive and run timers
-    /// for `wait` (at least one receive attempt).
+    /// for `wait` (at least one receive attempt). Work per round is in the
+    /// datagrams received and the connections they touch; all connections'
+    /// timers are looked at every few milliseconds, not per datagram.
     pub fn pump(&mut self, wait: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + wait;
         loop {
             self.flush()?;
             let now = Instant::now();
-            let next = self.next_timeout().unwrap_or(deadline).min(deadline);
-            let timeout = next
-                .saturating_duration_since(now)
+            if now >= self.timers_due {
+                self.run_timers(now);
+                self.flush()?;
+            }
+            let until = self.timers_due.min(deadline);
+            let timeout = until
+                .saturating_duration_since(Instant::now())
                 .max(Duration::from_micros(200));
             self.socket.set_read_timeout(Some(timeout))?;
-            match self.socket.recv_from(&mut self.rx) {
-                Ok((n, from)) => {
-                    if !self.deaf {
-                        let mut d = self.rx[..n].to_vec();
-                        self.endpoint
-                            .handle_datagram(Instant::now(), from, None, None, &mut d);
-                    }
+            // One blocking receive, then whatever else is already there.
+            let mut got = self.receive_one()?;
+            if got {
+                self.socket.set_nonblocking(true)?;
+                while got {
+                    got = self.receive_one()?;
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) => {}
-                // A previous datagram was refused (the server went away).
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-                Err(e) => return Err(e).context("receive"),
+                self.socket.set_nonblocking(false)?;
             }
-            self.run_timers();
             if Instant::now() >= deadline {
                 return self.flush();
             }
         }
     }
 
-    fn next_timeout(&self) -> Option<Instant> {
-        self.endpoint
-            .handles()
-            .filter_map(|h| self.endpoint.connection(h)?.poll_timeout())
-            .min()
+    /// Receive one datagram and hand it over; false when none came.
+    fn receive_one(&mut self) -> anyhow::Result<bool> {
+        match self.socket.recv_from(&mut self.rx) {
+            Ok((n, from)) => {
+                if !self.deaf {
+                    let mut d = self.rx[..n].to_vec();
+                    let event =
+                        self.endpoint
+                            .handle_datagram(Instant::now(), from, None, None, &mut d);
+                    if let Some(DatagramEvent::Connection(h)) = event {
+                        self.dirty.insert(h);
+                    }
+                }
+                Ok(true)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Ok(false)
+            }
+            // A previous datagram was refused (the server went away).
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => Ok(true),
+            Err(e) => Err(e).context("receive"),
+        }
     }
 
-    fn run_timers(&mut self) {
-        let now = Instant::now();
+    /// Fire every due timer; look again in a few milliseconds.
+    fn run_timers(&mut self, now: Instant) {
         let hs: Vec<_> = self.endpoint.handles().collect();
         for h in hs {
             if self
@@ -152,14 +192,17 @@ impl Peers {
                 .is_some_and(|t| t <= now)
             {
                 self.endpoint.handle_timeout(h, now);
+                self.dirty.insert(h);
             }
         }
+        self.timers_due = now + TIMER_GRANULARITY;
     }
 
-    /// Send everything the connections and the endpoint want to send now.
+    /// Send everything the connections touched since the last flush, and the
+    /// endpoint, want to send now.
     pub fn flush(&mut self) -> anyhow::Result<()> {
         let now = Instant::now();
-        let hs: Vec<_> = self.endpoint.handles().collect();
+        let hs: Vec<_> = self.dirty.drain().collect();
         for h in hs {
             while let Some(conn) = self.endpoint.connection_mut(h) {
                 let Some(t) = conn.poll_transmit(now, 1, &mut self.buf) else {

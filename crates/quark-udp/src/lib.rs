@@ -64,6 +64,7 @@ compile_error!("quark-udp supports Linux only");
 
 mod backend;
 mod checksum;
+pub mod heap;
 pub mod netns;
 mod socket;
 pub mod stats;

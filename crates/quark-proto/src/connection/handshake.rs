@@ -151,7 +151,23 @@ impl Connection {
             self.apply_peer_params(params)?;
             self.on_handshake_complete(now)?;
         }
+        if self.side.is_server() && self.handshake_complete {
+            self.shed_handshake_state();
+        }
         Ok(())
+    }
+
+    /// A server's handshake is over: what only the handshake needed goes
+    /// (TLS, the CRYPTO buffers of the spaces left behind, the scratch
+    /// buffer), so an idle connection holds little.
+    fn shed_handshake_state(&mut self) {
+        if !self.tls.shed_after_handshake(self.side) {
+            return;
+        }
+        self.crypto_scratch = Vec::new();
+        for space in [SpaceId::Initial, SpaceId::Handshake] {
+            self.spaces[space.index()].crypto_recv = crate::stream::RecvBuffer::new();
+        }
     }
 
     /// Check and apply the peer's transport parameters (RFC 9000 §7.3, §7.4).

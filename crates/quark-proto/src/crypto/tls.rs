@@ -18,7 +18,9 @@ use crate::types::Side;
 /// One endpoint's TLS session.
 pub struct TlsSession {
     /// `None` once [`TlsSession::shed`]: a closed connection needs no TLS.
-    conn: Option<Connection>,
+    /// Boxed: rustls' state is 1.5 KB, which an established server
+    /// connection would otherwise keep in place after shedding it.
+    conn: Option<Box<Connection>>,
     /// What the getters report once `conn` is gone.
     kept: Kept,
     /// Output collected from rustls after each input, in order. rustls reports a key
@@ -38,6 +40,11 @@ struct Kept {
     alpn: Option<Vec<u8>>,
     server_name: Option<String>,
     cipher: Option<rustls::SupportedCipherSuite>,
+    /// Kept when the session goes at the end of the handshake (a server
+    /// that authenticates clients), not when the connection closes.
+    peer_certificates: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
+    /// The session went at the end of the handshake: the connection lives on.
+    after_handshake: bool,
 }
 
 /// One piece of rustls' output.
@@ -104,7 +111,7 @@ impl TlsSession {
 
     fn wrap(conn: Connection) -> Self {
         let mut session = TlsSession {
-            conn: Some(conn),
+            conn: Some(Box::new(conn)),
             kept: Kept::default(),
             pending: VecDeque::new(),
             peer_params: OnceLock::new(),
@@ -137,6 +144,14 @@ impl TlsSession {
     /// CRYPTO_ERROR (0x100 + alert), RFC 9001 §4.8.
     pub fn read_handshake(&mut self, data: &[u8]) -> Result<(), TransportError> {
         let Some(conn) = self.conn.as_mut() else {
+            //= https://www.rfc-editor.org/rfc/rfc9001#section-6
+            //# Endpoints MUST NOT send a TLS KeyUpdate message.
+            // Nor does anything else follow a server's handshake in QUIC.
+            if self.kept.after_handshake {
+                return Err(TransportError::protocol_violation(
+                    "TLS data after the handshake",
+                ));
+            }
             return Err(TransportError::new(
                 TransportErrorCode::INTERNAL_ERROR,
                 "handshake data after the connection closed",
@@ -226,16 +241,20 @@ impl TlsSession {
 
     /// The server name the client asked for (server side).
     pub fn server_name(&self) -> Option<&str> {
-        match &self.conn {
+        match self.conn.as_deref() {
             Some(Connection::Server(conn)) => conn.server_name(),
             Some(Connection::Client(_)) => None,
             None => self.kept.server_name.as_deref(),
         }
     }
 
-    /// The peer's certificate chain, DER-encoded (`None` once shed).
+    /// The peer's certificate chain, DER-encoded (`None` once the connection
+    /// closed).
     pub fn peer_certificates(&self) -> Option<&[rustls::pki_types::CertificateDer<'static>]> {
-        self.conn.as_ref()?.peer_certificates()
+        match &self.conn {
+            Some(conn) => conn.peer_certificates(),
+            None => self.kept.peer_certificates.as_deref(),
+        }
     }
 
     /// The negotiated TLS cipher suite.
@@ -254,14 +273,40 @@ impl TlsSession {
             return;
         };
         self.kept = Kept {
+            peer_certificates: None,
+            after_handshake: false,
             alpn: conn.alpn_protocol().map(<[u8]>::to_vec),
-            server_name: match &conn {
+            server_name: match &*conn {
                 Connection::Server(conn) => conn.server_name().map(str::to_owned),
                 Connection::Client(_) => None,
             },
             cipher: conn.negotiated_cipher_suite(),
         };
         self.pending = VecDeque::new();
+    }
+
+    /// A server's handshake is over and its output collected (tickets
+    /// included): nothing more passes through TLS, so its state goes (about
+    /// 5 KB per connection), keeping what the getters report and the peer's
+    /// parameters. Returns whether it went (not while handshaking, nor with
+    /// output still pending).
+    pub fn shed_after_handshake(&mut self, our_side: Side) -> bool {
+        if self.is_handshaking() || !self.pending.is_empty() || self.conn.is_none() {
+            return false;
+        }
+        // Decode and keep the parameters while they can still be read.
+        if self.peer_params(our_side).is_err() {
+            return false;
+        }
+        let certs = self
+            .conn
+            .as_ref()
+            .and_then(|c| c.peer_certificates())
+            .map(<[_]>::to_vec);
+        self.shed();
+        self.kept.peer_certificates = certs;
+        self.kept.after_handshake = true;
+        true
     }
 }
 

@@ -1,0 +1,50 @@
+//! Memory per idle connection: open many connections, hold them idle, and
+//! read how much the server's RSS grew per connection.
+
+use std::time::Duration;
+
+use quark_proto::TransportConfig;
+
+use crate::Target;
+use crate::peer::Peers;
+use crate::watch::rss;
+
+/// What holding `n` idle connections cost the server.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct IdleCost {
+    /// Connections held.
+    pub connections: usize,
+    /// The server's RSS before and with them.
+    pub rss: (u64, u64),
+    /// Growth per connection, in bytes.
+    pub per_connection: f64,
+}
+
+/// Open `n` connections to `target` in waves of `wave` (so handshakes stay
+/// within the server's per-source limit), hold them idle, and measure.
+pub fn idle_cost(target: &Target, n: usize, wave: usize) -> anyhow::Result<IdleCost> {
+    let pid = target
+        .pid
+        .ok_or_else(|| anyhow::anyhow!("the server's pid is needed (--server-pid)"))?;
+    let before = rss(pid).ok_or_else(|| anyhow::anyhow!("cannot read the RSS of pid {pid}"))?;
+    let transport = TransportConfig {
+        max_idle_timeout: Duration::from_secs(600),
+        keep_alive: Some(Duration::from_secs(20)),
+        ..TransportConfig::default()
+    };
+    let mut peers = Peers::new(target, transport)?;
+    let mut open = 0;
+    while open < n {
+        let batch = wave.min(n - open);
+        peers.connect_many(batch, Duration::from_secs(30))?;
+        open += batch;
+    }
+    // Let the handshakes' leftovers (tickets, ACKs) settle.
+    peers.pump(Duration::from_secs(2))?;
+    let with = rss(pid).ok_or_else(|| anyhow::anyhow!("the server went away"))?;
+    Ok(IdleCost {
+        connections: n,
+        rss: (before, with),
+        per_connection: (with as f64 - before as f64) / n as f64,
+    })
+}
