@@ -8,7 +8,7 @@ use std::time::Instant;
 use rand::Rng;
 
 use super::{DatagramEvent, Endpoint, Response, local_params};
-use crate::cid::{ConnectionId, ResetToken};
+use crate::cid::ResetToken;
 use crate::connection::{Connection, ConnectionParams};
 use crate::crypto::tls::TlsSession;
 use crate::crypto::tokens::TokenContents;
@@ -79,8 +79,8 @@ impl Endpoint {
         remote: SocketAddr,
         local_ip: Option<IpAddr>,
         len: usize,
-        dst_cid: &ConnectionId,
-        src_cid: &ConnectionId,
+        dst_cid: &[u8],
+        src_cid: &[u8],
     ) -> Option<DatagramEvent> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-6.1
         //# A server MUST NOT send more than one Version Negotiation packet in
