@@ -1,12 +1,13 @@
 //! Connection IDs: the ones we issue to the peer (it addresses us with them) and
 //! the ones the peer issues to us (we address it with them). RFC 9000 §5.1.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::cid::{ConnectionId, ResetToken};
 use crate::crypto::tokens::ResetKey;
 use crate::error::TransportError;
 use crate::frame::NewConnectionId;
+use crate::range_set::RangeSet;
 
 /// Most connection IDs we keep issued at once, whatever the peer allows.
 const MAX_ISSUED: u64 = 8;
@@ -39,6 +40,9 @@ pub(crate) struct LocalCids {
     /// counted rather than searched for.
     to_announce: usize,
     next_seq: u64,
+    /// One past the highest sequence number announced to the peer (the
+    /// handshake ID, sequence 0, counts as announced).
+    announced: u64,
     /// How many IDs the peer is willing to hold (its active_connection_id_limit).
     peer_limit: u64,
 }
@@ -59,6 +63,7 @@ impl LocalCids {
             issued,
             to_announce: 0,
             next_seq: 1,
+            announced: 1,
             peer_limit: 2,
         }
     }
@@ -115,7 +120,9 @@ impl LocalCids {
         //# Receipt of a RETIRE_CONNECTION_ID frame containing a sequence number
         //# greater than any previously sent to the peer MUST be treated as a
         //# connection error of type PROTOCOL_VIOLATION.
-        if seq >= self.next_seq {
+        // "Sent", not merely issued: a peer guessing the next numbers could
+        // otherwise make us generate and route IDs as fast as it sends frames.
+        if seq >= self.announced {
             return Err(TransportError::protocol_violation(
                 "retired an unissued connection ID",
             ));
@@ -144,6 +151,7 @@ impl LocalCids {
         let (seq, entry) = self.issued.iter_mut().find(|(_, e)| e.announce)?;
         entry.announce = false;
         self.to_announce -= 1;
+        self.announced = self.announced.max(*seq + 1);
         Some((*seq, entry.cid, entry.reset_token))
     }
 
@@ -170,6 +178,16 @@ impl LocalCids {
     }
 }
 
+/// Most RETIRE_CONNECTION_ID frames we owe at once (queued, or sent and not yet
+/// acknowledged), as a multiple of our active_connection_id_limit.
+const RETIRING_PER_LIMIT: u64 = 4;
+
+/// Most runs of received sequence numbers remembered. A peer numbers its IDs
+/// 0, 1, 2, ...: runs split only around frames still in flight or lost. Past
+/// this many the oldest runs are forgotten; a late repeat of one of their
+/// numbers is then retired again, which is harmless.
+const MAX_SEEN_RUNS: usize = 32;
+
 /// One ID the peer issued.
 #[derive(Clone, Copy)]
 struct PeerCid {
@@ -183,14 +201,21 @@ pub(crate) struct PeerCids {
     active: PeerCid,
     spare: BTreeMap<u64, PeerCid>,
     retire_prior_to: u64,
+    /// Sequence numbers received in NEW_CONNECTION_ID frames, live or retired:
+    /// a repeated frame for a retired ID is not retired twice.
+    seen: RangeSet,
     /// RETIRE_CONNECTION_ID frames to send.
-    pub(crate) to_retire: VecDeque<u64>,
+    to_retire: BTreeSet<u64>,
+    /// RETIRE_CONNECTION_ID frames sent and not yet acknowledged.
+    retiring: BTreeSet<u64>,
     /// Our active_connection_id_limit.
     limit: u64,
 }
 
 impl PeerCids {
     pub(crate) fn new(initial: ConnectionId, limit: u64) -> Self {
+        let mut seen = RangeSet::new();
+        seen.insert_one(0);
         PeerCids {
             active_seq: 0,
             active: PeerCid {
@@ -199,7 +224,9 @@ impl PeerCids {
             },
             spare: BTreeMap::new(),
             retire_prior_to: 0,
-            to_retire: VecDeque::new(),
+            seen,
+            to_retire: BTreeSet::new(),
+            retiring: BTreeSet::new(),
             limit,
         }
     }
@@ -256,34 +283,48 @@ impl PeerCids {
                 "NEW_CONNECTION_ID with zero-length IDs",
             ));
         }
+        let token = ResetToken(frame.reset_token);
         let known = if frame.seq == self.active_seq {
             Some(self.active)
         } else {
             self.spare.get(&frame.seq).copied()
         };
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-19.15
+        //# If an endpoint receives a NEW_CONNECTION_ID frame that repeats a
+        //# previously issued connection ID with a different Stateless Reset
+        //# Token field value or a different Sequence Number field value, or if a
+        //# sequence number is used for different connection IDs, the endpoint MAY
+        //# treat that receipt as a connection error of type PROTOCOL_VIOLATION.
         if let Some(known) = known {
-            //# If an endpoint receives a NEW_CONNECTION_ID frame that repeats a
-            //# previously issued connection ID with a different Stateless Reset
-            //# Token field value or a different Sequence Number field value, or if a
-            //# sequence number is used for different connection IDs, the endpoint MAY
-            //# treat that receipt as a connection error of type PROTOCOL_VIOLATION.
             if known.cid != frame.cid {
                 return Err(TransportError::protocol_violation(
                     "sequence number reused for a new ID",
                 ));
             }
+            if known.reset_token.is_some_and(|t| t != token) {
+                return Err(TransportError::protocol_violation(
+                    "connection ID repeated with another reset token",
+                ));
+            }
             return Ok(());
         }
+        if self.active.cid == frame.cid || self.spare.values().any(|c| c.cid == frame.cid) {
+            return Err(TransportError::protocol_violation(
+                "connection ID repeated with another sequence number",
+            ));
+        }
+        if !self.seen.insert_one(frame.seq) {
+            return Ok(()); // an ID retired since: its retirement is owed or done
+        }
+        self.seen.truncate_low(MAX_SEEN_RUNS);
         if frame.seq < self.retire_prior_to {
             //# An endpoint that receives a NEW_CONNECTION_ID frame with a sequence
             //# number smaller than the Retire Prior To field of a previously received
             //# NEW_CONNECTION_ID frame MUST send a corresponding
             //# RETIRE_CONNECTION_ID frame that retires the newly received connection
             //# ID, unless it has already done so for that sequence number.
-            self.to_retire.push_back(frame.seq);
-            return Ok(());
+            return self.retire(frame.seq);
         }
-        let token = ResetToken(frame.reset_token);
         self.spare.insert(
             frame.seq,
             PeerCid {
@@ -293,6 +334,7 @@ impl PeerCids {
         );
         events.push_back(CidEvent::PeerResetToken(token));
 
+        let mut owed = Ok(());
         if frame.retire_prior_to > self.retire_prior_to {
             self.retire_prior_to = frame.retire_prior_to;
             let stale: Vec<u64> = self
@@ -303,10 +345,10 @@ impl PeerCids {
             let mut dropped = Vec::new();
             for seq in stale {
                 dropped.extend(self.spare.remove(&seq).and_then(|c| c.reset_token));
-                self.to_retire.push_back(seq);
+                owed = owed.and(self.retire(seq));
             }
             if self.active_seq < self.retire_prior_to {
-                self.to_retire.push_back(self.active_seq);
+                owed = owed.and(self.retire(self.active_seq));
                 dropped.extend(self.active.reset_token);
                 let (&seq, &next) = self.spare.iter().next().ok_or_else(|| {
                     TransportError::protocol_violation("retired every connection ID")
@@ -323,6 +365,7 @@ impl PeerCids {
                 }
             }
         }
+        owed?;
         //= https://www.rfc-editor.org/rfc/rfc9000#section-5.1.1
         //# After processing a NEW_CONNECTION_ID frame and adding and retiring
         //# active connection IDs, if the number of active connection IDs exceeds
@@ -337,62 +380,62 @@ impl PeerCids {
         Ok(())
     }
 
-    /// A RETIRE_CONNECTION_ID we sent was lost.
+    /// Owe the peer a RETIRE_CONNECTION_ID for `seq`, once.
+    fn retire(&mut self, seq: u64) -> Result<(), TransportError> {
+        if self.retiring.contains(&seq) || !self.to_retire.insert(seq) {
+            return Ok(());
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-5.1.2
+        //# An endpoint SHOULD allow for sending and tracking a number of
+        //# RETIRE_CONNECTION_ID frames of at least twice the value of the
+        //# active_connection_id_limit transport parameter.  An endpoint MUST NOT
+        //# forget a connection ID without retiring it, though it MAY choose to
+        //# treat having connection IDs in need of retiring that exceed this limit
+        //# as a connection error of type CONNECTION_ID_LIMIT_ERROR.
+        if self.retirements_owed() as u64 > RETIRING_PER_LIMIT * self.limit.max(2) {
+            return Err(TransportError::connection_id_limit(
+                "too many connection IDs waiting to be retired",
+            ));
+        }
+        Ok(())
+    }
+
+    /// RETIRE_CONNECTION_ID frames owed: queued, or sent and not yet acknowledged.
+    pub(crate) fn retirements_owed(&self) -> usize {
+        self.to_retire.len() + self.retiring.len()
+    }
+
+    /// Runs of received sequence numbers remembered (for tests of the bound).
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn seen_runs(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// The next RETIRE_CONNECTION_ID to send, if any.
+    pub(crate) fn next_retirement(&self) -> Option<u64> {
+        self.to_retire.first().copied()
+    }
+
+    /// A RETIRE_CONNECTION_ID for `seq` went out.
+    pub(crate) fn on_retirement_sent(&mut self, seq: u64) {
+        if self.to_retire.remove(&seq) {
+            self.retiring.insert(seq);
+        }
+    }
+
+    /// A RETIRE_CONNECTION_ID we sent was acknowledged: nothing more is owed.
+    pub(crate) fn on_retire_acked(&mut self, seq: u64) {
+        self.retiring.remove(&seq);
+    }
+
+    /// A RETIRE_CONNECTION_ID we sent was lost: send it again.
     pub(crate) fn on_retire_lost(&mut self, seq: u64) {
-        self.to_retire.push_back(seq);
+        if self.retiring.remove(&seq) {
+            self.to_retire.insert(seq);
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ncid(seq: u64, retire_prior_to: u64, token: u8) -> NewConnectionId {
-        NewConnectionId {
-            seq,
-            retire_prior_to,
-            cid: ConnectionId::new(&[(seq as u8).wrapping_add(1); 8]).unwrap(),
-            reset_token: [token; 16],
-        }
-    }
-
-    /// Tokens the endpoint's table would hold after `events`.
-    fn mirror(table: &mut Vec<ResetToken>, events: &mut VecDeque<CidEvent>) {
-        for e in events.drain(..) {
-            match e {
-                CidEvent::PeerResetToken(t) => table.push(t),
-                CidEvent::PeerResetTokenRetired(t) => table.retain(|x| *x != t),
-                CidEvent::Issued(_) | CidEvent::Retired(_) => {}
-            }
-        }
-    }
-
-    #[test]
-    fn a_peer_cycling_its_ids_leaves_only_live_tokens() {
-        let mut peer = PeerCids::new(ConnectionId::new(&[9; 8]).unwrap(), 4);
-        let (mut events, mut table) = (VecDeque::new(), Vec::new());
-        peer.set_initial_reset_token(ResetToken([200; 16]), &mut events);
-        // Each new ID retires every older one: the table must not grow.
-        for seq in 1..500u64 {
-            peer.on_new(&ncid(seq, seq, seq as u8), &mut events)
-                .unwrap();
-            mirror(&mut table, &mut events);
-            assert_eq!(table, vec![ResetToken([seq as u8; 16])], "after {seq}");
-            assert!(peer.holds(table[0]));
-        }
-        assert_eq!(peer.to_retire.len(), 499);
-    }
-
-    #[test]
-    fn a_token_shared_by_a_live_id_stays() {
-        let mut peer = PeerCids::new(ConnectionId::new(&[9; 8]).unwrap(), 4);
-        let (mut events, mut table) = (VecDeque::new(), Vec::new());
-        peer.on_new(&ncid(1, 0, 7), &mut events).unwrap();
-        peer.on_new(&ncid(2, 0, 7), &mut events).unwrap();
-        peer.on_new(&ncid(3, 2, 8), &mut events).unwrap();
-        mirror(&mut table, &mut events);
-        // Seq 1 (token 7) retired, seq 2 (token 7 too) lives on.
-        assert!(table.contains(&ResetToken([7; 16])), "{table:?}");
-        assert!(peer.holds(ResetToken([7; 16])));
-    }
-}
+#[path = "cids_tests.rs"]
+mod tests;

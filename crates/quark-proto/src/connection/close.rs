@@ -307,17 +307,19 @@ fn close_frame(close: &CloseFrame, space: SpaceId, room: usize) -> Frame<'_> {
     //# could expose application state or be used to alter application state.
     //# A CONNECTION_CLOSE of type 0x1d MUST be replaced by a CONNECTION_CLOSE of
     //# type 0x1c when sending the frame in Initial or Handshake packets.
-    //# ... the error code MUST be set to APPLICATION_ERROR
-    let (error_code, frame_type) = match (close.frame_type, space) {
-        (None, SpaceId::Initial | SpaceId::Handshake) => {
-            (crate::TransportErrorCode::APPLICATION_ERROR.0, Some(0))
-        }
-        (ft, _) => (close.code, ft),
-    };
-    let reason: &[u8] = if space == SpaceId::Data {
-        &close.reason
-    } else {
-        &[]
+    //# Endpoints MUST clear the value of the Reason Phrase field and SHOULD
+    //# use the APPLICATION_ERROR code when converting to a CONNECTION_CLOSE
+    //# of type 0x1c.
+    // A transport close keeps its reason in every space: errors found during
+    // the handshake (transport parameters, TLS) go out in Handshake packets,
+    // and the peer should learn what was wrong.
+    let (error_code, frame_type, reason) = match (close.frame_type, space) {
+        (None, SpaceId::Initial | SpaceId::Handshake) => (
+            crate::TransportErrorCode::APPLICATION_ERROR.0,
+            Some(0),
+            &[][..],
+        ),
+        (ft, _) => (close.code, ft, &close.reason[..]),
     };
     let reason = &reason[..reason.len().min(room.saturating_sub(32))];
     Frame::Close(Close {

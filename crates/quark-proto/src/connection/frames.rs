@@ -13,10 +13,12 @@ use crate::types::SpaceId;
 
 /// Consecutive PTOs after which a larger-than-base MTU is suspected of black-holing.
 const BLACK_HOLE_PTOS: u32 = 3;
-/// Most PATH_RESPONSEs we queue; further challenges wait for the next packet.
-const MAX_PATH_RESPONSES: usize = 4;
+/// Most PATH_RESPONSEs we owe at once; a newer challenge displaces the oldest.
+pub(super) const MAX_PATH_RESPONSES: usize = 4;
 
 impl Connection {
+    /// Process one frame from the peer. An error names the frame's type unless
+    /// it already names one.
     pub(crate) fn on_frame(
         &mut self,
         now: Instant,
@@ -24,23 +26,43 @@ impl Connection {
         dcid: &ConnectionId,
         frame: Frame<'_>,
     ) -> Result<(), TransportError> {
+        // By reference, so the type is worked out on the error path only.
+        self.dispatch_frame(now, space, dcid, &frame).map_err(|e| {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-19.19
+            //# Frame Type:  A variable-length integer encoding the type of frame
+            //#    that triggered the error.
+            if e.frame_type.is_some() {
+                e
+            } else {
+                e.with_frame(frame.ty().0)
+            }
+        })
+    }
+
+    fn dispatch_frame(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        dcid: &ConnectionId,
+        frame: &Frame<'_>,
+    ) -> Result<(), TransportError> {
         match frame {
             Frame::Padding { .. } | Frame::Ping => {}
-            Frame::Ack(ack) => crate::cpu::measure(crate::cpu::Work::Ack, || {
-                self.on_ack_frame(now, space, &ack)
-            })?,
+            Frame::Ack(ack) => {
+                crate::cpu::measure(crate::cpu::Work::Ack, || self.on_ack_frame(now, space, ack))?
+            }
             Frame::Crypto(c) => self.on_crypto_frame(now, space, c.offset, c.data)?,
             Frame::Stream(s) => self
                 .streams
                 .on_stream_frame(s.id, s.offset, s.data, s.fin)?,
-            Frame::ResetStream(f) => self.streams.on_reset_stream(&f)?,
-            Frame::StopSending(f) => self.streams.on_stop_sending(&f)?,
-            Frame::MaxData(max) => self.streams.on_max_data(max),
-            Frame::MaxStreamData { id, max } => self.streams.on_max_stream_data(id, max)?,
-            Frame::MaxStreams { dir, max } => self.streams.on_max_streams(dir, max),
+            Frame::ResetStream(f) => self.streams.on_reset_stream(f)?,
+            Frame::StopSending(f) => self.streams.on_stop_sending(f)?,
+            Frame::MaxData(max) => self.streams.on_max_data(*max),
+            Frame::MaxStreamData { id, max } => self.streams.on_max_stream_data(*id, *max)?,
+            Frame::MaxStreams { dir, max } => self.streams.on_max_streams(*dir, *max),
             // Credit follows the application's reads; nothing to do.
             Frame::DataBlocked { .. } | Frame::StreamsBlocked { .. } => {}
-            Frame::StreamDataBlocked { id, .. } => self.streams.on_stream_data_blocked(id)?,
+            Frame::StreamDataBlocked { id, .. } => self.streams.on_stream_data_blocked(*id)?,
             Frame::NewToken { .. } => {
                 //= https://www.rfc-editor.org/rfc/rfc9000#section-19.7
                 //# A server MUST treat receipt of a NEW_TOKEN frame as a connection
@@ -51,19 +73,27 @@ impl Connection {
                     ));
                 }
             }
-            Frame::NewConnectionId(f) => self.peer_cids.on_new(&f, &mut self.cid_events)?,
+            Frame::NewConnectionId(f) => self.peer_cids.on_new(f, &mut self.cid_events)?,
             Frame::RetireConnectionId { seq } => {
-                self.local_cids.on_retire(seq, dcid, &mut self.cid_events)?;
+                self.local_cids
+                    .on_retire(*seq, dcid, &mut self.cid_events)?;
                 self.top_up_cids();
             }
             Frame::PathChallenge(data) => {
-                if self.path_responses.len() < MAX_PATH_RESPONSES {
-                    self.path_responses.push_back(data);
+                //= https://www.rfc-editor.org/rfc/rfc9000#section-8.2.2
+                //# On receiving a PATH_CHALLENGE frame, an endpoint MUST respond by
+                //# echoing the data contained in the PATH_CHALLENGE frame in a
+                //# PATH_RESPONSE frame.
+                // A peer challenging faster than we send gets answers to its
+                // latest few challenges, the ones it still waits for.
+                if self.path_responses.len() >= MAX_PATH_RESPONSES {
+                    self.path_responses.pop_front();
                 }
+                self.path_responses.push_back(*data);
             }
             // We never send PATH_CHALLENGE (no migration), so no response matters.
             Frame::PathResponse(_) => {}
-            Frame::Close(c) => self.on_peer_close(now, &c),
+            Frame::Close(c) => self.on_peer_close(now, c),
             Frame::HandshakeDone => {
                 //= https://www.rfc-editor.org/rfc/rfc9000#section-19.20
                 //# A server MUST treat receipt of a HANDSHAKE_DONE frame as a
@@ -84,10 +114,34 @@ impl Connection {
                     "DATAGRAM frames not negotiated",
                 ));
             }
-            Frame::AckFrequency(f) => self.on_ack_frequency(&f)?,
+            Frame::AckFrequency(f) => self.on_ack_frequency(f)?,
             Frame::ImmediateAck => self.spaces[space.index()].ack.immediate = true,
         }
         Ok(())
+    }
+
+    /// Testing only: the length of every queue the peer's frames can add to,
+    /// as `(name, entries)`, to check that each stays bounded.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn queue_lengths(&self) -> Vec<(&'static str, usize)> {
+        let mut out = vec![
+            ("events", self.events.len()),
+            ("cid_events", self.cid_events.len()),
+            ("path_responses", self.path_responses.len()),
+            ("retirements_owed", self.peer_cids.retirements_owed()),
+            ("peer_cid_seen_runs", self.peer_cids.seen_runs()),
+        ];
+        self.streams.queue_lengths(&mut out);
+        out
+    }
+
+    /// Testing only: whether frames given to `inject_raw_frames` still wait to
+    /// be sent.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn has_raw_frames(&self) -> bool {
+        !self.raw_frames.is_empty()
     }
 
     fn on_ack_frame(
@@ -158,6 +212,11 @@ impl Connection {
         }
         if let Some((offset, len)) = frames.crypto {
             s.crypto_send.on_ack(offset, len as usize, false);
+        }
+        for ctl in &frames.control {
+            if let Control::RetireConnectionId(seq) = *ctl {
+                self.peer_cids.on_retire_acked(seq);
+            }
         }
         if !frames.streams.is_empty() || !frames.control.is_empty() {
             self.streams.on_acked(frames);

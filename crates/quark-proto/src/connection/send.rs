@@ -249,7 +249,7 @@ impl Connection {
                 || self.ping_pending
                 || !self.path_responses.is_empty()
                 || self.local_cids.has_announcement()
-                || !self.peer_cids.to_retire.is_empty()
+                || self.peer_cids.next_retirement().is_some()
                 || self.streams.wants_to_send())
     }
 

@@ -211,13 +211,13 @@ impl Connection {
             Frame::NewConnectionId(f).encode(buf);
             sent.control.push(Control::NewConnectionId(seq));
         }
-        while let Some(&seq) = self.peer_cids.to_retire.front() {
+        while let Some(seq) = self.peer_cids.next_retirement() {
             let f = Frame::RetireConnectionId { seq };
             if !fits(buf, &f) {
                 break;
             }
             f.encode(buf);
-            self.peer_cids.to_retire.pop_front();
+            self.peer_cids.on_retirement_sent(seq);
             sent.control.push(Control::RetireConnectionId(seq));
         }
         self.streams.write_control(buf, max_end, sent);

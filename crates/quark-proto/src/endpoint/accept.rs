@@ -81,8 +81,8 @@ impl Endpoint {
         remote: SocketAddr,
         local_ip: Option<IpAddr>,
         len: usize,
-        dst_cid: &ConnectionId,
-        src_cid: &ConnectionId,
+        dst_cid: &[u8],
+        src_cid: &[u8],
     ) -> Option<DatagramEvent> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-6.1
         //# A server MUST NOT send more than one Version Negotiation packet in

@@ -201,7 +201,8 @@ impl Endpoint {
             Err(PacketDecodeError::UnsupportedVersion {
                 dst_cid, src_cid, ..
             }) => {
-                return self.version_negotiation(remote, local_ip, data.len(), &dst_cid, &src_cid);
+                let (dst, src) = (&data[dst_cid], &data[src_cid]);
+                return self.version_negotiation(remote, local_ip, data.len(), dst, src);
             }
             Err(PacketDecodeError::Invalid(_)) => return None,
         };

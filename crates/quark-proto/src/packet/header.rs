@@ -1,5 +1,7 @@
 //! Parsing the unprotected part of a packet header (RFC 9000 §17, RFC 8999).
 
+use std::ops::Range;
+
 use super::{HeaderType, PacketDecodeError, PartialDecode, VERSION_1};
 use crate::cid::{ConnectionId, MAX_CID_LEN};
 use crate::coding::Reader;
@@ -45,11 +47,23 @@ impl PartialDecode {
         let version = r.u32().map_err(|_| TRUNCATED)?;
         let dst = cid_field(&mut r).ok_or(TRUNCATED)?;
         let src = cid_field(&mut r).ok_or(TRUNCATED)?;
-        // ConnectionId holds at most 20 bytes. Other versions may use longer IDs
-        // (RFC 9000 §17.2 asks servers to read them for Version Negotiation), but we
-        // cannot echo them, so such packets are dropped.
-        let (Some(dst_cid), Some(src_cid)) = (ConnectionId::new(dst), ConnectionId::new(src))
-        else {
+        if version != 0 && version != VERSION_1 {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-17.2
+            //# In order to properly form a Version Negotiation packet, servers
+            //# SHOULD be able to read longer connection IDs from other QUIC
+            //# versions.
+            // So the IDs, up to 255 bytes each, are handed back as positions in
+            // the datagram rather than as `ConnectionId`s (20 bytes at most).
+            return Err(PacketDecodeError::UnsupportedVersion {
+                version,
+                dst_cid: dst,
+                src_cid: src,
+            });
+        }
+        let (Some(dst_cid), Some(src_cid)) = (
+            ConnectionId::new(&datagram[dst]),
+            ConnectionId::new(&datagram[src]),
+        ) else {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-17.2
             //# In QUIC version 1, this value MUST NOT exceed
             //# 20 bytes.  Endpoints that receive a version 1 long header with a
@@ -71,13 +85,6 @@ impl PartialDecode {
                 token: 0..0,
                 pn_offset: r.position(),
                 len: datagram.len(),
-            });
-        }
-        if version != VERSION_1 {
-            return Err(PacketDecodeError::UnsupportedVersion {
-                version,
-                dst_cid,
-                src_cid,
             });
         }
 
@@ -202,10 +209,13 @@ fn retry(
     })
 }
 
-/// A connection ID field of a long header: an 8-bit length, then the bytes.
-fn cid_field<'a>(r: &mut Reader<'a>) -> Option<&'a [u8]> {
-    let len = r.u8().ok()?;
-    r.bytes(usize::from(len)).ok()
+/// A connection ID field of a long header: an 8-bit length, then the bytes,
+/// whose position in the datagram is returned.
+fn cid_field(r: &mut Reader<'_>) -> Option<Range<usize>> {
+    let len = usize::from(r.u8().ok()?);
+    let start = r.position();
+    r.bytes(len).ok()?;
+    Some(start..start + len)
 }
 
 #[cfg(test)]
@@ -297,12 +307,42 @@ mod tests {
             PartialDecode::new(&pkt, 0),
             Err(PacketDecodeError::UnsupportedVersion {
                 version: 0x1a2a3a4a,
-                dst_cid: cid("0102"),
-                src_cid: cid("03"),
+                dst_cid: 6..8,
+                src_cid: 9..10,
             })
         );
         // too short to read both CIDs: just invalid
         assert_eq!(PartialDecode::new(&pkt[..8], 0), Err(TRUNCATED));
+    }
+
+    #[test]
+    fn unsupported_version_with_long_ids() {
+        // RFC 8999 §5.1: other versions may use IDs of up to 255 bytes.
+        let mut pkt = hex("c0 1a2a3a4a ff");
+        pkt.extend_from_slice(&[0xd1; 255]);
+        pkt.push(100);
+        pkt.extend_from_slice(&[0x5c; 100]);
+        pkt.resize(1200, 0);
+        let Err(PacketDecodeError::UnsupportedVersion {
+            version: 0x1a2a3a4a,
+            dst_cid,
+            src_cid,
+        }) = PartialDecode::new(&pkt, 8)
+        else {
+            panic!("not an unsupported version");
+        };
+        assert_eq!(&pkt[dst_cid], &[0xd1; 255][..]);
+        assert_eq!(&pkt[src_cid], &[0x5c; 100][..]);
+        // Cut inside the source ID: invalid, not an unsupported version.
+        assert_eq!(PartialDecode::new(&pkt[..300], 8), Err(TRUNCATED));
+        // The same IDs under version 1 or in a Version Negotiation are dropped.
+        for version in [[0, 0, 0, 1], [0, 0, 0, 0]] {
+            pkt[1..5].copy_from_slice(&version);
+            assert_eq!(
+                PartialDecode::new(&pkt, 8),
+                Err(Invalid("connection ID longer than 20 bytes"))
+            );
+        }
     }
 
     #[test]

@@ -79,15 +79,18 @@ pub struct PartialDecode {
 /// `UnsupportedVersion`, which a server answers with Version Negotiation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PacketDecodeError {
-    /// A long header with a version we do not speak.
+    /// A long header with a version we do not speak. Its connection IDs may be
+    /// longer than version 1 allows (up to 255 bytes, RFC 8999 §5.1), so they
+    /// are given as positions in the datagram.
     #[error("unsupported version {version:#x}")]
     UnsupportedVersion {
         /// The version.
         version: u32,
-        /// Its Destination Connection ID (the server's view: echo as Source).
-        dst_cid: ConnectionId,
-        /// Its Source Connection ID.
-        src_cid: ConnectionId,
+        /// Where its Destination Connection ID lies (the server's view: echo
+        /// as Source).
+        dst_cid: Range<usize>,
+        /// Where its Source Connection ID lies.
+        src_cid: Range<usize>,
     },
     /// Malformed: truncated, a bad length, fixed bit clear, CID too long, ...
     #[error("invalid packet: {0}")]

@@ -9,17 +9,25 @@ use crate::crypto::retry;
 const MIN_RESET_LEN: usize = 21;
 
 fn put_cid(buf: &mut Vec<u8>, cid: &ConnectionId) {
-    buf.push(cid.len() as u8);
-    buf.extend_from_slice(cid);
+    put_id(buf, cid);
+}
+
+/// A connection ID of any version: its 8-bit length, then its bytes.
+fn put_id(buf: &mut Vec<u8>, id: &[u8]) {
+    let id = &id[..id.len().min(usize::from(u8::MAX))];
+    buf.push(id.len() as u8);
+    buf.extend_from_slice(id);
 }
 
 /// Append a Version Negotiation packet answering a client that sent
 /// `client_dst` / `client_src` (RFC 9000 §17.2.1): the IDs swapped, our versions
-/// listed, first byte's unused bits from `random`.
+/// listed, first byte's unused bits from `random`. The IDs are raw bytes, as
+/// the client's version may use IDs longer than version 1's 20 bytes (up to
+/// 255, RFC 8999 §5.1; anything longer is cut to 255).
 pub fn write_version_negotiation(
     buf: &mut Vec<u8>,
-    client_dst: &ConnectionId,
-    client_src: &ConnectionId,
+    client_dst: &[u8],
+    client_src: &[u8],
     versions: &[u32],
     random: u8,
 ) {
@@ -37,8 +45,8 @@ pub fn write_version_negotiation(
     //# of the packet it receives in the Destination Connection ID field.
     //# The value for Source Connection ID MUST be copied from the
     //# Destination Connection ID of the received packet
-    put_cid(buf, client_src);
-    put_cid(buf, client_dst);
+    put_id(buf, client_src);
+    put_id(buf, client_dst);
     for v in versions {
         buf.extend_from_slice(&v.to_be_bytes());
     }
@@ -160,6 +168,24 @@ mod tests {
         write_version_negotiation(&mut empty, &dst, &src, &[], 0);
         let pd = PartialDecode::new(&empty, 0).unwrap();
         assert!(version_negotiation_versions(&empty, &pd).is_err());
+    }
+
+    #[test]
+    fn version_negotiation_echoes_long_ids() {
+        let (dst, src) = ([0xd1; 255], [0x5c; 100]);
+        let mut buf = Vec::new();
+        write_version_negotiation(&mut buf, &dst, &src, &[VERSION_1], 0);
+        // 1 + 4, then the client's source ID as destination, and vice versa.
+        assert_eq!(buf[5], 100);
+        assert_eq!(&buf[6..106], &src[..]);
+        assert_eq!(buf[106], 255);
+        assert_eq!(&buf[107..362], &dst[..]);
+        assert_eq!(&buf[362..], &VERSION_1.to_be_bytes());
+        // Longer than a length byte can say: cut, never a wrong length.
+        let mut long = Vec::new();
+        write_version_negotiation(&mut long, &[1; 300], &[], &[VERSION_1], 0);
+        assert_eq!((long[5], long[6]), (0, 255));
+        assert_eq!(long.len(), 1 + 4 + 1 + 1 + 255 + 4);
     }
 
     #[test]

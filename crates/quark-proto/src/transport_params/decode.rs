@@ -3,6 +3,8 @@
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 use std::time::Duration;
 
+use smallvec::SmallVec;
+
 use super::{PreferredAddress, TransportParameters, id};
 use crate::cid::{ConnectionId, MAX_CID_LEN, RESET_TOKEN_LEN, ResetToken};
 use crate::coding::Reader;
@@ -12,10 +14,16 @@ use crate::types::Side;
 /// Why a parameter list was rejected; always TRANSPORT_PARAMETER_ERROR.
 type Reason = &'static str;
 
+/// Most parameters of ids this decoder does not know (GREASE, extensions) taken
+/// in one list. Their ids are kept sorted to find duplicates; the cap keeps
+/// that small and linear in the list, however long a list the peer sends.
+const MAX_UNKNOWN: usize = 128;
+
 impl TransportParameters {
-    /// Decode parameters sent by `sender`. Unknown ids are ignored; duplicates,
-    /// out-of-range values, bad lengths, and server-only parameters sent by a
-    /// client are TRANSPORT_PARAMETER_ERROR.
+    /// Decode parameters sent by `sender`. Unknown ids are ignored (up to
+    /// 128 of them); duplicates of any id, out-of-range values,
+    /// bad lengths, and server-only parameters sent by a client are
+    /// TRANSPORT_PARAMETER_ERROR.
     pub fn decode(sender: Side, data: &[u8]) -> Result<Self, TransportError> {
         decode(sender, data).map_err(TransportError::transport_parameter)
     }
@@ -24,22 +32,30 @@ impl TransportParameters {
 fn decode(sender: Side, data: &[u8]) -> Result<TransportParameters, Reason> {
     let mut params = TransportParameters::default();
     let mut seen = 0u32;
+    let mut unknown: SmallVec<[u64; 8]> = SmallVec::new();
     let mut r = Reader::new(data);
     while !r.is_empty() {
         let id = r.varint().map_err(|_| "truncated parameter id")?;
         let value = r
             .varint_bytes()
             .map_err(|_| "parameter value beyond the end")?;
-        // Unknown ids, reserved ones included, are skipped; only known ones are
-        // tracked for duplicates, which needs no allocation.
-        let Some(bit) = known_bit(id) else {
-            continue;
-        };
         //= https://www.rfc-editor.org/rfc/rfc9000#section-7.4
         //# An endpoint MUST NOT send a parameter more than once in a given
         //# transport parameters extension.  An endpoint SHOULD treat receipt of
         //# duplicate transport parameters as a connection error of type
         //# TRANSPORT_PARAMETER_ERROR.
+        // Known ids are tracked in a bit set; unknown ones, reserved ones
+        // included, in a short sorted list, and otherwise skipped.
+        let Some(bit) = known_bit(id) else {
+            match unknown.binary_search(&id) {
+                Ok(_) => return Err("duplicate transport parameter"),
+                Err(_) if unknown.len() == MAX_UNKNOWN => {
+                    return Err("too many unknown transport parameters");
+                }
+                Err(at) => unknown.insert(at, id),
+            }
+            continue;
+        };
         if seen & bit != 0 {
             return Err("duplicate transport parameter");
         }

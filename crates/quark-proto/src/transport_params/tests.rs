@@ -26,9 +26,12 @@ fn one_int(id: u64, value: u64) -> Vec<u8> {
     out
 }
 
-fn rejected(sender: Side, bytes: &[u8]) {
+fn rejected(sender: Side, bytes: &[u8]) -> String {
     let e = TransportParameters::decode(sender, bytes).expect_err("accepted");
     assert_eq!(e.code, TransportErrorCode::TRANSPORT_PARAMETER_ERROR, "{e}");
+    // The reason goes to the peer in CONNECTION_CLOSE: never left empty.
+    assert!(!e.reason.is_empty(), "no reason for {bytes:02x?}");
+    e.reason
 }
 
 fn accepted(sender: Side, bytes: &[u8]) -> TransportParameters {
@@ -223,6 +226,38 @@ fn duplicates_are_rejected() {
     let mut out = one_int(0xff04de1b, 1);
     int_param(&mut out, 0xff04de1b, 1);
     rejected(Side::Client, &out);
+    // Unknown and reserved (GREASE, 31 * N + 27) ids too, however far apart.
+    for id in [0x21, 31 * 5 + 27, 0x3fff_ffff_ffff_ffff] {
+        let mut out = Vec::new();
+        param(&mut out, id, &[1]);
+        int_param(&mut out, 0x04, 1);
+        param(&mut out, 0x22, &[]);
+        param(&mut out, id, &[2, 3]);
+        assert_eq!(
+            rejected(Side::Server, &out),
+            "duplicate transport parameter",
+            "{id:#x}"
+        );
+    }
+}
+
+#[test]
+fn unknown_parameters_are_capped() {
+    let list = |n: u64| {
+        let mut out = one_int(0x04, 9);
+        // Descending ids: every one lands at the front of the sorted list.
+        for i in (0..n).rev() {
+            param(&mut out, 0x1000 + i, &[]);
+        }
+        out
+    };
+    assert_eq!(accepted(Side::Client, &list(128)).initial_max_data, 9);
+    assert_eq!(
+        rejected(Side::Client, &list(129)),
+        "too many unknown transport parameters"
+    );
+    // A list as long as a TLS extension allows is refused, not sorted.
+    rejected(Side::Client, &list(30_000));
 }
 
 #[test]
@@ -233,8 +268,6 @@ fn unknown_and_grease_parameters_are_skipped() {
     param(&mut out, 31 * 1000 + 27, &[0xff; 40]);
     param(&mut out, 0x21, &[]);
     param(&mut out, 0x4000, &[9; 3]);
-    // The same unknown id twice is not checked.
-    param(&mut out, 0x21, &[]);
     param(&mut out, 31 * 5 + 27, &[]);
     param(&mut out, u64::MAX >> 2, &[0; 5]);
     let p = accepted(Side::Client, &out);

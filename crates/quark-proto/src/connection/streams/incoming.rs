@@ -128,15 +128,20 @@ impl Streams {
         };
         let entry = self.map.get_mut(&id).expect("stream present");
         let send = entry.send.as_mut().expect("sending half exists");
+        // The application hears of the first STOP_SENDING only: a peer repeating
+        // it must not grow the event queue.
+        let first = send.stopped().is_none();
         if send.on_stop_sending(f.error_code).is_some() {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-3.5
             //# An endpoint that receives a STOP_SENDING frame MUST send a
             //# RESET_STREAM frame if the stream is in the "Ready" or "Send" state.
             entry.reset_code = Some(f.error_code);
-            self.pending.reset.push_back(id);
+            self.pending.reset.push(id, ());
         }
-        self.events
-            .push_back(StreamEvent::Stopped(id, f.error_code));
+        if first {
+            self.events
+                .push_back(StreamEvent::Stopped(id, f.error_code));
+        }
         Ok(())
     }
 
@@ -159,7 +164,10 @@ impl Streams {
         };
         let entry = self.map.get_mut(&id).expect("stream present");
         let send = entry.send.as_mut().expect("sending half exists");
-        if send.on_max_stream_data(max) && send.is_writable() {
+        // Only credit that unblocks the stream is news: a peer raising the
+        // limit byte by byte must not queue an event per frame.
+        let was_writable = send.is_writable();
+        if send.on_max_stream_data(max) && !was_writable && send.is_writable() {
             self.events.push_back(StreamEvent::Writable(id));
         }
         Ok(())
@@ -182,7 +190,9 @@ impl Streams {
 
     /// MAX_DATA frame.
     pub(crate) fn on_max_data(&mut self, max: u64) {
-        if self.send_flow.on_max_data(max) {
+        // Writers wait on connection credit only once it is used up.
+        let blocked = self.send_flow.credit() == 0;
+        if self.send_flow.on_max_data(max) && blocked {
             let writable: Vec<StreamId> = self
                 .map
                 .iter()
@@ -198,8 +208,12 @@ impl Streams {
     pub(crate) fn on_max_streams(&mut self, dir: Dir, max: u64) {
         let d = dir_index(dir);
         if max > self.max_local[d] {
+            // `open` fails only at the limit: below it a raise is no news.
+            let blocked = self.next_local[d] >= self.max_local[d];
             self.max_local[d] = max;
-            self.events.push_back(StreamEvent::Available(dir));
+            if blocked {
+                self.events.push_back(StreamEvent::Available(dir));
+            }
         }
     }
 

@@ -4,6 +4,7 @@
 
 mod incoming;
 mod outgoing;
+mod pending;
 mod spare;
 
 use std::collections::VecDeque;
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use self::pending::Pending;
 use self::spare::Spare;
 use crate::stream::{
     AutoWindow, FlowClock, ReadError, ReadInto, ReadOutcome, RecvFlow, RecvState, RecvStream,
@@ -128,19 +130,6 @@ pub struct Streams {
     spare: [Spare; 2],
 }
 
-/// Control frames waiting to be sent.
-#[derive(Default)]
-struct Pending {
-    max_data: bool,
-    max_stream_data: VecDeque<StreamId>,
-    max_streams: [bool; 2],
-    streams_blocked: [Option<u64>; 2],
-    stream_data_blocked: VecDeque<(StreamId, u64)>,
-    data_blocked: Option<u64>,
-    reset: VecDeque<StreamId>,
-    stop: VecDeque<StreamId>,
-}
-
 impl Streams {
     pub(crate) fn new(side: Side, limits: StreamLimits) -> Self {
         Streams {
@@ -230,7 +219,7 @@ impl Streams {
         let credit = self.send_flow.credit();
         let n = take(send, credit)?;
         if let Some(limit) = send.take_blocked() {
-            self.pending.stream_data_blocked.push_back((id, limit));
+            self.pending.stream_data_blocked.push(id, limit);
         }
         self.send_flow.consume(n as u64);
         if n < len && self.send_flow.credit() == 0 {
@@ -267,7 +256,7 @@ impl Streams {
         let send = entry.send.as_mut().ok_or(StreamError::WrongDirection)?;
         if send.reset().is_some() {
             entry.reset_code = Some(code);
-            self.pending.reset.push_back(id);
+            self.pending.reset.push(id, ());
         }
         Ok(())
     }
@@ -303,7 +292,7 @@ impl Streams {
         let outcome = recv.read_into(buf);
         let consumed = recv.read_offset() - before;
         if recv.take_max_stream_data(self.clock).is_some() {
-            self.pending.max_stream_data.push_back(id);
+            self.pending.max_stream_data.push(id, ());
             // Room at the connection level for what this stream may now get.
             self.recv_flow
                 .ensure_window(recv.window().saturating_mul(3) / 2);
@@ -340,7 +329,7 @@ impl Streams {
             .saturating_sub(recv.read_offset());
         if recv.stop() {
             entry.stop_code = Some(code);
-            self.pending.stop.push_back(id);
+            self.pending.stop.push(id, ());
         }
         // Data that will never be read must not hold the connection window.
         self.recv_flow.on_consumed(unread);
@@ -458,6 +447,7 @@ impl Streams {
             return;
         }
         let entry = slot.remove();
+        self.pending.forget(id);
         let window = self.limits.connection_window as usize;
         let over = self.map.is_empty();
         let [send, recv] = &mut self.spare;

@@ -95,7 +95,7 @@ impl Streams {
                 self.pending.data_blocked = None;
             }
         }
-        while let Some(&id) = self.pending.max_stream_data.front() {
+        while let Some((id, ())) = self.pending.max_stream_data.front() {
             let Some(recv) = self.map.get(&id).and_then(|e| e.recv.as_ref()) else {
                 self.pending.max_stream_data.pop_front();
                 continue;
@@ -109,7 +109,7 @@ impl Streams {
             }
             self.pending.max_stream_data.pop_front();
         }
-        while let Some(&(id, limit)) = self.pending.stream_data_blocked.front() {
+        while let Some((id, limit)) = self.pending.stream_data_blocked.front() {
             if !emit(
                 buf,
                 Frame::StreamDataBlocked { id, limit },
@@ -119,7 +119,7 @@ impl Streams {
             }
             self.pending.stream_data_blocked.pop_front();
         }
-        while let Some(&id) = self.pending.reset.front() {
+        while let Some((id, ())) = self.pending.reset.front() {
             let Some(entry) = self.map.get(&id) else {
                 self.pending.reset.pop_front();
                 continue;
@@ -138,7 +138,7 @@ impl Streams {
             }
             self.pending.reset.pop_front();
         }
-        while let Some(&id) = self.pending.stop.front() {
+        while let Some((id, ())) = self.pending.stop.front() {
             let Some(code) = self.map.get(&id).and_then(|e| e.stop_code) else {
                 self.pending.stop.pop_front();
                 continue;
@@ -271,7 +271,7 @@ impl Streams {
                         .and_then(|e| e.recv.as_ref())
                         .is_some_and(|r| r.state() == RecvState::Recv);
                     if still_receiving {
-                        self.pending.max_stream_data.push_back(id);
+                        self.pending.max_stream_data.push(id, ());
                     }
                 }
                 Control::ResetStream(id) => {
@@ -281,7 +281,7 @@ impl Streams {
                         .and_then(|e| e.send.as_ref())
                         .is_some_and(|s| s.state() == SendState::ResetSent);
                     if unacked {
-                        self.pending.reset.push_back(id);
+                        self.pending.reset.push(id, ());
                     }
                 }
                 Control::StopSending(id) => {
@@ -293,7 +293,7 @@ impl Streams {
                                 matches!(r.state(), RecvState::Recv | RecvState::SizeKnown)
                             });
                     if still_open {
-                        self.pending.stop.push_back(id);
+                        self.pending.stop.push(id, ());
                     }
                 }
                 // Blocked frames are advisory; a fresh one is sent if still blocked.
