@@ -3,10 +3,16 @@
 //! Measurements of picoquic (seed 001) found a linear list 1.5x faster than a splay
 //! tree for in-order data and the tree 3x faster with 0.1 % reordering. We keep both
 //! paths: a segment that starts at (or before) the contiguous end while nothing waits
-//! out of order is appended straight to contiguous storage; anything else goes through
-//! an ordered map, trimmed against its neighbours, and moves over when the gap fills.
+//! out of order is appended straight to contiguous storage; anything else goes into
+//! an ordered map of fixed-size chunks of offset space, each with a bitmap of the
+//! bytes present (so memory follows the offsets covered, not the number of
+//! fragments), and moves over when the gap fills.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
+
+use chunks::Chunks;
+
+mod chunks;
 
 /// Where a read puts its bytes: a slice (filled from its start) or the end of a
 /// `Vec` (appended, so nothing is zeroed first).
@@ -72,25 +78,24 @@ impl ReadInto for Append<'_> {
 }
 
 /// Reassembles bytes received at arbitrary offsets into an in-order byte stream.
-/// In-order data is appended to contiguous storage directly; out-of-order segments
-/// wait in an ordered map until the gap before them fills. Duplicates and overlaps
-/// are trimmed. The caller bounds memory (flow control, or a crypto buffer limit).
+/// In-order data is appended to contiguous storage directly; out-of-order bytes
+/// wait in chunks of offset space until the gap before them fills. Where copies
+/// overlap, the first received is kept. The caller bounds the offsets (flow
+/// control, or a crypto buffer limit), and memory follows the span they cover,
+/// whatever the fragments: see [`allocated`](Self::allocated).
 #[derive(Debug, Default)]
 pub struct RecvBuffer {
     /// Contiguous bytes `read_offset..contiguous_end()`, not yet read.
     data: VecDeque<u8>,
     /// Bytes consumed by reads (or discarded) so far.
     read_offset: u64,
-    /// Segments above the contiguous end, keyed by offset: disjoint, non-empty, each
-    /// starting after `contiguous_end()`.
-    pending: BTreeMap<u64, Vec<u8>>,
-    /// Total length of the `pending` segments.
-    pending_bytes: usize,
+    /// Bytes above the contiguous end.
+    pending: Chunks,
     /// One past the highest byte received.
     max_offset: u64,
-    /// Inserts handled without the map (appended, or dropped as duplicates).
+    /// Inserts handled without the chunks (appended, or dropped as duplicates).
     fast: u64,
-    /// Inserts that went through the map.
+    /// Inserts that went through the chunks.
     slow: u64,
 }
 
@@ -140,81 +145,39 @@ impl RecvBuffer {
             self.fast += 1;
             return grown;
         }
-        if offset <= contiguous_end {
-            let new = &data[(contiguous_end - offset) as usize..];
-            self.data.extend(new);
-            if self.pending.is_empty() {
-                self.fast += 1;
-            } else {
-                // This may fill the gap before waiting segments.
-                self.slow += 1;
-                self.drain_pending();
-            }
+        if offset <= contiguous_end && self.pending.is_empty() {
+            self.fast += 1;
+            self.data
+                .extend(&data[(contiguous_end - offset) as usize..]);
             return grown;
         }
         self.slow += 1;
-        self.insert_pending(offset, data);
+        self.insert_waiting(offset, data);
         grown
     }
 
-    /// Put an out-of-order segment in the map, trimmed to what no neighbour covers. A
-    /// segment that continues its predecessor is appended to it (amortized O(1)), so a
-    /// burst that arrives in order after a hole makes one entry, not one per frame.
-    fn insert_pending(&mut self, offset: u64, data: &[u8]) {
-        let mut start = offset;
-        let mut end = offset + data.len() as u64;
-        let mut extend = None;
-        if let Some((&k, seg)) = self.pending.range(..=start).next_back() {
-            let prev_end = k + seg.len() as u64;
-            if prev_end >= end {
-                return; // Entirely a duplicate.
-            }
-            if prev_end >= start {
-                start = prev_end;
-                extend = Some(k);
-            }
-        }
-        // Segments that start inside the new one: drop those it covers entirely, and
-        // stop the new one where a longer one begins.
-        while let Some((&k, seg)) = self.pending.range(start..).next() {
-            if k >= end {
-                break;
-            }
-            let seg_end = k + seg.len() as u64;
-            if seg_end > end {
-                end = k;
-                break;
-            }
-            self.pending_bytes -= seg.len();
-            self.pending.remove(&k);
-        }
-        if start >= end {
+    /// The out-of-order path, for `data` that ends past the contiguous end: kept
+    /// out of line so that the in-order path stays small (its copy inlined).
+    #[inline(never)]
+    fn insert_waiting(&mut self, offset: u64, data: &[u8]) {
+        let contiguous_end = self.contiguous_end();
+        if offset > contiguous_end {
+            self.pending.insert(offset, data);
             return;
         }
-        let piece = &data[(start - offset) as usize..(end - offset) as usize];
-        self.pending_bytes += piece.len();
-        if let Some(prev) = extend.and_then(|k| self.pending.get_mut(&k)) {
-            prev.extend_from_slice(piece);
-        } else {
-            self.pending.insert(start, piece.to_vec());
+        // This may fill the gap before waiting bytes. Up to the lowest of them the
+        // bytes go straight to contiguous storage; the rest meets the bytes already
+        // there (which it must not replace), then all that joined moves over.
+        let new = &data[(contiguous_end - offset) as usize..];
+        let first = self.pending.first_offset().unwrap_or(u64::MAX);
+        let direct = first.saturating_sub(contiguous_end).min(new.len() as u64) as usize;
+        chunks::append(&mut self.data, &new[..direct]);
+        if direct < new.len() {
+            self.pending
+                .insert(contiguous_end + direct as u64, &new[direct..]);
         }
-    }
-
-    /// Move segments that became contiguous into the contiguous storage.
-    fn drain_pending(&mut self) {
-        while let Some(entry) = self.pending.first_entry() {
-            let contiguous_end = self.read_offset + self.data.len() as u64;
-            let k = *entry.key();
-            if k > contiguous_end {
-                break;
-            }
-            let seg = entry.remove();
-            self.pending_bytes -= seg.len();
-            let skip = (contiguous_end - k) as usize;
-            if skip < seg.len() {
-                self.data.extend(&seg[skip..]);
-            }
-        }
+        let at = self.contiguous_end();
+        self.pending.drain_into(at, &mut self.data);
     }
 
     /// Copy contiguous bytes into `buf`; returns how many.
@@ -249,8 +212,7 @@ impl RecvBuffer {
     /// Nothing more will arrive (the connection closed): out-of-order segments
     /// can never be read, and the storage shrinks to what is left to read.
     pub(in crate::stream) fn shed(&mut self) {
-        self.pending = BTreeMap::new();
-        self.pending_bytes = 0;
+        self.pending.clear();
         self.data.shrink_to_fit();
     }
 
@@ -258,13 +220,13 @@ impl RecvBuffer {
     /// size), releasing the storage.
     pub(in crate::stream) fn discard_all(&mut self, offset: u64) {
         self.data = VecDeque::new();
-        self.pending = BTreeMap::new();
-        self.pending_bytes = 0;
+        self.pending.clear();
         self.read_offset = self.read_offset.max(offset);
         self.max_offset = self.max_offset.max(offset);
     }
 
-    /// Out-of-order segments waiting for a gap to fill (for memory bounds and metrics).
+    /// Chunks of out-of-order bytes waiting for a gap to fill (for metrics and
+    /// tests): each covers 4 KiB of offsets, however many segments filled it.
     pub fn pending_segments(&self) -> usize {
         self.pending.len()
     }
@@ -286,7 +248,16 @@ impl RecvBuffer {
 
     /// Bytes held, in order and out of order (for memory bounds and tests).
     pub fn buffered(&self) -> usize {
-        self.data.len() + self.pending_bytes
+        self.data.len() + self.pending.bytes()
+    }
+
+    /// Heap bytes this buffer holds (for memory accounting; O(1)): the contiguous
+    /// storage's capacity, the chunks of out-of-order bytes with their bitmaps and
+    /// an estimate of the map's share. Out-of-order bytes take at most
+    /// 1.14 x the span from the contiguous end to the highest byte, plus four
+    /// chunks of 4.5 KiB (both ends, and two kept for reuse).
+    pub fn allocated(&self) -> usize {
+        self.data.capacity() + self.pending.allocated()
     }
 
     /// How many inserts took the in-order fast path and how many the out-of-order path.
@@ -297,3 +268,6 @@ impl RecvBuffer {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fragment_tests;

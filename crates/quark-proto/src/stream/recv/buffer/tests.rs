@@ -98,17 +98,18 @@ fn overlaps_are_trimmed_not_double_counted() {
 }
 
 #[test]
-fn a_burst_after_a_hole_makes_one_segment() {
+fn a_burst_after_a_hole_fills_chunks_not_entries() {
     let mut b = RecvBuffer::new();
     let data: Vec<u8> = (0..=255).cycle().take(10_000).collect();
     for o in (100..10_000).step_by(100) {
         b.insert(o as u64, &data[o..o + 100]);
     }
-    assert_eq!(b.pending_segments(), 1);
-    // Overlapping continuation too.
+    // 99 segments over offsets 100..10 000: three 4 KiB chunks.
+    assert_eq!(b.pending_segments(), 3);
+    // Overlapping pieces in the hole share the first chunk.
     b.insert(50, &data[50..60]);
     b.insert(55, &data[55..70]);
-    assert_eq!(b.pending_segments(), 2);
+    assert_eq!(b.pending_segments(), 3);
     assert_eq!(b.buffered(), 9900 + 20);
     b.insert(0, &data[..100]);
     assert_eq!(b.pending_segments(), 0);
