@@ -39,6 +39,10 @@ pub(crate) struct ServeArgs {
     /// Speak HTTP/3 (ALPN h3) instead of hq-interop.
     #[arg(long)]
     pub(crate) h3: bool,
+    /// Memory the connections may hold in all (512MiB, 2GiB, ...): past it
+    /// new connections are refused and existing ones keep what they have.
+    #[arg(long, default_value = "512MiB", value_parser = parse_memory)]
+    pub(crate) max_memory: u64,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -50,6 +54,26 @@ pub(crate) fn protocol(h3: bool) -> (&'static [u8], &'static str) {
     } else {
         (quark::hq::ALPN, "hq-interop")
     }
+}
+
+/// A file server receives only requests: receive windows of 64 KiB per
+/// stream and 256 KiB per connection (fixed, not grown) bound what a client
+/// can make it buffer, where the transport's defaults (up to 16 MiB per
+/// stream) suit uploads.
+fn file_server_transport(args: &TransportArgs) -> TransportConfig {
+    const STREAM: u64 = 64 * 1024;
+    const CONNECTION: u64 = 256 * 1024;
+    TransportConfig {
+        stream_receive_window: STREAM,
+        stream_receive_window_max: STREAM,
+        receive_window: CONNECTION,
+        receive_window_max: CONNECTION,
+        ..args.transport_config()
+    }
+}
+
+fn parse_memory(s: &str) -> Result<u64, String> {
+    quark_lab::size::parse_size(s).map_err(|e| e.to_string())
 }
 
 /// The code connections close with at shutdown: H3_NO_ERROR for HTTP/3.
@@ -85,9 +109,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let suites = args.transport.cipher_suites()?;
     let (alpn, name) = protocol(args.h3);
     let mut config = tls::server_config_with(&identity, &[alpn], &suites)?;
-    let transport: TransportConfig = args.transport.transport_config();
-    config.transport = Arc::new(transport);
+    config.transport = Arc::new(file_server_transport(&args.transport));
     config.retry = args.retry;
+    config.memory = quark::MemoryBudget::new(args.max_memory as usize);
     let root = args.root.canonicalize()?;
     tokio::spawn(trim_heap());
     if args.workers > 1 {

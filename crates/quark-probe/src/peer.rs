@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use quark_proto::connection::Misbehave;
 use quark_proto::{
-    ClientConfig, Connection, ConnectionError, ConnectionHandle, DatagramEvent, Endpoint,
-    EndpointConfig, TransportConfig,
+    ClientConfig, Connection, ConnectionError, ConnectionHandle, ConnectionId, DatagramEvent,
+    Endpoint, EndpointConfig, TransportConfig,
 };
 
 use crate::Target;
@@ -224,6 +224,12 @@ impl Peers {
             )?;
         }
         Ok(())
+    }
+
+    /// Take datagrams addressed to `cid` as `h`'s (an ID announced to the
+    /// server in a frame made by hand).
+    pub fn route(&mut self, cid: ConnectionId, h: ConnectionHandle) {
+        self.endpoint.route_for_testing(cid, h);
     }
 
     /// Send a datagram made by hand from this attack's socket.

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ring::hmac;
@@ -252,6 +253,11 @@ impl fmt::Debug for CidGenerator {
     }
 }
 
+/// The memory a server's connections may hold unless told otherwise: well
+/// within a small machine, and under a 1 GiB container limit with room for
+/// what the estimates miss.
+pub const DEFAULT_MEMORY_BUDGET: usize = 512 << 20;
+
 /// What a server needs to accept connections.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -270,6 +276,53 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// How many handshakes may be in progress before the server protects itself.
     pub handshakes: HandshakeLimits,
+    /// Memory the server's connections may hold, shared by every endpoint
+    /// given this configuration (the workers of one server): past it, new
+    /// connections are refused (CONNECTION_REFUSED) and existing ones keep
+    /// what they have.
+    pub memory: Arc<MemoryBudget>,
+}
+
+/// A budget of memory shared by the connections of one or more endpoints,
+/// counted from each connection's own estimate ([`crate::Connection::memory`]).
+#[derive(Debug)]
+pub struct MemoryBudget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl MemoryBudget {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: usize) -> Arc<Self> {
+        Arc::new(MemoryBudget {
+            limit,
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// The limit, in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Bytes the connections hold now, by their estimates.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Whether the connections hold more than the limit.
+    pub fn exceeded(&self) -> bool {
+        self.used() > self.limit
+    }
+
+    /// A connection's estimate changed from `old` to `new`.
+    pub(crate) fn update(&self, old: usize, new: usize) {
+        if new >= old {
+            self.used.fetch_add(new - old, Ordering::Relaxed);
+        } else {
+            self.used.fetch_sub(old - new, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Bounds on server connections whose handshake is not complete ("half-open"):
@@ -318,6 +371,7 @@ impl ServerConfig {
             retry_token_lifetime: Duration::from_secs(15),
             max_connections: 100_000,
             handshakes: HandshakeLimits::default(),
+            memory: MemoryBudget::new(DEFAULT_MEMORY_BUDGET),
         }
     }
 }

@@ -42,7 +42,7 @@ pub mod types;
 pub mod varint;
 
 pub use cid::{ConnectionId, ResetToken};
-pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
+pub use config::{ClientConfig, EndpointConfig, MemoryBudget, ServerConfig, TransportConfig};
 pub use connection::{
     Connection, ConnectionError, ConnectionStats, Event, StreamError, StreamEvent, Transmit,
 };

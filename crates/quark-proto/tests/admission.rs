@@ -20,7 +20,7 @@ use quark_proto::frame::{Crypto, Frame, Iter};
 use quark_proto::packet::craft::{client_initial, open_server_initial};
 use quark_proto::packet::{HeaderType, PartialDecode, VERSION_1};
 use quark_proto::{
-    ConnectionId, DatagramEvent, Endpoint, EndpointConfig, PacketKind, ServerConfig,
+    ConnectionId, DatagramEvent, Endpoint, EndpointConfig, MemoryBudget, PacketKind, ServerConfig,
     TransportConfig, TransportErrorCode,
 };
 
@@ -326,4 +326,72 @@ fn a_legitimate_client_is_served_during_a_flood() {
     assert!(sim.client.connection(c).unwrap().is_handshake_complete());
     // The flood went on all along: the server held its limits throughout.
     assert!(sim.server.half_open().0 <= 64);
+}
+
+#[test]
+fn past_the_memory_budget_new_connections_are_refused_until_memory_is_back() {
+    let tls = Tls::new();
+    let mut config = ServerConfig::new(tls.server_config(None));
+    config.memory = MemoryBudget::new(100_000);
+    let budget = config.memory.clone();
+    let endpoint = EndpointConfig {
+        rng_seed: Some(seed(92)),
+        ..EndpointConfig::default()
+    };
+    let mut ep = Endpoint::new(Arc::new(endpoint), Some(Arc::new(config)));
+    let now = start();
+    let hello = client_hello(&tls);
+    let mut accepted = 0;
+    let mut refused = 0;
+    for n in 0..40u64 {
+        let from = addr(&format!("10.8.0.{n}:443"));
+        let dcid = cid(5000 + n);
+        let (event, out) = send(
+            &mut ep,
+            now,
+            from,
+            client_initial(VERSION_1, &dcid, &cid(n), &[], 0, &crypto(0, &hello)),
+        );
+        match event {
+            Some(DatagramEvent::NewConnection(_)) => accepted += 1,
+            Some(DatagramEvent::Response) => {
+                assert_eq!(
+                    close_code(&out[0], &dcid),
+                    Some(TransportErrorCode::CONNECTION_REFUSED.0)
+                );
+                refused += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        accepted >= 2 && refused > 0,
+        "{accepted} accepted, {refused} refused"
+    );
+    assert!(budget.exceeded());
+    // Each connection counts what it holds; the budget's total is their sum.
+    let held: usize = ep
+        .handles()
+        .map(|h| ep.connection(h).unwrap().memory())
+        .sum();
+    assert_eq!(budget.used(), held);
+    assert!(
+        held <= 100_000 + held / accepted,
+        "at most one connection past the limit"
+    );
+    // When they are gone, so is their memory, and connections are accepted again.
+    let later = now + TransportConfig::default().handshake_timeout + Duration::from_millis(1);
+    let handles: Vec<_> = ep.handles().collect();
+    for h in handles {
+        ep.handle_timeout(h, later);
+        ep.remove(h);
+    }
+    assert_eq!(budget.used(), 0);
+    let (event, _) = send(
+        &mut ep,
+        later,
+        addr("10.8.1.1:1"),
+        client_initial(VERSION_1, &cid(9999), &cid(1), &[], 0, &crypto(0, &hello)),
+    );
+    assert!(matches!(event, Some(DatagramEvent::NewConnection(_))));
 }

@@ -57,7 +57,7 @@ pub use endpoint::Endpoint;
 pub use quark_proto::cc::CcAlgorithm;
 pub use quark_proto::{
     ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, EndpointConfig,
-    ServerConfig, StreamId, TransportConfig,
+    MemoryBudget, ServerConfig, StreamId, TransportConfig,
 };
 pub use stream::{ReadError, RecvStream, SendStream, WriteError};
 pub use workers::{WorkerGroup, WorkerStats};

@@ -436,6 +436,26 @@ impl Connection {
         self.recovery.rtt().smoothed()
     }
 
+    /// An estimate of the heap this connection holds, in bytes: its own
+    /// state, TLS while it lives, CRYPTO buffers, stream data and the records
+    /// of packets in flight. O(streams): for memory budgets, which ask now
+    /// and then, not per packet.
+    pub fn memory(&self) -> usize {
+        /// rustls' session with its handshake buffers and transcript.
+        const TLS: usize = 8 * 1024;
+        /// Bytes in flight per byte of sent-packet records (a record with
+        /// its frames is about 100 bytes, a packet at least 1 200).
+        const IN_FLIGHT_PER_RECORD_BYTE: u64 = 12;
+        let tls = if self.tls.is_shed() { 0 } else { TLS };
+        let crypto: usize = self
+            .spaces
+            .iter()
+            .map(|s| s.crypto_recv.allocated() + s.crypto_send.buffered())
+            .sum();
+        let sent = (self.recovery.bytes_in_flight() / IN_FLIGHT_PER_RECORD_BYTE) as usize;
+        std::mem::size_of::<Self>() + tls + crypto + self.streams.memory() + sent
+    }
+
     /// Whether any packet from the peer was authenticated and processed.
     pub fn has_received_packet(&self) -> bool {
         self.received_any
@@ -674,4 +694,7 @@ pub struct Misbehave {
     pub no_acks: bool,
     /// Send whatever the congestion controller and pacer say.
     pub ignore_congestion: bool,
+    /// Skip a frame that breaks a rule instead of closing the connection
+    /// (to keep attacking a peer that answers with frames we find wrong).
+    pub tolerate_violations: bool,
 }

@@ -347,6 +347,10 @@ impl Connection {
                 self.on_frame(now, space, dst_cid, f)
             });
             if let Err(e) = result {
+                #[cfg(feature = "testing")]
+                if self.misbehave.tolerate_violations {
+                    continue;
+                }
                 self.close_on_error(now, e);
                 return;
             }

@@ -197,6 +197,12 @@ impl TlsSession {
         None
     }
 
+    /// True once rustls' state is gone (the connection closed, or a server's
+    /// handshake is over).
+    pub fn is_shed(&self) -> bool {
+        self.conn.is_none()
+    }
+
     /// True until the handshake completes.
     pub fn is_handshaking(&self) -> bool {
         self.conn.as_ref().is_some_and(|c| c.is_handshaking())

@@ -132,7 +132,7 @@ impl Endpoint {
             }
         };
         let source = Source::of(&remote);
-        let verdict = if self.conns.len() >= server.max_connections {
+        let verdict = if self.conns.len() >= server.max_connections || server.memory.exceeded() {
             Verdict::Refuse
         } else {
             self.admission.verdict(
@@ -146,7 +146,7 @@ impl Endpoint {
             Verdict::Accept => {}
             Verdict::Retry => return self.send_retry(now, remote, local_ip, pd),
             Verdict::Refuse => {
-                tracing::debug!(%remote, "Initial refused: connection or handshake limit");
+                tracing::debug!(%remote, "Initial refused: connection, handshake or memory limit");
                 return self.refuse(remote, local_ip, pd);
             }
         }

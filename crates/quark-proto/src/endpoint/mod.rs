@@ -74,7 +74,15 @@ struct Owned {
     tokens: Vec<ResetToken>,
     /// Where a server connection whose handshake is under way comes from.
     half_open: Option<admission::Source>,
+    /// The connection's memory as last counted against the server's budget.
+    memory: usize,
+    /// Syncs since it was counted.
+    syncs: u32,
 }
+
+/// A connection's memory is counted again every this many syncs (its
+/// estimate walks its streams).
+const MEMORY_RECOUNT: u32 = 16;
 
 /// A set of connections sharing a socket.
 pub struct Endpoint {
@@ -319,10 +327,20 @@ impl Endpoint {
         }
         if let Some(conn) = self.conns.get_mut(h.0) {
             self.mtus.sync(conn);
+            let owned = &mut self.owned[h.0];
             if (conn.is_handshake_complete() || conn.is_closed())
-                && let Some(source) = self.owned[h.0].half_open.take()
+                && let Some(source) = owned.half_open.take()
             {
                 self.admission.release(source);
+            }
+            if let Some(server) = &self.server {
+                owned.syncs += 1;
+                if owned.syncs >= MEMORY_RECOUNT || owned.memory == 0 {
+                    owned.syncs = 0;
+                    let now = conn.memory();
+                    server.memory.update(owned.memory, now);
+                    owned.memory = now;
+                }
             }
         }
     }
@@ -364,6 +382,9 @@ impl Endpoint {
         if let Some(source) = owned.half_open {
             self.admission.release(source);
         }
+        if let Some(server) = &self.server {
+            server.memory.update(owned.memory, 0);
+        }
         owned.cids.into_iter().for_each(|cid| self.unroute(cid, h));
         owned
             .tokens
@@ -382,6 +403,13 @@ impl Endpoint {
     #[doc(hidden)]
     pub fn table_sizes(&self) -> (usize, usize) {
         (self.routes.len(), self.reset_tokens.len())
+    }
+
+    /// Testing only: route datagrams addressed to `cid` to `h`, as if `h` had
+    /// issued it (an attack client announces IDs its connection never made).
+    #[cfg(feature = "testing")]
+    pub fn route_for_testing(&mut self, cid: ConnectionId, h: ConnectionHandle) {
+        self.route(cid, h);
     }
 
     /// Server connections whose handshake is under way, and the sources

@@ -40,6 +40,11 @@ pub(super) struct Spare {
 }
 
 impl Spare {
+    /// Capacity of the rings kept.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// An empty ring, reused when one is kept.
     pub(super) fn take(&mut self) -> VecDeque<u8> {
         self.out += 1;
