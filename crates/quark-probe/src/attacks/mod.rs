@@ -86,7 +86,7 @@ pub const ALL: &[Attack] = &[
     },
     Attack {
         name: "optimistic-ack",
-        about: "ACKs for packets the server has not sent yet",
+        about: "ACKs a little ahead of the packets received, during a download",
         expect_close: Some("PROTOCOL_VIOLATION"),
         run: floods::optimistic_ack,
     },

@@ -151,6 +151,11 @@ impl Connection {
         ack: &Ack<'_>,
     ) -> Result<(), TransportError> {
         self.stats.acks_in += 1;
+        if space == SpaceId::Data && self.skipped.covered(ack.iter()) {
+            return Err(TransportError::protocol_violation(
+                "acknowledged a packet number never sent",
+            ));
+        }
         //= https://www.rfc-editor.org/rfc/rfc9002#section-5.3
         //# an endpoint ... MAY ignore the acknowledgment delay for Initial packets
         let delay = match space {

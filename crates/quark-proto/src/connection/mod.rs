@@ -24,6 +24,7 @@ mod mtu_cache;
 mod recv;
 mod send;
 mod sent;
+mod skip;
 mod spaces;
 mod streams;
 mod timers;
@@ -244,6 +245,8 @@ pub struct Connection {
     /// When the connection was made: the handshake must end by
     /// `TransportConfig::handshake_timeout` after it.
     started: Instant,
+    /// 1-RTT packet numbers skipped to catch optimistic ACKs.
+    skipped: skip::Skipped,
     /// Reused per ACK: packets newly acknowledged / lost (no allocation per ACK).
     acked_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
     lost_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
@@ -290,6 +293,8 @@ impl Connection {
         spaces[SpaceId::Initial.index()].keys =
             Some(crate::crypto::initial_keys(&p.initial_dcid, p.side));
         let reset_token = p.shared.reset_key.token(&p.local_cid);
+        let mut rng = StdRng::seed_from_u64(p.shared.rng_seed);
+        let skipped = skip::Skipped::new(&mut rng);
         let mut conn = Connection {
             side: p.side,
             version: p.version,
@@ -317,7 +322,7 @@ impl Connection {
             reset_key: p.shared.reset_key,
             cid_len: p.shared.cid_len,
             cid_gen: p.shared.cid_gen,
-            rng: StdRng::seed_from_u64(p.shared.rng_seed),
+            rng,
             streams: Streams::new(p.side, limits),
             local_params: p.local_params,
             peer_params: None,
@@ -346,6 +351,7 @@ impl Connection {
             stats: ConnectionStats::default(),
             idle_since: None,
             started: now,
+            skipped,
             acked_scratch: Vec::new(),
             lost_scratch: Vec::new(),
             crypto_scratch: Vec::new(),
@@ -466,6 +472,13 @@ impl Connection {
     #[cfg(feature = "testing")]
     pub fn inject_raw_frames(&mut self, frames: &[u8]) {
         self.raw_frames.extend_from_slice(frames);
+    }
+
+    /// Testing only: the largest 1-RTT packet number received (what a lying
+    /// peer bases its optimistic ACKs on).
+    #[cfg(feature = "testing")]
+    pub fn largest_received_1rtt(&self) -> Option<u64> {
+        self.spaces[SpaceId::Data.index()].ack.largest_pn()
     }
 
     /// Testing only: misbehave from now on, as `m` says.

@@ -345,6 +345,10 @@ impl Connection {
         } else {
             &[]
         };
+        if space == SpaceId::Data {
+            let s = &mut self.spaces[space.index()];
+            s.next_pn = self.skipped.pick(s.next_pn, &mut self.rng);
+        }
         let header = HeaderParams {
             kind,
             version: self.version,
