@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Every attack class of `quark probe` at full size against a release build of
+# `quark serve` (default flags) running under a 1 GiB memory cap, then memory
+# per idle connection at 10 000 connections. The figures go in BENCHMARKS.md
+# ("Under attack"). CI runs the quick form (crates/quark-cli/tests/probe.rs).
+#
+#   scripts/attacks.sh [OUT_DIR]        # default docs/results/<date>-attacks
+#
+# Needs root for the memory cap (cgroup v1 or v2); without it the server runs
+# uncapped and the script says so. Attacks come from 127.0.0.2 onwards, the
+# legitimate client from 127.0.0.1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=${1:-docs/results/$(date +%F)-attacks}
+mkdir -p "$out"
+cargo build --release -p quark-cli
+quark=target/release/quark
+www=$(mktemp -d)
+trap 'rm -rf "$www"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; true' EXIT
+head -c 1048576 /dev/urandom > "$www/probe-1M.bin"
+head -c 16777216 /dev/urandom > "$www/probe-16M.bin"
+
+# A cgroup with a 1 GiB memory limit for the server, if we may make one.
+cap=""
+if [ "$(id -u)" = 0 ]; then
+    if [ -d /sys/fs/cgroup/memory ]; then
+        cap=/sys/fs/cgroup/memory/quark-attacks
+        mkdir -p "$cap"
+        echo $((1 << 30)) > "$cap/memory.limit_in_bytes"
+    elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        cap=/sys/fs/cgroup/quark-attacks
+        mkdir -p "$cap"
+        echo $((1 << 30)) > "$cap/memory.max"
+    fi
+fi
+[ -z "$cap" ] && echo "warning: no memory cap (not root, or no cgroup memory controller)" >&2
+
+start_server() {
+    local port=$1
+    if [ -n "$cap" ]; then
+        sh -c "echo \$\$ > $cap/cgroup.procs && exec $quark serve --root $www --listen 127.0.0.1:$port" 2>"$out/serve-$port.log" &
+    else
+        "$quark" serve --root "$www" --listen "127.0.0.1:$port" 2>"$out/serve-$port.log" &
+    fi
+    pid=$!
+    for _ in $(seq 50); do
+        grep -q "^serving " "$out/serve-$port.log" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "error: quark serve did not start" >&2
+    exit 1
+}
+
+start_server 4433
+status=0
+"$quark" probe --full --target 127.0.0.1:4433 --server-pid "$pid" --json "$out/attacks.json" \
+    | tee "$out/attacks.txt" || status=$?
+if kill -0 "$pid" 2>/dev/null; then
+    echo "server alive after every attack, RSS now $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)" | tee -a "$out/attacks.txt"
+else
+    echo "server DIED during the attacks" | tee -a "$out/attacks.txt"
+    status=1
+fi
+kill "$pid"; wait "$pid" 2>/dev/null || true
+
+# Memory per idle connection, on a fresh server.
+start_server 4434
+"$quark" probe --target 127.0.0.1:4434 --server-pid "$pid" --idle-connections 10000 \
+    --json "$out/idle.json" | tee "$out/idle.txt"
+kill "$pid"; wait "$pid" 2>/dev/null || true
+pid=""
+[ -n "$cap" ] && rmdir "$cap" 2>/dev/null || true
+exit $status
