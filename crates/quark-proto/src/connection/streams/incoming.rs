@@ -128,6 +128,7 @@ impl Streams {
         };
         let entry = self.map.get_mut(&id).expect("stream present");
         let send = entry.send.as_mut().expect("sending half exists");
+        let before = send.buffered();
         if send.on_stop_sending(f.error_code).is_some() {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-3.5
             //# An endpoint that receives a STOP_SENDING frame MUST send a
@@ -135,6 +136,9 @@ impl Streams {
             entry.reset_code = Some(f.error_code);
             self.pending.reset.push_back(id);
         }
+        let freed = before - send.buffered();
+        self.on_cleared(freed);
+        self.stop_waiting(id);
         self.events
             .push_back(StreamEvent::Stopped(id, f.error_code));
         Ok(())
@@ -159,8 +163,11 @@ impl Streams {
         };
         let entry = self.map.get_mut(&id).expect("stream present");
         let send = entry.send.as_mut().expect("sending half exists");
-        if send.on_max_stream_data(max) && send.is_writable() {
-            self.events.push_back(StreamEvent::Writable(id));
+        if send.on_max_stream_data(max) {
+            if send.is_writable() {
+                self.events.push_back(StreamEvent::Writable(id));
+            }
+            self.on_stream_credit(id);
         }
         Ok(())
     }
@@ -183,6 +190,7 @@ impl Streams {
     /// MAX_DATA frame.
     pub(crate) fn on_max_data(&mut self, max: u64) {
         if self.send_flow.on_max_data(max) {
+            self.on_connection_credit();
             let writable: Vec<StreamId> = self
                 .map
                 .iter()
