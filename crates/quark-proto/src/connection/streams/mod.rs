@@ -399,8 +399,11 @@ impl Streams {
             entry.stop_code = Some(code);
             self.pending.stop.push_back(id);
         }
-        // Data that will never be read must not hold the connection window.
-        self.recv_flow.on_consumed(unread);
+        // Data that will never be read must not hold the connection window,
+        // and the credit it frees is announced as a read's is: the peer may
+        // be waiting for it to send on another stream, which has nothing to
+        // read, so no read would announce it.
+        self.on_consumed(unread);
         self.maybe_free(id);
         Ok(())
     }
