@@ -54,7 +54,8 @@ pub struct TransportConfig {
     /// the peer's credit -- and makes no progress for this long: no new data
     /// acknowledged and no flow-control credit granted (nginx's
     /// `send_timeout`). A connection with nothing to send is left to the idle
-    /// timeout. `None` or zero: never.
+    /// timeout. Keep it well above the path's round trip: progress takes one
+    /// to show. `None` or zero: never.
     pub send_timeout: Option<Duration>,
     /// Bidirectional streams the peer may have open at once.
     pub max_concurrent_bidi_streams: u64,

@@ -277,6 +277,7 @@ impl Connection {
             send_buffer_max: config.send_buffer_max,
             send_budget: config.send_budget,
             send_budget_max: config.send_budget_max,
+            send_timeout: config.send_timeout.filter(|t| !t.is_zero()),
             max_concurrent: [
                 config.max_concurrent_bidi_streams,
                 config.max_concurrent_uni_streams,

@@ -162,13 +162,9 @@ impl Connection {
 
 impl Connection {
     /// When the connection is closed for making no progress in sending, if
-    /// it has something to send and a send timeout. Never within three PTOs
-    /// of the last progress: the peer needs a round trip to show any.
+    /// it has something to send and a send timeout.
     fn send_deadline(&self) -> Option<Instant> {
-        let timeout = self.config.send_timeout.filter(|t| !t.is_zero())?;
-        let since = self.streams.stalled_since()?;
-        let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
-        Some(since + timeout.max(3 * pto))
+        self.streams.send_deadline()
     }
 
     /// The connection had data to send and the peer let none of it progress

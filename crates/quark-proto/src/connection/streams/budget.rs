@@ -40,8 +40,9 @@ pub(super) struct SendBudget {
     freed: usize,
     /// Streams whose `credit_wait` is not `None`.
     credit_waiters: usize,
-    /// Since when the connection has had something to send without progress.
-    stalled_since: Option<Instant>,
+    /// When the connection, having had something to send without progress
+    /// since the send timeout ago, is closed.
+    stall_deadline: Option<Instant>,
 }
 
 impl SendBudget {
@@ -60,6 +61,18 @@ impl SendBudget {
     /// waiting for the peer's credit.
     fn has_work(&self) -> bool {
         self.held > 0 || self.credit_waiters > 0
+    }
+
+    /// The stream of `entry` will write no more (finished, reset): it waits
+    /// for nothing. Returns its reservation, given back to the budget.
+    pub(super) fn release(&mut self, entry: &mut StreamEntry) -> usize {
+        let freed = std::mem::take(&mut entry.reserved);
+        self.reserved -= freed;
+        if entry.credit_wait != CreditWait::None {
+            entry.credit_wait = CreditWait::None;
+            self.credit_waiters -= 1;
+        }
+        freed
     }
 }
 
@@ -81,6 +94,7 @@ impl Streams {
     /// A write (or reservation) on `id` took nothing: note what it waits for.
     /// `stream_dry`: it has no stream credit left; `short`: the connection's
     /// credit not spoken for, or the budget's room, was exhausted.
+    #[cold]
     pub(super) fn on_refused(&mut self, id: StreamId, stream_dry: bool, short: bool) {
         let Some(entry) = self.map.get_mut(&id) else {
             return;
@@ -109,16 +123,12 @@ impl Streams {
 
     /// `id` waits for nothing any more (finished, reset): its reservation
     /// returns to the budget.
+    #[cold]
     pub(super) fn stop_waiting(&mut self, id: StreamId) {
         let Some(entry) = self.map.get_mut(&id) else {
             return;
         };
-        let freed = std::mem::take(&mut entry.reserved);
-        self.budget.reserved -= freed;
-        if entry.credit_wait != CreditWait::None {
-            entry.credit_wait = CreditWait::None;
-            self.budget.credit_waiters -= 1;
-        }
+        let freed = self.budget.release(entry);
         self.on_budget_freed(freed);
     }
 
@@ -132,14 +142,16 @@ impl Streams {
     /// order they were refused, one per [`WAKE_QUANTUM`] freed, and all of
     /// them once half the budget is free. The latter also wakes, in the end,
     /// any stream whose turn went to a writer that did not use it.
+    #[inline]
     pub(super) fn on_budget_freed(&mut self, freed: usize) {
-        if freed == 0 {
-            return;
+        // Per acknowledgement: nobody waits, almost always.
+        if freed > 0 && !self.budget.waiters.is_empty() {
+            self.wake_budget_waiters(freed);
         }
-        if self.budget.waiters.is_empty() {
-            self.budget.freed = 0;
-            return;
-        }
+    }
+
+    #[cold]
+    fn wake_budget_waiters(&mut self, freed: usize) {
         let cap = self.send_budget();
         let used = self.budget.held + self.budget.reserved;
         if used <= cap / 2 {
@@ -156,12 +168,15 @@ impl Streams {
         self.budget.freed += freed;
         while self.budget.freed >= quantum {
             let Some(id) = self.budget.waiters.pop_front() else {
-                self.budget.freed = 0;
                 break;
             };
             if self.wake_budget_waiter(id) {
                 self.budget.freed -= quantum;
             }
+        }
+        if self.budget.waiters.is_empty() {
+            // Room freed while nobody waits is no one's turn later.
+            self.budget.freed = 0;
         }
     }
 
@@ -190,6 +205,7 @@ impl Streams {
 
     /// The peer granted connection credit: nobody waits for it any more
     /// (those still short when they write again wait again).
+    #[cold]
     pub(super) fn on_connection_credit(&mut self) {
         if self.budget.credit_waiters > 0 {
             for entry in self.map.values_mut() {
@@ -205,22 +221,26 @@ impl Streams {
     /// The peer acknowledged new data or granted credit: the stall clock
     /// starts again (at the next `observe`, if there is still work).
     pub(super) fn on_progress(&mut self) {
-        self.budget.stalled_since = None;
+        self.budget.stall_deadline = None;
     }
 
     /// Start the stall clock at `now` if the connection has work and it is
-    /// not running; stop it if there is none.
+    /// not running; stop it if there is none. The deadline is worked out
+    /// here, once per stall, not whenever the next timeout is asked for.
     pub(super) fn note_stall(&mut self, now: Instant) {
         if !self.budget.has_work() {
-            self.budget.stalled_since = None;
-        } else if self.budget.stalled_since.is_none() {
-            self.budget.stalled_since = Some(now);
+            self.budget.stall_deadline = None;
+        } else if self.budget.stall_deadline.is_none() {
+            self.budget.stall_deadline = self.limits.send_timeout.map(|t| now + t);
         }
     }
 
-    /// Since when the connection has had something to send and the peer let
-    /// nothing of it progress; `None` when it has nothing to send.
-    pub(crate) fn stalled_since(&self) -> Option<Instant> {
-        self.budget.stalled_since.filter(|_| self.budget.has_work())
+    /// When the connection is to be closed for making no progress in
+    /// sending: the send timeout after the peer last let it progress, or
+    /// after it last had nothing to send; `None` when it has nothing to send.
+    pub(crate) fn send_deadline(&self) -> Option<Instant> {
+        self.budget
+            .stall_deadline
+            .filter(|_| self.budget.has_work())
     }
 }

@@ -114,6 +114,7 @@ impl Streams {
     }
 
     /// STOP_SENDING frame.
+    #[inline(never)]
     pub(crate) fn on_stop_sending(&mut self, f: &StopSending) -> Result<(), TransportError> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-19.5
         //# An endpoint that receives a STOP_SENDING frame for a receive-only
@@ -188,6 +189,7 @@ impl Streams {
     }
 
     /// MAX_DATA frame.
+    #[inline(never)]
     pub(crate) fn on_max_data(&mut self, max: u64) {
         if self.send_flow.on_max_data(max) {
             self.on_connection_credit();

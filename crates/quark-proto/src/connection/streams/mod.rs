@@ -91,6 +91,8 @@ pub(crate) struct StreamLimits {
     pub(crate) send_buffer_max: usize,
     pub(crate) send_budget: usize,
     pub(crate) send_budget_max: usize,
+    /// `TransportConfig::send_timeout`, `None` when zero.
+    pub(crate) send_timeout: Option<Duration>,
     pub(crate) max_concurrent: [u64; 2],
 }
 
@@ -243,8 +245,7 @@ impl Streams {
         reserve: bool,
         take: impl FnOnce(&mut SendStream, u64) -> Result<usize, WriteError>,
     ) -> Result<usize, StreamError> {
-        let limit = self.send_buffer_limit();
-        let cap = self.send_budget();
+        let (limit, cap) = (self.send_buffer_limit(), self.send_budget());
         let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
         let send = entry.send.as_mut().ok_or(StreamError::WrongDirection)?;
         send.set_buffer_limit(limit);
@@ -257,14 +258,17 @@ impl Streams {
         if let Some(limit) = send.take_blocked() {
             self.pending.stream_data_blocked.push_back((id, limit));
         }
-        let stream_dry = send.stream_credit() == 0;
+        let stream_dry = n == 0 && send.stream_credit() == 0;
         if reserve {
             entry.reserved = n;
             self.budget.reserved = others + n;
         } else {
-            let used = n.min(own);
-            entry.reserved -= used;
-            self.budget.reserved -= used;
+            if own > 0 {
+                // The reservation is used first.
+                let used = n.min(own);
+                entry.reserved -= used;
+                self.budget.reserved -= used;
+            }
             self.budget.held += n;
             self.send_flow.consume(n as u64);
             if n > 0 && !entry.queued {
@@ -309,7 +313,10 @@ impl Streams {
             entry.queued = true;
             self.send_queue.push_back(id);
         }
-        self.stop_waiting(id);
+        // Nothing more will be written: what it waited for, or had set
+        // aside, goes back.
+        let freed = self.budget.release(entry);
+        self.on_budget_freed(freed);
         Ok(())
     }
 
