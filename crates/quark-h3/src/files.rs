@@ -4,15 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use bytes::BytesMut;
 use http::{Method, Request, Response, StatusCode};
 use quark::Connection;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use quark::hq::{FILE_PIECE, FileSource};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::{Client, Error, RequestStream, Server};
-
-/// Bytes read from a file per DATA frame.
-const PIECE: usize = 256 * 1024;
 
 /// Serves every request of one connection from files under `root`.
 pub async fn serve_connection(conn: Connection, root: PathBuf) {
@@ -64,16 +61,11 @@ async fn serve_request(
         stream.finish()?;
         return Ok(());
     };
-    let file = tokio::fs::File::open(&path).await;
-    let (mut file, len) = match file {
-        Ok(f) => match f.metadata().await {
-            Ok(m) if m.is_file() => (f, m.len()),
-            _ => return not_found(&mut stream).await,
-        },
-        Err(_) => return not_found(&mut stream).await,
+    let Ok(mut file) = FileSource::open(&path).await else {
+        return not_found(&mut stream).await;
     };
     let resp = Response::builder()
-        .header(http::header::CONTENT_LENGTH, len)
+        .header(http::header::CONTENT_LENGTH, file.left())
         .body(())
         .expect("a valid response");
     stream.send_response(&resp).await?;
@@ -90,26 +82,18 @@ async fn not_found(stream: &mut RequestStream) -> Result<(), ServeError> {
     Ok(())
 }
 
-async fn send_file(
-    file: &mut (impl AsyncRead + Unpin),
-    stream: &mut RequestStream,
-) -> Result<(), ServeError> {
-    loop {
-        let mut piece = BytesMut::with_capacity(PIECE);
-        while piece.len() < PIECE {
-            if file.read_buf(&mut piece).await? == 0 {
-                break;
-            }
-        }
-        if piece.is_empty() {
-            return Ok(());
-        }
-        let last = piece.len() < PIECE;
-        stream.send_data(piece.freeze()).await?;
-        if last {
-            return Ok(());
-        }
+/// Sends the rest of `file` in DATA frames, reading only what the stream
+/// can take now: nothing is read ahead of the connection's room, and no
+/// buffer is held while waiting for it (a file that ends early is an error,
+/// as content-length promised its length).
+async fn send_file(file: &mut FileSource, stream: &mut RequestStream) -> Result<(), ServeError> {
+    while file.left() > 0 {
+        let max = usize::try_from(file.left()).map_or(FILE_PIECE, |left| left.min(FILE_PIECE));
+        let room = stream.writable(max).await?;
+        let piece = file.read(room).await?;
+        stream.send_data(piece).await?;
     }
+    Ok(())
 }
 
 /// Why a fetch failed.

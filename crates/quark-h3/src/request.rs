@@ -124,6 +124,27 @@ impl RequestStream {
         Ok(())
     }
 
+    /// Waits until a DATA frame can go out, and returns how many payload
+    /// bytes, at most `max`, one carries now: room for them and the frame's
+    /// header is set aside for this stream's next [`send_data`](Self::send_data)
+    /// (see quark's `SendStream::writable`). A sender whose body comes from
+    /// elsewhere (a file) reads only that much, and holds no buffer while the
+    /// connection has no room.
+    pub async fn writable(&mut self, max: usize) -> Result<usize, Error> {
+        if max == 0 {
+            return Ok(0);
+        }
+        let header = |len: usize| frame::write_header(&mut [0; 16], frame::DATA, len as u64);
+        let room = self.send.writable(max.saturating_add(header(max))).await?;
+        // The largest payload whose frame fits (at least 1: a frame that does
+        // not fit waits for room as any write does).
+        let mut len = room.min(max);
+        while len > 1 && header(len) + len > room {
+            len -= 1;
+        }
+        Ok(len)
+    }
+
     /// Sends trailing header fields (the same rules as a head's regular
     /// fields); the stream ends after them.
     pub async fn send_trailers(&mut self, trailers: &HeaderMap) -> Result<(), Error> {

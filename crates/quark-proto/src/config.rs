@@ -35,6 +35,29 @@ pub struct TransportConfig {
     /// Linux sizes a TCP socket's send buffer), so a long fat path is not
     /// held to `send_buffer` in flight.
     pub send_buffer_max: usize,
+    /// Bytes the connection holds for sending across all its streams (written
+    /// and not yet acknowledged, plus room set aside by
+    /// [`Connection::reserve`](crate::Connection::reserve)), at least: a write
+    /// that would exceed the budget takes 0 bytes and the stream is woken
+    /// (`StreamEvent::Writable`, streams in the order they were refused) as
+    /// acknowledgements free room. Without it every stream could hold its own
+    /// buffer, and a peer that opens many streams and acknowledges slowly made
+    /// a server hold hundreds of MB. Also bounded by the peer's flow-control
+    /// credit, which every written byte consumes.
+    pub send_budget: usize,
+    /// ... and at most: the budget follows twice the congestion window (as
+    /// the per-stream buffer does), so a long fat path is not held to
+    /// `send_budget` in flight.
+    pub send_budget_max: usize,
+    /// Close the connection (CONNECTION_CLOSE with NO_ERROR,
+    /// [`ConnectionError::SendTimedOut`](crate::ConnectionError::SendTimedOut))
+    /// when it has data to send -- bytes held, or a write refused for want of
+    /// the peer's credit -- and makes no progress for this long: no new data
+    /// acknowledged and no flow-control credit granted (nginx's
+    /// `send_timeout`). A connection with nothing to send is left to the idle
+    /// timeout. Keep it well above the path's round trip: progress takes one
+    /// to show. `None` or zero: never.
+    pub send_timeout: Option<Duration>,
     /// Bidirectional streams the peer may have open at once.
     pub max_concurrent_bidi_streams: u64,
     /// Unidirectional streams the peer may have open at once.
@@ -81,6 +104,9 @@ impl Default for TransportConfig {
             receive_window_max: 32 * 1024 * 1024,
             send_buffer: 4 * 1024 * 1024,
             send_buffer_max: 32 * 1024 * 1024,
+            send_budget: 256 * 1024,
+            send_budget_max: 32 * 1024 * 1024,
+            send_timeout: Some(Duration::from_secs(60)),
             max_concurrent_bidi_streams: 256,
             max_concurrent_uni_streams: 256,
             initial_rtt: Duration::from_millis(333),

@@ -26,9 +26,10 @@ fn acknowledging_what_never_came_is_a_protocol_violation() {
     });
     let mut frame = Vec::new();
     for _ in 0..200_000 {
-        let server_closed = sim.server_handles.first().is_some_and(|&h| {
-            sim.server.connection(h).is_none_or(|conn| conn.is_closed())
-        });
+        let server_closed = sim
+            .server_handles
+            .first()
+            .is_some_and(|&h| sim.server.connection(h).is_none_or(|conn| conn.is_closed()));
         if server_closed || sim.client.connection(c).unwrap().is_closed() {
             break;
         }

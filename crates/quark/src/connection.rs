@@ -167,6 +167,14 @@ impl Connection {
         self.inspect(|c| c.rtt()).unwrap_or_default()
     }
 
+    /// Bytes held in the send buffers of all streams, and reserved for
+    /// writes, and the send budget they stay within (for tests).
+    #[doc(hidden)]
+    pub fn send_buffered(&self) -> (usize, usize) {
+        self.inspect(|c| (c.send_buffered(), c.send_budget()))
+            .unwrap_or_default()
+    }
+
     /// Run `task` on the runtime that drives this connection: its endpoint's, or
     /// in a [`crate::WorkerGroup`] its worker's. Every call on a connection locks
     /// that endpoint's state, so tasks using the connection belong there (the

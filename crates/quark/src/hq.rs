@@ -4,9 +4,12 @@
 //! Errors have no status line in HTTP/0.9, so the server resets the stream with
 //! one of the codes below.
 
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use bytes::Bytes;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 use crate::connection::Connection;
 use crate::stream::{ReadError, WriteError};
@@ -25,6 +28,10 @@ pub const SERVER_ERROR: u64 = 0x500;
 
 /// Longest request line accepted.
 pub const MAX_REQUEST: usize = 8 * 1024;
+
+/// Most bytes of a file read at once: what a request being served holds
+/// outside the connection's send buffers, at most, while it waits for room.
+pub const FILE_PIECE: usize = 64 * 1024;
 
 /// What went wrong with a request.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -134,12 +141,9 @@ async fn serve_stream(
             return Err(ServeError::Refused(e));
         }
     };
-    let mut file = match tokio::fs::File::open(&file).await {
-        Ok(f) if f.metadata().await.is_ok_and(|m| m.is_file()) => f,
-        _ => {
-            send.reset(NOT_FOUND)?;
-            return Ok(());
-        }
+    let Ok(mut file) = FileSource::open(&file).await else {
+        send.reset(NOT_FOUND)?;
+        return Ok(());
     };
     if let Err(e) = copy(&mut file, &mut send).await {
         let _ = send.reset(SERVER_ERROR);
@@ -149,18 +153,87 @@ async fn serve_stream(
     Ok(())
 }
 
-async fn copy(
-    file: &mut (impl AsyncRead + Unpin),
-    send: &mut crate::SendStream,
-) -> Result<(), ServeError> {
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = file.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        send.write_all(&buf[..n]).await?;
+/// Send the rest of `file` on `send`, reading only what the stream can take
+/// now (see [`crate::SendStream::writable`]): nothing is read ahead of the
+/// connection's room, and no buffer is held while waiting for it.
+async fn copy(file: &mut FileSource, send: &mut crate::SendStream) -> Result<(), ServeError> {
+    while file.left() > 0 {
+        let room = send.writable(FILE_PIECE.min(file.left_usize())).await?;
+        let piece = file.read(room).await?;
+        // The room was set aside for this stream: all of it is taken at once.
+        send.write_chunk(piece).await?;
     }
+    Ok(())
+}
+
+/// A regular file read in pieces, each with a blocking read off the
+/// runtime's threads into a buffer of just its size, which is handed to the
+/// stream as is ([`crate::SendStream::write_chunk`]): nothing is copied, and
+/// nothing is kept between pieces (`tokio::fs::File` keeps the buffer of its
+/// largest read for as long as the file is open).
+pub struct FileSource {
+    file: Arc<std::fs::File>,
+    /// Bytes of its length not read yet.
+    left: u64,
+}
+
+impl FileSource {
+    /// Opens `path`, which must be a regular file.
+    pub async fn open(path: &Path) -> std::io::Result<Self> {
+        let path = path.to_path_buf();
+        blocking(move || {
+            let file = std::fs::File::open(path)?;
+            let meta = file.metadata()?;
+            if !meta.is_file() {
+                return Err(std::io::Error::other("not a regular file"));
+            }
+            Ok(FileSource {
+                file: Arc::new(file),
+                left: meta.len(),
+            })
+        })
+        .await
+    }
+
+    /// Bytes not read yet, of the length the file had when opened.
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    fn left_usize(&self) -> usize {
+        usize::try_from(self.left).unwrap_or(usize::MAX)
+    }
+
+    /// The next `max` bytes at most, fewer only at the end (empty there). A
+    /// file that ends before its length is an error (`UnexpectedEof`): the
+    /// bytes cannot be what the receiver was promised.
+    pub async fn read(&mut self, max: usize) -> std::io::Result<Bytes> {
+        let want = max.min(self.left_usize());
+        if want == 0 {
+            return Ok(Bytes::new());
+        }
+        let file = Arc::clone(&self.file);
+        let piece = blocking(move || {
+            let mut piece = Vec::with_capacity(want);
+            (&*file).take(want as u64).read_to_end(&mut piece)?;
+            Ok(piece)
+        })
+        .await?;
+        if piece.len() < want {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        self.left -= want as u64;
+        Ok(Bytes::from(piece))
+    }
+}
+
+/// Runs `f` on the runtime's blocking threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(std::io::Error::other)?
 }
 
 /// Why a fetch failed.

@@ -93,7 +93,7 @@ impl SendStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<Result<usize, WriteError>> {
-        self.poll_write_with(cx, buf.len(), |conn, id| conn.write(id, buf))
+        self.poll_write_with(cx, buf.len(), true, |conn, id| conn.write(id, buf))
     }
 
     /// Write all of `buf`.
@@ -115,7 +115,30 @@ impl SendStream {
         cx: &mut Context<'_>,
         chunk: &Bytes,
     ) -> Poll<Result<usize, WriteError>> {
-        self.poll_write_with(cx, chunk.len(), |conn, id| conn.write_shared(id, chunk))
+        self.poll_write_with(cx, chunk.len(), true, |conn, id| {
+            conn.write_shared(id, chunk)
+        })
+    }
+
+    /// Wait until the stream can take bytes, and return how many, at most
+    /// `max`, it takes now. They are set aside for this stream's next writes
+    /// (no other stream of the connection can take them) until written, or
+    /// until the stream is finished or reset; a later call replaces them. A
+    /// writer whose data comes from elsewhere (a file) reads only that much,
+    /// and holds no buffer while the connection has no room: its send budget
+    /// (`TransportConfig::send_budget`) and the peer's flow-control credit.
+    pub async fn writable(&mut self, max: usize) -> Result<usize, WriteError> {
+        poll_fn(|cx| self.poll_writable(cx, max)).await
+    }
+
+    /// [`writable`](Self::writable) as a poll.
+    pub fn poll_writable(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+    ) -> Poll<Result<usize, WriteError>> {
+        // Room set aside gives the driver nothing to send.
+        self.poll_write_with(cx, max, false, |conn, id| conn.reserve(id, max))
     }
 
     /// Write all of `chunk` (see [`poll_write_chunk`](Self::poll_write_chunk)).
@@ -127,11 +150,13 @@ impl SendStream {
         Ok(())
     }
 
-    /// A write of `len` bytes made by `write`, waiting for credit or room.
+    /// A write of `len` bytes made by `write`, waiting for credit or room;
+    /// `sends`: what it takes is for the driver to send.
     fn poll_write_with(
         &mut self,
         cx: &mut Context<'_>,
         len: usize,
+        sends: bool,
         write: impl FnOnce(&mut quark_proto::Connection, StreamId) -> Result<usize, StreamError>,
     ) -> Poll<Result<usize, WriteError>> {
         let mut guard = self.conn.shared.lock();
@@ -155,7 +180,9 @@ impl SendStream {
                 Poll::Pending
             }
             Ok(n) => {
-                state.touch(self.conn.handle);
+                if sends && n > 0 {
+                    state.touch(self.conn.handle);
+                }
                 Poll::Ready(Ok(n))
             }
             Err(e) => Poll::Ready(Err(write_error(e))),

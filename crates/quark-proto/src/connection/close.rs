@@ -44,6 +44,11 @@ pub enum ConnectionError {
     /// Nothing was heard for the idle timeout.
     #[error("timed out")]
     TimedOut,
+    /// We had data to send and the peer let none of it progress (no new data
+    /// acknowledged, no flow-control credit) for the send timeout
+    /// (`TransportConfig::send_timeout`): we closed the connection.
+    #[error("no progress in sending for the send timeout")]
+    SendTimedOut,
     /// The server does not speak our version.
     #[error("no common QUIC version")]
     VersionMismatch,
@@ -124,7 +129,12 @@ impl Connection {
         self.enter_closing(now, ConnectionError::TransportError(error), close);
     }
 
-    fn enter_closing(&mut self, now: Instant, error: ConnectionError, close: CloseFrame) {
+    pub(super) fn enter_closing(
+        &mut self,
+        now: Instant,
+        error: ConnectionError,
+        close: CloseFrame,
+    ) {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-10.2
         //# The closing and draining connection states exist to ensure that
         //# connections close cleanly ... These states SHOULD persist for at least

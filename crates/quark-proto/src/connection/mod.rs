@@ -284,6 +284,9 @@ impl Connection {
             connection_window_max: config.receive_window_max,
             send_buffer: config.send_buffer,
             send_buffer_max: config.send_buffer_max,
+            send_budget: config.send_budget,
+            send_budget_max: config.send_budget_max,
+            send_timeout: config.send_timeout.filter(|t| !t.is_zero()),
             max_concurrent: [
                 config.max_concurrent_bidi_streams,
                 config.max_concurrent_uni_streams,
@@ -591,6 +594,32 @@ impl Connection {
             return Err(StreamError::UnknownStream);
         }
         self.streams.write_shared(id, data)
+    }
+
+    /// How many bytes, at most `max`, a write to the stream would take now.
+    /// They are set aside for its next writes (other streams cannot take
+    /// them) until written, or until the stream is finished or reset; a later
+    /// call replaces the reservation. 0: blocked, wait for Writable. For an
+    /// application that reads from a source only what the stream can take.
+    pub fn reserve(&mut self, id: StreamId, max: usize) -> Result<usize, StreamError> {
+        if self.is_closed() {
+            return Err(StreamError::UnknownStream);
+        }
+        self.streams.reserve(id, max)
+    }
+
+    /// Bytes held in all send buffers (written, not yet acknowledged) and
+    /// reserved for writes: at most [`send_budget`](Self::send_budget) when
+    /// the budget has not shrunk since they were written.
+    #[doc(hidden)]
+    pub fn send_buffered(&self) -> usize {
+        self.streams.send_buffered()
+    }
+
+    /// The send budget now (`TransportConfig::send_budget`).
+    #[doc(hidden)]
+    pub fn send_budget(&self) -> usize {
+        self.streams.send_budget()
     }
 
     /// Finish a stream's sending side.

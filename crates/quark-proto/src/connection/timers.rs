@@ -1,10 +1,11 @@
 //! The connection's timers. The loss-detection and delayed-ACK deadlines live in
 //! recovery and the packet spaces; the rest are here.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::Connection;
-use super::close::State;
+use super::close::{CloseFrame, ConnectionError, State};
+use crate::error::TransportErrorCode;
 use crate::types::SpaceId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +67,7 @@ impl Connection {
         [
             self.timers.earliest(),
             self.idle_deadline(),
+            self.send_deadline(),
             self.recovery.loss_detection_timer(),
             self.mtu.timer(),
         ]
@@ -86,6 +88,10 @@ impl Connection {
         }
         if self.idle_deadline().is_some_and(|at| at <= now) {
             self.on_idle_timeout();
+            return;
+        }
+        if self.send_deadline().is_some_and(|at| at <= now) {
+            self.on_send_timeout(now);
             return;
         }
         if self.timers.expired(Timer::KeyDiscard, now) {
@@ -162,5 +168,34 @@ impl Connection {
         //# current Probe Timeout (PTO).
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
         Some(since + timeout.max(3 * pto))
+    }
+}
+
+impl Connection {
+    /// When the connection is closed for making no progress in sending, if
+    /// it has something to send and a send timeout.
+    fn send_deadline(&self) -> Option<Instant> {
+        self.streams.send_deadline()
+    }
+
+    /// The connection had data to send and the peer let none of it progress
+    /// for the send timeout: a peer that stops acknowledging or granting
+    /// credit, but keeps the connection alive, would otherwise hold its send
+    /// buffers, and the application's writers, for good.
+    fn on_send_timeout(&mut self, now: Instant) {
+        let timeout = self.config.send_timeout.unwrap_or(Duration::ZERO);
+        tracing::debug!(side = ?self.side, ?timeout, "closing: no progress in sending");
+        // The peer broke no rule (a receiver may withhold credit), and we
+        // have no internal error: we close by choice.
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-20.1
+        //# NO_ERROR (0x00):  An endpoint uses this with CONNECTION_CLOSE to
+        //# signal that the connection is being closed abruptly in the absence
+        //# of any error.
+        let close = CloseFrame {
+            code: TransportErrorCode::NO_ERROR.0,
+            frame_type: Some(0),
+            reason: b"no progress in sending".to_vec(),
+        };
+        self.enter_closing(now, ConnectionError::SendTimedOut, close);
     }
 }

@@ -106,7 +106,7 @@ impl SendStream {
     }
 
     /// Stream credit left: bytes the peer still lets us write.
-    fn stream_credit(&self) -> u64 {
+    pub fn stream_credit(&self) -> u64 {
         self.max_stream_data.saturating_sub(self.buf.written())
     }
 
@@ -150,8 +150,11 @@ impl SendStream {
         Ok(n)
     }
 
-    /// How many of `len` bytes a write may take now.
-    fn accept(&mut self, len: usize, conn_credit: u64) -> Result<usize, WriteError> {
+    /// How many of `len` bytes a write may take now, within `conn_credit`
+    /// (the connection's credit and send budget the caller has left), as
+    /// [`write`](Self::write) would take them; nothing is written. A refusal
+    /// for want of stream credit is noted as a write's is (STREAM_DATA_BLOCKED).
+    pub fn accept(&mut self, len: usize, conn_credit: u64) -> Result<usize, WriteError> {
         self.check_open()?;
         //= https://www.rfc-editor.org/rfc/rfc9000#section-4.1
         //# Senders MUST NOT send data in excess of either limit.

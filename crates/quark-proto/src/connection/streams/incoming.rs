@@ -114,6 +114,7 @@ impl Streams {
     }
 
     /// STOP_SENDING frame.
+    #[inline(never)]
     pub(crate) fn on_stop_sending(&mut self, f: &StopSending) -> Result<(), TransportError> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-19.5
         //# An endpoint that receives a STOP_SENDING frame for a receive-only
@@ -131,6 +132,7 @@ impl Streams {
         // The application hears of the first STOP_SENDING only: a peer repeating
         // it must not grow the event queue.
         let first = send.stopped().is_none();
+        let before = send.buffered();
         if send.on_stop_sending(f.error_code).is_some() {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-3.5
             //# An endpoint that receives a STOP_SENDING frame MUST send a
@@ -138,6 +140,9 @@ impl Streams {
             entry.reset_code = Some(f.error_code);
             self.pending.reset.push(id, ());
         }
+        let freed = before - send.buffered();
+        self.on_cleared(freed);
+        self.stop_waiting(id);
         if first {
             self.events
                 .push_back(StreamEvent::Stopped(id, f.error_code));
@@ -167,8 +172,11 @@ impl Streams {
         // Only credit that unblocks the stream is news: a peer raising the
         // limit byte by byte must not queue an event per frame.
         let was_writable = send.is_writable();
-        if send.on_max_stream_data(max) && !was_writable && send.is_writable() {
-            self.events.push_back(StreamEvent::Writable(id));
+        if send.on_max_stream_data(max) {
+            if !was_writable && send.is_writable() {
+                self.events.push_back(StreamEvent::Writable(id));
+            }
+            self.on_stream_credit(id);
         }
         Ok(())
     }
@@ -189,10 +197,15 @@ impl Streams {
     }
 
     /// MAX_DATA frame.
+    #[inline(never)]
     pub(crate) fn on_max_data(&mut self, max: u64) {
         // Writers wait on connection credit only once it is used up.
         let blocked = self.send_flow.credit() == 0;
-        if self.send_flow.on_max_data(max) && blocked {
+        if self.send_flow.on_max_data(max) {
+            self.on_connection_credit();
+            if !blocked {
+                return;
+            }
             let writable: Vec<StreamId> = self
                 .map
                 .iter()

@@ -2,6 +2,7 @@
 //! (MAX_STREAMS), the application's reads and writes, and the bookkeeping that
 //! turns them into frames (`outgoing.rs`) and frames into them (`incoming.rs`).
 
+mod budget;
 mod incoming;
 mod memory;
 mod outgoing;
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use self::budget::{CreditWait, SendBudget};
 use self::pending::Pending;
 use self::spare::Spare;
 use crate::stream::{
@@ -72,6 +74,13 @@ pub(crate) struct StreamEntry {
     stop_code: Option<u64>,
     /// A Readable event is outstanding (avoid one per packet).
     readable_signalled: bool,
+    /// Room set aside for this stream's next writes (`reserve`), counted in
+    /// the send budget and the connection's credit.
+    reserved: usize,
+    /// In the queue of streams waiting for room in the send budget.
+    budget_queued: bool,
+    /// A write was refused for want of the peer's credit, none came since.
+    credit_wait: CreditWait,
 }
 
 /// Local settings for streams.
@@ -83,6 +92,10 @@ pub(crate) struct StreamLimits {
     pub(crate) connection_window_max: u64,
     pub(crate) send_buffer: usize,
     pub(crate) send_buffer_max: usize,
+    pub(crate) send_budget: usize,
+    pub(crate) send_budget_max: usize,
+    /// `TransportConfig::send_timeout`, `None` when zero.
+    pub(crate) send_timeout: Option<Duration>,
     pub(crate) max_concurrent: [u64; 2],
 }
 
@@ -129,6 +142,9 @@ pub struct Streams {
     /// Apart, so a receiving half gets a ring sized for what it received
     /// before, not a send ring that grows (and is copied) again.
     spare: [Spare; 2],
+    /// What all send buffers hold, who waits for room, and since when the
+    /// connection has had something to send without progress.
+    budget: SendBudget,
 }
 
 impl Streams {
@@ -153,6 +169,7 @@ impl Streams {
             pending: Pending::default(),
             events: VecDeque::new(),
             spare: Default::default(),
+            budget: SendBudget::default(),
         }
     }
 
@@ -194,46 +211,84 @@ impl Streams {
     /// Write application data; returns how much was taken (0: blocked, wait for
     /// a Writable event).
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
-        self.write_with(id, data.len(), |send, credit| send.write(data, credit))
+        self.write_with(id, data.len(), false, |send, credit| {
+            send.write(data, credit)
+        })
     }
 
     /// [`write`](Self::write) of the application's own bytes, held by reference
     /// rather than copied (see [`SendStream::write_shared`]).
     pub fn write_shared(&mut self, id: StreamId, data: &Bytes) -> Result<usize, StreamError> {
-        self.write_with(id, data.len(), |send, credit| {
+        self.write_with(id, data.len(), false, |send, credit| {
             send.write_shared(data, credit)
         })
     }
 
     /// A write of `len` bytes that `take` hands to the stream, with the
-    /// connection's flow control and the frames a blocked write owes.
+    /// connection's flow control, the send budget, and the frames a blocked
+    /// write owes. `reserve`: `take` only counts the bytes, which are set
+    /// aside for the stream's next writes instead of written.
     fn write_with(
         &mut self,
         id: StreamId,
         len: usize,
+        reserve: bool,
         take: impl FnOnce(&mut SendStream, u64) -> Result<usize, WriteError>,
     ) -> Result<usize, StreamError> {
-        let limit = self.send_buffer_limit();
+        let (limit, cap) = (self.send_buffer_limit(), self.send_budget());
         let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
         let send = entry.send.as_mut().ok_or(StreamError::WrongDirection)?;
         send.set_buffer_limit(limit);
-        let credit = self.send_flow.credit();
-        let n = take(send, credit)?;
+        // Others' reservations are spoken for; this stream's own are its.
+        let own = entry.reserved;
+        let others = self.budget.reserved - own;
+        let credit = self.send_flow.credit().saturating_sub(others as u64);
+        let room = cap.saturating_sub(self.budget.held + others).max(own);
+        let n = take(send, credit.min(room as u64))?;
         if let Some(limit) = send.take_blocked() {
             self.pending.stream_data_blocked.push(id, limit);
         }
-        self.send_flow.consume(n as u64);
+        let stream_dry = n == 0 && send.stream_credit() == 0;
+        if reserve {
+            entry.reserved = n;
+            self.budget.reserved = others + n;
+        } else {
+            if own > 0 {
+                // The reservation is used first.
+                let used = n.min(own);
+                entry.reserved -= used;
+                self.budget.reserved -= used;
+            }
+            self.budget.held += n;
+            self.send_flow.consume(n as u64);
+            if n > 0 && !entry.queued {
+                entry.queued = true;
+                self.send_queue.push_back(id);
+            }
+        }
         if n < len && self.send_flow.credit() == 0 {
             self.send_flow.set_blocked();
             if let Some(limit) = self.send_flow.take_blocked() {
                 self.pending.data_blocked = Some(limit);
             }
         }
-        if n > 0 && !entry.queued {
-            entry.queued = true;
-            self.send_queue.push_back(id);
+        if n == 0 && len > 0 {
+            self.on_refused(id, stream_dry, credit == 0 || room == 0);
+        } else if reserve && n < own {
+            self.on_budget_freed(own - n);
         }
         Ok(n)
+    }
+
+    /// How many bytes, at most `max`, a write to the stream would take now;
+    /// they are set aside for its next writes (counted in the send budget and
+    /// the connection's credit, so other streams cannot take them) until
+    /// written, or until the stream is finished or reset; a later call
+    /// replaces the reservation. 0: blocked, as a refused write is (a
+    /// Writable event follows when room returns). Lets an application read
+    /// from its source only what the stream can take.
+    pub fn reserve(&mut self, id: StreamId, max: usize) -> Result<usize, StreamError> {
+        self.write_with(id, max, true, |send, credit| send.accept(max, credit))
     }
 
     /// Finish the sending side (FIN).
@@ -248,6 +303,10 @@ impl Streams {
             entry.queued = true;
             self.send_queue.push_back(id);
         }
+        // Nothing more will be written: what it waited for, or had set
+        // aside, goes back.
+        let freed = self.budget.release(entry);
+        self.on_budget_freed(freed);
         Ok(())
     }
 
@@ -255,10 +314,14 @@ impl Streams {
     pub fn reset(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
         let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
         let send = entry.send.as_mut().ok_or(StreamError::WrongDirection)?;
+        let before = send.buffered();
         if send.reset().is_some() {
             entry.reset_code = Some(code);
             self.pending.reset.push(id, ());
         }
+        let freed = before - send.buffered();
+        self.on_cleared(freed);
+        self.stop_waiting(id);
         Ok(())
     }
 
@@ -268,6 +331,7 @@ impl Streams {
     pub(crate) fn observe(&mut self, now: Instant, rtt: Duration, cwnd: u64) {
         self.clock = Some(FlowClock { now, rtt });
         self.cwnd = cwnd;
+        self.note_stall(now);
     }
 
     /// Unacknowledged bytes a stream may hold: twice the congestion window,
@@ -332,18 +396,28 @@ impl Streams {
             entry.stop_code = Some(code);
             self.pending.stop.push(id, ());
         }
-        // Data that will never be read must not hold the connection window.
-        self.recv_flow.on_consumed(unread);
+        // Data that will never be read must not hold the connection window,
+        // and the credit it frees is announced as a read's is: the peer may
+        // be waiting for it to send on another stream, which has nothing to
+        // read, so no read would announce it.
+        self.on_consumed(unread);
         self.maybe_free(id);
         Ok(())
     }
 
     /// Whether the stream exists and can take more data now.
     pub fn is_writable(&self, id: StreamId) -> bool {
-        self.map
-            .get(&id)
-            .and_then(|e| e.send.as_ref())
-            .is_some_and(|s| s.is_writable() && self.send_flow.credit() > 0)
+        let Some(entry) = self.map.get(&id) else {
+            return false;
+        };
+        let others = self.budget.reserved - entry.reserved;
+        let credit = self.send_flow.credit() > others as u64;
+        let room =
+            self.send_budget().saturating_sub(self.budget.held + others) > 0 || entry.reserved > 0;
+        entry
+            .send
+            .as_ref()
+            .is_some_and(|s| s.is_writable() && credit && room)
     }
 
     /// Whether a read would return something other than `Blocked`.
@@ -404,6 +478,9 @@ impl Streams {
                 reset_code: None,
                 stop_code: None,
                 readable_signalled: false,
+                reserved: 0,
+                budget_queued: false,
+                credit_wait: CreditWait::None,
             },
         );
     }
@@ -425,6 +502,7 @@ impl Streams {
         self.spare = Default::default();
         self.send_queue = VecDeque::new();
         self.pending = Pending::default();
+        self.budget = SendBudget::default();
     }
 
     /// Forget a stream whose both halves are done; a freed peer stream makes room
@@ -449,6 +527,7 @@ impl Streams {
         }
         let entry = slot.remove();
         self.pending.forget(id);
+        self.budget.forget(&entry);
         let window = self.limits.connection_window as usize;
         let over = self.map.is_empty();
         let [send, recv] = &mut self.spare;

@@ -215,6 +215,8 @@ impl Streams {
 
     /// A packet carrying these frames was acknowledged.
     pub(crate) fn on_acked(&mut self, sent: &SentFrames) {
+        let mut freed = 0;
+        let mut finished = false;
         for chunk in &sent.streams {
             let Some(entry) = self.map.get_mut(&chunk.id) else {
                 continue;
@@ -223,13 +225,22 @@ impl Streams {
                 continue;
             };
             let was_writable = send.is_writable();
-            if send.on_ack(chunk.offset, chunk.len as usize, chunk.fin) {
+            let before = send.buffered();
+            let done = send.on_ack(chunk.offset, chunk.len as usize, chunk.fin);
+            freed += before - send.buffered();
+            if done {
+                finished = true;
                 self.events.push_back(StreamEvent::Finished(chunk.id));
                 self.maybe_free(chunk.id);
             } else if !was_writable && send.is_writable() {
                 // Buffer space freed up.
                 self.events.push_back(StreamEvent::Writable(chunk.id));
             }
+        }
+        if freed > 0 || finished {
+            self.budget.held -= freed;
+            self.on_progress();
+            self.on_budget_freed(freed);
         }
         for ctl in &sent.control {
             if let Control::ResetStream(id) = *ctl {
