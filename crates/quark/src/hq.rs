@@ -25,6 +25,12 @@ pub const FORBIDDEN: u64 = 0x403;
 pub const NOT_FOUND: u64 = 0x404;
 /// Reset code: the server failed while sending.
 pub const SERVER_ERROR: u64 = 0x500;
+/// Reset code: the request did not arrive in time (HTTP's 408).
+pub const REQUEST_TIMEOUT: u64 = 0x408;
+/// How long a request line may take to arrive, whole: a client that opens
+/// streams and sends a byte now and then (slow loris) holds a request's
+/// state no longer than this.
+pub const REQUEST_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Longest request line accepted.
 pub const MAX_REQUEST: usize = 8 * 1024;
@@ -42,6 +48,9 @@ pub enum RequestError {
     /// A path escaping the root, or otherwise refused.
     #[error("forbidden path")]
     Forbidden,
+    /// The request did not arrive whole in time ([`REQUEST_TIME_LIMIT`]).
+    #[error("request timed out")]
+    TimedOut,
 }
 
 impl RequestError {
@@ -50,6 +59,7 @@ impl RequestError {
         match self {
             RequestError::Malformed => BAD_REQUEST,
             RequestError::Forbidden => FORBIDDEN,
+            RequestError::TimedOut => REQUEST_TIMEOUT,
         }
     }
 }
@@ -94,10 +104,16 @@ pub fn resolve(root: &Path, path: &str) -> Result<PathBuf, RequestError> {
 
 /// Serve every request of one connection from files under `root`.
 pub async fn serve_connection(conn: Connection, root: PathBuf) {
+    serve_connection_within(conn, root, REQUEST_TIME_LIMIT).await
+}
+
+/// [`serve_connection`], resetting a request that has not arrived whole
+/// within `limit` ([`REQUEST_TIMEOUT`]).
+pub async fn serve_connection_within(conn: Connection, root: PathBuf, limit: std::time::Duration) {
     while let Ok((send, recv)) = conn.accept_bi().await {
         let root = root.clone();
         conn.spawn(async move {
-            if let Err(e) = serve_stream(send, recv, &root).await {
+            if let Err(e) = serve_stream(send, recv, &root, limit).await {
                 tracing::debug!(error = %e, "hq request failed");
             }
         });
@@ -125,14 +141,20 @@ async fn serve_stream(
     mut send: crate::SendStream,
     mut recv: crate::RecvStream,
     root: &Path,
+    limit: std::time::Duration,
 ) -> Result<(), ServeError> {
-    let request = match recv.read_to_end(MAX_REQUEST).await {
-        Ok(r) => r,
-        Err(ReadError::TooLong(_)) => {
+    let request = match tokio::time::timeout(limit, recv.read_to_end(MAX_REQUEST)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(ReadError::TooLong(_))) => {
             send.reset(BAD_REQUEST)?;
             return Err(ServeError::Refused(RequestError::Malformed));
         }
-        Err(e) => return Err(e.into()),
+        Ok(Err(e)) => return Err(e.into()),
+        Err(_) => {
+            let _ = recv.stop(REQUEST_TIMEOUT);
+            send.reset(REQUEST_TIMEOUT)?;
+            return Err(ServeError::Refused(RequestError::TimedOut));
+        }
     };
     let file = match parse_request(&request).and_then(|p| resolve(root, p)) {
         Ok(f) => f,
@@ -261,6 +283,7 @@ impl FetchError {
                 NOT_FOUND => "not found (server reset the stream with 0x404)".into(),
                 FORBIDDEN => "forbidden path (server reset the stream with 0x403)".into(),
                 BAD_REQUEST => "bad request (server reset the stream with 0x400)".into(),
+                REQUEST_TIMEOUT => "request timed out (server reset the stream with 0x408)".into(),
                 other => format!("server reset the stream with code {other:#x}"),
             },
             other => other.to_string(),
