@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 out=${1:-docs/results/$(date +%F)-attacks}
 mkdir -p "$out"
-cargo build --release -p quark-cli
+[ -n "${NO_BUILD:-}" ] || cargo build --release -p quark-cli
 quark=target/release/quark
 www=$(mktemp -d)
 trap 'rm -rf "$www"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; true' EXIT
@@ -58,6 +58,10 @@ status=0
     | tee "$out/attacks.txt" || status=$?
 if kill -0 "$pid" 2>/dev/null; then
     echo "server alive after every attack, RSS now $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)" | tee -a "$out/attacks.txt"
+    # The attack connections left open idle out (30 s); freed memory goes
+    # back to the system (quark serve trims the heap every 5 s).
+    sleep 40
+    echo "40 s later, RSS $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)" | tee -a "$out/attacks.txt"
 else
     echo "server DIED during the attacks" | tee -a "$out/attacks.txt"
     status=1

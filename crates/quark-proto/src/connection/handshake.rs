@@ -252,6 +252,16 @@ impl Connection {
         Ok(())
     }
 
+    /// Give back the capacity of the per-packet scratch vectors, which the
+    /// handshake grew (about 1.5 KB): an idle connection keeps none, a busy
+    /// one grows them again once. Called between packets, when they are empty.
+    pub(crate) fn release_scratch(&mut self) {
+        self.acked_scratch = Vec::new();
+        self.lost_scratch = Vec::new();
+        self.decrypted_scratch = Vec::new();
+        self.seal_jobs = Vec::new();
+    }
+
     /// Issue new connection IDs until the peer holds as many as it allows.
     pub(crate) fn top_up_cids(&mut self) {
         let (cid_gen, rng) = (&self.cid_gen, &mut self.rng);

@@ -108,6 +108,7 @@ impl Connection {
             if let Some(keys) = self.one_rtt.as_mut() {
                 keys.prepare_next();
             }
+            self.release_scratch();
         }
         self.mtu.on_timeout(now);
         if self

@@ -319,7 +319,10 @@ impl<T> Recovery<T> {
         //# SetLossDetectionTimer()
         let sp = &mut self.spaces[space.index()];
         sp.sent.drain(dropped);
-        sp.lost.clear();
+        // The space is over for good: its stores' capacity goes too (a
+        // handshake's records, about 2 KB an idle connection kept).
+        sp.sent = SentStore::new();
+        sp.lost = LostHistory::default();
         sp.time_of_last_ack_eliciting = None;
         sp.loss_time = None;
         self.pto_count = 0;

@@ -78,10 +78,6 @@ impl LostHistory {
         }
     }
 
-    pub(super) fn clear(&mut self) {
-        self.records.clear();
-    }
-
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.records.len()
