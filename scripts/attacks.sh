@@ -39,40 +39,48 @@ fi
 start_server() {
     local port=$1
     if [ -n "$cap" ]; then
-        sh -c "echo \$\$ > $cap/cgroup.procs && exec $quark serve --root $www --listen 127.0.0.1:$port" 2>"$out/serve-$port.log" &
+        sh -c "echo \$\$ > $cap/cgroup.procs && exec $quark serve --root $www --listen 127.0.0.1:$port" 2>"$www/serve-$port.log" &
     else
-        "$quark" serve --root "$www" --listen "127.0.0.1:$port" 2>"$out/serve-$port.log" &
+        "$quark" serve --root "$www" --listen "127.0.0.1:$port" 2>"$www/serve-$port.log" &
     fi
     pid=$!
     for _ in $(seq 50); do
-        grep -q "^serving " "$out/serve-$port.log" 2>/dev/null && return 0
+        grep -q "^serving " "$www/serve-$port.log" 2>/dev/null && return 0
         sleep 0.1
     done
     echo "error: quark serve did not start" >&2
     exit 1
 }
 
-start_server 4433
+# Each class against a fresh server, so its peak is measured from the same
+# baseline and nothing another class left behind counts against it.
 status=0
-"$quark" probe --full --target 127.0.0.1:4433 --server-pid "$pid" --json "$out/attacks.json" \
-    | tee "$out/attacks.txt" || status=$?
-if kill -0 "$pid" 2>/dev/null; then
-    echo "server alive after every attack, RSS now $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)" | tee -a "$out/attacks.txt"
-    # The attack connections left open idle out (30 s); freed memory goes
-    # back to the system (quark serve trims the heap every 5 s).
-    sleep 40
-    echo "40 s later, RSS $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)" | tee -a "$out/attacks.txt"
-else
-    echo "server DIED during the attacks" | tee -a "$out/attacks.txt"
-    status=1
-fi
-kill "$pid"; wait "$pid" 2>/dev/null || true
+port=4433
+: > "$out/attacks.txt"
+for attack in $("$quark" probe --list | awk '{print $1}'); do
+    start_server $port
+    "$quark" probe --full --target 127.0.0.1:$port --server-pid "$pid" --attacks "$attack" \
+        --json "$out/attack-$attack.json" | tee -a "$out/attacks.txt" || status=$?
+    if ! kill -0 "$pid" 2>/dev/null; then
+        echo "server DIED during $attack" | tee -a "$out/attacks.txt"
+        status=1
+    elif [ "$attack" = slow-loris ]; then
+        # What the attack left open idles out (30 s); freed memory goes back
+        # to the system (quark serve trims the heap every 5 s).
+        sleep 40
+        echo "after $attack, 40 s later: RSS $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)" \
+            | tee -a "$out/attacks.txt"
+    fi
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+    port=$((port + 1))
+done
 
 # Memory per idle connection, on a fresh server.
-start_server 4434
-"$quark" probe --target 127.0.0.1:4434 --server-pid "$pid" --idle-connections 10000 \
+start_server $port
+"$quark" probe --target 127.0.0.1:$port --server-pid "$pid" --idle-connections 10000 \
     --json "$out/idle.json" | tee "$out/idle.txt"
 kill "$pid"; wait "$pid" 2>/dev/null || true
 pid=""
 [ -n "$cap" ] && rmdir "$cap" 2>/dev/null || true
+python3 scripts/attacks-table.py "$out" | tee "$out/table.md"
 exit $status
