@@ -37,11 +37,11 @@ fi
 [ -z "$cap" ] && echo "warning: no memory cap (not root, or no cgroup memory controller)" >&2
 
 start_server() {
-    local port=$1
+    local port=$1 mode=${2:-}
     if [ -n "$cap" ]; then
-        sh -c "echo \$\$ > $cap/cgroup.procs && exec $quark serve --root $www --listen 127.0.0.1:$port" 2>"$www/serve-$port.log" &
+        sh -c "echo \$\$ > $cap/cgroup.procs && exec $quark serve $mode --root $www --listen 127.0.0.1:$port" 2>"$www/serve-$port.log" &
     else
-        "$quark" serve --root "$www" --listen "127.0.0.1:$port" 2>"$www/serve-$port.log" &
+        "$quark" serve $mode --root "$www" --listen "127.0.0.1:$port" 2>"$www/serve-$port.log" &
     fi
     pid=$!
     for _ in $(seq 50); do
@@ -71,6 +71,16 @@ for attack in $("$quark" probe --list | awk '{print $1}'); do
         echo "after $attack, 40 s later: RSS $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)" \
             | tee -a "$out/attacks.txt"
     fi
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+    port=$((port + 1))
+done
+
+# The HTTP/3 classes against `quark serve --h3`.
+for attack in $("$quark" probe --list --h3 | awk '{print $1}' | grep -v -x -F "$("$quark" probe --list | awk '{print $1}')"); do
+    start_server $port --h3
+    "$quark" probe --full --h3 --target 127.0.0.1:$port --server-pid "$pid" --attacks "$attack" \
+        --json "$out/attack-$attack.json" | tee -a "$out/attacks.txt" || status=$?
+    kill -0 "$pid" 2>/dev/null || { echo "server DIED during $attack" | tee -a "$out/attacks.txt"; status=1; }
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
     port=$((port + 1))
 done

@@ -38,6 +38,11 @@ pub(crate) struct Args {
     /// A large file (16 MB or more) that slow peers request.
     #[arg(long, default_value = "/probe-16M.bin")]
     big: String,
+    /// The server speaks HTTP/3 (`quark serve --h3`): the legitimate client
+    /// fetches over HTTP/3, and the attacks that need hq-interop requests are
+    /// replaced by HTTP/3 ones.
+    #[arg(long)]
+    h3: bool,
     /// Where attacks come from (default: 127.0.0.2 for a loopback target, so
     /// the server sees a different source from the legitimate client).
     #[arg(long)]
@@ -70,23 +75,34 @@ pub(crate) fn run(args: Args) -> i32 {
 }
 
 fn probe(args: Args) -> anyhow::Result<bool> {
+    let mut target = Target::new(args.target);
+    if args.h3 {
+        target.alpn = quark_h3::ALPN.to_vec();
+    }
     if args.list {
-        for a in attacks::ALL {
+        for a in attacks::ALL.iter().filter(|a| a.fits(&target)) {
             println!("{:<22} {}", a.name, a.about);
         }
         return Ok(true);
     }
     let chosen: Vec<&Attack> = if args.attacks.is_empty() {
-        attacks::ALL.iter().collect()
+        attacks::ALL.iter().filter(|a| a.fits(&target)).collect()
     } else {
-        args.attacks
+        let chosen = args
+            .attacks
             .iter()
             .map(|n| {
                 attacks::find(n).with_context(|| format!("no attack named {n:?} (see --list)"))
             })
-            .collect::<anyhow::Result<_>>()?
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if let Some(a) = chosen.iter().find(|a| !a.fits(&target)) {
+            bail!(
+                "{} does not apply to this server's protocol (see --list, --h3)",
+                a.name
+            );
+        }
+        chosen
     };
-    let mut target = Target::new(args.target);
     target.fetch = args.fetch;
     target.big = args.big;
     target.pid = args.server_pid;

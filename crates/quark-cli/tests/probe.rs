@@ -9,23 +9,34 @@ mod common;
 
 use std::process::Command;
 
-use common::{serve, tempdir};
+use common::{serve_with, tempdir};
 
 #[test]
 fn quark_serve_passes_every_attack() {
-    let dir = tempdir("quark-probe", "all");
+    passes_every_attack("hq", &[]);
+}
+
+#[test]
+fn quark_serve_h3_passes_every_attack() {
+    passes_every_attack("h3", &["--h3"]);
+}
+
+/// Run every attack that fits `quark serve <mode>` against it.
+fn passes_every_attack(name: &str, mode: &[&str]) {
+    let dir = tempdir("quark-probe", name);
     let root = dir.join("www");
     std::fs::create_dir_all(&root).unwrap();
     let body: Vec<u8> = (0..16u32 << 20).map(|i| (i * 31 % 253) as u8).collect();
     std::fs::write(root.join("probe-1M.bin"), &body[..1 << 20]).unwrap();
     std::fs::write(root.join("probe-16M.bin"), &body).unwrap();
-    let server = serve(&root, &dir);
+    let server = serve_with(&root, &dir, mode);
     let json = dir.join("probe.json");
     let out = Command::new(env!("CARGO_BIN_EXE_quark"))
         .args(["probe", "--target", &format!("127.0.0.1:{}", server.port)])
         .args(["--server-pid", &server.child.id().to_string()])
         .args(["--max-fetch-ms", "10000", "--json"])
         .arg(&json)
+        .args(mode)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -35,17 +46,18 @@ fn quark_serve_passes_every_attack() {
     let outcomes: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let outcomes = outcomes.as_array().unwrap();
-    assert_eq!(outcomes.len(), quark_probe_attacks());
+    assert_eq!(outcomes.len(), quark_probe_attacks(mode));
     for o in outcomes {
         assert!(o["rss"].is_array(), "no memory figure for {}", o["attack"]);
         assert!(!o["fetches"].as_array().unwrap().is_empty());
     }
 }
 
-/// How many attacks `quark probe --list` names.
-fn quark_probe_attacks() -> usize {
+/// How many attacks `quark probe --list` names for a mode.
+fn quark_probe_attacks(mode: &[&str]) -> usize {
     let out = Command::new(env!("CARGO_BIN_EXE_quark"))
         .args(["probe", "--list"])
+        .args(mode)
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).lines().count()

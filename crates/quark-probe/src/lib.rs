@@ -68,6 +68,11 @@ impl Target {
         }
     }
 
+    /// Whether the target speaks HTTP/3 (else hq-interop).
+    pub fn h3(&self) -> bool {
+        self.alpn == quark_h3::ALPN
+    }
+
     /// A client configuration that accepts any certificate.
     pub fn client_config(&self) -> anyhow::Result<ClientConfig> {
         Ok(quark::tls::client_config(

@@ -112,10 +112,28 @@ pub async fn fetch_once(target: &Target) -> Result<Duration, String> {
             .await
             .map_err(|e| format!("handshake: {e}"))?;
         let mut sink = tokio::io::sink();
-        let n = quark::hq::fetch(&conn, &target.fetch, &mut sink, |_| {})
+        let n = if target.h3() {
+            let client = quark_h3::Client::new(conn.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            let n = quark_h3::files::fetch(
+                &client,
+                &target.server_name,
+                &target.fetch,
+                &mut sink,
+                |_| {},
+            )
             .await
-            .map_err(|e| e.describe())?;
-        conn.close(0, b"");
+            .map_err(|e| e.to_string())?;
+            conn.close(quark_h3::error::H3_NO_ERROR, b"");
+            n
+        } else {
+            let n = quark::hq::fetch(&conn, &target.fetch, &mut sink, |_| {})
+                .await
+                .map_err(|e| e.describe())?;
+            conn.close(0, b"");
+            n
+        };
         if n == 0 {
             return Err(format!("{}: empty response", target.fetch));
         }
