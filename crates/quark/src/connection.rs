@@ -50,7 +50,7 @@ impl Connection {
                 return Poll::Ready(Ok(id));
             }
             // Blocked by the peer's MAX_STREAMS: a STREAMS_BLOCKED goes out.
-            entry.wakers.open[dir_index(dir)] = Some(cx.waker().clone());
+            crate::shared::wait_in(&mut entry.wakers.open[dir_index(dir)], cx.waker());
             state.touch(self.handle);
             Poll::Pending
         })
@@ -70,7 +70,7 @@ impl Connection {
             if let Some(e) = &entry.error {
                 return Poll::Ready(Err(e.clone()));
             }
-            entry.wakers.accept[dir_index(dir)] = Some(cx.waker().clone());
+            crate::shared::wait_in(&mut entry.wakers.accept[dir_index(dir)], cx.waker());
             Poll::Pending
         })
         .await

@@ -77,6 +77,13 @@ fn wake(slot: Option<Waker>, count: &mut usize) {
     }
 }
 
+fn wake_all(waiting: &mut Vec<Waker>, count: &mut usize) {
+    for waker in waiting.drain(..) {
+        waker.wake();
+        *count += 1;
+    }
+}
+
 /// Apply one event. Returns true if a server connection just became ready for `accept`.
 fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut Woken) -> bool {
     let w = &mut entry.wakers;
@@ -102,10 +109,10 @@ fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut Woken) -> bool {
             wake(w.writers.remove(&id), &mut woke.others);
         }
         Event::Stream(StreamEvent::Opened(dir)) => {
-            wake(w.accept[dir_index(dir)].take(), &mut woke.others)
+            wake_all(&mut w.accept[dir_index(dir)], &mut woke.others)
         }
         Event::Stream(StreamEvent::Available(dir)) => {
-            wake(w.open[dir_index(dir)].take(), &mut woke.others)
+            wake_all(&mut w.open[dir_index(dir)], &mut woke.others)
         }
         Event::ConnectionLost(e) => {
             entry.error = Some(e);

@@ -20,10 +20,22 @@ pub(crate) struct ConnWakers {
     pub(crate) writers: IdMap<StreamId, Waker>,
     /// Waiting for a stream to be acknowledged in full or stopped.
     pub(crate) finishers: IdMap<StreamId, Waker>,
-    pub(crate) accept: [Option<Waker>; 2],
-    pub(crate) open: [Option<Waker>; 2],
+    /// Every task waiting to accept, or to open, a stream of each direction:
+    /// all are woken when one may proceed (a single slot kept only the last
+    /// task to wait, and the others slept for good: a client opening 200
+    /// streams against a limit of 128 stalled).
+    pub(crate) accept: [Vec<Waker>; 2],
+    pub(crate) open: [Vec<Waker>; 2],
     pub(crate) connected: Option<Waker>,
     pub(crate) closed: Vec<Waker>,
+}
+
+/// Add `waker` to `waiting` unless it already wakes the same task (a task
+/// that polls again must not add itself twice).
+pub(crate) fn wait_in(waiting: &mut Vec<Waker>, waker: &Waker) {
+    if !waiting.iter().any(|w| w.will_wake(waker)) {
+        waiting.push(waker.clone());
+    }
 }
 
 impl ConnWakers {
@@ -35,8 +47,8 @@ impl ConnWakers {
             .chain(self.writers.drain())
             .chain(self.finishers.drain())
             .map(|(_, w)| w)
-            .chain(self.accept.iter_mut().filter_map(Option::take))
-            .chain(self.open.iter_mut().filter_map(Option::take))
+            .chain(self.accept.iter_mut().flat_map(|v| v.drain(..)))
+            .chain(self.open.iter_mut().flat_map(|v| v.drain(..)))
             .chain(self.connected.take())
             .chain(self.closed.drain(..));
         all.map(Waker::wake).count()
