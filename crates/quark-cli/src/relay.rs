@@ -112,6 +112,7 @@ fn socket(addr: SocketAddr) -> anyhow::Result<UdpSocket> {
 async fn relay(listen: SocketAddr, to: SocketAddr, imp: Impairment) -> anyhow::Result<()> {
     let listener = Arc::new(socket(listen)?);
     let local = listener.local_addr()?;
+    listener.writable().await?;
     println!("listening {local}");
     eprintln!("relaying {local} -> {to}: {}", imp.describe());
     let mut path: Path<Tagged> = Path::new(imp.up.clone(), imp.down.clone(), imp.seed);
@@ -171,6 +172,11 @@ async fn relay(listen: SocketAddr, to: SocketAddr, imp: Impairment) -> anyhow::R
                             }
                             let upstream = Arc::new(socket(upstream_bind)?);
                             upstream.connect(to).await?;
+                            // `try_send` trusts the readiness tokio has seen, and a
+                            // new socket has seen none: without this each new
+                            // client's first datagram was dropped (a 1 s handshake
+                            // retransmission through the relay).
+                            upstream.writable().await?;
                             let id = next_id;
                             next_id = next_id.wrapping_add(1);
                             let reader = spawn_upstream_reader(id, upstream.clone(), tx.clone());

@@ -139,6 +139,57 @@ fn transfer_through_a_lossy_relay_matches() {
 }
 
 /// Why the layer-3 link can't be tested here, if it can't.
+#[test]
+fn a_new_clients_first_datagram_gets_through() {
+    // A UDP echo server behind a relay with no impairment: every client's
+    // very first datagram must come back (each used to be dropped).
+    let echo = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let echo_addr = echo.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = echo.recv_from(&mut buf) {
+            let _ = echo.send_to(&buf[..n], from);
+        }
+    });
+    let mut relay = Command::new(QUARK)
+        .args([
+            "relay",
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+            &echo_addr.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(relay.stdout.take().unwrap());
+    let relay = Proc {
+        child: relay,
+        rest: None,
+    };
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening ")
+        .expect(&line)
+        .to_string();
+    for client in 0..5u8 {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+            .unwrap();
+        socket.send_to(&[client; 1200], &addr).unwrap();
+        let mut buf = [0u8; 2048];
+        let (n, _) = socket
+            .recv_from(&mut buf)
+            .unwrap_or_else(|e| panic!("client {client}'s first datagram: {e}"));
+        assert_eq!(&buf[..n], &[client; 1200][..]);
+    }
+    drop(relay);
+}
+
 fn no_link() -> Option<String> {
     if !Command::new("id")
         .arg("-u")
