@@ -193,7 +193,12 @@ impl EcnValidator {
         //# From the "unknown" state, successful validation of the ECN counts in
         //# an ACK frame (see Section 13.4.2.1) causes the ECN state for the path
         //# to become "capable", unless no marked packet has been acknowledged.
-        if self.state == EcnState::Unknown && acked[0] + acked[1] > 0 {
+        //
+        // Marked packets acknowledged while testing count: a client sends
+        // few packets, and its marked ones were often all acknowledged before
+        // testing ended; waiting for an ACK of marked packets while marking
+        // nothing (unknown) kept it unknown, and unmarked, for good.
+        if self.state == EcnState::Unknown && self.marked_acked > 0 {
             self.state = EcnState::Capable;
         }
         outcome
@@ -268,6 +273,33 @@ mod tests {
         let out = v.on_ack(DATA, counts(4, 0, 0), [4, 0], true);
         assert_eq!(out, EcnOutcome::default());
         assert_eq!((v.state(), v.codepoint()), (EcnState::Capable, ECT0));
+    }
+
+    #[test]
+    fn marks_acknowledged_while_testing_count_once_testing_ends() {
+        let t = test_epoch();
+        let mut v = EcnValidator::new(true);
+        for _ in 0..3 {
+            v.on_sent(t, DATA, ECT0, PTO);
+        }
+        // All three arrive marked and are acknowledged while still testing.
+        v.on_ack(DATA, counts(3, 0, 0), [3, 0], true);
+        assert_eq!(v.state(), EcnState::Testing);
+        // Testing ends by time; nothing marked is in flight any more.
+        v.on_sent(t + 3 * PTO, DATA, ECT0, PTO);
+        assert_eq!(v.state(), EcnState::Unknown);
+        v.on_ack(DATA, counts(4, 0, 0), [1, 0], true);
+        assert_eq!((v.state(), v.codepoint()), (EcnState::Capable, ECT0));
+
+        // Likewise when the next ACK acknowledges only unmarked packets.
+        let mut v = EcnValidator::new(true);
+        for _ in 0..2 {
+            v.on_sent(t, DATA, ECT0, PTO);
+        }
+        v.on_ack(DATA, counts(2, 0, 0), [2, 0], true);
+        v.on_sent(t + 3 * PTO, DATA, ECT0, PTO);
+        v.on_ack(DATA, counts(3, 0, 0), [1, 0], true);
+        assert_eq!(v.state(), EcnState::Capable);
     }
 
     #[test]

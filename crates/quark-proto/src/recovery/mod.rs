@@ -318,10 +318,9 @@ impl<T> Recovery<T> {
         //# pto_count = 0
         //# SetLossDetectionTimer()
         let sp = &mut self.spaces[space.index()];
-        sp.sent.drain(dropped);
         // The space is over for good: its stores' capacity goes too (a
         // handshake's records, about 2 KB an idle connection kept).
-        sp.sent = SentStore::new();
+        sp.sent.drain_for_good(dropped);
         sp.lost = LostHistory::default();
         sp.time_of_last_ack_eliciting = None;
         sp.loss_time = None;

@@ -268,6 +268,14 @@ impl<T> SentStore<T> {
         self.ack_eliciting_in_flight = 0;
     }
 
+    /// [`drain`](Self::drain) for a space that is over for good: its storage
+    /// goes too (the numbers sent are still known, so a late ACK finds them
+    /// resolved rather than never sent).
+    pub(super) fn drain_for_good(&mut self, out: &mut Vec<(u64, SentPacket<T>)>) {
+        self.drain(out);
+        self.slots = VecDeque::new();
+    }
+
     /// Unresolved packets in packet-number order.
     pub(super) fn iter(&self) -> impl Iterator<Item = (u64, &SentPacket<T>)> + '_ {
         let base = self.base;

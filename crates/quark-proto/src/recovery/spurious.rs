@@ -79,6 +79,11 @@ impl LostHistory {
     }
 
     #[cfg(test)]
+    pub(super) fn clear(&mut self) {
+        self.records.clear();
+    }
+
+    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.records.len()
     }
