@@ -39,6 +39,11 @@ pub(crate) struct GetArgs {
     /// Speak HTTP/3 (ALPN h3) instead of hq-interop.
     #[arg(long)]
     pub(crate) h3: bool,
+    /// Start a 1-RTT key update as soon as the handshake is confirmed (the
+    /// interop runner's keyupdate case); quark otherwise updates keys by
+    /// itself before their confidentiality limit.
+    #[arg(long)]
+    pub(crate) key_update: bool,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -170,6 +175,18 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
         false => Via::Hq(conn.clone()),
     };
 
+    if args.key_update {
+        // Confirmed once HANDSHAKE_DONE arrives, a round trip or so later.
+        let conn = conn.clone();
+        tokio::spawn(async move {
+            for _ in 0..500 {
+                if conn.initiate_key_update() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        });
+    }
     let bar = progress_bar(args.quiet, urls.len());
     let mut tasks = Vec::new();
     for (i, url) in urls.iter().enumerate() {
@@ -209,12 +226,17 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     } else {
         0
     };
+    let key_updates = conn.stats().key_updates;
     conn.close(code, b"done");
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     if !args.quiet {
         let secs = elapsed.as_secs_f64();
+        let updates = match key_updates {
+            0 => String::new(),
+            n => format!(", {n} key update{}", if n == 1 { "" } else { "s" }),
+        };
         eprintln!(
-            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}]",
+            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{updates}]",
             urls.len() - failures,
             urls.len(),
             total,

@@ -70,6 +70,17 @@ fn fetches_files_in_parallel_and_to_stdout() {
         let expected = [files[1].1.clone(), files[0].1.clone()].concat();
         assert_eq!(sha(&result.stdout), sha(&expected), "{cipher}");
     }
+
+    // A key update on demand (the interop runner's keyupdate case): the
+    // transfer still matches, and the summary counts the update.
+    let result = get(&[&urls[0], "-o", "-", "--ca", ca, "--key-update"]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(sha(&result.stdout), sha(&files[0].1));
+    assert!(
+        stderr(&result).contains(", 1 key update]"),
+        "{}",
+        stderr(&result)
+    );
 }
 
 /// The one error line a failing command prints (progress output aside).

@@ -124,6 +124,22 @@ impl Connection {
         state.touch(self.handle);
     }
 
+    /// Start a 1-RTT key update now (RFC 9001 §6), as quark does by itself
+    /// before a key's confidentiality limit. False when one may not start
+    /// yet: before the handshake is confirmed, or while the previous update
+    /// is unacknowledged.
+    pub fn initiate_key_update(&self) -> bool {
+        let mut state = self.shared.lock();
+        let started = state
+            .proto
+            .connection_mut(self.handle)
+            .is_some_and(|c| c.initiate_key_update(Instant::now()));
+        if started {
+            state.touch(self.handle);
+        }
+        started
+    }
+
     /// Wait until the connection has ended, and say why.
     pub async fn closed(&self) -> ConnectionError {
         poll_fn(|cx| {
