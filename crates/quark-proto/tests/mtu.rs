@@ -194,3 +194,45 @@ fn many_short_connections_share_one_search() {
     }
     assert_eq!(searched, 1, "one search serves the path");
 }
+
+/// A 2 s outage mid-transfer looks like a black hole (every packet is lost):
+/// the connection falls back to the base size, and once the path is back the
+/// size it had discovered comes back too, rather than 1 200-byte packets for
+/// the rest of the connection.
+#[test]
+fn the_discovered_size_comes_back_after_an_outage() {
+    let (mut sim, tls) = Sim::pair(seed(63));
+    sim.path_mtu = 9000;
+    sim.set_delay(Duration::from_millis(5));
+    let dark = std::rc::Rc::new(std::cell::Cell::new(false));
+    let filter_dark = dark.clone();
+    sim.filter = Some(Box::new(move |_, _| !filter_dark.get()));
+    let c = sim.connect(&tls);
+    let mut echo = Echo::new(c, vec![payload(1_000_000, 4)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    sim.run_for(Duration::from_secs(1));
+    assert!(sim.client.connection(c).unwrap().max_datagram_size() > 8000);
+
+    let mut echo = Echo::new(c, vec![payload(3_000_000, 5)]);
+    let start = sim.now;
+    let mut fell_back = false;
+    for _ in 0..2_000_000 {
+        echo.drive(&mut sim);
+        if echo.done() {
+            break;
+        }
+        let t = sim.now - start;
+        dark.set(t > Duration::from_millis(10) && t < Duration::from_millis(2010));
+        fell_back |= sim.client.connection(c).unwrap().max_datagram_size() <= 1200;
+        assert!(sim.step(), "the simulation stopped");
+    }
+    assert!(echo.done(), "the transfer completed");
+    assert!(
+        sim.now - start > Duration::from_secs(2),
+        "it crossed the outage"
+    );
+    assert!(fell_back, "the outage was taken for a black hole");
+    sim.run_for(Duration::from_secs(1));
+    let size = sim.client.connection(c).unwrap().max_datagram_size();
+    assert!(size > 8000, "{size} bytes after the outage");
+}

@@ -207,9 +207,13 @@ impl Connection {
     }
 
     fn on_packet_acked(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
-        if frames.mtu_probe && self.mtu.on_probe_acked(pn) {
-            self.apply_mtu();
-            tracing::debug!(mtu = self.path.mtu, "path MTU raised");
+        if frames.mtu_probe {
+            if self.mtu.on_probe_acked(pn) {
+                self.apply_mtu();
+                tracing::debug!(mtu = self.path.mtu, "path MTU raised");
+            }
+        } else if space == SpaceId::Data {
+            self.mtu.on_acked(pn);
         }
         let s = &mut self.spaces[space.index()];
         if let Some(largest) = frames.ack_largest {
@@ -268,6 +272,7 @@ impl Connection {
             tracing::debug!(mtu = self.path.mtu, "suspected PMTU black hole");
         }
         if let crate::recovery::TimeoutAction::Probe { space, count } = action {
+            self.mtu.on_pto();
             let s = &mut self.spaces[space.index()];
             s.probes = count;
             if space != SpaceId::Data {

@@ -31,6 +31,15 @@ pub(crate) struct MtuDiscovery {
     probe: Option<Probe>,
     /// Failed attempts at the current candidate.
     attempts: u8,
+    /// A packet sent after the probe out was acknowledged: the path carries
+    /// smaller packets, so the probe's loss says something about its size.
+    path_alive: bool,
+    /// An ordinary packet was sent after the probe: the peer had something
+    /// to acknowledge, so hearing nothing means the path lost everything.
+    sent_after: bool,
+    /// The connection's probe timeout fired and nothing was acknowledged
+    /// since: the path is not answering at all.
+    stalled: bool,
     /// Which candidate comes next.
     phase: Phase,
     /// When the next probe may go (search restarts after RAISE_TIMER).
@@ -98,6 +107,9 @@ impl MtuDiscovery {
             ceiling: local_max.max(initial),
             probe: None,
             attempts: 0,
+            path_alive: false,
+            sent_after: false,
+            stalled: false,
             phase: Phase::Ceiling,
             not_before: None,
             enabled,
@@ -207,7 +219,7 @@ impl MtuDiscovery {
     /// If a probe should be sent now, its size. The caller sends it and calls
     /// [`MtuDiscovery::on_probe_sent`].
     pub(crate) fn probe_due(&mut self, now: Instant) -> Option<u16> {
-        if self.probe.is_some() || self.not_before.is_some_and(|t| now < t) {
+        if self.probe.is_some() || self.stalled || self.not_before.is_some_and(|t| now < t) {
             return None;
         }
         let size = self.next_size();
@@ -226,6 +238,30 @@ impl MtuDiscovery {
         });
         self.news = Some(PathMtu::Probing(now + timeout));
         self.adopted = false;
+        self.path_alive = false;
+        self.sent_after = false;
+    }
+
+    /// Packet `pn` (not a probe) was acknowledged.
+    pub(crate) fn on_acked(&mut self, pn: u64) {
+        self.stalled = false;
+        if self.probe.is_some_and(|p| pn > p.pn) {
+            self.path_alive = true;
+        }
+    }
+
+    /// The connection's probe timeout fired: the path may be down. No probe
+    /// goes out, and the loss of one out says nothing, until something is
+    /// acknowledged again.
+    pub(crate) fn on_pto(&mut self) {
+        self.stalled = true;
+    }
+
+    /// Packet `pn` (not a probe) was sent.
+    pub(crate) fn on_sent(&mut self, pn: u64) {
+        if self.probe.is_some_and(|p| pn > p.pn) {
+            self.sent_after = true;
+        }
     }
 
     /// The probe timer, if a probe is out.
@@ -255,6 +291,13 @@ impl MtuDiscovery {
             return;
         };
         self.probe = None;
+        if self.stalled || (self.sent_after && !self.path_alive) {
+            // Nothing sent after it was acknowledged either: the path lost
+            // everything (an outage), which says nothing of the size. Try
+            // again later; counting it made a 2 s outage drive the ceiling
+            // down to the base size for the rest of the connection.
+            return;
+        }
         self.attempts += 1;
         //= https://www.rfc-editor.org/rfc/rfc8899#section-5.1.2
         //# MAX_PROBES: The MAX_PROBES is the maximum value of the PROBE_COUNT
@@ -288,7 +331,10 @@ impl MtuDiscovery {
         if self.current <= BASE_MTU {
             return false;
         }
-        self.ceiling = self.current - 1;
+        // The ceiling stays: if the size really stopped working, probes of it
+        // fail on a path that carries small packets and the search comes
+        // down; if the path was only out for a while, the old size comes back
+        // with the first probe after it.
         self.current = BASE_MTU;
         self.news = Some(PathMtu::Known(BASE_MTU));
         self.hint = None;
@@ -320,10 +366,13 @@ mod tests {
             probes += 1;
             pn += 1;
             d.on_probe_sent(size, pn, t, Duration::from_millis(10));
+            // Ordinary packets sent after the probe get through.
+            pn += 1;
+            d.on_acked(pn);
             if size <= path_mtu {
-                d.on_probe_acked(pn);
+                d.on_probe_acked(pn - 1);
             } else {
-                d.on_probe_failed(pn);
+                d.on_probe_failed(pn - 1);
             }
             assert!(probes < 200, "search does not end");
         }
@@ -363,15 +412,69 @@ mod tests {
         let t = now();
         let size = d.probe_due(t).unwrap();
         d.on_probe_sent(size, 1, t, Duration::from_millis(5));
+        d.on_acked(2); // the path carries smaller packets
         d.on_timeout(t + Duration::from_millis(6));
         assert!(d.timer().is_none());
         assert_eq!(d.probe_due(t), Some(size), "retried after a timeout");
-        d.on_probe_sent(size, 2, t, Duration::from_millis(5));
-        assert!(d.on_probe_acked(2));
+        d.on_probe_sent(size, 3, t, Duration::from_millis(5));
+        assert!(d.on_probe_acked(3));
         assert_eq!(d.current(), 10_000);
         assert!(d.on_black_hole());
         assert_eq!(d.current(), BASE_MTU);
-        assert!(d.probe_due(t).unwrap() < 10_000);
+        assert_eq!(d.probe_due(t), Some(10_000), "the old size is tried first");
+    }
+
+    #[test]
+    fn an_outage_does_not_shrink_the_search() {
+        let t = now();
+        let mut d = MtuDiscovery::new(BASE_MTU, 9000, true);
+        let size = d.probe_due(t).unwrap();
+        d.on_probe_sent(size, 1, t, Duration::from_millis(5));
+        assert!(d.on_probe_acked(1));
+        assert!(d.on_black_hole(), "a 2 s outage looks like a black hole");
+        d.on_pto();
+        assert_eq!(d.probe_due(t), None, "no probe into a silent path");
+        // A probe sent just before is lost like everything else.
+        d.on_acked(9);
+        for pn in 10..20 {
+            let size = d.probe_due(t).unwrap();
+            assert_eq!(size, 9000);
+            d.on_probe_sent(size, pn, t, Duration::from_millis(5));
+            if pn % 2 == 0 {
+                d.on_pto();
+            } else {
+                d.on_sent(pn + 1); // what follows it is lost as well
+            }
+            d.on_probe_failed(pn);
+            d.on_acked(pn); // (the path answers for a moment)
+        }
+        // The path is back: the old size with the first probe.
+        d.on_probe_sent(9000, 30, t, Duration::from_millis(5));
+        assert!(d.on_probe_acked(30));
+        assert_eq!(d.current(), 9000);
+    }
+
+    #[test]
+    fn a_size_that_stopped_working_is_searched_down() {
+        let t = now();
+        let mut d = MtuDiscovery::new(BASE_MTU, 9000, true);
+        d.on_probe_sent(9000, 1, t, Duration::from_millis(5));
+        assert!(d.on_probe_acked(1));
+        assert!(d.on_black_hole());
+        // Small packets get through, 9000-byte probes do not.
+        let mut pn = 10;
+        while let Some(size) = d.probe_due(t) {
+            d.on_probe_sent(size, pn, t, Duration::from_millis(5));
+            d.on_acked(pn + 1);
+            if size <= 1500 {
+                assert!(d.on_probe_acked(pn));
+            } else {
+                d.on_probe_failed(pn);
+            }
+            pn += 2;
+            assert!(pn < 200, "the search ends");
+        }
+        assert!((1452..=1500).contains(&d.current()), "{}", d.current());
     }
 
     #[test]

@@ -405,6 +405,9 @@ impl Connection {
         };
         crate::cpu::count_packet();
         self.spaces[space.index()].next_pn += 1;
+        if space == SpaceId::Data && !sent.mtu_probe {
+            self.mtu.on_sent(pn);
+        }
         let path = self.path_state();
         let flags = SendFlags {
             ack_eliciting,
