@@ -71,6 +71,23 @@ fn fetches_files_in_parallel_and_to_stdout() {
         assert_eq!(sha(&result.stdout), sha(&expected), "{cipher}");
     }
 
+    // SSLKEYLOGFILE: the client's TLS secrets in the NSS key log format
+    // (what Wireshark needs to decrypt a capture).
+    let keylog = dir.join("keys.log");
+    let result = Command::new(env!("CARGO_BIN_EXE_quark"))
+        .args(["get", &urls[1], "-o", "-", "--ca", ca, "--quiet"])
+        .env("SSLKEYLOGFILE", &keylog)
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", stderr(&result));
+    let log = std::fs::read_to_string(&keylog).unwrap();
+    for label in ["CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_TRAFFIC_SECRET_0"] {
+        assert!(
+            log.lines().any(|l| l.starts_with(label)),
+            "{label} in {log}"
+        );
+    }
+
     // A key update on demand (the interop runner's keyupdate case): the
     // transfer still matches, and the summary counts the update.
     let result = get(&[&urls[0], "-o", "-", "--ca", ca, "--key-update"]);

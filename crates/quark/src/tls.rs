@@ -174,7 +174,17 @@ pub fn server_config_with(
         .with_single_cert(identity.chain.clone(), identity.key.clone_key())?;
     tls.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
     tls.max_early_data_size = 0;
+    if let Some(log) = key_log() {
+        tls.key_log = log;
+    }
     Ok(ServerConfig::new(Arc::new(tls)))
+}
+
+/// With `SSLKEYLOGFILE` set, TLS secrets are appended to that file in the
+/// NSS key log format, so Wireshark can decrypt captured QUIC packets.
+/// Never set it in production: anyone who reads the file reads the traffic.
+fn key_log() -> Option<Arc<dyn rustls::KeyLog>> {
+    std::env::var_os("SSLKEYLOGFILE").map(|_| Arc::new(rustls::KeyLogFile::new()) as _)
 }
 
 /// How a client checks the server's certificate.
@@ -227,6 +237,9 @@ pub fn client_config_with(
         }
     };
     tls.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    if let Some(log) = key_log() {
+        tls.key_log = log;
+    }
     Ok(ClientConfig::new(Arc::new(tls)))
 }
 
