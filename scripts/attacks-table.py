@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """The table of scripts/attacks.sh's results, for BENCHMARKS.md:
 scripts/attacks-table.py docs/results/<date>-attacks"""
+import gzip
 import json
 import pathlib
 import sys
 
+
+def load(path):
+    # docs/results keeps large files gzipped (FILE.json.gz).
+    return json.load(gzip.open(path, "rt") if path.suffix == ".gz" else open(path))
+
+
 out = pathlib.Path(sys.argv[1])
 print("| attack | server RSS before → peak (MiB) | growth | legitimate 1 MB fetches, slowest | server closed with |")
 print("|---|---|---|---|---|")
-for path in sorted(out.glob("attack-*.json")):
-    for o in json.load(open(path)):
+for path in sorted(out.glob("attack-*.json*")):
+    for o in load(path):
         before, peak, _ = o["rss"]
         ok = [f["Ok"] for f in o["fetches"] if "Ok" in f]
         closes = ", ".join(f"{name} ×{n}" for name, n in o["report"]["closes"]) or "—"
@@ -19,6 +26,6 @@ for path in sorted(out.glob("attack-*.json")):
               f"{max(ok, default=0) * 1000:.0f} ms | {closes} |")
 idle = out / "idle.json"
 if idle.exists():
-    i = json.load(open(idle))
+    i = load(idle)
     print(f"\n{i['connections']} idle connections: {i['rss'][0] / 2**20:.1f} → "
           f"{i['rss'][1] / 2**20:.1f} MiB, {i['per_connection'] / 1024:.1f} KiB per connection")

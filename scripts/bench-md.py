@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Markdown tables from `quark bench --json` results (schema quark-lab/results v1).
 
-    scripts/bench-md.py cells FILE.json          # one row per cell
+    scripts/bench-md.py cells FILE.json[.gz]      # one row per cell
     scripts/bench-md.py pivot FILE.json METRIC   # label x protocol (goodput|cpu|rps|p99)
     scripts/bench-md.py breakdown FILE.json      # quark's µs/packet per component
 """
+import gzip
 import json
 import sys
 
 
 def load(path):
-    with open(path) as f:
+    # docs/results keeps large files gzipped (FILE.json.gz).
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         return json.load(f)
 
 

@@ -2,12 +2,18 @@
 """Medians of run.sh's results: quark's goodput, CPU per GB and req/s, each
 also as a ratio to tcp+tls in the same run."""
 import glob
+import gzip
 import json
 import statistics
 
 
+def load(path):
+    """A results file, gzipped (`.json.gz`, as kept in the repository) or not."""
+    return json.load(gzip.open(path, "rt") if path.endswith(".gz") else open(path))
+
+
 def cell(path, proto):
-    for r in json.load(open(path))["results"]:
+    for r in load(path)["results"]:
         if r["protocol"] == proto and r["status"] == "ok":
             return r["metrics"]
 
@@ -15,7 +21,7 @@ def cell(path, proto):
 for scenario, fields in [("goodput", ["goodput_bps", "cpu_s_per_gb"]), ("rps", ["requests_per_s", "cpu_s_per_1000_requests"])]:
     for build in ["base", "new"]:
         rows = []
-        for path in sorted(glob.glob(f"{scenario}-{build}-*.json")):
+        for path in sorted(glob.glob(f"{scenario}-{build}-*.json*")):
             q, t = cell(path, "quic"), cell(path, "tcp+tls")
             vals = []
             for f in fields:
