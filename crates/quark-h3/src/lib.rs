@@ -16,6 +16,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Runnable examples in `crates/quark-h3/examples/` (`cargo build --examples`):
+//! `h3_server.rs` answers `GET` with a greeting and echoes `POST` bodies;
+//! `h3_client.rs` sends one request and prints the response.
+//!
+//! ```sh
+//! cargo run -p quark-h3 --example h3_server -- 127.0.0.1:4443 /tmp/h3-cert.pem &
+//! cargo run -p quark-h3 --example h3_client -- 127.0.0.1:4443 /tmp/h3-cert.pem /hello
+//! ```
+//!
 //! | module | what lives there |
 //! |---|---|
 //! | `frame` | frame types, headers, GOAWAY |

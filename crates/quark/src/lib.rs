@@ -29,6 +29,23 @@
 //! | `events` | protocol events to task wake-ups (readable, writable, connected, ...) |
 //! | `forward` | datagrams passed between workers when the kernel put them on the wrong one |
 //!
+//! ## Examples
+//!
+//! Runnable programs in `crates/quark/examples/` (`cargo build --examples`):
+//!
+//! | example | what it shows |
+//! |---|---|
+//! | `echo_server.rs`, `echo_client.rs` | a server accepting connections and streams, a client opening them; trusting a self-signed certificate |
+//! | `download.rs` | an hq-interop (HTTP/0.9) file download with its SHA-256; without arguments it serves the file itself |
+//!
+//! ```sh
+//! cargo run -p quark --example echo_server -- 127.0.0.1:4433 /tmp/echo-cert.pem &
+//! cargo run -p quark --example echo_client -- 127.0.0.1:4433 /tmp/echo-cert.pem hello
+//! cargo run -p quark --example download
+//! ```
+//!
+//! HTTP/3 examples are in `quark-h3` (`crates/quark-h3/examples/`).
+//!
 //! Environment switches: `QUARK_NO_GSO=1` / `QUARK_NO_GRO=1` run the datagram I/O
 //! without segmentation offload or receive coalescing (for tests and benchmarks).
 
