@@ -3,7 +3,7 @@
 //! `quark bench` runs the experiments of the papers (see [`scenario`]) against
 //! every protocol adapter (see [`adapter`]): each (scenario, protocol) cell runs
 //! in its own server and client process (see [`child`]), driven by the
-//! orchestrator ([`bench`]), which merges both sides' CPU and memory use with
+//! orchestrator ([`bench`](mod@bench)), which merges both sides' CPU and memory use with
 //! the client's latency samples into results ([`results`]), a table
 //! ([`table`]) and an HTML report ([`html`]).
 //!

@@ -69,7 +69,7 @@ pub struct TransportParameters {
 pub struct PreferredAddress {
     /// IPv4 address and port (0.0.0.0:0 when absent).
     pub ipv4: SocketAddrV4,
-    /// IPv6 address and port ([::]:0 when absent).
+    /// IPv6 address and port (`[::]:0` when absent).
     pub ipv6: SocketAddrV6,
     /// Connection ID for the new address (1..=20 bytes).
     pub cid: ConnectionId,
