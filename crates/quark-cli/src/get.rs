@@ -240,7 +240,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             n => format!(", {n} key update{}", if n == 1 { "" } else { "s" }),
         };
         eprintln!(
-            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{updates}{}]",
+            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{}{updates}]",
             urls.len() - failures,
             urls.len(),
             total,
