@@ -485,7 +485,8 @@ impl Connection {
             .map(|s| s.crypto_recv.allocated() + s.crypto_send.buffered())
             .sum();
         let sent = (self.recovery.bytes_in_flight() / IN_FLIGHT_PER_RECORD_BYTE) as usize;
-        std::mem::size_of::<Self>() + tls + crypto + self.streams.memory() + sent
+        let qlog = self.qlog.as_ref().map_or(0, |q| q.memory());
+        std::mem::size_of::<Self>() + tls + crypto + self.streams.memory() + sent + qlog
     }
 
     /// Whether any packet from the peer was authenticated and processed.

@@ -112,6 +112,11 @@ impl QlogSink {
         }
     }
 
+    /// Heap held for events not yet drained.
+    pub(crate) fn memory(&self) -> usize {
+        std::mem::size_of::<Self>() + self.out.capacity() + self.plaintext.capacity()
+    }
+
     /// `server` or `client`.
     pub fn side_name(&self) -> &'static str {
         if self.side.is_client() {
@@ -286,5 +291,35 @@ fn packet_type(kind: PacketKind) -> &'static str {
         PacketKind::Handshake => "handshake",
         PacketKind::ZeroRtt => "0RTT",
         PacketKind::OneRtt => "1RTT",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_buffer_drops_events_and_says_so() {
+        let now = crate::recovery::test_epoch();
+        let mut q = QlogSink::new(Side::Server, ConnectionId::EMPTY, now);
+        let mut events = 0;
+        while q.dropped < 3 {
+            q.state_updated(now, "handshake_started");
+            events += 1;
+        }
+        assert!(q.out.len() < MAX_PENDING + 200, "bounded: {}", q.out.len());
+        let mut out = Vec::new();
+        q.drain(now, 0.0, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.matches('\u{1e}').count(),
+            events - 3 + 1,
+            "header + kept"
+        );
+        // The next drain reports the loss.
+        let mut out = Vec::new();
+        q.drain(now, 0.0, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("\"name\":\"quark:events_dropped\",\"data\":{\"count\":3}"));
     }
 }
