@@ -427,6 +427,10 @@ impl Connection {
         };
         self.recovery
             .on_packet_sent_with(now, space, pn, size as u16, flags, sent, &path);
+        if self.qlog.is_some() {
+            // Bytes in flight grew (qvis draws them beside the window).
+            self.qlog_metrics(now);
+        }
         if space == SpaceId::Data {
             if let Some(keys) = self.one_rtt.as_mut() {
                 keys.on_packet_sent(pn);
