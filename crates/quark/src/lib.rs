@@ -29,13 +29,13 @@
 //! | `events` | protocol events to task wake-ups (readable, writable, connected, ...) |
 //! | `forward` | datagrams passed between workers when the kernel put them on the wrong one |
 //!
+//! Environment switches: `QUARK_NO_GSO=1` / `QUARK_NO_GRO=1` run the datagram I/O
+//! without segmentation offload or receive coalescing (for tests and benchmarks).
+//!
 //! qlog: with `EndpointConfig::qlog_dir` set, or the [`QLOGDIR_ENV`]
 //! (`QLOGDIR`) environment variable naming a directory, every connection
 //! writes `<odcid hex>_<server|client>.sqlog` there (qlog 0.3, JSON-SEQ, for
 //! qvis) from a writer thread.
-//!
-//! Environment switches: `QUARK_NO_GSO=1` / `QUARK_NO_GRO=1` run the datagram I/O
-//! without segmentation offload or receive coalescing (for tests and benchmarks).
 
 #![warn(missing_docs)]
 
