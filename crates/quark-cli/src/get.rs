@@ -147,7 +147,8 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     } else {
         "0.0.0.0:0".parse()?
     };
-    let endpoint = Endpoint::client(bind).context("cannot open a UDP socket")?;
+    let endpoint = Endpoint::with_config(args.transport.endpoint_config(), None, bind)
+        .context("cannot open a UDP socket")?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     let start = Instant::now();
     let connecting = endpoint.connect(config, addr, &first.host)?;
@@ -226,9 +227,12 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     } else {
         0
     };
-    let key_updates = conn.stats().key_updates;
+    let (stats, ecn) = (conn.stats(), conn.ecn_state());
+    let key_updates = stats.key_updates;
     conn.close(code, b"done");
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+    // The files must be complete when the process exits.
+    endpoint.flush_qlog();
     if !args.quiet {
         let secs = elapsed.as_secs_f64();
         let updates = match key_updates {
@@ -236,7 +240,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             n => format!(", {n} key update{}", if n == 1 { "" } else { "s" }),
         };
         eprintln!(
-            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{updates}]",
+            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{}{updates}]",
             urls.len() - failures,
             urls.len(),
             total,
@@ -244,12 +248,33 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             handshake.as_secs_f64() * 1e3,
             total as f64 * 8.0 / secs / 1e6,
             conn.cipher_suite().unwrap_or_default(),
+            ecn_summary(&stats, ecn),
         );
     }
     if failures > 0 {
         bail!("{failures} of {} downloads failed", urls.len());
     }
     Ok(())
+}
+
+/// `, ECN capable (ECT(0) in 90, CE 0, marked out 96)`: what the path did
+/// with ECN marks, as the summary line shows it.
+fn ecn_summary(stats: &quark::ConnectionStats, state: Option<quark::EcnState>) -> String {
+    let state = match state {
+        Some(quark::EcnState::Testing) => "testing",
+        Some(quark::EcnState::Unknown) => "unknown",
+        Some(quark::EcnState::Capable) => "capable",
+        Some(quark::EcnState::Failed) | None => "off",
+    };
+    let mut s = format!(
+        ", ECN {state} (ECT(0) in {}, CE {}, marked out {}",
+        stats.ecn_ect0_in, stats.ecn_ce_in, stats.ecn_marked_out
+    );
+    if stats.ecn_ect1_in > 0 {
+        s += &format!(", ECT(1) in {}", stats.ecn_ect1_in);
+    }
+    s.push(')');
+    s
 }
 
 enum Fetched {

@@ -2,7 +2,8 @@
 
 use clap::Args;
 use quark::CcAlgorithm;
-use quark::TransportConfig;
+use quark::{EndpointConfig, TransportConfig};
+use std::path::PathBuf;
 
 /// Transport tuning common to `serve` and `get`.
 #[derive(Args, Debug, Clone)]
@@ -21,6 +22,11 @@ pub(crate) struct TransportArgs {
     /// 200 on loopback: the window must outlast the peer's whole turn).
     #[arg(long, default_value_t = 0, value_name = "US")]
     pub(crate) busy_poll: u64,
+    /// Write a qlog file (JSON-SEQ, for qvis) per connection into this
+    /// directory, as `<odcid>_<server|client>.sqlog`. The QLOGDIR environment
+    /// variable does the same.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) qlog_dir: Option<PathBuf>,
 }
 
 impl TransportArgs {
@@ -29,6 +35,14 @@ impl TransportArgs {
             congestion_control: self.cc,
             max_idle_timeout: std::time::Duration::from_secs(self.idle_timeout),
             ..TransportConfig::default()
+        }
+    }
+
+    /// Endpoint settings: the qlog directory (the runtime falls back on QLOGDIR).
+    pub(crate) fn endpoint_config(&self) -> EndpointConfig {
+        EndpointConfig {
+            qlog_dir: self.qlog_dir.clone(),
+            ..EndpointConfig::default()
         }
     }
 

@@ -117,8 +117,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.workers > 1 {
         return serve_workers(config, &args, root).await;
     }
-    let endpoint = Endpoint::server(config, args.listen)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let endpoint =
+        Endpoint::with_config(args.transport.endpoint_config(), Some(config), args.listen)
+            .with_context(|| format!("cannot listen on {}", args.listen))?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({name})",
@@ -159,8 +160,14 @@ async fn serve_workers(
     args: &ServeArgs,
     root: PathBuf,
 ) -> anyhow::Result<()> {
-    let group = Endpoint::server_multi(config, args.listen, usize::from(args.workers))
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let workers = usize::from(args.workers);
+    let group = quark::WorkerGroup::bind(
+        args.transport.endpoint_config(),
+        config,
+        args.listen,
+        workers,
+    )
+    .with_context(|| format!("cannot listen on {}", args.listen))?;
     group.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({}, {} workers)",

@@ -1,6 +1,7 @@
 //! Configuration of endpoints and connections.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -146,6 +147,10 @@ pub struct EndpointConfig {
     /// workers): the connection IDs it issues then name it, and datagrams for
     /// another worker's IDs come out as [`crate::DatagramEvent::Forward`].
     pub worker: Option<Worker>,
+    /// Where the runtime writes a qlog file per connection
+    /// (`<odcid hex>_<server|client>.sqlog`). When set, each connection
+    /// records qlog events (see [`crate::qlog`]); the core itself writes nothing.
+    pub qlog_dir: Option<PathBuf>,
 }
 
 impl Default for EndpointConfig {
@@ -159,6 +164,7 @@ impl Default for EndpointConfig {
             rng_seed: None,
             max_stateless_responses: 256,
             worker: None,
+            qlog_dir: None,
         }
     }
 }

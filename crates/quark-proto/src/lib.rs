@@ -17,6 +17,7 @@
 //! | [`recovery`] | RTT, loss detection, PTO (RFC 9002) |
 //! | [`cc`] | congestion controllers (NewReno, CUBIC, BBR experimental) |
 //! | [`transport_params`] | transport parameters |
+//! | [`qlog`] | qlog events, serialised for the runtime to write (off by default) |
 //! | [`cpu`] | counters for the per-packet CPU breakdown (off by default) |
 //! | [`range_set`] | the range set behind ACK frames and stream bookkeeping |
 //! | [`varint`], [`coding`], [`cid`], [`types`], [`error`] | shared vocabulary |
@@ -34,6 +35,7 @@ pub mod endpoint;
 pub mod error;
 pub mod frame;
 pub mod packet;
+pub mod qlog;
 pub mod range_set;
 pub mod recovery;
 pub mod stream;

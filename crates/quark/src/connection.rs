@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use quark_proto::recovery::EcnState;
 use quark_proto::{ConnectionError, ConnectionHandle, ConnectionStats, Dir, StreamId};
 
 use crate::shared::{ConnEntry, SharedRef, State, dir_index};
@@ -176,6 +177,12 @@ impl Connection {
     /// Counters.
     pub fn stats(&self) -> ConnectionStats {
         self.inspect(|c| c.stats()).unwrap_or_default()
+    }
+
+    /// Where ECN validation of the path stands (RFC 9000 §13.4.2); `None`
+    /// once the connection is gone.
+    pub fn ecn_state(&self) -> Option<EcnState> {
+        self.inspect(|c| c.ecn_state())
     }
 
     /// Smoothed RTT.

@@ -61,6 +61,21 @@ impl Endpoint {
         socket: Socket,
         worker: Option<(Link, Inbox)>,
     ) -> (Self, tokio::task::JoinHandle<()>) {
+        let mut config = config;
+        config.qlog_dir = crate::qlog::dir(config.qlog_dir.take());
+        let qlog = config
+            .qlog_dir
+            .as_deref()
+            .and_then(|dir| match crate::qlog::QlogWriter::start(dir) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::warn!(%e, dir = %dir.display(), "qlog off: cannot use the directory");
+                    None
+                }
+            });
+        if qlog.is_none() {
+            config.qlog_dir = None;
+        }
         let proto = quark_proto::Endpoint::new(Arc::new(config), server.map(Arc::new));
         let (worker, inbox) = worker.unzip();
         let shared = Arc::new(Shared {
@@ -83,6 +98,7 @@ impl Endpoint {
             socket,
             runtime: tokio::runtime::Handle::current(),
             worker,
+            qlog,
         });
         let driver = tokio::spawn(Driver::new(shared.clone(), inbox));
         (Endpoint { shared }, driver)
@@ -201,6 +217,31 @@ impl Endpoint {
     /// How many connections the endpoint holds.
     pub fn connection_count(&self) -> usize {
         self.shared.lock().conns.len()
+    }
+
+    /// Whether this endpoint writes qlog files (`EndpointConfig::qlog_dir`
+    /// or the `QLOGDIR` environment variable).
+    pub fn qlog_enabled(&self) -> bool {
+        self.shared.qlog.is_some()
+    }
+
+    /// Wait until the qlog events of every connection so far are in their
+    /// files (blocks the thread briefly; for tools about to exit). Files are
+    /// also finished when the endpoint and its driver are gone.
+    pub fn flush_qlog(&self) {
+        let Some(writer) = self.shared.qlog.as_ref() else {
+            return;
+        };
+        {
+            let mut state = self.shared.lock();
+            let handles: Vec<_> = state.conns.keys().copied().collect();
+            for h in handles {
+                if let Some(conn) = state.proto.connection_mut(h) {
+                    writer.drain(conn, false);
+                }
+            }
+        }
+        writer.sync();
     }
 
     /// The AF_XDP socket's counters, or `None` on kernel UDP.

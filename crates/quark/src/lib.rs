@@ -48,6 +48,11 @@
 //!
 //! Environment switches: `QUARK_NO_GSO=1` / `QUARK_NO_GRO=1` run the datagram I/O
 //! without segmentation offload or receive coalescing (for tests and benchmarks).
+//!
+//! qlog: with `EndpointConfig::qlog_dir` set, or the [`QLOGDIR_ENV`]
+//! (`QLOGDIR`) environment variable naming a directory, every connection
+//! writes `<odcid hex>_<server|client>.sqlog` there (qlog 0.3, JSON-SEQ, for
+//! qvis) from a writer thread.
 
 #![warn(missing_docs)]
 
@@ -60,6 +65,7 @@ pub mod endpoint;
 mod events;
 mod forward;
 pub mod hq;
+mod qlog;
 mod shared;
 pub mod stream;
 pub mod tls;
@@ -71,7 +77,9 @@ mod tests;
 
 pub use connection::{Connecting, Connection};
 pub use endpoint::Endpoint;
+pub use qlog::QLOGDIR_ENV;
 pub use quark_proto::cc::CcAlgorithm;
+pub use quark_proto::recovery::EcnState;
 pub use quark_proto::{
     ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, EndpointConfig,
     MemoryBudget, ServerConfig, StreamId, TransportConfig,

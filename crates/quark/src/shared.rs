@@ -152,6 +152,9 @@ pub(crate) struct Shared {
     pub(crate) runtime: tokio::runtime::Handle,
     /// The endpoint's place in a worker group.
     pub(crate) worker: Option<Link>,
+    /// Writes the connections' qlog files, when qlog is on (dropped last: it
+    /// finishes the files).
+    pub(crate) qlog: Option<crate::qlog::QlogWriter>,
 }
 
 impl Shared {

@@ -191,12 +191,14 @@ impl Connection {
             self.on_packet_acked(space, *pn, &pkt.data);
         }
         for (pn, pkt) in &lost {
+            self.qlog_lost(now, space, *pn);
             self.on_packet_lost(space, *pn, &pkt.data);
         }
         acked.clear();
         lost.clear();
         self.acked_scratch = acked;
         self.lost_scratch = lost;
+        self.qlog_metrics(now);
         result?;
         if space == SpaceId::Data {
             if let Some(keys) = self.one_rtt.as_mut() {
@@ -263,9 +265,11 @@ impl Connection {
         let mut lost = std::mem::take(&mut self.lost_scratch);
         let action = self.recovery.on_timeout(now, &path, &mut lost);
         for (pn, pkt) in lost.drain(..) {
+            self.qlog_lost(now, pkt.data.space, pn);
             self.on_packet_lost(pkt.data.space, pn, &pkt.data);
         }
         self.lost_scratch = lost;
+        self.qlog_metrics(now);
         if self.recovery.pto_count() >= BLACK_HOLE_PTOS && self.mtu.on_black_hole() {
             // Full-size packets keep vanishing: maybe the path MTU shrank.
             self.apply_mtu();

@@ -149,6 +149,7 @@ impl Connection {
                 TransportError::transport_parameter("peer sent no transport parameters")
             })?;
             self.apply_peer_params(params)?;
+            self.qlog_peer_params(now);
             self.on_handshake_complete(now)?;
         }
         if self.side.is_server() && self.handshake_complete {
@@ -232,6 +233,7 @@ impl Connection {
             self.state = State::Established;
         }
         self.events.push_back(Event::Connected);
+        self.qlog_state(now, "handshake_complete");
         self.reset_idle_timer(now);
         // Spare connection IDs serve only a later change of path, the next
         // 1-RTT keys only a key update: preparing them a PTO from now spares a
@@ -276,6 +278,7 @@ impl Connection {
             return;
         }
         self.handshake_confirmed = true;
+        self.qlog_state(now, "handshake_confirmed");
         self.discard_space(now, SpaceId::Handshake);
     }
 

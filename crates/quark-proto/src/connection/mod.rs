@@ -21,6 +21,7 @@ mod frames;
 mod handshake;
 mod mtu;
 mod mtu_cache;
+mod qlog;
 mod recv;
 mod send;
 mod sent;
@@ -125,6 +126,14 @@ pub struct ConnectionStats {
     pub spurious_losses: u64,
     /// PMTU probes sent.
     pub mtu_probes: u64,
+    /// Packets sent in ECN-marked datagrams (ECT(0)).
+    pub ecn_marked_out: u64,
+    /// Packets received in datagrams marked ECT(0).
+    pub ecn_ect0_in: u64,
+    /// Packets received in datagrams marked ECT(1).
+    pub ecn_ect1_in: u64,
+    /// Packets received in datagrams marked CE (congestion experienced).
+    pub ecn_ce_in: u64,
 }
 
 /// The network path (quark does not migrate; one path per connection).
@@ -158,6 +167,8 @@ pub(crate) struct EndpointShared {
     pub(crate) rng_seed: u64,
     pub(crate) cid_len: usize,
     pub(crate) cid_gen: crate::config::CidGenerator,
+    /// Record qlog events.
+    pub(crate) qlog: bool,
 }
 
 /// Parameters for creating a connection (filled in by the endpoint).
@@ -265,6 +276,8 @@ pub struct Connection {
     decrypted_scratch: Vec<recv::Decrypted>,
     /// Reused buffer for handshake bytes.
     crypto_scratch: Vec<u8>,
+    /// qlog events waiting for the runtime; `None` when qlog is off.
+    qlog: Option<Box<crate::qlog::QlogSink>>,
 }
 
 impl Connection {
@@ -361,6 +374,10 @@ impl Connection {
             decrypt_failures: 0,
             seal_jobs: Vec::new(),
             decrypted_scratch: Vec::new(),
+            qlog: p
+                .shared
+                .qlog
+                .then(|| Box::new(crate::qlog::QlogSink::new(p.side, p.initial_dcid, now))),
             #[cfg(feature = "testing")]
             raw_frames: Vec::new(),
             #[cfg(feature = "testing")]
@@ -368,6 +385,7 @@ impl Connection {
             config,
         };
         conn.reset_idle_timer(now);
+        conn.qlog_start(now);
         if conn.side.is_client() {
             // The ClientHello goes out in the first Initial.
             if let Err(e) = conn.drive_tls(now) {
@@ -440,6 +458,11 @@ impl Connection {
         s
     }
 
+    /// Where ECN validation of the path stands (RFC 9000 §13.4.2).
+    pub fn ecn_state(&self) -> crate::recovery::EcnState {
+        self.recovery.ecn_state()
+    }
+
     /// Smoothed RTT estimate.
     pub fn rtt(&self) -> Duration {
         self.recovery.rtt().smoothed()
@@ -462,7 +485,8 @@ impl Connection {
             .map(|s| s.crypto_recv.allocated() + s.crypto_send.buffered())
             .sum();
         let sent = (self.recovery.bytes_in_flight() / IN_FLIGHT_PER_RECORD_BYTE) as usize;
-        std::mem::size_of::<Self>() + tls + crypto + self.streams.memory() + sent
+        let qlog = self.qlog.as_ref().map_or(0, |q| q.memory());
+        std::mem::size_of::<Self>() + tls + crypto + self.streams.memory() + sent + qlog
     }
 
     /// Whether any packet from the peer was authenticated and processed.

@@ -329,7 +329,16 @@ impl Connection {
         if matches!(self.state, State::Closing { .. }) {
             return;
         }
+        match ecn {
+            Some(EcnCodepoint::Ect0) => self.stats.ecn_ect0_in += 1,
+            Some(EcnCodepoint::Ect1) => self.stats.ecn_ect1_in += 1,
+            Some(EcnCodepoint::Ce) => self.stats.ecn_ce_in += 1,
+            None => {}
+        }
         let payload = &packet[payload];
+        if self.qlog.is_some() {
+            self.qlog_received(now, kind, hdr.pn, payload, packet.len());
+        }
         if payload.is_empty() {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-12.4
             //# An endpoint MUST treat receipt of a packet containing no frames as a

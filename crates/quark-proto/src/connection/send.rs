@@ -377,6 +377,10 @@ impl Connection {
         in_flight: bool,
     ) {
         let pn = builder.pn;
+        let header_len = builder.header_end - builder.start;
+        if self.qlog.is_some() {
+            self.qlog_keep_plaintext(space, &buf[builder.header_end..]);
+        }
         let size = match space {
             SpaceId::Data => {
                 // Encrypted later, with the rest of the batch (`seal_batch`).
@@ -404,6 +408,12 @@ impl Connection {
             }),
         };
         crate::cpu::count_packet();
+        if self.qlog.is_some() {
+            self.qlog_sent(now, space, pn, buf, header_len, size);
+        }
+        if self.tx_ecn.is_some() {
+            self.stats.ecn_marked_out += 1;
+        }
         self.spaces[space.index()].next_pn += 1;
         if space == SpaceId::Data && !sent.mtu_probe {
             self.mtu.on_sent(pn);
@@ -417,6 +427,10 @@ impl Connection {
         };
         self.recovery
             .on_packet_sent_with(now, space, pn, size as u16, flags, sent, &path);
+        if self.qlog.is_some() {
+            // Bytes in flight grew (qvis draws them beside the window).
+            self.qlog_metrics(now);
+        }
         if space == SpaceId::Data {
             if let Some(keys) = self.one_rtt.as_mut() {
                 keys.on_packet_sent(pn);

@@ -190,6 +190,9 @@ impl Driver {
                 continue;
             };
             let timeout = conn.poll_timeout();
+            if let Some(q) = self.shared.qlog.as_ref() {
+                q.drain(conn, conn.is_drained());
+            }
             let Some(entry) = conns.get_mut(&h) else {
                 apply(conn, None, h, ready, accept_wakers);
                 continue;
@@ -318,6 +321,14 @@ impl Drop for Driver {
         let mut state = self.shared.lock();
         state.stopped = true;
         state.closed = true;
+        if let Some(q) = self.shared.qlog.as_ref() {
+            let handles: Vec<_> = state.conns.keys().copied().collect();
+            for h in handles {
+                if let Some(conn) = state.proto.connection_mut(h) {
+                    q.drain(conn, true);
+                }
+            }
+        }
         for entry in state.conns.values_mut() {
             if !entry.drained {
                 entry.error.get_or_insert(ConnectionError::DriverStopped);
