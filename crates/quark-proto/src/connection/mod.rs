@@ -12,7 +12,8 @@
 //! - `close.rs`: CONNECTION_CLOSE, closing and draining, idle timeout
 //! - `timers.rs`: the timer table
 //! - `streams/`: streams and their frames; `cids.rs`: connection IDs;
-//!   `spaces.rs`: per-space state; `sent.rs`: what each sent packet carried
+//!   `spaces.rs`: per-space state; `sent.rs`: what each sent packet carried;
+//!   `datagrams.rs`: unreliable datagrams (RFC 9221)
 
 mod ack_frequency;
 mod cids;
