@@ -277,3 +277,34 @@ fn oversized_datagram_is_a_protocol_violation() {
     frame.extend_from_slice(&[7; 150]);
     expect_violation(transport(Some(100)), &frame);
 }
+
+#[test]
+fn payload_limit_grows_with_the_discovered_path_mtu() {
+    let both = transport(Some(u16::MAX));
+    let (mut sim, c, s) = connect(seed(100), both.clone(), both);
+    let before = sim
+        .client
+        .connection(c)
+        .unwrap()
+        .max_datagram_payload()
+        .unwrap();
+    // Enough datagrams that PMTU discovery starts (datagram traffic counts).
+    for i in 0..200 {
+        let conn = sim.client.connection_mut(c).unwrap();
+        conn.send_datagram(datagram(i, 1000)).unwrap();
+        sim.run_for(Duration::from_millis(1));
+    }
+    sim.run_for(Duration::from_secs(2));
+    assert_eq!(read_all(&mut sim, s).len(), 200);
+    let conn = sim.client.connection_mut(c).unwrap();
+    let after = conn.max_datagram_payload().unwrap();
+    // The simulated path carries 1472-byte UDP payloads.
+    assert!(after > before && after < 1472, "{before} -> {after}");
+    let big = datagram(1, after);
+    conn.send_datagram(big.clone()).unwrap();
+    // Probes above the path MTU were dropped; the datagram must not be.
+    let too_big = sim.too_big;
+    sim.run_for(Duration::from_millis(50));
+    assert_eq!(read_all(&mut sim, s), [big]);
+    assert_eq!(sim.too_big, too_big, "a datagram exceeded the path MTU");
+}
