@@ -92,6 +92,18 @@ pub struct TransportConfig {
     /// (a peer that starts handshakes and never finishes them holds state only
     /// this long, not a whole idle timeout).
     pub handshake_timeout: Duration,
+    /// Accept unreliable datagrams (RFC 9221): the max_datagram_frame_size we
+    /// advertise, the largest DATAGRAM frame we take. `None`: not advertised,
+    /// and a DATAGRAM frame from the peer is a PROTOCOL_VIOLATION. Sending
+    /// datagrams only needs the peer's advertisement.
+    pub max_datagram_frame_size: Option<u16>,
+    /// Bytes of received datagrams held until the application reads them, each
+    /// charged its length plus [`crate::connection::DATAGRAM_OVERHEAD`]; when
+    /// full, the oldest are dropped.
+    pub datagram_receive_buffer: usize,
+    /// Bytes of datagrams queued for sending, charged the same way; when full,
+    /// `send_datagram` drops the oldest and `try_send_datagram` refuses.
+    pub datagram_send_buffer: usize,
 }
 
 impl Default for TransportConfig {
@@ -125,6 +137,9 @@ impl Default for TransportConfig {
             ack_frequency: true,
             crypto_buffer: 64 * 1024,
             handshake_timeout: Duration::from_secs(10),
+            max_datagram_frame_size: None,
+            datagram_receive_buffer: 1024 * 1024,
+            datagram_send_buffer: 1024 * 1024,
         }
     }
 }

@@ -24,6 +24,7 @@
 //! | [`tls`] | certificates and rustls configurations (CA file, `--insecure`, cipher suites) |
 //! | [`workers`] | `WorkerGroup`: one address served by N threads (`SO_REUSEPORT`), a connection per core |
 //! | `busy_poll` | the driver's optional busy polling (`Endpoint::set_busy_poll`) |
+//! | `datagram` | unreliable datagrams on a `Connection` (RFC 9221): send, send with backpressure, read |
 //! | `wakeup` | the driver's alarm: a `timerfd` (tokio's wheel only if the kernel refuses one) |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
 //! | `events` | protocol events to task wake-ups (readable, writable, connected, ...) |
@@ -59,6 +60,7 @@
 mod busy_poll;
 pub mod connection;
 pub mod counters;
+mod datagram;
 mod deadlines;
 mod driver;
 pub mod endpoint;
@@ -82,7 +84,7 @@ pub use quark_proto::cc::CcAlgorithm;
 pub use quark_proto::recovery::EcnState;
 pub use quark_proto::{
     ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, EndpointConfig,
-    MemoryBudget, ServerConfig, StreamId, TransportConfig,
+    MemoryBudget, SendDatagramError, ServerConfig, StreamId, TransportConfig,
 };
 pub use stream::{ReadError, RecvStream, SendStream, WriteError};
 pub use workers::{WorkerGroup, WorkerStats};

@@ -28,6 +28,9 @@ pub(crate) struct ConnWakers {
     pub(crate) open: [Vec<Waker>; 2],
     pub(crate) connected: Option<Waker>,
     pub(crate) closed: Vec<Waker>,
+    /// Waiting for a datagram, and for room in the datagram send queue.
+    pub(crate) datagram_readers: Vec<Waker>,
+    pub(crate) datagram_writers: Vec<Waker>,
 }
 
 /// Add `waker` to `waiting` unless it already wakes the same task (a task
@@ -50,7 +53,9 @@ impl ConnWakers {
             .chain(self.accept.iter_mut().flat_map(|v| v.drain(..)))
             .chain(self.open.iter_mut().flat_map(|v| v.drain(..)))
             .chain(self.connected.take())
-            .chain(self.closed.drain(..));
+            .chain(self.closed.drain(..))
+            .chain(self.datagram_readers.drain(..))
+            .chain(self.datagram_writers.drain(..));
         all.map(Waker::wake).count()
     }
 }

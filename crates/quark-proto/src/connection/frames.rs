@@ -105,15 +105,7 @@ impl Connection {
                 }
                 self.confirm_handshake(now);
             }
-            Frame::Datagram { .. } => {
-                //= https://www.rfc-editor.org/rfc/rfc9221#section-3
-                //# An endpoint that receives a DATAGRAM frame when it has not indicated
-                //# support via the transport parameter MUST terminate the connection
-                //# with an error of type PROTOCOL_VIOLATION.
-                return Err(TransportError::protocol_violation(
-                    "DATAGRAM frames not negotiated",
-                ));
-            }
+            Frame::Datagram { data } => self.on_datagram_frame(data)?,
             Frame::AckFrequency(f) => self.on_ack_frequency(f)?,
             Frame::ImmediateAck => self.spaces[space.index()].ack.immediate = true,
         }
@@ -131,6 +123,7 @@ impl Connection {
             ("path_responses", self.path_responses.len()),
             ("retirements_owed", self.peer_cids.retirements_owed()),
             ("peer_cid_seen_runs", self.peer_cids.seen_runs()),
+            ("datagrams_in", self.datagrams.incoming_len()),
         ];
         self.streams.queue_lengths(&mut out);
         out
@@ -245,6 +238,11 @@ impl Connection {
         }
         if frames.handshake_done {
             self.handshake_done_pending = true;
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9221#section-5.2
+        //# DATAGRAM frames MUST NOT be retransmitted
+        if frames.datagrams > 0 {
+            self.stats.datagram_frames_lost += u64::from(frames.datagrams);
         }
         for ctl in &frames.control {
             match *ctl {

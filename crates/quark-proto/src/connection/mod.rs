@@ -12,11 +12,13 @@
 //! - `close.rs`: CONNECTION_CLOSE, closing and draining, idle timeout
 //! - `timers.rs`: the timer table
 //! - `streams/`: streams and their frames; `cids.rs`: connection IDs;
-//!   `spaces.rs`: per-space state; `sent.rs`: what each sent packet carried
+//!   `spaces.rs`: per-space state; `sent.rs`: what each sent packet carried;
+//!   `datagrams.rs`: unreliable datagrams (RFC 9221)
 
 mod ack_frequency;
 mod cids;
 mod close;
+mod datagrams;
 mod frames;
 mod handshake;
 mod mtu;
@@ -42,6 +44,7 @@ use rand::rngs::StdRng;
 
 pub use cids::CidEvent;
 pub use close::ConnectionError;
+pub use datagrams::{DATAGRAM_OVERHEAD, SendDatagramError};
 pub use streams::{StreamError, StreamEvent, Streams};
 
 use crate::cid::ConnectionId;
@@ -93,6 +96,12 @@ pub enum Event {
     ConnectionLost(ConnectionError),
     /// All state is gone; the endpoint may forget the connection.
     Drained,
+    /// A datagram arrived while none was waiting: read them with
+    /// [`Connection::read_datagram`] until it returns `None`.
+    DatagramReceived,
+    /// A [`Connection::try_send_datagram`] was refused and the send queue has
+    /// room again.
+    DatagramsWritable,
 }
 
 /// Counters about a connection.
@@ -134,6 +143,17 @@ pub struct ConnectionStats {
     pub ecn_ect1_in: u64,
     /// Packets received in datagrams marked CE (congestion experienced).
     pub ecn_ce_in: u64,
+    /// DATAGRAM frames sent (RFC 9221).
+    pub datagram_frames_out: u64,
+    /// DATAGRAM frames received.
+    pub datagram_frames_in: u64,
+    /// DATAGRAM frames in packets declared lost (never sent again).
+    pub datagram_frames_lost: u64,
+    /// Datagrams dropped before sending: the oldest of a full send queue, or
+    /// too large for a path MTU that shrank.
+    pub datagram_frames_dropped_out: u64,
+    /// Datagrams received and dropped unread: the oldest of a full receive queue.
+    pub datagram_frames_dropped_in: u64,
 }
 
 /// The network path (quark does not migrate; one path per connection).
@@ -218,6 +238,8 @@ pub struct Connection {
     cid_gen: crate::config::CidGenerator,
     rng: StdRng,
     streams: Streams,
+    /// Unreliable datagrams queued (RFC 9221).
+    datagrams: datagrams::Datagrams,
     local_params: TransportParameters,
     peer_params: Option<TransportParameters>,
     /// DCID of the client's first Initial (and after a Retry, the original one).
@@ -340,6 +362,7 @@ impl Connection {
             cid_gen: p.shared.cid_gen,
             rng,
             streams: Streams::new(p.side, limits),
+            datagrams: datagrams::Datagrams::default(),
             local_params: p.local_params,
             peer_params: None,
             orig_dst_cid: p.initial_dcid,
@@ -486,7 +509,13 @@ impl Connection {
             .sum();
         let sent = (self.recovery.bytes_in_flight() / IN_FLIGHT_PER_RECORD_BYTE) as usize;
         let qlog = self.qlog.as_ref().map_or(0, |q| q.memory());
-        std::mem::size_of::<Self>() + tls + crypto + self.streams.memory() + sent + qlog
+        std::mem::size_of::<Self>()
+            + tls
+            + crypto
+            + self.streams.memory()
+            + self.datagrams.memory()
+            + sent
+            + qlog
     }
 
     /// Whether any packet from the peer was authenticated and processed.

@@ -250,6 +250,7 @@ impl Connection {
                 || !self.path_responses.is_empty()
                 || self.local_cids.has_announcement()
                 || self.peer_cids.next_retirement().is_some()
+                || self.datagrams.has_outgoing()
                 || self.streams.wants_to_send())
     }
 

@@ -53,6 +53,10 @@ impl Connection {
             }
             eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
             if space == SpaceId::Data && self.handshake_complete {
+                // Before stream data, which fills whatever room they leave.
+                if self.datagrams.has_outgoing() {
+                    eliciting |= self.write_datagrams(buf, max_end, &mut sent);
+                }
                 let before = buf.len();
                 self.streams.write_stream_frames(buf, max_end, &mut sent);
                 eliciting |= buf.len() > before;

@@ -453,6 +453,11 @@ pub fn local_params(config: &TransportConfig) -> TransportParameters {
         //# min_ack_delay: the minimum amount of time, in microseconds, that the
         //# endpoint sending this value is willing to delay an acknowledgment.
         min_ack_delay: config.ack_frequency.then_some(1000),
+        //= https://www.rfc-editor.org/rfc/rfc9221#section-3
+        //# max_datagram_frame_size (0x20):  A variable-length integer that
+        //# represents the maximum size of a DATAGRAM frame (including the
+        //# frame type, length, and payload) the endpoint is willing to receive
+        max_datagram_frame_size: config.max_datagram_frame_size.map(u64::from),
         ..TransportParameters::default()
     }
 }
