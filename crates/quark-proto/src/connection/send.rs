@@ -225,7 +225,9 @@ impl Connection {
     fn space_ready(&self, space: SpaceId, now: Instant, cc_ok: bool) -> bool {
         let s = &self.spaces[space.index()];
         let keys = match space {
-            SpaceId::Data => self.one_rtt.is_some() && self.handshake_complete,
+            SpaceId::Data => {
+                (self.one_rtt.is_some() && self.handshake_complete) || self.sending_0rtt()
+            }
             _ => s.keys.is_some(),
         };
         if !keys || s.discarded {
@@ -321,9 +323,11 @@ impl Connection {
         let kind = match space {
             SpaceId::Initial => PacketKind::Initial,
             SpaceId::Handshake => PacketKind::Handshake,
+            SpaceId::Data if self.sending_0rtt() => PacketKind::ZeroRtt,
             SpaceId::Data => PacketKind::OneRtt,
         };
         let tag_len = match space {
+            SpaceId::Data if kind == PacketKind::ZeroRtt => self.zero_rtt_keys()?.packet.tag_len(),
             SpaceId::Data => self.one_rtt.as_ref()?.local_packet().tag_len(),
             _ => self.spaces[space.index()]
                 .keys
@@ -378,6 +382,12 @@ impl Connection {
     ) {
         let pn = builder.pn;
         let size = match space {
+            SpaceId::Data if builder.kind == PacketKind::ZeroRtt => {
+                crate::cpu::measure(crate::cpu::Work::Crypto, || {
+                    let keys = self.zero_rtt_keys().expect("0-RTT keys");
+                    builder.finish(buf, min_size, keys.packet.as_ref(), keys.header.as_ref())
+                })
+            }
             SpaceId::Data => {
                 // Encrypted later, with the rest of the batch (`seal_batch`).
                 let tag_len = self
