@@ -468,6 +468,19 @@ impl ClientConfig {
             version: VERSION_1,
         }
     }
+
+    /// Send 0-RTT when resuming a session whose ticket allows it (TLS
+    /// `enable_early_data`). Tickets live in the rustls configuration's
+    /// session store (in memory, 256 by default): connections made with
+    /// clones of this configuration share them. The application decides
+    /// what goes in 0-RTT (it can be replayed, RFC 9001 §9.2): it opens
+    /// streams before the handshake completes only when it means to.
+    pub fn with_0rtt(mut self) -> Self {
+        let mut tls = (*self.tls).clone();
+        tls.enable_early_data = true;
+        self.tls = Arc::new(tls);
+        self
+    }
 }
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ fn server_read(sim: &mut Sim, got: &mut Vec<u8>, id: &mut Option<StreamId>) -> b
             Ok(ReadOutcome::Data(n)) => got.extend_from_slice(&buf[..n]),
             Ok(ReadOutcome::Finished) => return true,
             Ok(ReadOutcome::Blocked) => return false,
-            Err(e) => panic!("server read: {e}"),
+            Err(e) => panic!("server read: {e}: {:?}", s.error()),
         }
     }
 }
@@ -106,7 +106,7 @@ fn accepted_0rtt_data_arrives_before_the_handshake_completes() {
     prime(&mut sim, &config);
     let body = payload(3000, 1);
     let start = sim.now;
-    let (c, _) = connect_early(&mut sim, &config, &body);
+    let (c, id) = connect_early(&mut sim, &config, &body);
     let (got, early, at) = receive(&mut sim);
     assert!(got == body, "0-RTT request differs");
     assert!(early, "the request arrived only after the handshake");
@@ -115,9 +115,28 @@ fn accepted_0rtt_data_arrives_before_the_handshake_completes() {
     assert!(at - start < 2 * ONE_WAY, "arrived after {:?}", at - start);
     let sh = *sim.server_handles.last().unwrap();
     assert!(sim.server.connection(sh).unwrap().is_0rtt_accepted());
-    sim.run_until(10_000, |s| {
-        s.client.connection(c).unwrap().is_handshake_complete()
-    });
+    // The server answers on the stream the client opened in 0-RTT.
+    let reply = payload(20_000, 9);
+    let sid = StreamId::new(quark_proto::Side::Client, Dir::Bi, 0);
+    let mut written = 0;
+    let mut answer = Vec::new();
+    for _ in 0..100_000 {
+        let s = sim.server.connection_mut(sh).unwrap();
+        if written < reply.len() {
+            written += s.write(sid, &reply[written..]).unwrap();
+            if written == reply.len() {
+                s.finish(sid).unwrap();
+            }
+        }
+        let client = sim.client.connection_mut(c).unwrap();
+        let mut buf = vec![0; 65536];
+        match client.read(id, &mut buf).unwrap() {
+            ReadOutcome::Data(n) => answer.extend_from_slice(&buf[..n]),
+            ReadOutcome::Finished => break,
+            ReadOutcome::Blocked => assert!(sim.step(), "the network went idle"),
+        }
+    }
+    assert!(answer == reply, "the answer differs");
     let client = sim.client.connection(c).unwrap();
     assert_eq!(client.zero_rtt(), ZeroRtt::Accepted);
     assert!(client.is_0rtt_accepted());
@@ -125,11 +144,26 @@ fn accepted_0rtt_data_arrives_before_the_handshake_completes() {
 }
 
 #[test]
+fn accepted_0rtt_larger_than_the_window_completes() {
+    // 0-RTT leaves room in the window for the handshake; the rest of the
+    // request follows in 1-RTT.
+    let (mut sim, config) = setup(seed(5), true);
+    prime(&mut sim, &config);
+    let body = payload(100_000, 5);
+    let (c, _) = connect_early(&mut sim, &config, &body);
+    let (got, _, _) = receive(&mut sim);
+    assert!(got == body, "request differs");
+    let client = sim.client.connection(c).unwrap();
+    assert_eq!(client.zero_rtt(), ZeroRtt::Accepted);
+    assert!(client.stats().packets_out > 0);
+}
+
+#[test]
 fn rejected_0rtt_data_is_replayed_in_1rtt() {
     let (mut sim, config) = setup(seed(2), false);
     prime(&mut sim, &config);
     // More than one datagram of early data.
-    let body = payload(5000, 2);
+    let body = payload(30_000, 2);
     let start = sim.now;
     let (c, _) = connect_early(&mut sim, &config, &body);
     let (got, early, at) = receive(&mut sim);

@@ -239,6 +239,9 @@ impl Connection {
         if !cc_ok {
             return false;
         }
+        if space == SpaceId::Data && self.early.is_some() && self.sending_0rtt() {
+            return self.room_for_0rtt() && self.streams.wants_to_send();
+        }
         if s.crypto_send.has_pending() {
             return true;
         }

@@ -93,6 +93,18 @@ impl Connection {
             && self.early.as_ref().is_some_and(|e| e.keys.is_some())
     }
 
+    /// Whether the congestion window leaves room for a 0-RTT datagram and
+    /// still two for the handshake. The server acknowledges 0-RTT only once
+    /// the handshake completes: 0-RTT filling the window would leave the
+    /// client's Finished waiting with no PTO to send it (the application
+    /// space arms none before confirmation, RFC 9002 §6.2.1).
+    //= https://www.rfc-editor.org/rfc/rfc9001#section-5.6
+    //# A client MAY wish to apply additional restrictions on what data it
+    //# sends prior to the completion of the TLS handshake.
+    pub(super) fn room_for_0rtt(&self) -> bool {
+        self.recovery.send_allowance() >= 3 * u64::from(self.path.mtu)
+    }
+
     /// The 0-RTT keys, for sending (client) or receiving (server).
     pub(super) fn zero_rtt_keys(&self) -> Option<&DirectionalKeys> {
         self.early.as_ref()?.keys.as_ref()
@@ -216,9 +228,16 @@ impl Connection {
     ) -> Result<(), TransportError> {
         let mut early = match self.early.take() {
             Some(early) if self.side.is_client() => early,
-            other => {
-                self.early = other;
+            None => {
                 self.streams.set_peer_params(params);
+                return Ok(());
+            }
+            server => {
+                // Streams the client opened in 0-RTT have send halves made
+                // before its limits were known.
+                self.early = server;
+                self.streams.set_peer_params(params);
+                self.streams.replace_peer_params(params);
                 return Ok(());
             }
         };

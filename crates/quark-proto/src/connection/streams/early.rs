@@ -38,8 +38,9 @@ impl Streams {
             || p.initial_max_streams_uni < old.initial_max_streams_uni
     }
 
-    /// The handshake completed after 0-RTT: the server's limits replace the
-    /// remembered ones, for the streams already open too. The caller checked
+    /// The handshake completed after 0-RTT: the peer's limits replace the
+    /// remembered ones (client) or none (server), for the streams 0-RTT
+    /// already opened too. A client checked
     /// [`fits_committed`](Self::fits_committed).
     pub(crate) fn replace_peer_params(&mut self, p: &TransportParameters) {
         self.max_local = [p.initial_max_streams_bidi, p.initial_max_streams_uni];
@@ -49,16 +50,20 @@ impl Streams {
             p.initial_max_stream_data_bidi_remote,
             p.initial_max_stream_data_uni,
         ];
+        // Streams opened in 0-RTT (by either side) got the limits known then.
         let side = self.side;
         for (id, e) in self.map.iter_mut() {
             let Some(send) = e.send.as_mut() else {
                 continue;
             };
-            if id.initiator() == side {
-                send.replace_max_stream_data(match id.dir() {
-                    Dir::Bi => p.initial_max_stream_data_bidi_remote,
-                    Dir::Uni => p.initial_max_stream_data_uni,
-                });
+            let was_writable = send.is_writable();
+            send.replace_max_stream_data(match (id.dir(), id.initiator() == side) {
+                (Dir::Bi, true) => p.initial_max_stream_data_bidi_remote,
+                (Dir::Uni, _) => p.initial_max_stream_data_uni,
+                (Dir::Bi, false) => p.initial_max_stream_data_bidi_local,
+            });
+            if !was_writable && send.is_writable() {
+                self.events.push_back(super::StreamEvent::Writable(*id));
             }
         }
         for (d, dir) in [Dir::Bi, Dir::Uni].into_iter().enumerate() {
