@@ -44,6 +44,12 @@ pub(crate) struct GetArgs {
     /// itself before their confidentiality limit.
     #[arg(long)]
     pub(crate) key_update: bool,
+    /// Send the requests in 0-RTT. rustls keeps session tickets in memory
+    /// only (they cannot be saved to a file), so a first connection in the
+    /// same run gets a ticket, then the real one resumes with it; the
+    /// summary says whether the server accepted the early data.
+    #[arg(long = "0rtt", conflicts_with = "h3")]
+    pub(crate) zero_rtt: bool,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -149,17 +155,20 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     };
     let endpoint = Endpoint::client(bind).context("cannot open a UDP socket")?;
     endpoint.set_busy_poll(args.transport.busy_poll());
+    let timeout = Duration::from_secs(args.connect_timeout);
+    if args.zero_rtt {
+        config = config.with_0rtt();
+        crate::zero_rtt::prime(&endpoint, &config, addr, &first.host, timeout).await?;
+    }
     let start = Instant::now();
     let connecting = endpoint.connect(config, addr, &first.host)?;
-    let conn = tokio::time::timeout(Duration::from_secs(args.connect_timeout), connecting)
-        .await
-        .map_err(|_| {
-            anyhow!(
-                "{addr}: no answer from the server within {}s",
-                args.connect_timeout
-            )
-        })?
-        .map_err(|e| anyhow!("{addr}: connection failed: {e}"))?;
+    let (conn, early) = match connecting.into_0rtt() {
+        Ok(conn) => (conn, true),
+        Err(connecting) => (
+            crate::zero_rtt::established(connecting, addr, timeout).await?,
+            false,
+        ),
+    };
     let handshake = start.elapsed();
     let via = match args.h3 {
         true => {
@@ -226,6 +235,14 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     } else {
         0
     };
+    let zero_rtt = match (args.zero_rtt, early) {
+        (false, _) => String::new(),
+        (true, false) => ", 0-RTT unavailable".into(),
+        (true, true) => match conn.handshake().await {
+            Ok(true) => ", 0-RTT accepted".into(),
+            _ => ", 0-RTT rejected".into(),
+        },
+    };
     let key_updates = conn.stats().key_updates;
     conn.close(code, b"done");
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
@@ -236,7 +253,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             n => format!(", {n} key update{}", if n == 1 { "" } else { "s" }),
         };
         eprintln!(
-            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{updates}]",
+            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{updates}{zero_rtt}]",
             urls.len() - failures,
             urls.len(),
             total,
