@@ -284,3 +284,26 @@ fn early_0rtt_datagrams_are_kept_within_a_bound() {
     });
     assert!(sim.client.connection(c).unwrap().is_0rtt_accepted());
 }
+
+#[test]
+fn zero_rtt_after_a_retry_arrives_whole() {
+    // The server demands a Retry: the 0-RTT packets sent with the first
+    // Initial are dropped, and their data goes again after the handshake.
+    let tls = Tls::new();
+    let mut server = ServerConfig::new(tls.server_config(None)).with_0rtt(64);
+    server.retry = true;
+    let mut sim = Sim::new(seed(6), server, Default::default());
+    sim.set_delay(ONE_WAY);
+    let mut client = (*tls.client_config(None)).clone();
+    client.enable_early_data = true;
+    let config = ClientConfig::new(Arc::new(client));
+    prime(&mut sim, &config);
+    let body = payload(8000, 6);
+    let (c, _) = connect_early(&mut sim, &config, &body);
+    let (got, _, _) = receive(&mut sim);
+    assert!(got == body, "request differs");
+    sim.run_until(10_000, |s| {
+        s.client.connection(c).unwrap().is_handshake_complete()
+    });
+    assert!(sim.client.connection(c).unwrap().error().is_none());
+}
