@@ -482,7 +482,12 @@ impl Connection {
             .map(|s| s.crypto_recv.allocated() + s.crypto_send.buffered())
             .sum();
         let sent = (self.recovery.bytes_in_flight() / IN_FLIGHT_PER_RECORD_BYTE) as usize;
-        std::mem::size_of::<Self>() + tls + crypto + self.streams.memory() + sent
+        std::mem::size_of::<Self>()
+            + tls
+            + crypto
+            + self.streams.memory()
+            + sent
+            + self.early_memory()
     }
 
     /// Whether any packet from the peer was authenticated and processed.

@@ -157,6 +157,13 @@ impl Connection {
         true
     }
 
+    /// Heap held for 0-RTT (buffered packets), for the memory estimate.
+    pub(super) fn early_memory(&self) -> usize {
+        self.early.as_ref().map_or(0, |e| {
+            std::mem::size_of::<Early>() + e.buffered.iter().map(|(p, _)| p.len()).sum::<usize>()
+        })
+    }
+
     /// 0-RTT packets buffered now (for tests and stats).
     pub fn buffered_0rtt_packets(&self) -> usize {
         self.early.as_ref().map_or(0, |e| e.buffered.len())
