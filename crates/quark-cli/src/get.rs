@@ -47,8 +47,9 @@ pub(crate) struct GetArgs {
     /// Send the requests in 0-RTT. rustls keeps session tickets in memory
     /// only (they cannot be saved to a file), so a first connection in the
     /// same run gets a ticket, then the real one resumes with it; the
-    /// summary says whether the server accepted the early data.
-    #[arg(long = "0rtt", conflicts_with = "h3")]
+    /// summary says whether the server accepted the early data. Requests
+    /// are GETs (with `--h3` too), safe to send early.
+    #[arg(long = "0rtt")]
     pub(crate) zero_rtt: bool,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,

@@ -54,6 +54,18 @@ fn get_sends_its_requests_in_0rtt() {
         stderr(&result)
     );
 
-    let o = get(&[&a, "--ca", ca, "--0rtt", "--h3"]);
-    assert!(!o.status.success());
+    drop(server);
+
+    // HTTP/3: the GETs go in 0-RTT too.
+    let server = serve_with(&root, &dir, &["--0rtt", "--h3"]);
+    let ca = server.cert.to_str().unwrap();
+    let a = format!("https://localhost:{}/a.bin", server.port);
+    let result = get(&[&a, "-o", "-", "--ca", ca, "--0rtt", "--h3"]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(sha(&result.stdout), sha(&big));
+    assert!(
+        stderr(&result).contains(", 0-RTT accepted]"),
+        "{}",
+        stderr(&result)
+    );
 }

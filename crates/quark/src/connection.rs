@@ -174,7 +174,7 @@ impl Connection {
                     .is_some_and(|c| c.is_0rtt_accepted());
                 return Poll::Ready(Ok(accepted));
             }
-            entry.wakers.connected = Some(cx.waker().clone());
+            crate::shared::wait_in(&mut entry.wakers.connected, cx.waker());
             Poll::Pending
         })
         .await
@@ -353,7 +353,7 @@ impl Future for Connecting {
             drop(state);
             return Poll::Ready(Ok(self.conn.take().expect("present")));
         }
-        entry.wakers.connected = Some(cx.waker().clone());
+        crate::shared::wait_in(&mut entry.wakers.connected, cx.waker());
         Poll::Pending
     }
 }
