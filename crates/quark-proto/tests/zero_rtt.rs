@@ -307,3 +307,74 @@ fn zero_rtt_after_a_retry_arrives_whole() {
     });
     assert!(sim.client.connection(c).unwrap().error().is_none());
 }
+
+#[test]
+fn zero_rtt_before_the_rest_of_the_client_hello_is_buffered_with_a_bound() {
+    // Many ALPN names make a ClientHello of two Initials. 0-RTT that comes
+    // after the first (the connection exists) but before the second (no
+    // early keys yet) waits in the connection, within a bound.
+    let tls = Tls::new();
+    let server = ServerConfig::new(tls.server_config(None)).with_0rtt(64);
+    let mut sim = Sim::new(seed(7), server, Default::default());
+    sim.set_delay(ONE_WAY);
+    let mut client = (*tls.client_config(None)).clone();
+    client.enable_early_data = true;
+    client.alpn_protocols = (0..120)
+        .map(|i| format!("unknown-protocol-{i:03}").into_bytes())
+        .chain([common::ALPN.to_vec()])
+        .collect();
+    let config = ClientConfig::new(Arc::new(client));
+    prime(&mut sim, &config);
+
+    let held: Arc<std::sync::Mutex<Vec<Vec<u8>>>> = Default::default();
+    let hold = held.clone();
+    sim.filter = Some(Box::new(move |to_server, d| {
+        if to_server {
+            hold.lock().unwrap().push(d.clone());
+        }
+        !to_server
+    }));
+    let body = payload(8000, 7);
+    let (c, _) = connect_early(&mut sim, &config, &body);
+    sim.run_for(Duration::from_millis(1));
+    sim.filter = None;
+    let flight = std::mem::take(&mut *held.lock().unwrap());
+    assert!(flight.len() >= 4, "{} datagrams", flight.len());
+    // Every datagram carrying an Initial is padded to 1 200 bytes.
+    assert!(
+        flight.iter().all(|d| d.len() >= 1200),
+        "{:?}",
+        flight.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    let (from, now) = (sim.client_addr, sim.now);
+    let mut deliver = |sim: &mut Sim, d: &[u8]| {
+        let mut d = d.to_vec();
+        sim.server.handle_datagram(now, from, None, None, &mut d)
+    };
+    // The first Initial makes the connection; then the 0-RTT-only
+    // datagrams, many times over; then the rest of the ClientHello.
+    let Some(quark_proto::DatagramEvent::NewConnection(h)) = deliver(&mut sim, &flight[0]) else {
+        panic!("no connection from the first Initial");
+    };
+    sim.server_handles.push(h);
+    for _ in 0..10 {
+        for d in &flight[2..] {
+            deliver(&mut sim, d);
+        }
+    }
+    let conn = sim.server.connection(h).unwrap();
+    assert_eq!(conn.zero_rtt(), ZeroRtt::None);
+    let kept = conn.buffered_0rtt_packets();
+    assert!(kept > 0 && kept <= 16, "{kept} packets kept");
+    deliver(&mut sim, &flight[1]);
+    let conn = sim.server.connection(h).unwrap();
+    assert!(conn.is_0rtt_accepted());
+    assert_eq!(conn.buffered_0rtt_packets(), 0);
+    assert!(conn.readable_bytes(StreamId::new(quark_proto::Side::Client, Dir::Bi, 0)) > 0);
+    let (got, _, _) = receive(&mut sim);
+    assert!(got == body, "request differs");
+    sim.run_until(10_000, |s| {
+        s.client.connection(c).unwrap().is_handshake_complete()
+    });
+    assert!(sim.client.connection(c).unwrap().is_0rtt_accepted());
+}

@@ -17,6 +17,9 @@ use crate::types::{EcnCodepoint, PacketKind, SpaceId};
 
 /// Below this many bytes of room, don't start another packet in a datagram.
 const MIN_PACKET_ROOM: usize = 48;
+/// Room kept for the last packet of a datagram that must be padded to
+/// 1 200 bytes (a long header with two connection IDs, a frame, the tag).
+const PAD_ROOM: usize = 128;
 /// A datagram within this many bytes of its limit counts as full: frame headers
 /// are sized conservatively, so packets rarely fill to the last byte.
 const FULL_SLACK: usize = 24;
@@ -311,7 +314,14 @@ impl Connection {
             } else {
                 0
             };
-            self.write_packet(now, space, buf, end, min_size, cc_ok);
+            // The last packet pads the datagram: an earlier one (a large
+            // ClientHello before 0-RTT) must leave it room to exist.
+            let packet_end = if pad && space != last {
+                end.saturating_sub(PAD_ROOM).max(buf.len())
+            } else {
+                end
+            };
+            self.write_packet(now, space, buf, packet_end, min_size, cc_ok);
         }
         ready[0] != SpaceId::Data && buf.len() > start
     }

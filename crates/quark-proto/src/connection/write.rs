@@ -92,6 +92,11 @@ impl Connection {
                 s.probes = s.probes.saturating_sub(1);
             }
         }
+        if buf.len() == payload_start && min_size > 0 {
+            // Nothing to say, but the datagram must reach its size (RFC 9000
+            // §14.1): a packet of PADDING.
+            Frame::Padding { len: 1 }.encode(buf);
+        }
         if buf.len() == payload_start {
             buf.truncate(builder.start);
             return false;
