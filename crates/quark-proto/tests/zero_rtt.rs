@@ -347,7 +347,7 @@ fn zero_rtt_before_the_rest_of_the_client_hello_is_buffered_with_a_bound() {
         flight.iter().map(Vec::len).collect::<Vec<_>>()
     );
     let (from, now) = (sim.client_addr, sim.now);
-    let mut deliver = |sim: &mut Sim, d: &[u8]| {
+    let deliver = |sim: &mut Sim, d: &[u8]| {
         let mut d = d.to_vec();
         sim.server.handle_datagram(now, from, None, None, &mut d)
     };
