@@ -9,6 +9,7 @@
 //! - `recv.rs`: a datagram in → packets decrypted → frames dispatched
 //! - `send.rs`: packets assembled, coalesced and batched for GSO
 //! - `handshake.rs`: CRYPTO frames ↔ TLS, key installation and discard, parameters
+//! - `zero_rtt.rs`: 0-RTT keys, remembered limits, early packets buffered
 //! - `close.rs`: CONNECTION_CLOSE, closing and draining, idle timeout
 //! - `timers.rs`: the timer table
 //! - `streams/`: streams and their frames; `cids.rs`: connection IDs;
