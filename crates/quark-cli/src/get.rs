@@ -170,7 +170,14 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             false,
         ),
     };
-    let handshake = start.elapsed();
+    // With 0-RTT the requests go before the handshake ends: time it apart.
+    let handshake = {
+        let conn = conn.clone();
+        tokio::spawn(async move {
+            let accepted = conn.handshake().await.unwrap_or(false);
+            (start.elapsed(), accepted)
+        })
+    };
     let via = match args.h3 {
         true => {
             let client = quark_h3::Client::new(conn.clone())
@@ -236,13 +243,12 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     } else {
         0
     };
-    let zero_rtt = match (args.zero_rtt, early) {
-        (false, _) => String::new(),
-        (true, false) => ", 0-RTT unavailable".into(),
-        (true, true) => match conn.handshake().await {
-            Ok(true) => ", 0-RTT accepted".into(),
-            _ => ", 0-RTT rejected".into(),
-        },
+    let (handshake, accepted) = handshake.await?;
+    let zero_rtt = match (args.zero_rtt, early, accepted) {
+        (false, ..) => "",
+        (true, false, _) => ", 0-RTT unavailable",
+        (true, true, true) => ", 0-RTT accepted",
+        (true, true, false) => ", 0-RTT rejected",
     };
     let key_updates = conn.stats().key_updates;
     conn.close(code, b"done");
