@@ -44,6 +44,13 @@ pub(crate) struct GetArgs {
     /// itself before their confidentiality limit.
     #[arg(long)]
     pub(crate) key_update: bool,
+    /// Send the requests in 0-RTT. rustls keeps session tickets in memory
+    /// only (they cannot be saved to a file), so a first connection in the
+    /// same run gets a ticket, then the real one resumes with it; the
+    /// summary says whether the server accepted the early data. Requests
+    /// are GETs (with `--h3` too), safe to send early.
+    #[arg(long = "0rtt")]
+    pub(crate) zero_rtt: bool,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -150,18 +157,28 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let endpoint = Endpoint::with_config(args.transport.endpoint_config(), None, bind)
         .context("cannot open a UDP socket")?;
     endpoint.set_busy_poll(args.transport.busy_poll());
+    let timeout = Duration::from_secs(args.connect_timeout);
+    if args.zero_rtt {
+        config = config.with_0rtt();
+        crate::zero_rtt::prime(&endpoint, &config, addr, &first.host, timeout).await?;
+    }
     let start = Instant::now();
     let connecting = endpoint.connect(config, addr, &first.host)?;
-    let conn = tokio::time::timeout(Duration::from_secs(args.connect_timeout), connecting)
-        .await
-        .map_err(|_| {
-            anyhow!(
-                "{addr}: no answer from the server within {}s",
-                args.connect_timeout
-            )
-        })?
-        .map_err(|e| anyhow!("{addr}: connection failed: {e}"))?;
-    let handshake = start.elapsed();
+    let (conn, early) = match connecting.into_0rtt() {
+        Ok(conn) => (conn, true),
+        Err(connecting) => (
+            crate::zero_rtt::established(connecting, addr, timeout).await?,
+            false,
+        ),
+    };
+    // With 0-RTT the requests go before the handshake ends: time it apart.
+    let handshake = {
+        let conn = conn.clone();
+        tokio::spawn(async move {
+            let accepted = conn.handshake().await.unwrap_or(false);
+            (start.elapsed(), accepted)
+        })
+    };
     let via = match args.h3 {
         true => {
             let client = quark_h3::Client::new(conn.clone())
@@ -227,6 +244,13 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     } else {
         0
     };
+    let (handshake, accepted) = handshake.await?;
+    let zero_rtt = match (args.zero_rtt, early, accepted) {
+        (false, ..) => "",
+        (true, false, _) => ", 0-RTT unavailable",
+        (true, true, true) => ", 0-RTT accepted",
+        (true, true, false) => ", 0-RTT rejected",
+    };
     let (stats, ecn) = (conn.stats(), conn.ecn_state());
     let key_updates = stats.key_updates;
     conn.close(code, b"done");
@@ -240,7 +264,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             n => format!(", {n} key update{}", if n == 1 { "" } else { "s" }),
         };
         eprintln!(
-            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{}{updates}]",
+            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{}{updates}{zero_rtt}]",
             urls.len() - failures,
             urls.len(),
             total,

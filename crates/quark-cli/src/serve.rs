@@ -32,6 +32,11 @@ pub(crate) struct ServeArgs {
     /// Require address validation with a Retry before accepting connections.
     #[arg(long)]
     pub(crate) retry: bool,
+    /// Accept 0-RTT from resuming clients. Tickets are single-use (kept in
+    /// the server's memory, taken when used) so a replayed ClientHello gets
+    /// no early data; see SECURITY.md.
+    #[arg(long = "0rtt")]
+    pub(crate) zero_rtt: bool,
     /// Worker threads, each with its own socket on the address (SO_REUSEPORT)
     /// serving its own connections; 1 serves from the main runtime.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
@@ -46,6 +51,10 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
+
+/// Session tickets the server keeps for 0-RTT (a few hundred bytes each):
+/// past them the oldest are forgotten, and their clients do a full handshake.
+const ZERO_RTT_TICKETS: usize = 16_384;
 
 /// The ALPN and name of the protocol `--h3` selects.
 pub(crate) fn protocol(h3: bool) -> (&'static [u8], &'static str) {
@@ -111,6 +120,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = tls::server_config_with(&identity, &[alpn], &suites)?;
     config.transport = Arc::new(file_server_transport(&args.transport));
     config.retry = args.retry;
+    if args.zero_rtt {
+        config = config.with_0rtt(ZERO_RTT_TICKETS);
+    }
     config.memory = quark::MemoryBudget::new(args.max_memory as usize);
     let root = args.root.canonicalize()?;
     tokio::spawn(trim_heap());

@@ -309,7 +309,7 @@ pub const DEFAULT_MEMORY_BUDGET: usize = 512 << 20;
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     /// TLS 1.3 configuration (certificate, ALPN); must have `max_early_data_size` 0 or
-    /// `u32::MAX` as rustls' QUIC support requires.
+    /// `u32::MAX` as rustls' QUIC support requires (see [`ServerConfig::with_0rtt`]).
     pub tls: Arc<rustls::ServerConfig>,
     /// Transport settings for accepted connections.
     pub transport: Arc<TransportConfig>,
@@ -328,6 +328,10 @@ pub struct ServerConfig {
     /// connections are refused (CONNECTION_REFUSED) and existing ones keep
     /// what they have.
     pub memory: Arc<MemoryBudget>,
+    /// Accept 0-RTT data from resuming clients (off by default; see
+    /// [`ServerConfig::with_0rtt`] and SECURITY.md for the replay policy).
+    /// Off, early data is refused even when the TLS configuration allows it.
+    pub zero_rtt: bool,
 }
 
 /// A budget of memory shared by the connections of one or more endpoints,
@@ -419,7 +423,49 @@ impl ServerConfig {
             max_connections: 100_000,
             handshakes: HandshakeLimits::default(),
             memory: MemoryBudget::new(DEFAULT_MEMORY_BUDGET),
+            zero_rtt: false,
         }
+    }
+
+    /// Accept 0-RTT: tickets allow early data (`max_early_data_size`
+    /// 2^32-1, as RFC 9001 §4.6.1 requires) and are single-use, kept in a
+    /// server-side store of `tickets` entries of this configuration's own
+    /// (rustls takes a ticket out of it when a client uses it, so a replayed
+    /// ClientHello finds none and gets a full handshake). Stateless
+    /// (encrypted) tickets cannot be single-use, so they are turned off.
+    /// The transport limits must not shrink while tickets live (RFC 9000
+    /// §7.4.1): keep `transport` as it is for the life of this configuration.
+    pub fn with_0rtt(mut self, tickets: usize) -> Self {
+        let mut tls = (*self.tls).clone();
+        //= https://www.rfc-editor.org/rfc/rfc9001#section-4.6.1
+        //# Servers MUST NOT send the early_data extension with a
+        //# max_early_data_size field set to any value other than 0xffffffff.
+        tls.max_early_data_size = u32::MAX;
+        tls.session_storage = rustls::server::ServerSessionMemoryCache::new(tickets.max(1));
+        tls.ticketer = Arc::new(NoTickets);
+        self.tls = Arc::new(tls);
+        self.zero_rtt = true;
+        self
+    }
+}
+
+/// A ticketer that is off: rustls then issues stateful, single-use tickets
+/// from its session store.
+#[derive(Debug)]
+struct NoTickets;
+
+impl rustls::server::ProducesTickets for NoTickets {
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn lifetime(&self) -> u32 {
+        0
+    }
+    fn encrypt(&self, _plain: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn decrypt(&self, _cipher: &[u8]) -> Option<Vec<u8>> {
+        None
     }
 }
 
@@ -442,6 +488,19 @@ impl ClientConfig {
             transport: Arc::new(TransportConfig::default()),
             version: VERSION_1,
         }
+    }
+
+    /// Send 0-RTT when resuming a session whose ticket allows it (TLS
+    /// `enable_early_data`). Tickets live in the rustls configuration's
+    /// session store (in memory, 256 by default): connections made with
+    /// clones of this configuration share them. The application decides
+    /// what goes in 0-RTT (it can be replayed, RFC 9001 §9.2): it opens
+    /// streams before the handshake completes only when it means to.
+    pub fn with_0rtt(mut self) -> Self {
+        let mut tls = (*self.tls).clone();
+        tls.enable_early_data = true;
+        self.tls = Arc::new(tls);
+        self
     }
 }
 

@@ -8,7 +8,7 @@
 //!
 //! | module | what lives there |
 //! |---|---|
-//! | [`endpoint`] | datagram → connection routing, new connections, Version Negotiation, Retry, stateless reset |
+//! | [`endpoint`] | datagram → connection routing, new connections, Version Negotiation, Retry, stateless reset, 0-RTT that overtook its Initial |
 //! | [`packet`] | long/short headers, packet numbers, header protection, packet building |
 //! | [`crypto`] | Initial keys, the TLS handshake (rustls), 1-RTT key updates, tokens |
 //! | [`frame`] | every frame's encoding and decoding |
@@ -47,7 +47,7 @@ pub use cid::{ConnectionId, ResetToken};
 pub use config::{ClientConfig, EndpointConfig, MemoryBudget, ServerConfig, TransportConfig};
 pub use connection::{
     Connection, ConnectionError, ConnectionStats, Event, SendDatagramError, StreamError,
-    StreamEvent, Transmit,
+    StreamEvent, Transmit, ZeroRtt,
 };
 pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
 pub use error::{TransportError, TransportErrorCode};

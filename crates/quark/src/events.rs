@@ -90,7 +90,7 @@ fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut Woken) -> bool {
     match ev {
         Event::Connected => {
             entry.connected = true;
-            wake(w.connected.take(), &mut woke.others);
+            wake_all(&mut w.connected, &mut woke.others);
             return entry.incoming;
         }
         Event::Stream(StreamEvent::Readable(id)) => wake(w.readers.remove(&id), &mut woke.readers),

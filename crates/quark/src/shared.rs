@@ -26,7 +26,9 @@ pub(crate) struct ConnWakers {
     /// streams against a limit of 128 stalled).
     pub(crate) accept: [Vec<Waker>; 2],
     pub(crate) open: [Vec<Waker>; 2],
-    pub(crate) connected: Option<Waker>,
+    /// Every task waiting for the handshake (`Connecting`, and
+    /// `Connection::handshake` after 0-RTT, possibly several).
+    pub(crate) connected: Vec<Waker>,
     pub(crate) closed: Vec<Waker>,
     /// Waiting for a datagram, and for room in the datagram send queue.
     pub(crate) datagram_readers: Vec<Waker>,
@@ -52,7 +54,7 @@ impl ConnWakers {
             .map(|(_, w)| w)
             .chain(self.accept.iter_mut().flat_map(|v| v.drain(..)))
             .chain(self.open.iter_mut().flat_map(|v| v.drain(..)))
-            .chain(self.connected.take())
+            .chain(self.connected.drain(..))
             .chain(self.closed.drain(..))
             .chain(self.datagram_readers.drain(..))
             .chain(self.datagram_writers.drain(..));

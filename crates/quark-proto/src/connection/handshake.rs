@@ -141,6 +141,9 @@ impl Connection {
                 None => {}
             }
         }
+        if self.side.is_server() && self.accept_0rtt {
+            self.install_server_0rtt();
+        }
         if !self.handshake_complete && !self.tls.is_handshaking() {
             // Only now: while a resumed handshake is under way, rustls reports the
             // parameters remembered from the previous session (for 0-RTT).
@@ -148,7 +151,7 @@ impl Connection {
             let params = params.ok_or_else(|| {
                 TransportError::transport_parameter("peer sent no transport parameters")
             })?;
-            self.apply_peer_params(params)?;
+            self.apply_peer_params(now, params)?;
             self.qlog_peer_params(now);
             self.on_handshake_complete(now)?;
         }
@@ -174,6 +177,7 @@ impl Connection {
     /// Check and apply the peer's transport parameters (RFC 9000 §7.3, §7.4).
     fn apply_peer_params(
         &mut self,
+        now: Instant,
         params: crate::transport_params::TransportParameters,
     ) -> Result<(), TransportError> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-7.3
@@ -211,7 +215,8 @@ impl Connection {
                     .set_initial_reset_token(token, &mut self.cid_events);
             }
         }
-        self.streams.set_peer_params(&params);
+        // Without 0-RTT, simply the streams' limits.
+        self.finish_0rtt(now, &params)?;
         self.mtu.set_peer_max(params.max_udp_payload_size);
         self.local_cids
             .set_peer_limit(params.active_connection_id_limit);

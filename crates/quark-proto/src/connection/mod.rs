@@ -9,6 +9,7 @@
 //! - `recv.rs`: a datagram in → packets decrypted → frames dispatched
 //! - `send.rs`: packets assembled, coalesced and batched for GSO
 //! - `handshake.rs`: CRYPTO frames ↔ TLS, key installation and discard, parameters
+//! - `zero_rtt.rs`: 0-RTT keys, remembered limits, early packets buffered
 //! - `close.rs`: CONNECTION_CLOSE, closing and draining, idle timeout
 //! - `timers.rs`: the timer table
 //! - `streams/`: streams and their frames; `cids.rs`: connection IDs;
@@ -32,6 +33,7 @@ mod spaces;
 mod streams;
 mod timers;
 mod write;
+mod zero_rtt;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
@@ -46,6 +48,7 @@ pub use cids::CidEvent;
 pub use close::ConnectionError;
 pub use datagrams::{DATAGRAM_OVERHEAD, SendDatagramError};
 pub use streams::{StreamError, StreamEvent, Streams};
+pub use zero_rtt::ZeroRtt;
 
 use crate::cid::ConnectionId;
 use crate::config::TransportConfig;
@@ -215,6 +218,9 @@ pub(crate) struct ConnectionParams {
     pub(crate) validated: bool,
     /// Server: SCID of the Retry we sent, to check the client's parameters.
     pub(crate) retry_src_cid: Option<ConnectionId>,
+    /// Server: accept 0-RTT (`ServerConfig::zero_rtt`); early data is
+    /// refused in TLS otherwise.
+    pub(crate) zero_rtt: bool,
 }
 
 /// A QUIC connection.
@@ -300,6 +306,12 @@ pub struct Connection {
     crypto_scratch: Vec<u8>,
     /// qlog events waiting for the runtime; `None` when qlog is off.
     qlog: Option<Box<crate::qlog::QlogSink>>,
+    /// How 0-RTT went.
+    zero_rtt: ZeroRtt,
+    /// Server: 0-RTT allowed by its configuration.
+    accept_0rtt: bool,
+    /// 0-RTT keys, remembered limits, buffered packets (only while 0-RTT runs).
+    early: Option<Box<zero_rtt::Early>>,
 }
 
 impl Connection {
@@ -333,11 +345,16 @@ impl Connection {
         let reset_token = p.shared.reset_key.token(&p.local_cid);
         let mut rng = StdRng::seed_from_u64(p.shared.rng_seed);
         let skipped = skip::Skipped::new(&mut rng);
+        let mut tls = p.tls;
+        if p.side.is_server() && !p.zero_rtt {
+            // Refused in the EncryptedExtensions (the ClientHello is not read yet).
+            tls.reject_early_data();
+        }
         let mut conn = Connection {
             side: p.side,
             version: p.version,
             state: State::Handshake,
-            tls: p.tls,
+            tls,
             spaces,
             one_rtt: None,
             recovery: Recovery::new(&recovery_config),
@@ -401,6 +418,9 @@ impl Connection {
                 .shared
                 .qlog
                 .then(|| Box::new(crate::qlog::QlogSink::new(p.side, p.initial_dcid, now))),
+            zero_rtt: ZeroRtt::None,
+            accept_0rtt: p.side.is_server() && p.zero_rtt,
+            early: None,
             #[cfg(feature = "testing")]
             raw_frames: Vec::new(),
             #[cfg(feature = "testing")]
@@ -414,6 +434,7 @@ impl Connection {
             if let Err(e) = conn.drive_tls(now) {
                 conn.close_on_error(now, e);
             }
+            conn.start_0rtt();
         }
         conn
     }
@@ -515,6 +536,7 @@ impl Connection {
             + self.streams.memory()
             + self.datagrams.memory()
             + sent
+            + self.early_memory()
             + qlog
     }
 
@@ -618,9 +640,10 @@ impl Connection {
     }
 
     /// Open a stream; `None` when the peer's stream limit is reached (wait for
-    /// `StreamEvent::Available`) or the handshake is not complete.
+    /// `StreamEvent::Available`) or the handshake is not complete (unless
+    /// 0-RTT is available: see [`is_0rtt_available`](Self::is_0rtt_available)).
     pub fn open_stream(&mut self, dir: Dir) -> Option<StreamId> {
-        if !self.handshake_complete || self.is_closed() {
+        if !(self.handshake_complete || self.sending_0rtt()) || self.is_closed() {
             return None;
         }
         self.streams.open(dir)

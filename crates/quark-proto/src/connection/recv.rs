@@ -86,6 +86,9 @@ impl Connection {
             );
         }
         self.decrypted_scratch = decrypted;
+        if self.early.is_some() {
+            self.flush_buffered_0rtt(now);
+        }
         if matches!(self.state, State::Closing { .. }) {
             self.on_packet_while_closing();
         }
@@ -243,7 +246,7 @@ impl Connection {
     }
 
     /// A long-header packet: open and process at once.
-    fn on_protected(
+    pub(super) fn on_protected(
         &mut self,
         now: Instant,
         ecn: Option<EcnCodepoint>,
@@ -252,6 +255,13 @@ impl Connection {
         pd: &PartialDecode,
         tail: Option<[u8; RESET_TOKEN_LEN]>,
     ) {
+        if kind == PacketKind::ZeroRtt
+            && self.side.is_server()
+            && self.zero_rtt_keys().is_none()
+            && self.buffer_0rtt(packet, ecn)
+        {
+            return;
+        }
         let largest = self.spaces[kind.space().index()].ack.largest_pn();
         let opened = crate::cpu::measure(crate::cpu::Work::Crypto, || {
             self.unprotect(now, kind, packet, pd, largest)
@@ -300,6 +310,9 @@ impl Connection {
             return;
         }
         crate::cpu::count_packet();
+        if kind == PacketKind::OneRtt && self.early.is_some() {
+            self.on_one_rtt_received();
+        }
         self.received_any = true;
         self.sent_eliciting_since_recv = false;
         self.stats.packets_in += 1;
@@ -385,8 +398,8 @@ impl Connection {
     ) -> Option<(Unprotected, Range<usize>)> {
         let space = kind.space();
         match kind {
-            // quark neither sends nor accepts 0-RTT.
-            PacketKind::ZeroRtt => None,
+            // Servers only; a client discards 0-RTT packets (RFC 9001 §5.6).
+            PacketKind::ZeroRtt => self.open_0rtt(packet, pd, largest),
             PacketKind::Initial | PacketKind::Handshake => {
                 let keys = self.spaces[space.index()].keys.as_ref()?;
                 let hdr = packet::remove_header_protection(

@@ -17,6 +17,9 @@ use crate::types::{EcnCodepoint, PacketKind, SpaceId};
 
 /// Below this many bytes of room, don't start another packet in a datagram.
 const MIN_PACKET_ROOM: usize = 48;
+/// Room kept for the last packet of a datagram that must be padded to
+/// 1 200 bytes (a long header with two connection IDs, a frame, the tag).
+const PAD_ROOM: usize = 128;
 /// A datagram within this many bytes of its limit counts as full: frame headers
 /// are sized conservatively, so packets rarely fill to the last byte.
 const FULL_SLACK: usize = 24;
@@ -225,7 +228,9 @@ impl Connection {
     fn space_ready(&self, space: SpaceId, now: Instant, cc_ok: bool) -> bool {
         let s = &self.spaces[space.index()];
         let keys = match space {
-            SpaceId::Data => self.one_rtt.is_some() && self.handshake_complete,
+            SpaceId::Data => {
+                (self.one_rtt.is_some() && self.handshake_complete) || self.sending_0rtt()
+            }
             _ => s.keys.is_some(),
         };
         if !keys || s.discarded {
@@ -236,6 +241,9 @@ impl Connection {
         }
         if !cc_ok {
             return false;
+        }
+        if space == SpaceId::Data && self.early.is_some() && self.sending_0rtt() {
+            return self.room_for_0rtt() && self.streams.wants_to_send();
         }
         if s.crypto_send.has_pending() {
             return true;
@@ -307,7 +315,14 @@ impl Connection {
             } else {
                 0
             };
-            self.write_packet(now, space, buf, end, min_size, cc_ok);
+            // The last packet pads the datagram: an earlier one (a large
+            // ClientHello before 0-RTT) must leave it room to exist.
+            let packet_end = if pad && space != last {
+                end.saturating_sub(PAD_ROOM).max(buf.len())
+            } else {
+                end
+            };
+            self.write_packet(now, space, buf, packet_end, min_size, cc_ok);
         }
         ready[0] != SpaceId::Data && buf.len() > start
     }
@@ -322,9 +337,11 @@ impl Connection {
         let kind = match space {
             SpaceId::Initial => PacketKind::Initial,
             SpaceId::Handshake => PacketKind::Handshake,
+            SpaceId::Data if self.sending_0rtt() => PacketKind::ZeroRtt,
             SpaceId::Data => PacketKind::OneRtt,
         };
         let tag_len = match space {
+            SpaceId::Data if kind == PacketKind::ZeroRtt => self.zero_rtt_keys()?.packet.tag_len(),
             SpaceId::Data => self.one_rtt.as_ref()?.local_packet().tag_len(),
             _ => self.spaces[space.index()]
                 .keys
@@ -383,6 +400,12 @@ impl Connection {
             self.qlog_keep_plaintext(space, &buf[builder.header_end..]);
         }
         let size = match space {
+            SpaceId::Data if builder.kind == PacketKind::ZeroRtt => {
+                crate::cpu::measure(crate::cpu::Work::Crypto, || {
+                    let keys = self.zero_rtt_keys().expect("0-RTT keys");
+                    builder.finish(buf, min_size, keys.packet.as_ref(), keys.header.as_ref())
+                })
+            }
             SpaceId::Data => {
                 // Encrypted later, with the rest of the batch (`seal_batch`).
                 let tag_len = self

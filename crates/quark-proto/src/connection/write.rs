@@ -39,7 +39,14 @@ impl Connection {
         let max_end = builder.max_end;
         let payload_start = buf.len();
         let mut sent = SentFrames::new(space);
-        self.write_ack(now, space, buf, max_end, &mut sent);
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-12.5
+        //# Note that it is not possible to send the following frames in 0-RTT
+        //# packets for various reasons: ACK, CRYPTO, HANDSHAKE_DONE, NEW_TOKEN,
+        //# PATH_RESPONSE, and RETIRE_CONNECTION_ID.
+        let zero_rtt = builder.kind == crate::types::PacketKind::ZeroRtt;
+        if !zero_rtt {
+            self.write_ack(now, space, buf, max_end, &mut sent);
+        }
         let probing = self.spaces[space.index()].probes > 0;
         let mut eliciting = false;
         #[cfg(feature = "testing")]
@@ -48,13 +55,20 @@ impl Connection {
             eliciting = true;
         }
         if cc_ok || probing {
-            if space == SpaceId::Data {
-                eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
+            if zero_rtt {
+                let before = buf.len();
+                self.streams.write_control(buf, max_end, &mut sent);
+                eliciting |= buf.len() > before;
+            } else {
+                if space == SpaceId::Data {
+                    eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
+                }
+                eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
             }
-            eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
-            if space == SpaceId::Data && self.handshake_complete {
-                // Before stream data, which fills whatever room they leave.
-                if self.datagrams.has_outgoing() {
+            if space == SpaceId::Data && (self.handshake_complete || zero_rtt) {
+                // Datagrams (1-RTT only: their limit is not remembered for
+                // 0-RTT) go before stream data, which fills the room left.
+                if self.handshake_complete && self.datagrams.has_outgoing() {
                     eliciting |= self.write_datagrams(buf, max_end, &mut sent);
                 }
                 let before = buf.len();
@@ -82,6 +96,11 @@ impl Connection {
                 let s = &mut self.spaces[space.index()];
                 s.probes = s.probes.saturating_sub(1);
             }
+        }
+        if buf.len() == payload_start && min_size > 0 {
+            // Nothing to say, but the datagram must reach its size (RFC 9000
+            // §14.1): a packet of PADDING.
+            Frame::Padding { len: 1 }.encode(buf);
         }
         if buf.len() == payload_start {
             buf.truncate(builder.start);

@@ -231,6 +231,30 @@ impl TlsSession {
             .map(Some)
     }
 
+    /// 0-RTT packet keys (RFC 9001 §4.6.1): for a client resuming a session
+    /// that allows early data, from the start; for a server, once it read a
+    /// ClientHello whose early data it accepts. `None` otherwise.
+    pub fn zero_rtt_keys(&self) -> Option<crate::crypto::DirectionalKeys> {
+        self.conn.as_ref()?.zero_rtt_keys()
+    }
+
+    /// Client: whether the server accepted early data (meaningful once the
+    /// handshake is complete).
+    pub fn is_early_data_accepted(&self) -> bool {
+        match self.conn.as_deref() {
+            Some(Connection::Client(c)) => c.is_early_data_accepted(),
+            _ => false,
+        }
+    }
+
+    /// Server: refuse early data whatever the ticket allows. Call before the
+    /// ClientHello is read.
+    pub fn reject_early_data(&mut self) {
+        if let Some(Connection::Server(c)) = self.conn.as_deref_mut() {
+            c.reject_early_data();
+        }
+    }
+
     /// The peer's transport parameters as sent, before decoding.
     #[cfg(test)]
     pub(crate) fn peer_params_raw(&self) -> Option<&[u8]> {

@@ -183,6 +183,7 @@ impl Endpoint {
                 token: Vec::new(),
                 validated,
                 retry_src_cid: retry_scid,
+                zero_rtt: server.zero_rtt,
             },
             now,
         );
@@ -211,6 +212,9 @@ impl Endpoint {
         }
         self.owned[h.0].half_open = Some(source);
         self.admission.open(source);
+        for (mut early, ecn) in self.early.take(&pd.dst_cid, remote) {
+            self.conns[h.0].handle_datagram(now, remote, ecn, &mut early);
+        }
         self.sync(h);
         self.accept_queue.push_back(h);
         Some(DatagramEvent::NewConnection(h))

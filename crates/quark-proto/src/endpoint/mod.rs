@@ -8,6 +8,9 @@
 
 mod accept;
 mod admission;
+mod early;
+
+pub use early::MAX_EARLY_DATAGRAMS;
 mod routes;
 
 use std::collections::{HashMap, VecDeque};
@@ -113,6 +116,8 @@ pub struct Endpoint {
     /// What connections learnt about each path's MTU, offered to the other
     /// connections on the same path, and the paths' traffic.
     mtus: MtuCache,
+    /// 0-RTT datagrams that came before their connection's Initial.
+    early: early::EarlyDatagrams,
 }
 
 impl Endpoint {
@@ -133,6 +138,7 @@ impl Endpoint {
             last_route: None,
             owned: Vec::new(),
             mtus: MtuCache::default(),
+            early: early::EarlyDatagrams::default(),
             reset_tokens: HashMap::new(),
             token_key,
             rng,
@@ -186,6 +192,7 @@ impl Endpoint {
                 token: Vec::new(),
                 validated: true,
                 retry_src_cid: None,
+                zero_rtt: false,
             },
             now,
         );
@@ -228,6 +235,12 @@ impl Endpoint {
             // worker's.
             HeaderType::Frames(PacketKind::Initial) if self.server.is_some() => {
                 self.accept_initial(now, remote, local_ip, ecn, data, &pd)
+            }
+            HeaderType::Frames(PacketKind::ZeroRtt)
+                if self.server.as_ref().is_some_and(|s| s.zero_rtt) =>
+            {
+                self.early.keep(pd.dst_cid, remote, ecn, data);
+                None
             }
             HeaderType::Frames(PacketKind::Handshake) => self.foreign(&pd),
             _ => None,
@@ -298,6 +311,12 @@ impl Endpoint {
     fn foreign(&self, pd: &PartialDecode) -> Option<DatagramEvent> {
         let w = self.cids.worker_of(&pd.dst_cid)?;
         (Some(w) != self.cids.worker().map(|me| me.index())).then_some(DatagramEvent::Forward(w))
+    }
+
+    /// 0-RTT datagrams kept for connections whose Initial has not come
+    /// (at most [`MAX_EARLY_DATAGRAMS`]).
+    pub fn early_datagrams(&self) -> usize {
+        self.early.len()
     }
 
     /// Next stateless datagram to send (Version Negotiation, Retry, reset).
