@@ -27,12 +27,19 @@ use crate::types::Side;
 //# [HKDF]) with a salt and the Destination Connection ID, using the hash
 //# function specified for TLS_AES_128_GCM_SHA256 and AEAD_AES_128_GCM.
 pub fn initial_keys(client_dst_cid: &[u8], side: Side) -> Keys {
+    initial_keys_for(crate::packet::VERSION_1, client_dst_cid, side)
+}
+
+/// [`initial_keys`] for `version`: QUIC v2 has its own salt and labels.
+//= https://www.rfc-editor.org/rfc/rfc9369#section-3.3.1
+//# initial_salt = 0x0dede3def700a6db819381be6e269dcbf9bd2ed9
+pub fn initial_keys_for(version: u32, client_dst_cid: &[u8], side: Side) -> Keys {
     let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
         .tls13()
         .expect("a TLS 1.3 suite");
     let quic = suite.quic.expect("ring's TLS 1.3 suites all support QUIC");
     Keys::initial(
-        rustls::quic::Version::V1,
+        crate::packet::rustls_version(version),
         suite,
         quic,
         client_dst_cid,

@@ -248,7 +248,7 @@ impl Endpoint {
         if self.responses.len() >= self.config.max_stateless_responses {
             return None;
         }
-        let keys = crate::crypto::initial_keys(&pd.dst_cid, Side::Server);
+        let keys = crate::crypto::initial_keys_for(pd.version, &pd.dst_cid, Side::Server);
         let header = HeaderParams {
             kind: PacketKind::Initial,
             version: pd.version,
@@ -308,6 +308,7 @@ impl Endpoint {
         let mut out = Vec::new();
         packet::write_retry(
             &mut out,
+            pd.version,
             &pd.src_cid,
             &retry_scid,
             &pd.dst_cid,
