@@ -9,7 +9,7 @@ use ring::hmac;
 
 use crate::cc::CcAlgorithm;
 use crate::cid::{ConnectionId, MAX_CID_LEN};
-use crate::packet::VERSION_1;
+use crate::packet::{VERSION_1, VERSION_2};
 
 /// Transport settings shared by both sides of a connection.
 #[derive(Clone, Debug)]
@@ -135,7 +135,10 @@ pub struct EndpointConfig {
     pub cid_len: usize,
     /// Secret for stateless reset tokens; keep it across restarts to reset stale peers.
     pub reset_key: [u8; 32],
-    /// Versions we accept.
+    /// Versions we accept, most preferred first: a server answers Initials of
+    /// these versions, lists them in Version Negotiation packets and in its
+    /// version_information (RFC 9368); a client may start in any of them.
+    /// Default: QUIC v1 and v2 ([`VERSION_1`], [`crate::packet::VERSION_2`]).
     pub supported_versions: Vec<u32>,
     /// Seed for the endpoint's random number generator (`None`: from the OS).
     /// Seeding makes connection IDs and packet contents reproducible in simulations.
@@ -155,7 +158,7 @@ impl Default for EndpointConfig {
         EndpointConfig {
             cid_len: 8,
             reset_key,
-            supported_versions: vec![VERSION_1],
+            supported_versions: vec![VERSION_1, VERSION_2],
             rng_seed: None,
             max_stateless_responses: 256,
             worker: None,
@@ -409,7 +412,14 @@ pub struct ClientConfig {
     pub tls: Arc<rustls::ClientConfig>,
     /// Transport settings.
     pub transport: Arc<TransportConfig>,
-    /// Version to offer.
+    /// The version of the first Initial (and of the whole connection: quark
+    /// does not switch versions mid-handshake). Default QUIC v1: every QUIC
+    /// server speaks it, so no round trip goes to Version Negotiation. Only
+    /// this version is declared in version_information: offering v2 as
+    /// compatible would let a server upgrade the connection, which needs the
+    /// TLS key schedule to change labels mid-handshake, and rustls fixes them
+    /// when the ClientHello is written. Set [`crate::packet::VERSION_2`] to
+    /// speak v2 from the first packet.
     pub version: u32,
 }
 

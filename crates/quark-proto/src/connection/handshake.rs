@@ -129,6 +129,14 @@ impl Connection {
             }
             match change {
                 Some(KeyChange::Handshake { keys }) => {
+                    if self.side.is_server() {
+                        // The ClientHello is in: check its version_information
+                        // before answering (RFC 9368 §4), not at the end of a
+                        // handshake a downgraded client could never finish.
+                        if let Ok(Some(params)) = self.tls.peer_params(self.side) {
+                            self.check_version_information(&params)?;
+                        }
+                    }
                     self.spaces[SpaceId::Handshake.index()].keys = Some(keys);
                     // The client arms a Handshake PTO as soon as it has the keys.
                     let path = self.path_state();
@@ -210,6 +218,7 @@ impl Connection {
                     .set_initial_reset_token(token, &mut self.cid_events);
             }
         }
+        self.check_version_information(&params)?;
         self.streams.set_peer_params(&params);
         self.mtu.set_peer_max(params.max_udp_payload_size);
         self.local_cids

@@ -28,6 +28,7 @@ mod skip;
 mod spaces;
 mod streams;
 mod timers;
+mod versions;
 mod write;
 
 use std::collections::VecDeque;
@@ -293,8 +294,11 @@ impl Connection {
             ],
         };
         let mut spaces = [PacketSpace::new(), PacketSpace::new(), PacketSpace::new()];
-        spaces[SpaceId::Initial.index()].keys =
-            Some(crate::crypto::initial_keys(&p.initial_dcid, p.side));
+        spaces[SpaceId::Initial.index()].keys = Some(crate::crypto::initial_keys_for(
+            p.version,
+            &p.initial_dcid,
+            p.side,
+        ));
         let reset_token = p.shared.reset_key.token(&p.local_cid);
         let mut rng = StdRng::seed_from_u64(p.shared.rng_seed);
         let skipped = skip::Skipped::new(&mut rng);

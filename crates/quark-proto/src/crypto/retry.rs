@@ -111,9 +111,9 @@ pub(crate) fn integrity_tag_ok(
     let aad = pseudo_packet(orig_dst_cid, retry_without_tag);
     let (key, nonce) = key_nonce(version);
     key.open_in_place(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(&aad[..]),
-            &mut tag,
-        )
-        .is_ok()
+        Nonce::assume_unique_for_key(nonce),
+        Aad::from(&aad[..]),
+        &mut tag,
+    )
+    .is_ok()
 }

@@ -12,6 +12,7 @@ use rustls::quic::{self, Connection};
 
 use crate::crypto::KeyChange;
 use crate::error::{TransportError, TransportErrorCode};
+use crate::packet::rustls_version;
 use crate::transport_params::TransportParameters;
 use crate::types::Side;
 
@@ -71,9 +72,20 @@ impl TlsSession {
         server_name: &str,
         params: &TransportParameters,
     ) -> Result<Self, TlsSetupError> {
+        Self::client_for(crate::packet::VERSION_1, config, server_name, params)
+    }
+
+    /// [`Self::client`] for QUIC `version`: its HKDF labels for the
+    /// handshake and 1-RTT keys and for key updates (RFC 9369 §3.3.2).
+    pub fn client_for(
+        version: u32,
+        config: Arc<rustls::ClientConfig>,
+        server_name: &str,
+        params: &TransportParameters,
+    ) -> Result<Self, TlsSetupError> {
         let mut encoded = Vec::new();
         params.encode(&mut encoded);
-        Self::client_raw(config, server_name, encoded)
+        Self::client_versioned(version, config, server_name, encoded)
     }
 
     /// A server session.
@@ -81,30 +93,58 @@ impl TlsSession {
         config: Arc<rustls::ServerConfig>,
         params: &TransportParameters,
     ) -> Result<Self, TlsSetupError> {
+        Self::server_for(crate::packet::VERSION_1, config, params)
+    }
+
+    /// [`Self::server`] for QUIC `version`.
+    pub fn server_for(
+        version: u32,
+        config: Arc<rustls::ServerConfig>,
+        params: &TransportParameters,
+    ) -> Result<Self, TlsSetupError> {
         let mut encoded = Vec::new();
         params.encode(&mut encoded);
-        Self::server_raw(config, encoded)
+        Self::server_versioned(version, config, encoded)
     }
 
     /// A client session sending already-encoded transport parameters.
+    #[cfg(test)]
     pub(crate) fn client_raw(
+        config: Arc<rustls::ClientConfig>,
+        server_name: &str,
+        params: Vec<u8>,
+    ) -> Result<Self, TlsSetupError> {
+        Self::client_versioned(crate::packet::VERSION_1, config, server_name, params)
+    }
+
+    fn client_versioned(
+        version: u32,
         config: Arc<rustls::ClientConfig>,
         server_name: &str,
         params: Vec<u8>,
     ) -> Result<Self, TlsSetupError> {
         let name = ServerName::try_from(server_name.to_owned())
             .map_err(|e| TlsSetupError::Config(format!("server name {server_name:?}: {e}")))?;
-        let conn = quic::ClientConnection::new(config, quic::Version::V1, name, params)
+        let conn = quic::ClientConnection::new(config, rustls_version(version), name, params)
             .map_err(|e| TlsSetupError::Config(e.to_string()))?;
         Ok(Self::wrap(conn.into()))
     }
 
     /// A server session sending already-encoded transport parameters.
+    #[cfg(test)]
     pub(crate) fn server_raw(
         config: Arc<rustls::ServerConfig>,
         params: Vec<u8>,
     ) -> Result<Self, TlsSetupError> {
-        let conn = quic::ServerConnection::new(config, quic::Version::V1, params)
+        Self::server_versioned(crate::packet::VERSION_1, config, params)
+    }
+
+    fn server_versioned(
+        version: u32,
+        config: Arc<rustls::ServerConfig>,
+        params: Vec<u8>,
+    ) -> Result<Self, TlsSetupError> {
+        let conn = quic::ServerConnection::new(config, rustls_version(version), params)
             .map_err(|e| TlsSetupError::Config(e.to_string()))?;
         Ok(Self::wrap(conn.into()))
     }

@@ -160,7 +160,11 @@ impl Endpoint {
         params.initial_source_connection_id = Some(local_cid);
         params.retry_source_connection_id = retry_scid;
         params.stateless_reset_token = Some(self.reset_key.token(&local_cid));
-        let tls = match TlsSession::server(server.tls.clone(), &params) {
+        params.version_information = Some(Connection::version_information(
+            pd.version,
+            &self.config.supported_versions,
+        ));
+        let tls = match TlsSession::server_for(pd.version, server.tls.clone(), &params) {
             Ok(tls) => tls,
             Err(e) => {
                 tracing::warn!(%e, "server TLS setup failed");

@@ -169,7 +169,8 @@ impl Endpoint {
         let local_cid = self.new_cid();
         let mut params = local_params(&config.transport);
         params.initial_source_connection_id = Some(local_cid);
-        let tls = TlsSession::client(config.tls.clone(), server_name, &params)?;
+        params.version_information = Some(Connection::version_information(config.version, &[]));
+        let tls = TlsSession::client_for(config.version, config.tls.clone(), server_name, &params)?;
         let conn = Connection::new(
             ConnectionParams {
                 side: Side::Client,
@@ -227,6 +228,12 @@ impl Endpoint {
             // us: they stay where they arrived, even if that ID looks like another
             // worker's.
             HeaderType::Frames(PacketKind::Initial) if self.server.is_some() => {
+                // A version quark can parse but this endpoint was told not to
+                // speak: as for any unknown version (RFC 9000 §6.1).
+                if !self.config.supported_versions.contains(&pd.version) {
+                    let (dst, src) = (pd.dst_cid, pd.src_cid);
+                    return self.version_negotiation(remote, local_ip, data.len(), &dst, &src);
+                }
                 self.accept_initial(now, remote, local_ip, ecn, data, &pd)
             }
             HeaderType::Frames(PacketKind::Handshake) => self.foreign(&pd),

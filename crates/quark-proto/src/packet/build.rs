@@ -3,8 +3,8 @@
 use rustls::quic::{HeaderProtectionKey, PacketKey};
 
 use super::header::{FIXED_BIT, LONG_FORM};
-use super::version::type_bits;
 use super::number::{packet_number_len, truncate};
+use super::version::type_bits;
 use super::{HeaderParams, PacketBuilder, SealJob};
 use crate::types::PacketKind;
 use crate::varint::put_varint;

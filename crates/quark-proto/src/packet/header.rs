@@ -2,10 +2,10 @@
 
 use std::ops::Range;
 
+#[cfg(test)]
+use super::VERSION_1;
 use super::version::{is_known, kind_of};
 use super::{HeaderType, PacketDecodeError, PartialDecode};
-#[cfg(test)]
-use super::{VERSION_1, VERSION_2};
 use crate::cid::{ConnectionId, MAX_CID_LEN};
 use crate::coding::Reader;
 use crate::types::PacketKind;

@@ -19,9 +19,9 @@ mod header;
 pub mod number;
 mod protect;
 mod special;
-mod version;
 #[cfg(test)]
 mod vectors;
+mod version;
 
 use std::ops::Range;
 

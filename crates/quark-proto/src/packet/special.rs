@@ -1,10 +1,10 @@
 //! Packets without packet protection: Version Negotiation, Retry and Stateless Reset.
 
+#[cfg(test)]
+use super::VERSION_1;
 use super::header::{FIXED_BIT, LONG_FORM, RETRY_TAG_LEN};
 use super::version::type_bits;
 use super::{HeaderType, PacketDecodeError, PartialDecode};
-#[cfg(test)]
-use super::VERSION_1;
 use crate::cid::{ConnectionId, RESET_TOKEN_LEN, ResetToken};
 use crate::crypto::retry;
 
@@ -216,7 +216,15 @@ mod tests {
     fn retry_tag_rejects_other_odcid_and_truncation() {
         let mut buf = Vec::new();
         let odcid = cid(&[1, 2, 3, 4]);
-        write_retry(&mut buf, VERSION_1, &cid(&[5]), &cid(&[6, 7]), &odcid, b"tok", 3);
+        write_retry(
+            &mut buf,
+            VERSION_1,
+            &cid(&[5]),
+            &cid(&[6, 7]),
+            &odcid,
+            b"tok",
+            3,
+        );
         assert_eq!(buf[0], 0xf3);
         assert!(retry_integrity_ok(&odcid, &buf));
         assert!(!retry_integrity_ok(&cid(&[1, 2, 3, 5]), &buf));

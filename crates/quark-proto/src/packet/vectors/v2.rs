@@ -200,7 +200,12 @@ fn a5_chacha20_short_header_v2() {
     let hp_key = alg.header_protection_key(AeadKey::from(hp));
 
     let pn = 654_360_564;
-    let mut h = header(PacketKind::OneRtt, &ConnectionId::EMPTY, &ConnectionId::EMPTY, pn);
+    let mut h = header(
+        PacketKind::OneRtt,
+        &ConnectionId::EMPTY,
+        &ConnectionId::EMPTY,
+        pn,
+    );
     h.largest_acked = Some(pn - 0x1_0000);
     let mut buf = Vec::new();
     let b = PacketBuilder::start(&mut buf, &h, 1500, packet_key.tag_len());
