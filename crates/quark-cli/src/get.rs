@@ -13,7 +13,7 @@ use quark::tls::{self, Verify};
 use quark::{Connection, Endpoint};
 use tokio::io::AsyncWriteExt;
 
-use crate::options::TransportArgs;
+use crate::options::{TransportArgs, parse_quic_version};
 
 /// Fetch files over hq-interop or HTTP/3.
 #[derive(Args, Debug)]
@@ -44,6 +44,11 @@ pub(crate) struct GetArgs {
     /// itself before their confidentiality limit.
     #[arg(long)]
     pub(crate) key_update: bool,
+    /// QUIC version to speak from the first packet: 1 (RFC 9000) or 2 (RFC
+    /// 9369). A server without it answers with Version Negotiation and the
+    /// connection fails (no silent fallback).
+    #[arg(long, default_value = "1", value_parser = parse_quic_version)]
+    pub(crate) quic_version: u32,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -142,6 +147,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let (alpn, _) = crate::serve::protocol(args.h3);
     let mut config = tls::client_config_with(verify, &[alpn], &suites)?;
     config.transport = Arc::new(args.transport.transport_config());
+    config.version = args.quic_version;
     let bind: SocketAddr = if addr.is_ipv6() {
         "[::]:0".parse()?
     } else {

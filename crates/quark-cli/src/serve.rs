@@ -7,9 +7,9 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use quark::tls::{self, Identity};
-use quark::{Endpoint, TransportConfig};
+use quark::{Endpoint, EndpointConfig, TransportConfig, WorkerGroup};
 
-use crate::options::TransportArgs;
+use crate::options::{TransportArgs, parse_quic_version};
 
 /// Serve files over hq-interop (HTTP/0.9 over QUIC) or HTTP/3.
 #[derive(Args, Debug)]
@@ -43,8 +43,20 @@ pub(crate) struct ServeArgs {
     /// new connections are refused and existing ones keep what they have.
     #[arg(long, default_value = "512MiB", value_parser = parse_memory)]
     pub(crate) max_memory: u64,
+    /// QUIC versions to accept, most preferred first (1: RFC 9000, 2: RFC
+    /// 9369); Version Negotiation packets list them.
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = parse_quic_version)]
+    pub(crate) quic_versions: Vec<u32>,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
+}
+
+/// The endpoint settings `--quic-versions` chooses.
+fn endpoint_config(args: &ServeArgs) -> EndpointConfig {
+    EndpointConfig {
+        supported_versions: args.quic_versions.clone(),
+        ..EndpointConfig::default()
+    }
 }
 
 /// The ALPN and name of the protocol `--h3` selects.
@@ -117,7 +129,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.workers > 1 {
         return serve_workers(config, &args, root).await;
     }
-    let endpoint = Endpoint::server(config, args.listen)
+    let endpoint = Endpoint::with_config(endpoint_config(&args), Some(config), args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     eprintln!(
@@ -159,7 +171,8 @@ async fn serve_workers(
     args: &ServeArgs,
     root: PathBuf,
 ) -> anyhow::Result<()> {
-    let group = Endpoint::server_multi(config, args.listen, usize::from(args.workers))
+    let workers = usize::from(args.workers);
+    let group = WorkerGroup::bind(endpoint_config(args), config, args.listen, workers)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     group.set_busy_poll(args.transport.busy_poll());
     eprintln!(

@@ -55,6 +55,7 @@ mod tests;
 pub use connection::{Connecting, Connection};
 pub use endpoint::Endpoint;
 pub use quark_proto::cc::CcAlgorithm;
+pub use quark_proto::packet::{VERSION_1, VERSION_2};
 pub use quark_proto::{
     ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, EndpointConfig,
     MemoryBudget, ServerConfig, StreamId, TransportConfig,
