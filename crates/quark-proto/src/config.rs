@@ -138,7 +138,9 @@ pub struct EndpointConfig {
     /// Versions we accept, most preferred first: a server answers Initials of
     /// these versions, lists them in Version Negotiation packets and in its
     /// version_information (RFC 9368); a client may start in any of them.
-    /// Default: QUIC v1 and v2 ([`VERSION_1`], [`crate::packet::VERSION_2`]).
+    /// Default: v2 then v1 ([`VERSION_2`], [`VERSION_1`]): a client that
+    /// starts in v1 and offers v2 is moved to v2 in the server's first
+    /// Initial (RFC 9368 §2.3; no extra round trip), others keep v1.
     pub supported_versions: Vec<u32>,
     /// Seed for the endpoint's random number generator (`None`: from the OS).
     /// Seeding makes connection IDs and packet contents reproducible in simulations.
@@ -158,7 +160,7 @@ impl Default for EndpointConfig {
         EndpointConfig {
             cid_len: 8,
             reset_key,
-            supported_versions: vec![VERSION_1, VERSION_2],
+            supported_versions: vec![VERSION_2, VERSION_1],
             rng_seed: None,
             max_stateless_responses: 256,
             worker: None,
@@ -412,15 +414,17 @@ pub struct ClientConfig {
     pub tls: Arc<rustls::ClientConfig>,
     /// Transport settings.
     pub transport: Arc<TransportConfig>,
-    /// The version of the first Initial (and of the whole connection: quark
-    /// does not switch versions mid-handshake). Default QUIC v1: every QUIC
-    /// server speaks it, so no round trip goes to Version Negotiation. Only
-    /// this version is declared in version_information: offering v2 as
-    /// compatible would let a server upgrade the connection, which needs the
-    /// TLS key schedule to change labels mid-handshake, and rustls fixes them
-    /// when the ClientHello is written. Set [`crate::packet::VERSION_2`] to
-    /// speak v2 from the first packet.
+    /// The version of the first Initial. Default QUIC v1: every QUIC server
+    /// speaks it, so no round trip goes to Version Negotiation with any
+    /// server. Set [`crate::packet::VERSION_2`] to speak v2 from the first
+    /// packet.
     pub version: u32,
+    /// Versions the server may move the connection to during the handshake
+    /// (RFC 9368 compatible version negotiation), listed with `version` in
+    /// the client's version_information. Default: v2, so a server that
+    /// prefers v2 upgrades a v1 start at no cost in round trips, and one that
+    /// does not simply stays in v1. Empty: stay in `version`.
+    pub compatible_versions: Vec<u32>,
 }
 
 impl ClientConfig {
@@ -430,6 +434,7 @@ impl ClientConfig {
             tls,
             transport: Arc::new(TransportConfig::default()),
             version: VERSION_1,
+            compatible_versions: vec![VERSION_2],
         }
     }
 }

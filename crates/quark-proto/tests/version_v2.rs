@@ -17,7 +17,8 @@ use quark_proto::packet::{
     HeaderType, PartialDecode, VERSION_1, VERSION_2, decrypt_payload, remove_header_protection,
 };
 use quark_proto::{
-    ClientConfig, Endpoint, EndpointConfig, PacketKind, ServerConfig, Side, TransportErrorCode,
+    ClientConfig, ConnectionError, Endpoint, EndpointConfig, PacketKind, ServerConfig, Side,
+    TransportErrorCode,
 };
 
 /// The versions of every long-header packet seen, each way.
@@ -92,10 +93,12 @@ fn v2_connection_transfers_byte_exact() {
 }
 
 #[test]
-fn v1_stays_v1_with_a_v2_capable_server() {
+fn v1_stays_v1_when_the_client_offers_nothing_else() {
     let (mut sim, tls) = Sim::pair(seed(91));
     let seen = watch(&mut sim);
-    let c = sim.connect(&tls);
+    let mut config = ClientConfig::new(tls.client_config(None));
+    config.compatible_versions.clear();
+    let c = sim.connect_with(config);
     let mut echo = Echo::new(c, vec![payload(20_000, 3)]);
     run_echo(&mut sim, &mut echo, 100_000);
     assert!(echo.done());
@@ -197,7 +200,8 @@ fn a_server_told_v1_only_answers_v2_with_version_negotiation() {
 
 /// An on-path attacker rewrites the client's v2 Initials as v1 Initials (the
 /// Initial keys are public); the server sees the client's version_information
-/// still saying v2 and refuses with VERSION_NEGOTIATION_ERROR.
+/// still saying v2 and refuses with VERSION_NEGOTIATION_ERROR. (The server
+/// itself prefers v2, so it answers, and closes, in v2: the client hears it.)
 #[test]
 fn rewritten_initial_version_closes_with_version_negotiation_error() {
     let (mut sim, tls) = Sim::pair(seed(95));
@@ -230,7 +234,7 @@ fn rewritten_initial_version_closes_with_version_negotiation_error() {
                 h.pn,
                 &packet[frames],
             );
-        } else if !to_server && pd.version == VERSION_1 {
+        } else if !to_server && pd.ty == HeaderType::Frames(PacketKind::Initial) {
             if let Some(dcid) = orig_dcid {
                 if let Some((packet, frames)) = open_server_initial(d, &dcid, 8) {
                     for frame in Iter::new(&packet[frames], PacketKind::Initial).flatten() {
@@ -249,6 +253,155 @@ fn rewritten_initial_version_closes_with_version_negotiation_error() {
         close_codes.borrow().first(),
         Some(&TransportErrorCode::VERSION_NEGOTIATION_ERROR.0)
     );
-    // The client never completes a handshake in v1.
-    assert!(!sim.client.connection(c).unwrap().is_handshake_complete());
+    // The client never completes a handshake; it learns why.
+    sim.run_until(2_000, |s| s.client.connection(c).unwrap().is_closed());
+    let client = sim.client.connection(c).unwrap();
+    assert!(!client.is_handshake_complete());
+    assert!(
+        matches!(
+            client.error(),
+            Some(ConnectionError::ConnectionClosed { code, .. })
+                if *code == TransportErrorCode::VERSION_NEGOTIATION_ERROR
+        ),
+        "{:?}",
+        client.error()
+    );
+}
+
+/// A client that starts in v1 (the default) offering v2, against a server
+/// that prefers v2 (the default): the server's first Initial is already v2,
+/// the client follows, and the rest of the connection, key updates included
+/// (keys the client derives itself: its TLS session began as v1), is v2.
+fn upgrade(seed_value: u64, suites: Option<&[rustls::SupportedCipherSuite]>, retry: bool) {
+    let tls = Tls::new();
+    let mut server = ServerConfig::new(tls.server_config(None));
+    server.retry = retry;
+    let mut sim = Sim::new(seed(seed_value), server, EndpointConfig::default());
+    sim.set_delay(Duration::from_millis(2));
+    let seen = watch(&mut sim);
+    let c = sim.connect_with(ClientConfig::new(tls.client_config(suites)));
+    let s = sim.handshake(c);
+    sim.run_for(Duration::from_millis(100));
+    let now = sim.now;
+    assert!(
+        sim.client
+            .connection_mut(c)
+            .unwrap()
+            .initiate_key_update(now)
+    );
+    let mut echo = Echo::new(c, vec![payload(300_000, 7), payload(1_000, 8)]);
+    run_echo(&mut sim, &mut echo, 200_000);
+    assert!(echo.done());
+    sim.now += Duration::from_secs(5);
+    let now = sim.now;
+    sim.server.connection_mut(s).unwrap().handle_timeout(now);
+    sim.client.connection_mut(c).unwrap().handle_timeout(now);
+    assert!(
+        sim.server
+            .connection_mut(s)
+            .unwrap()
+            .initiate_key_update(now)
+    );
+    let mut echo = Echo::new(c, vec![payload(100_000, 9)]);
+    run_echo(&mut sim, &mut echo, 200_000);
+    assert!(echo.done());
+    let client = sim.client.connection(c).unwrap();
+    assert!(!client.is_closed());
+    assert!(client.stats().key_updates >= 2);
+    let info = client
+        .peer_params()
+        .unwrap()
+        .version_information
+        .clone()
+        .unwrap();
+    assert_eq!(info.chosen, VERSION_2);
+
+    let seen = seen.borrow();
+    // The client's first Initial (and, with a Retry, its second) is v1.
+    let v1_starts = if retry { 2 } else { 1 };
+    assert!(
+        seen.to_server[..v1_starts].iter().all(|&v| v == VERSION_1),
+        "{:x?}",
+        seen.to_server
+    );
+    if retry {
+        assert_eq!(
+            seen.retries,
+            vec![VERSION_1],
+            "the Retry answers in the client's version"
+        );
+    }
+    // Everything the server sent in a connection was v2...
+    let from_conn: Vec<u32> = seen
+        .to_client
+        .iter()
+        .copied()
+        .filter(|&v| v != 0)
+        .skip(usize::from(retry))
+        .collect();
+    assert!(
+        !from_conn.is_empty() && from_conn.iter().all(|&v| v == VERSION_2),
+        "{:x?}",
+        seen.to_client
+    );
+    // ... and the client switched once it heard from the server.
+    assert!(
+        seen.to_server.last() == Some(&VERSION_2),
+        "{:x?}",
+        seen.to_server
+    );
+    let first_v2 = seen.to_server.iter().position(|&v| v == VERSION_2).unwrap();
+    assert!(
+        seen.to_server[first_v2..].iter().all(|&v| v == VERSION_2),
+        "{:x?}",
+        seen.to_server
+    );
+}
+
+#[test]
+fn v1_to_v2_compatible_upgrade() {
+    upgrade(96, None, false);
+}
+
+#[test]
+fn v1_to_v2_upgrade_with_each_cipher_suite() {
+    use rustls::crypto::ring::cipher_suite as cs;
+    for (i, suite) in [
+        cs::TLS13_AES_128_GCM_SHA256,
+        cs::TLS13_AES_256_GCM_SHA384,
+        cs::TLS13_CHACHA20_POLY1305_SHA256,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        upgrade(97 + i as u64, Some(&[suite]), false);
+    }
+}
+
+#[test]
+fn v1_to_v2_upgrade_after_a_retry() {
+    upgrade(100, None, true);
+}
+
+#[test]
+fn a_server_preferring_v1_does_not_upgrade() {
+    let tls = Tls::new();
+    let server = ServerConfig::new(tls.server_config(None));
+    let endpoint = EndpointConfig {
+        supported_versions: vec![VERSION_1, VERSION_2],
+        ..EndpointConfig::default()
+    };
+    let mut sim = Sim::new(seed(101), server, endpoint);
+    let seen = watch(&mut sim);
+    let c = sim.connect_with(ClientConfig::new(tls.client_config(None)));
+    let mut echo = Echo::new(c, vec![payload(20_000, 10)]);
+    run_echo(&mut sim, &mut echo, 100_000);
+    assert!(echo.done());
+    let seen = seen.borrow();
+    assert!(
+        seen.to_server
+            .iter()
+            .chain(&seen.to_client)
+            .all(|&v| v == VERSION_1)
+    );
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::close::State;
 use super::timers::Timer;
 use super::{Connection, Event};
-use crate::crypto::KeyChange;
+use crate::crypto::LevelKeys;
 use crate::crypto::one_rtt::OneRttKeys;
 use crate::error::TransportError;
 use crate::types::SpaceId;
@@ -122,13 +122,13 @@ impl Connection {
         let mut out = Vec::new();
         loop {
             out.clear();
-            let change = self.tls.write_handshake(&mut out);
+            let change = self.tls.write_handshake_keys(&mut out)?;
             if !out.is_empty() {
                 let space = self.crypto_write_space();
                 self.spaces[space.index()].crypto_send.write(&out);
             }
             match change {
-                Some(KeyChange::Handshake { keys }) => {
+                Some(LevelKeys::Handshake(keys)) => {
                     if self.side.is_server() {
                         // The ClientHello is in: check its version_information
                         // before answering (RFC 9368 §4), not at the end of a
@@ -142,7 +142,7 @@ impl Connection {
                     let path = self.path_state();
                     self.recovery.update_timer(now, &path);
                 }
-                Some(KeyChange::OneRtt { keys, next }) => {
+                Some(LevelKeys::OneRtt(keys, next)) => {
                     self.one_rtt = Some(OneRttKeys::new(keys, next));
                 }
                 None if out.is_empty() => break,

@@ -165,6 +165,11 @@ pub(crate) struct EndpointShared {
 pub(crate) struct ConnectionParams {
     pub(crate) side: Side,
     pub(crate) version: u32,
+    /// The version of the client's first Initial (`version` differs after a
+    /// compatible upgrade, RFC 9368).
+    pub(crate) original_version: u32,
+    /// Client: versions it offered as compatible (it may be moved to one).
+    pub(crate) compatible_versions: Vec<u32>,
     pub(crate) tls: TlsSession,
     pub(crate) config: Arc<TransportConfig>,
     pub(crate) remote: SocketAddr,
@@ -191,6 +196,8 @@ pub(crate) struct ConnectionParams {
 pub struct Connection {
     side: Side,
     version: u32,
+    /// Versions seen in the handshake (RFC 9368): see [`versions`].
+    versions: versions::Negotiation,
     state: State,
     config: Arc<TransportConfig>,
     tls: TlsSession,
@@ -299,12 +306,22 @@ impl Connection {
             &p.initial_dcid,
             p.side,
         ));
+        let mut versions =
+            versions::Negotiation::new(p.original_version, p.compatible_versions, p.side);
+        if p.version != p.original_version {
+            versions.set_original_initial(crate::crypto::initial_keys_for(
+                p.original_version,
+                &p.initial_dcid,
+                p.side,
+            ));
+        }
         let reset_token = p.shared.reset_key.token(&p.local_cid);
         let mut rng = StdRng::seed_from_u64(p.shared.rng_seed);
         let skipped = skip::Skipped::new(&mut rng);
         let mut conn = Connection {
             side: p.side,
             version: p.version,
+            versions,
             state: State::Handshake,
             tls: p.tls,
             spaces,

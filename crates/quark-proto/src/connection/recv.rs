@@ -261,13 +261,22 @@ impl Connection {
     ) {
         // A long header of another version than the connection's is not ours
         // to decrypt (its keys and type bits differ); drop it.
-        if kind != PacketKind::OneRtt && pd.version != self.version {
+        let other_version = kind != PacketKind::OneRtt && pd.version != self.version;
+        if other_version && !self.on_other_version(kind, pd.version) {
             return;
+        }
+        // Server after an upgrade: an Initial still in the original version.
+        let swap = other_version && pd.version != self.version;
+        if swap {
+            self.swap_original_initial();
         }
         let largest = self.spaces[kind.space().index()].ack.largest_pn();
         let opened = crate::cpu::measure(crate::cpu::Work::Crypto, || {
             self.unprotect(now, kind, packet, pd, largest)
         });
+        if swap {
+            self.swap_original_initial();
+        }
         let Some((hdr, payload)) = opened else {
             self.on_undecryptable(pd, tail);
             return;

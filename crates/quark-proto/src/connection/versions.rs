@@ -1,11 +1,37 @@
-//! Downgrade protection with the version_information transport parameter
-//! (RFC 9368 §4). quark does not change versions within a connection (no
-//! compatible upgrade yet), so the version in use is the one the client chose
-//! in its first Initial, and both sides' Chosen Version must say so.
+//! Compatible version negotiation (RFC 9368): a server may answer a v1
+//! Initial in v2 when the client offered v2; the client follows. And the
+//! downgrade protection of the version_information transport parameter (§4).
 
 use super::Connection;
+use crate::crypto::Keys;
 use crate::error::{TransportError, TransportErrorCode};
 use crate::transport_params::{TransportParameters, VersionInformation};
+use crate::types::{PacketKind, Side, SpaceId};
+
+/// What a connection remembers of the versions of its handshake.
+pub(crate) struct Negotiation {
+    /// The version of the client's first Initial.
+    original: u32,
+    /// Client: the versions it offered to be moved to.
+    compatible: Vec<u32>,
+    /// Server after an upgrade: Initial keys of the original version, to
+    /// open the client's Initials sent before it heard from us.
+    original_initial: Option<Keys>,
+}
+
+impl Negotiation {
+    pub(crate) fn new(original: u32, compatible: Vec<u32>, _side: Side) -> Self {
+        Negotiation {
+            original,
+            compatible,
+            original_initial: None,
+        }
+    }
+
+    pub(crate) fn set_original_initial(&mut self, keys: Keys) {
+        self.original_initial = Some(keys);
+    }
+}
 
 impl Connection {
     /// What we declare: the version in use, and the versions we accept
@@ -31,22 +57,82 @@ impl Connection {
         params: &TransportParameters,
     ) -> Result<(), TransportError> {
         let Some(info) = &params.version_information else {
-            // A peer without RFC 9368 support: nothing to validate.
+            // A peer without RFC 9368 support: nothing to validate, unless
+            // it moved us to another version, which only RFC 9368 allows.
+            if self.version != self.versions.original {
+                return Err(TransportError::new(
+                    TransportErrorCode::VERSION_NEGOTIATION_ERROR,
+                    "version changed without version_information",
+                ));
+            }
             return Ok(());
         };
         // RFC 9368 §4: the server checks the client's Chosen Version against
         // the long header of the Initial it arrived in; the client checks the
         // server's against the version the connection uses. A mismatch is a
         // version downgrade attempt: VERSION_NEGOTIATION_ERROR.
-        if info.chosen != self.version {
+        let expected = match self.side {
+            Side::Server => self.versions.original,
+            Side::Client => self.version,
+        };
+        if info.chosen != expected {
             return Err(TransportError::new(
                 TransportErrorCode::VERSION_NEGOTIATION_ERROR,
                 format!(
                     "peer's chosen version {:#x} is not the version in use {:#x}",
-                    info.chosen, self.version
+                    info.chosen, expected
                 ),
             ));
         }
         Ok(())
+    }
+}
+
+impl Connection {
+    /// A long-header packet of another version than ours arrived. Client: the
+    /// server's first Initial in a version we offered moves us to it (RFC
+    /// 9368 §2.3). Server: the client's Initials in the original version are
+    /// still opened, with the original keys (`swap_original_initial`).
+    /// Returns whether to go on with the packet.
+    pub(super) fn on_other_version(&mut self, kind: PacketKind, version: u32) -> bool {
+        if kind != PacketKind::Initial {
+            return false;
+        }
+        match self.side {
+            Side::Server => {
+                version == self.versions.original
+                    && self.versions.original_initial.is_some()
+                    && self.spaces[SpaceId::Initial.index()].keys.is_some()
+            }
+            Side::Client => {
+                if self.got_server_initial
+                    || self.received_any
+                    || !self.versions.compatible.contains(&version)
+                    || !self.tls.switch_version(version)
+                {
+                    return false;
+                }
+                tracing::debug!(
+                    version = format_args!("{version:#x}"),
+                    "server moved us to another version"
+                );
+                // New Initial keys from the ID our Initials go to (the random
+                // one, or the Retry's), with the new version's salt.
+                let cid = self.peer_cids.active();
+                self.spaces[SpaceId::Initial.index()].keys =
+                    Some(crate::crypto::initial_keys_for(version, &cid, self.side));
+                self.version = version;
+                true
+            }
+        }
+    }
+
+    /// Server: exchange the Initial keys with the original version's, around
+    /// opening a client Initial of that version.
+    pub(super) fn swap_original_initial(&mut self) {
+        std::mem::swap(
+            &mut self.spaces[SpaceId::Initial.index()].keys,
+            &mut self.versions.original_initial,
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! token derivation use ring directly.
 
 pub mod one_rtt;
+pub mod relabel;
 pub(crate) mod retry;
 #[cfg(test)]
 pub(crate) mod test_pair;
@@ -53,4 +54,38 @@ pub fn rustls_side(side: Side) -> rustls::Side {
         Side::Client => rustls::Side::Client,
         Side::Server => rustls::Side::Server,
     }
+}
+
+/// The 1-RTT secrets behind key updates: rustls' own, or ours when the
+/// connection moved to a version the TLS session was not started in
+/// ([`relabel`]).
+pub enum NextSecrets {
+    /// From rustls (`KeyChange::OneRtt`).
+    Tls(Secrets),
+    /// Derived here with another version's labels.
+    Relabeled(relabel::Secrets),
+}
+
+impl NextSecrets {
+    /// The packet keys of the next phase; then move one phase on.
+    pub fn next_packet_keys(&mut self) -> rustls::quic::PacketKeySet {
+        match self {
+            NextSecrets::Tls(s) => s.next_packet_keys(),
+            NextSecrets::Relabeled(s) => s.next_packet_keys(),
+        }
+    }
+}
+
+impl From<Secrets> for NextSecrets {
+    fn from(s: Secrets) -> Self {
+        NextSecrets::Tls(s)
+    }
+}
+
+/// New keys from the TLS session: [`KeyChange`] with secrets that may be ours.
+pub enum LevelKeys {
+    /// Keys for the Handshake space.
+    Handshake(Keys),
+    /// 1-RTT keys and the secrets of the next phase.
+    OneRtt(Keys, NextSecrets),
 }

@@ -8,6 +8,7 @@
 
 mod accept;
 mod admission;
+mod peek;
 mod routes;
 
 use std::collections::{HashMap, VecDeque};
@@ -169,12 +170,26 @@ impl Endpoint {
         let local_cid = self.new_cid();
         let mut params = local_params(&config.transport);
         params.initial_source_connection_id = Some(local_cid);
-        params.version_information = Some(Connection::version_information(config.version, &[]));
-        let tls = TlsSession::client_for(config.version, config.tls.clone(), server_name, &params)?;
+        // Versions we may be moved to (RFC 9368 §2.3): those we support too.
+        let offered: Vec<u32> = config
+            .compatible_versions
+            .iter()
+            .copied()
+            .filter(|v| *v != config.version && self.config.supported_versions.contains(v))
+            .collect();
+        params.version_information =
+            Some(Connection::version_information(config.version, &offered));
+        let tls = if offered.is_empty() {
+            TlsSession::client_for(config.version, config.tls.clone(), server_name, &params)?
+        } else {
+            TlsSession::client_upgradable(config.version, config.tls.clone(), server_name, &params)?
+        };
         let conn = Connection::new(
             ConnectionParams {
                 side: Side::Client,
                 version: config.version,
+                original_version: config.version,
+                compatible_versions: offered.clone(),
                 tls,
                 config: config.transport.clone(),
                 remote,
