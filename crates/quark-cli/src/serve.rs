@@ -44,8 +44,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value = "512MiB", value_parser = parse_memory)]
     pub(crate) max_memory: u64,
     /// QUIC versions to accept, most preferred first (1: RFC 9000, 2: RFC
-    /// 9369); Version Negotiation packets list them.
-    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = parse_quic_version)]
+    /// 9369). A client starting in a later one that offers an earlier one is
+    /// moved to it (RFC 9368); Version Negotiation packets list them all.
+    #[arg(long, value_delimiter = ',', default_value = "2,1", value_parser = parse_quic_version)]
     pub(crate) quic_versions: Vec<u32>,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,

@@ -440,6 +440,12 @@ impl Connection {
         self.tls.server_name()
     }
 
+    /// The QUIC version in use: the client's first, or the one the server
+    /// moved the connection to (RFC 9368).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
     /// The negotiated TLS cipher suite.
     pub fn cipher_suite(&self) -> Option<rustls::SupportedCipherSuite> {
         self.tls.cipher_suite()
