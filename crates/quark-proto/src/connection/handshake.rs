@@ -169,6 +169,7 @@ impl Connection {
     /// (TLS, the CRYPTO buffers of the spaces left behind, the scratch
     /// buffer), so an idle connection holds little.
     fn shed_handshake_state(&mut self) {
+        self.versions.forget_original_initial();
         if !self.tls.shed_after_handshake(self.side) {
             return;
         }

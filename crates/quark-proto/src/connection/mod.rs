@@ -306,8 +306,7 @@ impl Connection {
             &p.initial_dcid,
             p.side,
         ));
-        let mut versions =
-            versions::Negotiation::new(p.original_version, p.compatible_versions, p.side);
+        let mut versions = versions::Negotiation::new(p.original_version, p.compatible_versions);
         if p.version != p.original_version {
             versions.set_original_initial(crate::crypto::initial_keys_for(
                 p.original_version,

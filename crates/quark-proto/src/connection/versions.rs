@@ -16,11 +16,12 @@ pub(crate) struct Negotiation {
     compatible: Vec<u32>,
     /// Server after an upgrade: Initial keys of the original version, to
     /// open the client's Initials sent before it heard from us.
-    original_initial: Option<Keys>,
+    /// Boxed: most connections never have them.
+    original_initial: Option<Box<Keys>>,
 }
 
 impl Negotiation {
-    pub(crate) fn new(original: u32, compatible: Vec<u32>, _side: Side) -> Self {
+    pub(crate) fn new(original: u32, compatible: Vec<u32>) -> Self {
         Negotiation {
             original,
             compatible,
@@ -29,7 +30,12 @@ impl Negotiation {
     }
 
     pub(crate) fn set_original_initial(&mut self, keys: Keys) {
-        self.original_initial = Some(keys);
+        self.original_initial = Some(Box::new(keys));
+    }
+
+    /// The handshake is over: the original version's Initials are no more.
+    pub(crate) fn forget_original_initial(&mut self) {
+        self.original_initial = None;
     }
 }
 
@@ -130,9 +136,11 @@ impl Connection {
     /// Server: exchange the Initial keys with the original version's, around
     /// opening a client Initial of that version.
     pub(super) fn swap_original_initial(&mut self) {
-        std::mem::swap(
-            &mut self.spaces[SpaceId::Initial.index()].keys,
-            &mut self.versions.original_initial,
-        );
+        let Some(original) = self.versions.original_initial.as_mut() else {
+            return;
+        };
+        if let Some(keys) = self.spaces[SpaceId::Initial.index()].keys.as_mut() {
+            std::mem::swap(keys, &mut **original);
+        }
     }
 }
