@@ -15,6 +15,7 @@ use quark_proto::frame::{Frame, Iter};
 use quark_proto::packet::craft::{client_initial, open_server_initial};
 use quark_proto::packet::{
     HeaderType, PartialDecode, VERSION_1, VERSION_2, decrypt_payload, remove_header_protection,
+    write_version_negotiation,
 };
 use quark_proto::{
     ClientConfig, ConnectionError, Endpoint, EndpointConfig, PacketKind, ServerConfig, Side,
@@ -404,4 +405,37 @@ fn a_server_preferring_v1_does_not_upgrade() {
             .chain(&seen.to_client)
             .all(|&v| v == VERSION_1)
     );
+}
+
+/// A forged Version Negotiation packet listing only v1 (a downgrade attempt
+/// against a v2 client) that arrives once the client has heard from the
+/// server is ignored (RFC 9000 §6.2, RFC 9368 §4): the connection stays v2.
+#[test]
+fn late_forged_version_negotiation_is_ignored() {
+    let (mut sim, tls) = Sim::pair(seed(102));
+    let mut ids = None;
+    let mut from_server = 0;
+    sim.filter = Some(Box::new(move |to_server, d| {
+        let Ok(pd) = PartialDecode::new(d, 8) else {
+            return true;
+        };
+        if to_server {
+            ids.get_or_insert((pd.src_cid, pd.dst_cid));
+            return true;
+        }
+        from_server += 1;
+        if from_server == 2 {
+            let (client_cid, orig_dcid) = ids.unwrap();
+            d.clear();
+            write_version_negotiation(d, &orig_dcid, &client_cid, &[VERSION_1], 0x5a);
+        }
+        true
+    }));
+    let c = sim.connect_with(v2_client(&tls));
+    let mut echo = Echo::new(c, vec![payload(30_000, 11)]);
+    run_echo(&mut sim, &mut echo, 100_000);
+    assert!(echo.done());
+    let client = sim.client.connection(c).unwrap();
+    assert!(!client.is_closed());
+    assert_eq!(client.version(), VERSION_2);
 }
