@@ -439,3 +439,31 @@ fn late_forged_version_negotiation_is_ignored() {
     assert!(!client.is_closed());
     assert_eq!(client.version(), VERSION_2);
 }
+
+/// A server Initial whose version an attacker changed to v2 (so it does not
+/// open with v2 keys) does not move a client that offered v2: the client
+/// only follows a packet that authenticates in the new version.
+#[test]
+fn an_unauthenticated_v2_initial_does_not_move_the_client() {
+    let tls = Tls::new();
+    let server = ServerConfig::new(tls.server_config(None));
+    let endpoint = EndpointConfig {
+        supported_versions: vec![VERSION_1, VERSION_2],
+        ..EndpointConfig::default()
+    };
+    let mut sim = Sim::new(seed(103), server, endpoint);
+    let mut first = true;
+    sim.filter = Some(Box::new(move |to_server, d| {
+        if !to_server && std::mem::take(&mut first) {
+            d[1..5].copy_from_slice(&VERSION_2.to_be_bytes());
+        }
+        true
+    }));
+    let c = sim.connect_with(ClientConfig::new(tls.client_config(None)));
+    let mut echo = Echo::new(c, vec![payload(20_000, 12)]);
+    run_echo(&mut sim, &mut echo, 100_000);
+    assert!(echo.done());
+    let client = sim.client.connection(c).unwrap();
+    assert_eq!(client.version(), VERSION_1);
+    assert!(!client.is_closed());
+}

@@ -259,23 +259,23 @@ impl Connection {
         pd: &PartialDecode,
         tail: Option<[u8; RESET_TOKEN_LEN]>,
     ) {
-        // A long header of another version than the connection's is not ours
-        // to decrypt (its keys and type bits differ); drop it.
+        // A long header of another version than the connection's: only an
+        // Initial around a compatible version change (RFC 9368) is tried,
+        // with that version's Initial keys; anything else is dropped.
         let other_version = kind != PacketKind::OneRtt && pd.version != self.version;
         if other_version && !self.on_other_version(kind, pd.version) {
             return;
         }
-        // Server after an upgrade: an Initial still in the original version.
-        let swap = other_version && pd.version != self.version;
-        if swap {
+        if other_version {
             self.swap_original_initial();
         }
         let largest = self.spaces[kind.space().index()].ack.largest_pn();
         let opened = crate::cpu::measure(crate::cpu::Work::Crypto, || {
             self.unprotect(now, kind, packet, pd, largest)
         });
-        if swap {
+        if other_version {
             self.swap_original_initial();
+            self.after_other_version(pd.version, opened.is_some());
         }
         let Some((hdr, payload)) = opened else {
             self.on_undecryptable(pd, tail);

@@ -14,8 +14,10 @@ pub(crate) struct Negotiation {
     original: u32,
     /// Client: the versions it offered to be moved to.
     compatible: Vec<u32>,
-    /// Server after an upgrade: Initial keys of the original version, to
-    /// open the client's Initials sent before it heard from us.
+    /// Initial keys of the other version: server after an upgrade, the
+    /// original version's (to open the client's Initials sent before it heard
+    /// from us); client, the new version's while trying the server's first
+    /// Initial in it.
     /// Boxed: most connections never have them.
     original_initial: Option<Box<Keys>>,
 }
@@ -99,7 +101,7 @@ impl Connection {
     /// server's first Initial in a version we offered moves us to it (RFC
     /// 9368 §2.3). Server: the client's Initials in the original version are
     /// still opened, with the original keys (`swap_original_initial`).
-    /// Returns whether to go on with the packet.
+    /// Returns whether to try opening the packet with the other keys.
     pub(super) fn on_other_version(&mut self, kind: PacketKind, version: u32) -> bool {
         if kind != PacketKind::Initial {
             return false;
@@ -114,27 +116,42 @@ impl Connection {
                 if self.got_server_initial
                     || self.received_any
                     || !self.versions.compatible.contains(&version)
-                    || !self.tls.switch_version(version)
+                    || !self.tls.can_switch_version()
                 {
                     return false;
                 }
-                tracing::debug!(
-                    version = format_args!("{version:#x}"),
-                    "server moved us to another version"
-                );
-                // New Initial keys from the ID our Initials go to (the random
-                // one, or the Retry's), with the new version's salt.
+                // Candidate Initial keys from the ID our Initials go to (the
+                // random one, or the Retry's), with the new version's salt;
+                // adopted only if the packet opens with them.
                 let cid = self.peer_cids.active();
-                self.spaces[SpaceId::Initial.index()].keys =
-                    Some(crate::crypto::initial_keys_for(version, &cid, self.side));
-                self.version = version;
+                self.versions
+                    .set_original_initial(crate::crypto::initial_keys_for(
+                        version, &cid, self.side,
+                    ));
                 true
             }
         }
     }
 
-    /// Server: exchange the Initial keys with the original version's, around
-    /// opening a client Initial of that version.
+    /// Client, after trying a packet of `version` with the candidate keys:
+    /// if it opened, the server has moved us to `version`. Either way the
+    /// keys not in use go.
+    pub(super) fn after_other_version(&mut self, version: u32, opened: bool) {
+        if self.side.is_client() {
+            if opened && self.tls.switch_version(version) {
+                tracing::debug!(
+                    version = format_args!("{version:#x}"),
+                    "server moved us to another version"
+                );
+                self.swap_original_initial();
+                self.version = version;
+            }
+            self.versions.forget_original_initial();
+        }
+    }
+
+    /// Exchange the Initial keys with the other version's, around opening an
+    /// Initial of that version.
     pub(super) fn swap_original_initial(&mut self) {
         let Some(original) = self.versions.original_initial.as_mut() else {
             return;

@@ -129,6 +129,12 @@ impl TlsSession {
         Ok(session)
     }
 
+    /// Whether [`Self::switch_version`] can work (a session made with
+    /// [`Self::client_upgradable`]).
+    pub fn can_switch_version(&self) -> bool {
+        self.relabel.is_some()
+    }
+
     /// From now on hand out keys with `version`'s labels. False for a session
     /// not made with [`Self::client_upgradable`].
     pub fn switch_version(&mut self, version: u32) -> bool {
