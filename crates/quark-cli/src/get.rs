@@ -13,7 +13,7 @@ use quark::tls::{self, Verify};
 use quark::{Connection, Endpoint};
 use tokio::io::AsyncWriteExt;
 
-use crate::options::TransportArgs;
+use crate::options::{TransportArgs, parse_quic_version};
 
 /// Fetch files over hq-interop or HTTP/3.
 #[derive(Args, Debug)]
@@ -51,6 +51,15 @@ pub(crate) struct GetArgs {
     /// are GETs (with `--h3` too), safe to send early.
     #[arg(long = "0rtt")]
     pub(crate) zero_rtt: bool,
+    /// QUIC version to speak from the first packet: 1 (RFC 9000) or 2 (RFC
+    /// 9369). A server without it answers with Version Negotiation and the
+    /// connection fails (no silent fallback). Starting in 1, the client
+    /// offers 2 and a server preferring 2 moves the connection to it.
+    #[arg(long, default_value = "1", value_parser = parse_quic_version)]
+    pub(crate) quic_version: u32,
+    /// Stay in the starting version: offer no other (RFC 9368).
+    #[arg(long)]
+    pub(crate) no_version_upgrade: bool,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -149,6 +158,10 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let (alpn, _) = crate::serve::protocol(args.h3);
     let mut config = tls::client_config_with(verify, &[alpn], &suites)?;
     config.transport = Arc::new(args.transport.transport_config());
+    config.version = args.quic_version;
+    if args.no_version_upgrade {
+        config.compatible_versions.clear();
+    }
     let bind: SocketAddr = if addr.is_ipv6() {
         "[::]:0".parse()?
     } else {
@@ -263,8 +276,12 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             0 => String::new(),
             n => format!(", {n} key update{}", if n == 1 { "" } else { "s" }),
         };
+        let version = match conn.quic_version() {
+            Some(quark::VERSION_2) => ", QUIC v2",
+            _ => "",
+        };
         eprintln!(
-            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{}{updates}{zero_rtt}]",
+            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{}{updates}{version}{zero_rtt}]",
             urls.len() - failures,
             urls.len(),
             total,

@@ -57,3 +57,33 @@ impl TransportArgs {
             .collect()
     }
 }
+
+/// A QUIC version on the command line: 1 (RFC 9000), 2 (RFC 9369), or a
+/// version number in hex (0x6b3343cf).
+pub(crate) fn parse_quic_version(s: &str) -> Result<u32, String> {
+    match s.trim() {
+        "1" => Ok(quark::VERSION_1),
+        "2" => Ok(quark::VERSION_2),
+        other => {
+            let hex = other.strip_prefix("0x").unwrap_or(other);
+            match u32::from_str_radix(hex, 16) {
+                Ok(v) if v == quark::VERSION_1 || v == quark::VERSION_2 => Ok(v),
+                _ => Err(format!("unknown QUIC version {other:?} (1 or 2)")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quic_versions_parse() {
+        assert_eq!(parse_quic_version("1"), Ok(quark::VERSION_1));
+        assert_eq!(parse_quic_version("2"), Ok(quark::VERSION_2));
+        assert_eq!(parse_quic_version("0x6b3343cf"), Ok(quark::VERSION_2));
+        assert!(parse_quic_version("3").is_err());
+        assert!(parse_quic_version("0x1a2a3a4a").is_err());
+    }
+}

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use quark::tls::{self, Identity};
-use quark::{Endpoint, TransportConfig};
+use quark::{Endpoint, EndpointConfig, TransportConfig, WorkerGroup};
 
-use crate::options::TransportArgs;
+use crate::options::{TransportArgs, parse_quic_version};
 
 /// Serve files over hq-interop (HTTP/0.9 over QUIC) or HTTP/3.
 #[derive(Args, Debug)]
@@ -48,6 +48,12 @@ pub(crate) struct ServeArgs {
     /// new connections are refused and existing ones keep what they have.
     #[arg(long, default_value = "512MiB", value_parser = parse_memory)]
     pub(crate) max_memory: u64,
+    /// QUIC versions to accept, most preferred first (1: RFC 9000, 2: RFC
+    /// 9369). A client starting in a later one that offers an earlier one is
+    /// moved to it (RFC 9368; `2,1` moves v1 clients that offer v2 to v2);
+    /// Version Negotiation packets list them all.
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = parse_quic_version)]
+    pub(crate) quic_versions: Vec<u32>,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -55,6 +61,14 @@ pub(crate) struct ServeArgs {
 /// Session tickets the server keeps for 0-RTT (a few hundred bytes each):
 /// past them the oldest are forgotten, and their clients do a full handshake.
 const ZERO_RTT_TICKETS: usize = 16_384;
+
+/// The endpoint settings `--quic-versions` chooses.
+fn endpoint_config(args: &ServeArgs) -> EndpointConfig {
+    EndpointConfig {
+        supported_versions: args.quic_versions.clone(),
+        ..args.transport.endpoint_config()
+    }
+}
 
 /// The ALPN and name of the protocol `--h3` selects.
 pub(crate) fn protocol(h3: bool) -> (&'static [u8], &'static str) {
@@ -129,9 +143,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.workers > 1 {
         return serve_workers(config, &args, root).await;
     }
-    let endpoint =
-        Endpoint::with_config(args.transport.endpoint_config(), Some(config), args.listen)
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let endpoint = Endpoint::with_config(endpoint_config(&args), Some(config), args.listen)
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({name})",
@@ -173,13 +186,8 @@ async fn serve_workers(
     root: PathBuf,
 ) -> anyhow::Result<()> {
     let workers = usize::from(args.workers);
-    let group = quark::WorkerGroup::bind(
-        args.transport.endpoint_config(),
-        config,
-        args.listen,
-        workers,
-    )
-    .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let group = WorkerGroup::bind(endpoint_config(args), config, args.listen, workers)
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
     group.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({}, {} workers)",

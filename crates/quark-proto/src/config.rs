@@ -10,7 +10,7 @@ use ring::hmac;
 
 use crate::cc::CcAlgorithm;
 use crate::cid::{ConnectionId, MAX_CID_LEN};
-use crate::packet::VERSION_1;
+use crate::packet::{VERSION_1, VERSION_2};
 
 /// Transport settings shared by both sides of a connection.
 #[derive(Clone, Debug)]
@@ -151,7 +151,15 @@ pub struct EndpointConfig {
     pub cid_len: usize,
     /// Secret for stateless reset tokens; keep it across restarts to reset stale peers.
     pub reset_key: [u8; 32],
-    /// Versions we accept.
+    /// Versions we accept, most preferred first: a server answers Initials of
+    /// these versions, lists them in Version Negotiation packets and in its
+    /// version_information (RFC 9368); a client may start in any of them.
+    /// Default: v1 then v2 ([`VERSION_1`], [`VERSION_2`]): clients that start
+    /// in either are served in it, and none is moved (an upgrade costs the
+    /// server a second look at the first Initial and the client its own key
+    /// derivation, and 0-RTT packets of the original version cannot follow).
+    /// Put v2 first to move clients that start in v1 and offer v2 to v2 in
+    /// the server's first Initial (RFC 9368 §2.3; no extra round trip).
     pub supported_versions: Vec<u32>,
     /// Seed for the endpoint's random number generator (`None`: from the OS).
     /// Seeding makes connection IDs and packet contents reproducible in simulations.
@@ -175,7 +183,7 @@ impl Default for EndpointConfig {
         EndpointConfig {
             cid_len: 8,
             reset_key,
-            supported_versions: vec![VERSION_1],
+            supported_versions: vec![VERSION_1, VERSION_2],
             rng_seed: None,
             max_stateless_responses: 256,
             worker: None,
@@ -476,8 +484,17 @@ pub struct ClientConfig {
     pub tls: Arc<rustls::ClientConfig>,
     /// Transport settings.
     pub transport: Arc<TransportConfig>,
-    /// Version to offer.
+    /// The version of the first Initial. Default QUIC v1: every QUIC server
+    /// speaks it, so no round trip goes to Version Negotiation with any
+    /// server. Set [`crate::packet::VERSION_2`] to speak v2 from the first
+    /// packet.
     pub version: u32,
+    /// Versions the server may move the connection to during the handshake
+    /// (RFC 9368 compatible version negotiation), listed with `version` in
+    /// the client's version_information. Default: v2, so a server that
+    /// prefers v2 upgrades a v1 start at no cost in round trips, and one that
+    /// does not simply stays in v1. Empty: stay in `version`.
+    pub compatible_versions: Vec<u32>,
 }
 
 impl ClientConfig {
@@ -487,6 +504,7 @@ impl ClientConfig {
             tls,
             transport: Arc::new(TransportConfig::default()),
             version: VERSION_1,
+            compatible_versions: vec![VERSION_2],
         }
     }
 

@@ -1,4 +1,4 @@
-//! # quark-proto: the sans-IO QUIC v1 transport
+//! # quark-proto: the sans-IO QUIC transport (v1, RFC 9000, and v2, RFC 9369)
 //!
 //! No sockets, no clocks, no threads: datagrams and the current time go in,
 //! datagrams, timer deadlines and events come out. Everything here is therefore
@@ -8,9 +8,9 @@
 //!
 //! | module | what lives there |
 //! |---|---|
-//! | [`endpoint`] | datagram → connection routing, new connections, Version Negotiation, Retry, stateless reset, 0-RTT that overtook its Initial |
+//! | [`endpoint`] | datagram → connection routing, new connections, Version Negotiation (and RFC 9368's compatible kind), Retry, stateless reset, 0-RTT that overtook its Initial |
 //! | [`packet`] | long/short headers, packet numbers, header protection, packet building |
-//! | [`crypto`] | Initial keys, the TLS handshake (rustls), 1-RTT key updates, tokens |
+//! | [`crypto`] | Initial keys, the TLS handshake (rustls), 1-RTT key updates, keys for a version changed mid-handshake, tokens |
 //! | [`frame`] | every frame's encoding and decoding |
 //! | [`connection`] | the connection state machine: handshake, frames in, packets out, streams, close |
 //! | [`stream`] | send buffers, receive reassembly, per-stream state, flow control |

@@ -204,6 +204,12 @@ impl Connection {
             .flatten()
     }
 
+    /// The QUIC version in use (it may differ from the one the client
+    /// started in: RFC 9368).
+    pub fn quic_version(&self) -> Option<u32> {
+        self.inspect(|c| c.version())
+    }
+
     /// Counters.
     pub fn stats(&self) -> ConnectionStats {
         self.inspect(|c| c.stats()).unwrap_or_default()

@@ -81,6 +81,7 @@ pub use connection::{Connecting, Connection};
 pub use endpoint::Endpoint;
 pub use qlog::QLOGDIR_ENV;
 pub use quark_proto::cc::CcAlgorithm;
+pub use quark_proto::packet::{VERSION_1, VERSION_2};
 pub use quark_proto::recovery::EcnState;
 pub use quark_proto::{
     ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, EndpointConfig,

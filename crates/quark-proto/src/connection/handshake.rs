@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::close::State;
 use super::timers::Timer;
 use super::{Connection, Event};
-use crate::crypto::KeyChange;
+use crate::crypto::LevelKeys;
 use crate::crypto::one_rtt::OneRttKeys;
 use crate::error::TransportError;
 use crate::types::SpaceId;
@@ -122,19 +122,27 @@ impl Connection {
         let mut out = Vec::new();
         loop {
             out.clear();
-            let change = self.tls.write_handshake(&mut out);
+            let change = self.tls.write_handshake_keys(&mut out)?;
             if !out.is_empty() {
                 let space = self.crypto_write_space();
                 self.spaces[space.index()].crypto_send.write(&out);
             }
             match change {
-                Some(KeyChange::Handshake { keys }) => {
+                Some(LevelKeys::Handshake(keys)) => {
+                    if self.side.is_server() {
+                        // The ClientHello is in: check its version_information
+                        // before answering (RFC 9368 §4), not at the end of a
+                        // handshake a downgraded client could never finish.
+                        if let Ok(Some(params)) = self.tls.peer_params(self.side) {
+                            self.check_version_information(&params)?;
+                        }
+                    }
                     self.spaces[SpaceId::Handshake.index()].keys = Some(keys);
                     // The client arms a Handshake PTO as soon as it has the keys.
                     let path = self.path_state();
                     self.recovery.update_timer(now, &path);
                 }
-                Some(KeyChange::OneRtt { keys, next }) => {
+                Some(LevelKeys::OneRtt(keys, next)) => {
                     self.one_rtt = Some(OneRttKeys::new(keys, next));
                 }
                 None if out.is_empty() => break,
@@ -165,6 +173,7 @@ impl Connection {
     /// (TLS, the CRYPTO buffers of the spaces left behind, the scratch
     /// buffer), so an idle connection holds little.
     fn shed_handshake_state(&mut self) {
+        self.versions.forget_original_initial();
         if !self.tls.shed_after_handshake(self.side) {
             return;
         }
@@ -215,6 +224,7 @@ impl Connection {
                     .set_initial_reset_token(token, &mut self.cid_events);
             }
         }
+        self.check_version_information(&params)?;
         // Without 0-RTT, simply the streams' limits.
         self.finish_0rtt(now, &params)?;
         self.mtu.set_peer_max(params.max_udp_payload_size);

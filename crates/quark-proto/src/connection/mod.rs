@@ -32,6 +32,7 @@ mod skip;
 mod spaces;
 mod streams;
 mod timers;
+mod versions;
 mod write;
 mod zero_rtt;
 
@@ -198,6 +199,11 @@ pub(crate) struct EndpointShared {
 pub(crate) struct ConnectionParams {
     pub(crate) side: Side,
     pub(crate) version: u32,
+    /// The version of the client's first Initial (`version` differs after a
+    /// compatible upgrade, RFC 9368).
+    pub(crate) original_version: u32,
+    /// Client: versions it offered as compatible (it may be moved to one).
+    pub(crate) compatible_versions: Vec<u32>,
     pub(crate) tls: TlsSession,
     pub(crate) config: Arc<TransportConfig>,
     pub(crate) remote: SocketAddr,
@@ -227,6 +233,8 @@ pub(crate) struct ConnectionParams {
 pub struct Connection {
     side: Side,
     version: u32,
+    /// Versions seen in the handshake (RFC 9368): see [`versions`].
+    versions: versions::Negotiation,
     state: State,
     config: Arc<TransportConfig>,
     tls: TlsSession,
@@ -340,8 +348,19 @@ impl Connection {
             ],
         };
         let mut spaces = [PacketSpace::new(), PacketSpace::new(), PacketSpace::new()];
-        spaces[SpaceId::Initial.index()].keys =
-            Some(crate::crypto::initial_keys(&p.initial_dcid, p.side));
+        spaces[SpaceId::Initial.index()].keys = Some(crate::crypto::initial_keys_for(
+            p.version,
+            &p.initial_dcid,
+            p.side,
+        ));
+        let mut versions = versions::Negotiation::new(p.original_version, p.compatible_versions);
+        if p.version != p.original_version {
+            versions.set_original_initial(crate::crypto::initial_keys_for(
+                p.original_version,
+                &p.initial_dcid,
+                p.side,
+            ));
+        }
         let reset_token = p.shared.reset_key.token(&p.local_cid);
         let mut rng = StdRng::seed_from_u64(p.shared.rng_seed);
         let skipped = skip::Skipped::new(&mut rng);
@@ -353,6 +372,7 @@ impl Connection {
         let mut conn = Connection {
             side: p.side,
             version: p.version,
+            versions,
             state: State::Handshake,
             tls,
             spaces,
@@ -479,6 +499,12 @@ impl Connection {
     /// The server name the client asked for (server side).
     pub fn server_name(&self) -> Option<&str> {
         self.tls.server_name()
+    }
+
+    /// The QUIC version in use: the client's first, or the one the server
+    /// moved the connection to (RFC 9368).
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     /// The negotiated TLS cipher suite.

@@ -220,6 +220,10 @@ impl Connection {
         if self.side.is_server() || self.received_retry || self.got_server_initial {
             return;
         }
+        // A Retry of another version is not an answer to our Initial.
+        if pd.version != self.version {
+            return;
+        }
         let token = &packet[pd.token.clone()];
         //# A client MUST discard a Retry packet with a zero-length Retry Token field.
         //# Clients MUST discard Retry packets that have a Retry Integrity Tag
@@ -233,8 +237,11 @@ impl Connection {
         self.peer_cids.set_initial(pd.src_cid);
         // New Initial keys from the server's chosen ID; resend everything sent so far
         // in Initials (packet numbers keep increasing, RFC 9000 §17.2.5.3).
-        self.spaces[SpaceId::Initial.index()].keys =
-            Some(crate::crypto::initial_keys(&pd.src_cid, self.side));
+        self.spaces[SpaceId::Initial.index()].keys = Some(crate::crypto::initial_keys_for(
+            self.version,
+            &pd.src_cid,
+            self.side,
+        ));
         let path = self.path_state();
         let mut dropped = std::mem::take(&mut self.lost_scratch);
         self.recovery
@@ -255,6 +262,16 @@ impl Connection {
         pd: &PartialDecode,
         tail: Option<[u8; RESET_TOKEN_LEN]>,
     ) {
+        // A long header of another version than the connection's: only an
+        // Initial around a compatible version change (RFC 9368) is tried,
+        // with that version's Initial keys; anything else is dropped.
+        let other_version = kind != PacketKind::OneRtt && pd.version != self.version;
+        if other_version && !self.on_other_version(kind, pd.version) {
+            return;
+        }
+        if other_version {
+            self.swap_original_initial();
+        }
         if kind == PacketKind::ZeroRtt
             && self.side.is_server()
             && self.zero_rtt_keys().is_none()
@@ -266,6 +283,10 @@ impl Connection {
         let opened = crate::cpu::measure(crate::cpu::Work::Crypto, || {
             self.unprotect(now, kind, packet, pd, largest)
         });
+        if other_version {
+            self.swap_original_initial();
+            self.after_other_version(pd.version, opened.is_some());
+        }
         let Some((hdr, payload)) = opened else {
             self.on_undecryptable(pd, tail);
             return;

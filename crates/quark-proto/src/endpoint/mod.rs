@@ -11,6 +11,7 @@ mod admission;
 mod early;
 
 pub use early::MAX_EARLY_DATAGRAMS;
+mod peek;
 mod routes;
 
 use std::collections::{HashMap, VecDeque};
@@ -175,11 +176,26 @@ impl Endpoint {
         let local_cid = self.new_cid();
         let mut params = local_params(&config.transport);
         params.initial_source_connection_id = Some(local_cid);
-        let tls = TlsSession::client(config.tls.clone(), server_name, &params)?;
+        // Versions we may be moved to (RFC 9368 §2.3): those we support too.
+        let offered: Vec<u32> = config
+            .compatible_versions
+            .iter()
+            .copied()
+            .filter(|v| *v != config.version && self.config.supported_versions.contains(v))
+            .collect();
+        params.version_information =
+            Some(Connection::version_information(config.version, &offered));
+        let tls = if offered.is_empty() {
+            TlsSession::client_for(config.version, config.tls.clone(), server_name, &params)?
+        } else {
+            TlsSession::client_upgradable(config.version, config.tls.clone(), server_name, &params)?
+        };
         let conn = Connection::new(
             ConnectionParams {
                 side: Side::Client,
                 version: config.version,
+                original_version: config.version,
+                compatible_versions: offered.clone(),
                 tls,
                 config: config.transport.clone(),
                 remote,
@@ -234,6 +250,12 @@ impl Endpoint {
             // us: they stay where they arrived, even if that ID looks like another
             // worker's.
             HeaderType::Frames(PacketKind::Initial) if self.server.is_some() => {
+                // A version quark can parse but this endpoint was told not to
+                // speak: as for any unknown version (RFC 9000 §6.1).
+                if !self.config.supported_versions.contains(&pd.version) {
+                    let (dst, src) = (pd.dst_cid, pd.src_cid);
+                    return self.version_negotiation(remote, local_ip, data.len(), &dst, &src);
+                }
                 self.accept_initial(now, remote, local_ip, ecn, data, &pd)
             }
             HeaderType::Frames(PacketKind::ZeroRtt)
