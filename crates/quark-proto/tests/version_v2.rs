@@ -205,7 +205,9 @@ fn a_server_told_v1_only_answers_v2_with_version_negotiation() {
 /// itself prefers v2, so it answers, and closes, in v2: the client hears it.)
 #[test]
 fn rewritten_initial_version_closes_with_version_negotiation_error() {
-    let (mut sim, tls) = Sim::pair(seed(95));
+    let tls = Tls::new();
+    let server = ServerConfig::new(tls.server_config(None));
+    let mut sim = Sim::new(seed(95), server, preferring_v2());
     let close_codes = Rc::new(RefCell::new(Vec::new()));
     let codes = close_codes.clone();
     let mut orig_dcid = None;
@@ -273,11 +275,20 @@ fn rewritten_initial_version_closes_with_version_negotiation_error() {
 /// that prefers v2 (the default): the server's first Initial is already v2,
 /// the client follows, and the rest of the connection, key updates included
 /// (keys the client derives itself: its TLS session began as v1), is v2.
+/// Endpoints that put v2 first, so a server moves v1 clients offering v2 to v2
+/// (the default puts v1 first and moves nobody).
+fn preferring_v2() -> EndpointConfig {
+    EndpointConfig {
+        supported_versions: vec![VERSION_2, VERSION_1],
+        ..EndpointConfig::default()
+    }
+}
+
 fn upgrade(seed_value: u64, suites: Option<&[rustls::SupportedCipherSuite]>, retry: bool) {
     let tls = Tls::new();
     let mut server = ServerConfig::new(tls.server_config(None));
     server.retry = retry;
-    let mut sim = Sim::new(seed(seed_value), server, EndpointConfig::default());
+    let mut sim = Sim::new(seed(seed_value), server, preferring_v2());
     sim.set_delay(Duration::from_millis(2));
     let seen = watch(&mut sim);
     let c = sim.connect_with(ClientConfig::new(tls.client_config(suites)));
