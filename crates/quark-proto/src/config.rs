@@ -91,6 +91,10 @@ pub struct TransportConfig {
     /// (a peer that starts handshakes and never finishes them holds state only
     /// this long, not a whole idle timeout).
     pub handshake_timeout: Duration,
+    /// Let the peer move the connection to a new address, and allow
+    /// [`Connection::migrate`](crate::Connection::migrate) (RFC 9000 §9).
+    /// Off: disable_active_migration is announced.
+    pub active_migration: bool,
 }
 
 impl Default for TransportConfig {
@@ -124,6 +128,7 @@ impl Default for TransportConfig {
             ack_frequency: true,
             crypto_buffer: 64 * 1024,
             handshake_timeout: Duration::from_secs(10),
+            active_migration: true,
         }
     }
 }

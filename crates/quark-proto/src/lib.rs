@@ -44,7 +44,8 @@ pub mod varint;
 pub use cid::{ConnectionId, ResetToken};
 pub use config::{ClientConfig, EndpointConfig, MemoryBudget, ServerConfig, TransportConfig};
 pub use connection::{
-    Connection, ConnectionError, ConnectionStats, Event, StreamError, StreamEvent, Transmit,
+    Connection, ConnectionError, ConnectionStats, Event, MigrateError, StreamError, StreamEvent,
+    Transmit,
 };
 pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
 pub use error::{TransportError, TransportErrorCode};

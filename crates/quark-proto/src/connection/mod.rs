@@ -19,6 +19,7 @@ mod cids;
 mod close;
 mod frames;
 mod handshake;
+mod migration;
 mod mtu;
 mod mtu_cache;
 mod recv;
@@ -41,6 +42,7 @@ use rand::rngs::StdRng;
 
 pub use cids::CidEvent;
 pub use close::ConnectionError;
+pub use migration::MigrateError;
 pub use streams::{StreamError, StreamEvent, Streams};
 
 use crate::cid::ConnectionId;
@@ -125,9 +127,17 @@ pub struct ConnectionStats {
     pub spurious_losses: u64,
     /// PMTU probes sent.
     pub mtu_probes: u64,
+    /// PATH_CHALLENGE frames sent.
+    pub path_challenges: u64,
+    /// Changes of the path in use (the peer's address, or ours on purpose).
+    pub migrations: u64,
+    /// Congestion control and RTT reset for a new path (RFC 9000 §9.4).
+    pub congestion_resets: u64,
+    /// Path validations given up (RFC 9000 §8.2.4).
+    pub validation_failures: u64,
 }
 
-/// The network path (quark does not migrate; one path per connection).
+/// A network path: the peer's address and what we know about it.
 pub(crate) struct Path {
     pub(crate) remote: SocketAddr,
     pub(crate) local_ip: Option<IpAddr>,
@@ -199,6 +209,8 @@ pub struct Connection {
     path: Path,
     /// Path MTU discovery; `path.mtu` follows its `current()`.
     mtu: MtuDiscovery,
+    /// The path left behind, path validation, answers to other paths.
+    migration: migration::Migration,
     local_cids: LocalCids,
     peer_cids: PeerCids,
     cid_events: VecDeque<CidEvent>,
@@ -270,13 +282,7 @@ pub struct Connection {
 impl Connection {
     pub(crate) fn new(p: ConnectionParams, now: Instant) -> Self {
         let config = p.config.clone();
-        let recovery_config = RecoveryConfig {
-            initial_rtt: config.initial_rtt,
-            cc: config.congestion_control,
-            max_datagram_size: u64::from(config.initial_mtu),
-            pacing: config.pacing,
-            ..RecoveryConfig::default()
-        };
+        let recovery_config = recovery_config(&config);
         let limits = StreamLimits {
             stream_window: config.stream_receive_window,
             stream_window_max: config.stream_receive_window_max,
@@ -319,6 +325,7 @@ impl Connection {
                 config.max_udp_payload_size,
                 config.mtu_discovery,
             ),
+            migration: migration::Migration::default(),
             local_cids: LocalCids::new(p.local_cid, reset_token),
             peer_cids: PeerCids::new(p.peer_cid, config.active_connection_id_limit),
             cid_events: VecDeque::new(),
@@ -725,6 +732,17 @@ impl Connection {
                 .as_ref()
                 .map_or(Duration::ZERO, |p| p.max_ack_delay),
         }
+    }
+}
+
+/// Loss detection and congestion control settings from the transport config.
+fn recovery_config(config: &TransportConfig) -> RecoveryConfig {
+    RecoveryConfig {
+        initial_rtt: config.initial_rtt,
+        cc: config.congestion_control,
+        max_datagram_size: u64::from(config.initial_mtu),
+        pacing: config.pacing,
+        ..RecoveryConfig::default()
     }
 }
 

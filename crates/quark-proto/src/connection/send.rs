@@ -45,6 +45,12 @@ impl Connection {
             State::Closing { .. } => return self.transmit_close(now, buf),
             _ => {}
         }
+        if self.migration.has_off_path() {
+            if let Some(t) = self.transmit_off_path(now, buf) {
+                return Some(t);
+            }
+            buf.clear();
+        }
         // The caller sized its batch by the size announced so far.
         let sized_for = max_datagrams.max(1) * self.max_datagram_size();
         // A size another connection validated on this path applies to this
@@ -248,6 +254,7 @@ impl Connection {
             && (self.handshake_done_pending
                 || self.ping_pending
                 || !self.path_responses.is_empty()
+                || self.migration.challenge_due()
                 || self.local_cids.has_announcement()
                 || self.peer_cids.next_retirement().is_some()
                 || self.streams.wants_to_send())

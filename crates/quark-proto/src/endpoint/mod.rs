@@ -447,7 +447,7 @@ pub fn local_params(config: &TransportConfig) -> TransportParameters {
         initial_max_streams_uni: config.max_concurrent_uni_streams,
         ack_delay_exponent: config.ack_delay_exponent,
         max_ack_delay: config.max_ack_delay,
-        disable_active_migration: true,
+        disable_active_migration: !config.active_migration,
         active_connection_id_limit: config.active_connection_id_limit,
         //= https://datatracker.ietf.org/doc/html/draft-ietf-quic-ack-frequency
         //# min_ack_delay: the minimum amount of time, in microseconds, that the
