@@ -194,6 +194,28 @@ fn path_validation_timeout_falls_back_to_the_old_path() {
 }
 
 #[test]
+fn spare_connection_ids_come_with_the_handshake() {
+    let (mut sim, tls) = Sim::pair(seed(7));
+    sim.set_delay(Duration::from_millis(10));
+    let c = sim.connect(&tls);
+    let sh = sim.handshake(c);
+    // Before any PTO could have fired (the old trigger for spare IDs).
+    assert!(sim.server.connection(sh).unwrap().stats().ptos == 0);
+    let limit = quark_proto::TransportConfig::default().active_connection_id_limit as usize;
+    // Both sides issued theirs as the handshake ended, before any PTO.
+    let server_ids = sim.server.connection(sh).unwrap().local_cids().len();
+    let client_ids = sim.client.connection(c).unwrap().local_cids().len();
+    assert_eq!(server_ids, limit, "server IDs: 1 + {} spare", limit - 1);
+    assert_eq!(client_ids, limit);
+    // One RTT later the client holds them: it can migrate at once.
+    sim.run_for(Duration::from_millis(25));
+    let now = sim.now;
+    let conn = sim.client.connection_mut(c).unwrap();
+    conn.migrate(now, false)
+        .expect("a spare ID right after the handshake");
+}
+
+#[test]
 fn client_migrates_on_purpose_with_a_new_connection_id() {
     let (mut sim, c, sh) = setup(8);
     let mut echo = Echo::new(c, vec![payload(MIB, 8)]);

@@ -242,6 +242,11 @@ impl Connection {
         //# available and unused connection IDs.
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.timers.set(Timer::Prepare, now + pto);
+        if self.config.active_migration {
+            // A peer that may migrate gets its spare IDs with the first 1-RTT
+            // packets (beside HANDSHAKE_DONE), to move right after the handshake.
+            self.top_up_cids();
+        }
         if self.side.is_server() {
             //= https://www.rfc-editor.org/rfc/rfc9001#section-4.1.2
             //# the TLS handshake is considered confirmed at the server when the
