@@ -257,13 +257,18 @@ impl Connection {
 
     /// A PATH_CHALLENGE for the path in use, if one is due: written into the
     /// packet being built, which is then padded.
-    pub(super) fn write_path_challenge(&mut self, now: Instant, buf: &mut Vec<u8>, max_end: usize) {
+    pub(super) fn write_path_challenge(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+    ) -> bool {
         if buf.len() + 9 > max_end {
-            return;
+            return false;
         }
         let data: [u8; 8] = self.rng.random();
         let Some(v) = self.migration.validation.as_mut() else {
-            return;
+            return false;
         };
         v.due = false;
         v.sent.rotate_left(1);
@@ -274,6 +279,7 @@ impl Connection {
         // Sent again each PTO until answered or given up.
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.timers.set(Timer::PathChallenge, now + pto);
+        true
     }
 
     /// PATH_RESPONSE from the peer.

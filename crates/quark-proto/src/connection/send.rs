@@ -237,7 +237,12 @@ impl Connection {
         if !keys || s.discarded {
             return false;
         }
-        if s.ack.due(now) || s.probes > 0 {
+        // A path challenge is tiny and what unblocks a new path: like an ACK,
+        // it does not wait for the congestion window.
+        if s.ack.due(now)
+            || s.probes > 0
+            || (space == SpaceId::Data && self.migration.challenge_due())
+        {
             return true;
         }
         if !cc_ok {
@@ -254,7 +259,6 @@ impl Connection {
             && (self.handshake_done_pending
                 || self.ping_pending
                 || !self.path_responses.is_empty()
-                || self.migration.challenge_due()
                 || self.local_cids.has_announcement()
                 || self.peer_cids.next_retirement().is_some()
                 || self.streams.wants_to_send())

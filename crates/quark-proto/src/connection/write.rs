@@ -47,6 +47,9 @@ impl Connection {
             buf.append(&mut self.raw_frames);
             eliciting = true;
         }
+        if space == SpaceId::Data && self.migration.challenge_due() {
+            eliciting |= self.write_path_challenge(now, buf, max_end);
+        }
         if cc_ok || probing {
             if space == SpaceId::Data {
                 eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
@@ -205,9 +208,7 @@ impl Connection {
             //# to at least the smallest allowed maximum datagram size of 1200 bytes.
             self.migration.pad = true;
         }
-        if self.migration.challenge_due() {
-            self.write_path_challenge(now, buf, max_end);
-        }
+
         if self.handshake_done_pending && fits(buf, &Frame::HandshakeDone) {
             Frame::HandshakeDone.encode(buf);
             self.handshake_done_pending = false;
