@@ -312,6 +312,10 @@ pub struct ServerConfig {
     /// connections are refused (CONNECTION_REFUSED) and existing ones keep
     /// what they have.
     pub memory: Arc<MemoryBudget>,
+    /// An address clients should move to after the handshake, announced in
+    /// the preferred_address transport parameter (RFC 9000 §9.6). The server
+    /// must receive there too; `None`: no preferred address.
+    pub preferred_address: Option<std::net::SocketAddr>,
 }
 
 /// A budget of memory shared by the connections of one or more endpoints,
@@ -403,6 +407,7 @@ impl ServerConfig {
             max_connections: 100_000,
             handshakes: HandshakeLimits::default(),
             memory: MemoryBudget::new(DEFAULT_MEMORY_BUDGET),
+            preferred_address: None,
         }
     }
 }

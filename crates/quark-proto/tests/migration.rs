@@ -236,3 +236,56 @@ fn client_migrates_on_purpose_with_a_new_connection_id() {
     let conn = sim.server.connection(sh).unwrap();
     assert_eq!(conn.remote_address(), sim.client_addr);
 }
+
+/// A pair whose server announces `preferred` as its preferred address.
+fn preferred_pair(s: u64, preferred: SocketAddr) -> (Sim, ConnectionHandle) {
+    let tls = common::Tls::new();
+    let mut server = quark_proto::ServerConfig::new(tls.server_config(None));
+    server.preferred_address = Some(preferred);
+    let mut sim = Sim::new(seed(s), server, Default::default());
+    sim.set_delay(Duration::from_millis(10));
+    let c = sim.connect(&tls);
+    (sim, c)
+}
+
+#[test]
+fn client_moves_to_the_servers_preferred_address() {
+    let preferred: SocketAddr = "10.0.0.3:4433".parse().unwrap();
+    let (mut sim, c) = preferred_pair(9, preferred);
+    let sh = sim.handshake(c);
+    let params = sim.client.connection(c).unwrap().peer_params().unwrap();
+    assert_eq!(
+        params.preferred_address.as_ref().map(|p| p.ipv4),
+        Some("10.0.0.3:4433".parse().unwrap())
+    );
+    sim.run_until(10_000, |s| {
+        s.client.connection(c).unwrap().remote_address() == preferred
+    });
+    // The server answers from there from now on.
+    sim.server_addr = preferred;
+    let mut echo = Echo::new(c, vec![payload(MIB, 9)]);
+    echo.set_server(sh);
+    finish(&mut sim, &mut echo);
+    let client = sim.client.connection(c).unwrap();
+    let st = client.stats();
+    assert_eq!(client.remote_address(), preferred);
+    assert_eq!(st.migrations, 1);
+    assert!(st.path_challenges >= 1);
+    assert_eq!(st.validation_failures, 0, "{st:?}");
+}
+
+#[test]
+fn unreachable_preferred_address_falls_back_to_the_handshake_address() {
+    let preferred: SocketAddr = "10.0.0.3:4433".parse().unwrap();
+    let (mut sim, c) = preferred_pair(10, preferred);
+    let original = sim.server_addr;
+    sim.unreachable = Some(preferred);
+    let sh = sim.handshake(c);
+    sim.run_for(Duration::from_secs(8));
+    let client = sim.client.connection(c).unwrap();
+    assert_eq!(client.remote_address(), original);
+    assert_eq!(client.stats().validation_failures, 1);
+    let mut echo = Echo::new(c, vec![payload(MIB, 10)]);
+    echo.set_server(sh);
+    finish(&mut sim, &mut echo);
+}

@@ -77,6 +77,21 @@ impl LocalCids {
             .unwrap_or(ConnectionId::EMPTY)
     }
 
+    /// The ID of our preferred_address: sequence 1, announced in the
+    /// transport parameters (RFC 9000 §5.1.1).
+    pub(crate) fn add_preferred(&mut self, cid: ConnectionId, reset_token: ResetToken) {
+        self.issued.insert(
+            1,
+            Issued {
+                cid,
+                reset_token,
+                announce: false,
+            },
+        );
+        self.next_seq = 2;
+        self.announced = 2;
+    }
+
     pub(crate) fn set_peer_limit(&mut self, limit: u64) {
         self.peer_limit = limit.min(MAX_ISSUED);
     }

@@ -209,6 +209,9 @@ impl Connection {
                 self.peer_cids
                     .set_initial_reset_token(token, &mut self.cid_events);
             }
+            if let Some(pa) = &params.preferred_address {
+                self.note_preferred_address(pa)?;
+            }
         }
         self.streams.set_peer_params(&params);
         self.mtu.set_peer_max(params.max_udp_payload_size);
@@ -282,6 +285,9 @@ impl Connection {
         }
         self.handshake_confirmed = true;
         self.discard_space(now, SpaceId::Handshake);
+        if self.side.is_client() {
+            self.follow_preferred_address(now);
+        }
     }
 
     /// Drop a space's keys and everything in flight in it (RFC 9001 §4.9).

@@ -71,6 +71,9 @@ struct OffPath {
 pub(crate) struct Migration {
     /// The validated path before the last change of address.
     prev: Option<Path>,
+    /// Client: the server's preferred address, to move to once the
+    /// handshake is confirmed (RFC 9000 §9.6).
+    preferred: Option<SocketAddr>,
     validation: Option<Validation>,
     off_path: Option<OffPath>,
     /// A batch from an address other than the path's is being processed.
@@ -108,23 +111,96 @@ fn same_host(a: SocketAddr, b: SocketAddr) -> bool {
 }
 
 impl Connection {
-    /// Before a batch from `remote`, not the path's address: whether to
-    /// process it. Only a server follows the peer, and only once the
-    /// handshake is confirmed.
-    pub(super) fn accept_remote(&mut self, remote: SocketAddr) -> bool {
+    /// Before a batch from `remote`, not the path's address: `None` to drop
+    /// it, else whether the path may follow it. Only a server follows the
+    /// peer, and only once the handshake is confirmed; a client still takes
+    /// packets from the server address it left (for a preferred address).
+    pub(super) fn accept_remote(&mut self, remote: SocketAddr) -> Option<bool> {
+        let known = self
+            .migration
+            .prev
+            .as_ref()
+            .is_some_and(|p| p.remote == remote);
         //= https://www.rfc-editor.org/rfc/rfc9000#section-9
         //# If a client receives packets from an unknown server address, the
         //# client MUST discard these packets.
         //# An endpoint MUST NOT initiate connection migration before the handshake
         //# is confirmed
         if self.side.is_client() || !self.handshake_confirmed {
+            if self.side.is_client() && known {
+                return Some(false);
+            }
             tracing::trace!(%remote, "datagram from an unknown address dropped");
-            return false;
+            return None;
         }
         self.migration.off_path_rx = true;
         self.migration.newest_non_probing = false;
         self.migration.rx_challenge = None;
-        true
+        Some(true)
+    }
+
+    /// Client: the server's preferred_address parameter. Its ID becomes
+    /// the peer's sequence 1 (RFC 9000 §5.1.1); the address of our family is
+    /// where we go once the handshake is confirmed.
+    pub(super) fn note_preferred_address(
+        &mut self,
+        pa: &crate::transport_params::PreferredAddress,
+    ) -> Result<(), crate::error::TransportError> {
+        if !self.config.active_migration {
+            return Ok(());
+        }
+        let addr = match self.path.remote {
+            SocketAddr::V4(_) if !pa.ipv4.ip().is_unspecified() && pa.ipv4.port() != 0 => {
+                SocketAddr::V4(pa.ipv4)
+            }
+            SocketAddr::V6(_) if !pa.ipv6.ip().is_unspecified() && pa.ipv6.port() != 0 => {
+                SocketAddr::V6(pa.ipv6)
+            }
+            _ => return Ok(()),
+        };
+        let frame = crate::frame::NewConnectionId {
+            seq: 1,
+            retire_prior_to: 0,
+            cid: pa.cid,
+            reset_token: pa.reset_token.0,
+        };
+        self.peer_cids.on_new(&frame, &mut self.cid_events)?;
+        if addr != self.path.remote {
+            self.migration.preferred = Some(addr);
+        }
+        Ok(())
+    }
+
+    /// Client, handshake confirmed: move to the server's preferred address
+    /// with its connection ID, validate it, and go back if that fails.
+    pub(super) fn follow_preferred_address(&mut self, now: Instant) {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-9.6.1
+        //# Once the handshake is confirmed, the client SHOULD select one of the
+        //# two addresses provided by the server and initiate path validation
+        let Some(remote) = self.migration.preferred.take() else {
+            return;
+        };
+        if !self.peer_cids.rotate(&mut self.cid_events) {
+            return;
+        }
+        let new = Path {
+            remote,
+            local_ip: self.path.local_ip,
+            validated: true, // a client is never held to the 3x limit
+            bytes_received: 0,
+            bytes_sent: 0,
+            mtu: self.path.mtu,
+        };
+        let left = std::mem::replace(&mut self.path, new);
+        let old = left.remote;
+        self.migration.prev = Some(left);
+        self.stats.migrations += 1;
+        tracing::debug!(%old, %remote, "to the server's preferred address");
+        if !same_host(old, remote) {
+            self.reset_path_state();
+        }
+        self.start_validation(now);
+        self.ping_pending = true;
     }
 
     /// After a batch from `remote` (`bytes` long), not the path's address.

@@ -194,6 +194,8 @@ pub(crate) struct ConnectionParams {
     pub(crate) validated: bool,
     /// Server: SCID of the Retry we sent, to check the client's parameters.
     pub(crate) retry_src_cid: Option<ConnectionId>,
+    /// Server: the ID (sequence 1) and reset token of our preferred_address.
+    pub(crate) preferred_cid: Option<(ConnectionId, crate::cid::ResetToken)>,
 }
 
 /// A QUIC connection.
@@ -375,6 +377,10 @@ impl Connection {
             config,
         };
         conn.reset_idle_timer(now);
+        if let Some((cid, token)) = p.preferred_cid {
+            conn.local_cids.add_preferred(cid, token);
+            conn.cid_events.push_back(CidEvent::Issued(cid));
+        }
         if conn.side.is_client() {
             // The ClientHello goes out in the first Initial.
             if let Err(e) = conn.drive_tls(now) {

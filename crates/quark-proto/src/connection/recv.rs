@@ -52,9 +52,14 @@ impl Connection {
             return;
         }
         let off_path = remote != self.path.remote;
-        if off_path && !self.accept_remote(remote) {
-            return;
-        }
+        let follow = if off_path {
+            match self.accept_remote(remote) {
+                Some(follow) => follow,
+                None => return,
+            }
+        } else {
+            false
+        };
         let bytes: u64 = segments.iter().map(|s| s.len() as u64).sum();
         if !off_path {
             self.on_path_bytes(now, bytes);
@@ -89,7 +94,7 @@ impl Connection {
             );
         }
         self.decrypted_scratch = decrypted;
-        if off_path {
+        if follow {
             self.after_off_path_batch(now, remote, bytes);
         }
         if matches!(self.state, State::Closing { .. }) {

@@ -160,6 +160,12 @@ impl Endpoint {
         params.initial_source_connection_id = Some(local_cid);
         params.retry_source_connection_id = retry_scid;
         params.stateless_reset_token = Some(self.reset_key.token(&local_cid));
+        let preferred_cid = server.preferred_address.map(|addr| {
+            let cid = self.new_cid();
+            let token = self.reset_key.token(&cid);
+            params.preferred_address = Some(super::preferred::param(addr, cid, token));
+            (cid, token)
+        });
         let tls = match TlsSession::server(server.tls.clone(), &params) {
             Ok(tls) => tls,
             Err(e) => {
@@ -183,6 +189,7 @@ impl Endpoint {
                 token: Vec::new(),
                 validated,
                 retry_src_cid: retry_scid,
+                preferred_cid,
             },
             now,
         );

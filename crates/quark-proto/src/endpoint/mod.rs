@@ -8,6 +8,7 @@
 
 mod accept;
 mod admission;
+mod preferred;
 mod routes;
 
 use std::collections::{HashMap, VecDeque};
@@ -186,6 +187,7 @@ impl Endpoint {
                 token: Vec::new(),
                 validated: true,
                 retry_src_cid: None,
+                preferred_cid: None,
             },
             now,
         );

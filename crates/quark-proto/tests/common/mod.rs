@@ -118,6 +118,9 @@ pub struct Sim {
     /// Bytes the server sent to addresses other than `client_addr`, per address
     /// (the client's old address after it moved, a forged one).
     pub sent_elsewhere: std::collections::HashMap<SocketAddr, u64>,
+    /// Datagrams the client sends to this address are lost (a server address
+    /// that does not answer).
+    pub unreachable: Option<SocketAddr>,
 }
 
 impl Sim {
@@ -147,6 +150,7 @@ impl Sim {
             counted: None,
             gro: false,
             sent_elsewhere: std::collections::HashMap::new(),
+            unreachable: None,
         }
     }
 
@@ -266,6 +270,9 @@ impl Sim {
                     );
                     ep.sync(h);
                     any = true;
+                    if to_server && Some(t.destination) == self.unreachable {
+                        continue;
+                    }
                     if !to_server && t.destination != self.client_addr {
                         *self.sent_elsewhere.entry(t.destination).or_default() += t.size as u64;
                         continue;
