@@ -14,7 +14,7 @@ use crate::types::SpaceId;
 /// Consecutive PTOs after which a larger-than-base MTU is suspected of black-holing.
 const BLACK_HOLE_PTOS: u32 = 3;
 /// Most PATH_RESPONSEs we owe at once; a newer challenge displaces the oldest.
-pub(super) const MAX_PATH_RESPONSES: usize = 4;
+pub(crate) const MAX_PATH_RESPONSES: usize = 4;
 
 impl Connection {
     /// Process one frame from the peer. An error names the frame's type unless

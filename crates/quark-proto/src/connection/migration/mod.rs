@@ -12,9 +12,11 @@ use std::time::Instant;
 
 use rand::Rng;
 
-use super::mtu::MtuDiscovery;
-use super::timers::Timer;
-use super::{Connection, Path, Transmit};
+mod client;
+
+use crate::connection::mtu::MtuDiscovery;
+use crate::connection::timers::Timer;
+use crate::connection::{Connection, Path, Transmit};
 use crate::frame::Frame;
 use crate::packet::MIN_INITIAL_SIZE;
 use crate::types::SpaceId;
@@ -70,10 +72,10 @@ struct OffPath {
 #[derive(Default)]
 pub(crate) struct Migration {
     /// The validated path before the last change of address.
-    prev: Option<Path>,
+    pub(super) prev: Option<Path>,
     /// Client: the server's preferred address, to move to once the
     /// handshake is confirmed (RFC 9000 §9.6).
-    preferred: Option<SocketAddr>,
+    pub(super) preferred: Option<SocketAddr>,
     validation: Option<Validation>,
     off_path: Option<OffPath>,
     /// A batch from an address other than the path's is being processed.
@@ -102,7 +104,7 @@ impl Migration {
 /// Whether `a` and `b` are the same host as far as congestion goes: the same
 /// IPv4 address, or the same IPv6 /64 (RFC 9000 §9.4: a port change alone, as
 /// NAT rebinding makes, keeps the congestion state).
-fn same_host(a: SocketAddr, b: SocketAddr) -> bool {
+pub(super) fn same_host(a: SocketAddr, b: SocketAddr) -> bool {
     match (a.ip(), b.ip()) {
         (IpAddr::V4(x), IpAddr::V4(y)) => x == y,
         (IpAddr::V6(x), IpAddr::V6(y)) => x.octets()[..8] == y.octets()[..8],
@@ -115,7 +117,7 @@ impl Connection {
     /// it, else whether the path may follow it. Only a server follows the
     /// peer, and only once the handshake is confirmed; a client still takes
     /// packets from the server address it left (for a preferred address).
-    pub(super) fn accept_remote(&mut self, remote: SocketAddr) -> Option<bool> {
+    pub(crate) fn accept_remote(&mut self, remote: SocketAddr) -> Option<bool> {
         let known = self
             .migration
             .prev
@@ -139,72 +141,8 @@ impl Connection {
         Some(true)
     }
 
-    /// Client: the server's preferred_address parameter. Its ID becomes
-    /// the peer's sequence 1 (RFC 9000 §5.1.1); the address of our family is
-    /// where we go once the handshake is confirmed.
-    pub(super) fn note_preferred_address(
-        &mut self,
-        pa: &crate::transport_params::PreferredAddress,
-    ) -> Result<(), crate::error::TransportError> {
-        if !self.config.active_migration {
-            return Ok(());
-        }
-        let addr = match self.path.remote {
-            SocketAddr::V4(_) if !pa.ipv4.ip().is_unspecified() && pa.ipv4.port() != 0 => {
-                SocketAddr::V4(pa.ipv4)
-            }
-            SocketAddr::V6(_) if !pa.ipv6.ip().is_unspecified() && pa.ipv6.port() != 0 => {
-                SocketAddr::V6(pa.ipv6)
-            }
-            _ => return Ok(()),
-        };
-        let frame = crate::frame::NewConnectionId {
-            seq: 1,
-            retire_prior_to: 0,
-            cid: pa.cid,
-            reset_token: pa.reset_token.0,
-        };
-        self.peer_cids.on_new(&frame, &mut self.cid_events)?;
-        if addr != self.path.remote {
-            self.migration.preferred = Some(addr);
-        }
-        Ok(())
-    }
-
-    /// Client, handshake confirmed: move to the server's preferred address
-    /// with its connection ID, validate it, and go back if that fails.
-    pub(super) fn follow_preferred_address(&mut self, now: Instant) {
-        //= https://www.rfc-editor.org/rfc/rfc9000#section-9.6.1
-        //# Once the handshake is confirmed, the client SHOULD select one of the
-        //# two addresses provided by the server and initiate path validation
-        let Some(remote) = self.migration.preferred.take() else {
-            return;
-        };
-        if !self.peer_cids.rotate(&mut self.cid_events) {
-            return;
-        }
-        let new = Path {
-            remote,
-            local_ip: self.path.local_ip,
-            validated: true, // a client is never held to the 3x limit
-            bytes_received: 0,
-            bytes_sent: 0,
-            mtu: self.path.mtu,
-        };
-        let left = std::mem::replace(&mut self.path, new);
-        let old = left.remote;
-        self.migration.prev = Some(left);
-        self.stats.migrations += 1;
-        tracing::debug!(%old, %remote, "to the server's preferred address");
-        if !same_host(old, remote) {
-            self.reset_path_state();
-        }
-        self.start_validation(now);
-        self.ping_pending = true;
-    }
-
     /// After a batch from `remote` (`bytes` long), not the path's address.
-    pub(super) fn after_off_path_batch(&mut self, now: Instant, remote: SocketAddr, bytes: u64) {
+    pub(crate) fn after_off_path_batch(&mut self, now: Instant, remote: SocketAddr, bytes: u64) {
         self.migration.off_path_rx = false;
         let challenge = self.migration.rx_challenge.take();
         if self.is_closed() {
@@ -217,7 +155,12 @@ impl Connection {
             //# (Section 8.2) to verify the peer's ownership of the address if
             //# validation is not already underway.
             self.move_to(now, remote, bytes);
-            self.path_responses.extend(challenge);
+            if let Some(data) = challenge {
+                if self.path_responses.len() >= crate::connection::frames::MAX_PATH_RESPONSES {
+                    self.path_responses.pop_front();
+                }
+                self.path_responses.push_back(data);
+            }
             return;
         }
         //= https://www.rfc-editor.org/rfc/rfc9000#section-8.2.2
@@ -333,7 +276,7 @@ impl Connection {
 
     /// A PATH_CHALLENGE for the path in use, if one is due: written into the
     /// packet being built, which is then padded.
-    pub(super) fn write_path_challenge(
+    pub(crate) fn write_path_challenge(
         &mut self,
         now: Instant,
         buf: &mut Vec<u8>,
@@ -359,7 +302,7 @@ impl Connection {
     }
 
     /// PATH_RESPONSE from the peer.
-    pub(super) fn on_path_response(&mut self, now: Instant, data: [u8; 8]) {
+    pub(crate) fn on_path_response(&mut self, now: Instant, data: [u8; 8]) {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-8.2.3
         //# Path validation succeeds when a PATH_RESPONSE frame is received that
         //# contains the data that was sent in a previous PATH_CHALLENGE frame.
@@ -383,14 +326,14 @@ impl Connection {
     }
 
     /// Time to send the PATH_CHALLENGE again.
-    pub(super) fn on_challenge_timer(&mut self) {
+    pub(crate) fn on_challenge_timer(&mut self) {
         if let Some(v) = self.migration.validation.as_mut() {
             v.due = true;
         }
     }
 
     /// Validation timed out: back to the previous path, if there is one (§9.3.2).
-    pub(super) fn on_validation_timeout(&mut self, now: Instant) {
+    pub(crate) fn on_validation_timeout(&mut self, now: Instant) {
         self.migration.validation = None;
         self.timers.clear(Timer::PathChallenge);
         self.stats.validation_failures += 1;
@@ -413,7 +356,7 @@ impl Connection {
 
     /// The datagram for another path, if one waits: alone, padded to 1200
     /// bytes within what that path allows.
-    pub(super) fn transmit_off_path(
+    pub(crate) fn transmit_off_path(
         &mut self,
         now: Instant,
         buf: &mut Vec<u8>,
@@ -447,39 +390,22 @@ impl Connection {
             src_ip: self.path.local_ip,
         })
     }
+}
 
-    /// Client: move the connection to a new local address (the caller sends
-    /// from it from now on). A fresh connection ID of the peer is used and the
-    /// path validated; `same_host` says only the port changed, so congestion
-    /// state carries over (RFC 9000 §9.4).
-    pub fn migrate(&mut self, now: Instant, same_host: bool) -> Result<(), MigrateError> {
-        if self.side.is_server() {
-            return Err(MigrateError::NotClient);
-        }
-        if !self.handshake_confirmed || self.is_closed() {
-            return Err(MigrateError::NotConfirmed);
-        }
-        //= https://www.rfc-editor.org/rfc/rfc9000#section-18.2
-        //# If this transport parameter is received, an endpoint MUST NOT use a
-        //# new local address when sending to the address that the peer used
-        //# during the handshake.
-        let disabled = self
-            .peer_params
-            .as_ref()
-            .is_some_and(|p| p.disable_active_migration);
-        if disabled || !self.config.active_migration {
-            return Err(MigrateError::Disabled);
-        }
-        if !self.peer_cids.has_spare() || !self.peer_cids.rotate(&mut self.cid_events) {
-            return Err(MigrateError::NoConnectionId);
-        }
-        self.stats.migrations += 1;
-        if !same_host {
-            self.reset_path_state();
-        }
-        self.start_validation(now);
-        // A non-probing frame moves the server to the new address (§9.2).
-        self.ping_pending = true;
-        Ok(())
+#[cfg(test)]
+mod tests {
+    use super::same_host;
+
+    #[test]
+    fn same_host_is_the_ipv4_address_or_the_ipv6_prefix() {
+        let a = |s: &str| s.parse().unwrap();
+        assert!(same_host(a("10.0.0.1:5000"), a("10.0.0.1:6000")));
+        assert!(!same_host(a("10.0.0.1:5000"), a("10.0.0.2:5000")));
+        assert!(same_host(a("[2001:db8::1]:5000"), a("[2001:db8::2]:7000")));
+        assert!(!same_host(
+            a("[2001:db8:0:1::1]:5000"),
+            a("[2001:db8:0:2::1]:5000")
+        ));
+        assert!(!same_host(a("10.0.0.1:5000"), a("[::ffff:10.0.0.1]:5000")));
     }
 }
