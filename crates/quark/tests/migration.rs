@@ -84,3 +84,49 @@ async fn download_survives_the_client_socket_being_replaced() {
     assert_eq!(cs.migrations, 2, "{cs:?}");
     conn.close(0, b"done");
 }
+
+/// A server on 0.0.0.0 announces 127.0.0.2 (same port) as its preferred
+/// address: the client moves there after the handshake, the server answers
+/// from there, and a download completes over it.
+#[tokio::test]
+async fn client_follows_the_servers_preferred_address() {
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let socket = udp("0.0.0.0:0");
+    let port = socket.local_addr().unwrap().port();
+    let preferred: SocketAddr = format!("127.0.0.2:{port}").parse().unwrap();
+    let mut server_config = tls::server_config(&id, &[ALPN]).unwrap();
+    server_config.preferred_address = Some(preferred);
+    let server = Endpoint::with_socket(Default::default(), Some(server_config), socket).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[ALPN]).unwrap();
+    let body = data(4 << 20, 9);
+    let expected = sha(&body);
+    let serving = server.clone();
+    tokio::spawn(async move {
+        let conn = serving.accept().await.unwrap();
+        let (mut send, mut recv) = conn.accept_bi().await.unwrap();
+        recv.read_to_end(64).await.unwrap();
+        send.write_all(&body).await.unwrap();
+        send.finish().unwrap();
+        let _ = send.stopped().await;
+    });
+    let handshake_addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let conn = client
+        .connect(config, handshake_addr, "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    send.write_all(b"get").await.unwrap();
+    send.finish().unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(60), recv.read_to_end(usize::MAX))
+        .await
+        .expect("download stalled")
+        .unwrap();
+    assert_eq!(sha(&got), expected);
+    assert_eq!(conn.remote_address(), preferred, "{:?}", conn.stats());
+    let st = conn.stats();
+    assert_eq!(st.validation_failures, 0, "{st:?}");
+    assert_eq!(st.migrations, 1, "{st:?}");
+    conn.close(0, b"done");
+}

@@ -194,8 +194,9 @@ pub(crate) struct ConnectionParams {
     pub(crate) validated: bool,
     /// Server: SCID of the Retry we sent, to check the client's parameters.
     pub(crate) retry_src_cid: Option<ConnectionId>,
-    /// Server: the ID (sequence 1) and reset token of our preferred_address.
-    pub(crate) preferred_cid: Option<(ConnectionId, crate::cid::ResetToken)>,
+    /// Server: the address (IP), ID (sequence 1) and reset token of our
+    /// preferred_address.
+    pub(crate) preferred_cid: Option<(IpAddr, ConnectionId, crate::cid::ResetToken)>,
 }
 
 /// A QUIC connection.
@@ -377,7 +378,8 @@ impl Connection {
             config,
         };
         conn.reset_idle_timer(now);
-        if let Some((cid, token)) = p.preferred_cid {
+        if let Some((ip, cid, token)) = p.preferred_cid {
+            conn.migration.preferred_local = Some((ip, cid));
             conn.local_cids.add_preferred(cid, token);
             conn.cid_events.push_back(CidEvent::Issued(cid));
         }

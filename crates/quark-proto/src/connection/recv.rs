@@ -315,6 +315,9 @@ impl Connection {
             return;
         }
         crate::cpu::count_packet();
+        if self.migration.preferred_local.is_some() {
+            self.on_preferred_packet(dst_cid);
+        }
         self.received_any = true;
         self.sent_eliciting_since_recv = false;
         self.stats.packets_in += 1;

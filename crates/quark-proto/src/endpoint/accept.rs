@@ -164,7 +164,7 @@ impl Endpoint {
             let cid = self.new_cid();
             let token = self.reset_key.token(&cid);
             params.preferred_address = Some(super::preferred::param(addr, cid, token));
-            (cid, token)
+            (addr.ip(), cid, token)
         });
         let tls = match TlsSession::server(server.tls.clone(), &params) {
             Ok(tls) => tls,

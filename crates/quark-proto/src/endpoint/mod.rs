@@ -217,6 +217,7 @@ impl Endpoint {
             Err(PacketDecodeError::Invalid(_)) => return None,
         };
         if let Some(h) = self.lookup(&pd.dst_cid) {
+            self.conns[h.0].note_local_ip(local_ip);
             self.conns[h.0].handle_datagram(now, remote, ecn, data);
             self.sync(h);
             return Some(DatagramEvent::Connection(h));
@@ -262,7 +263,14 @@ impl Endpoint {
                 Err(_) => None,
             };
             if route.is_none() || route != run_conn {
-                self.flush_run(now, remote, ecn, run_conn.take(), &mut run, &mut on_event);
+                self.flush_run(
+                    now,
+                    (remote, local_ip),
+                    ecn,
+                    run_conn.take(),
+                    &mut run,
+                    &mut on_event,
+                );
             }
             match route {
                 Some(h) => {
@@ -276,19 +284,27 @@ impl Endpoint {
                 }
             }
         }
-        self.flush_run(now, remote, ecn, run_conn, &mut run, &mut on_event);
+        self.flush_run(
+            now,
+            (remote, local_ip),
+            ecn,
+            run_conn,
+            &mut run,
+            &mut on_event,
+        );
     }
 
     fn flush_run(
         &mut self,
         now: Instant,
-        remote: SocketAddr,
+        (remote, local_ip): (SocketAddr, Option<IpAddr>),
         ecn: Option<EcnCodepoint>,
         conn: Option<ConnectionHandle>,
         run: &mut SmallVec<[&mut [u8]; 64]>,
         on_event: &mut impl FnMut(DatagramEvent, &[u8]),
     ) {
         if let Some(h) = conn {
+            self.conns[h.0].note_local_ip(local_ip);
             self.conns[h.0].handle_batch(now, remote, ecn, run);
             self.sync(h);
             on_event(DatagramEvent::Connection(h), &[]);

@@ -78,6 +78,11 @@ pub(crate) struct Migration {
     pub(super) preferred: Option<SocketAddr>,
     validation: Option<Validation>,
     off_path: Option<OffPath>,
+    /// Server: our preferred address (IP) and its connection ID: once the
+    /// client sends there with that ID, we answer from there.
+    pub(crate) preferred_local: Option<(IpAddr, crate::cid::ConnectionId)>,
+    /// Server with a preferred address: the local IP the batch arrived at.
+    pub(crate) rx_local_ip: Option<IpAddr>,
     /// A batch from an address other than the path's is being processed.
     pub(crate) off_path_rx: bool,
     /// ... and it held the peer's newest non-probing packet.
@@ -113,6 +118,26 @@ pub(super) fn same_host(a: SocketAddr, b: SocketAddr) -> bool {
 }
 
 impl Connection {
+    /// Server: the local IP the next batch arrived at (only kept with a
+    /// preferred address; one branch otherwise).
+    pub(crate) fn note_local_ip(&mut self, local_ip: Option<IpAddr>) {
+        if self.migration.preferred_local.is_some() {
+            self.migration.rx_local_ip = local_ip;
+        }
+    }
+
+    /// Server: an authenticated packet to `dst_cid`. The client moved to our
+    /// preferred address when it sends there with that address's ID (only it
+    /// knows the ID, so copies cannot fake it): our answers leave from there.
+    pub(crate) fn on_preferred_packet(&mut self, dst_cid: &crate::cid::ConnectionId) {
+        let Some((ip, cid)) = self.migration.preferred_local else {
+            return;
+        };
+        if cid == *dst_cid && self.migration.rx_local_ip == Some(ip) {
+            self.path.local_ip = Some(ip);
+        }
+    }
+
     /// Before a batch from `remote`, not the path's address: `None` to drop
     /// it, else whether the path may follow it. Only a server follows the
     /// peer, and only once the handshake is confirmed; a client still takes
@@ -317,6 +342,10 @@ impl Connection {
         self.migration.validation = None;
         self.timers.clear(Timer::PathValidation);
         self.timers.clear(Timer::PathChallenge);
+        if self.side.is_client() {
+            // The server's address we left is unknown from now on (§9).
+            self.migration.prev = None;
+        }
         if !self.path.validated {
             self.path.validated = true;
             let path = self.path_state();
