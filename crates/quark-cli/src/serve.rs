@@ -54,6 +54,11 @@ pub(crate) struct ServeArgs {
     /// Version Negotiation packets list them all.
     #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = parse_quic_version)]
     pub(crate) quic_versions: Vec<u32>,
+    /// Announce this address (another IP of this host, the --listen port) as
+    /// the server's preferred address (RFC 9000 §9.6); the server then listens
+    /// on every address of the port, so clients can move there.
+    #[arg(long)]
+    pub(crate) preferred_address: Option<SocketAddr>,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -138,13 +143,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         config = config.with_0rtt(ZERO_RTT_TICKETS);
     }
     config.memory = quark::MemoryBudget::new(args.max_memory as usize);
+    let listen = listen_address(&args)?;
+    config.preferred_address = args.preferred_address;
     let root = args.root.canonicalize()?;
     tokio::spawn(trim_heap());
     if args.workers > 1 {
         return serve_workers(config, &args, root).await;
     }
-    let endpoint = Endpoint::with_config(endpoint_config(&args), Some(config), args.listen)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let endpoint = Endpoint::with_config(endpoint_config(&args), Some(config), listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({name})",
@@ -168,6 +175,27 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where to bind: `--listen`, or with `--preferred-address` every address
+/// of its port (the preferred address must share the port), so datagrams to
+/// either address arrive and replies leave from the one the client used.
+fn listen_address(args: &ServeArgs) -> anyhow::Result<SocketAddr> {
+    let Some(preferred) = args.preferred_address else {
+        return Ok(args.listen);
+    };
+    if preferred.port() != args.listen.port() || args.listen.port() == 0 {
+        bail!("--preferred-address must use the --listen port (not 0)");
+    }
+    if preferred.is_ipv4() != args.listen.is_ipv4() {
+        bail!("--preferred-address must be of the --listen address family");
+    }
+    let any: std::net::IpAddr = if preferred.is_ipv4() {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    };
+    Ok(SocketAddr::new(any, args.listen.port()))
+}
+
 /// Every few seconds, give the heap's free pages back to the system: after a
 /// peak of connections (or an attack) has gone, the RSS falls back instead of
 /// staying at the peak. Costs well under a millisecond when little is free.
@@ -185,9 +213,14 @@ async fn serve_workers(
     args: &ServeArgs,
     root: PathBuf,
 ) -> anyhow::Result<()> {
-    let workers = usize::from(args.workers);
-    let group = WorkerGroup::bind(endpoint_config(args), config, args.listen, workers)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let listen = listen_address(args)?;
+    let group = WorkerGroup::bind(
+        endpoint_config(args),
+        config,
+        listen,
+        usize::from(args.workers),
+    )
+    .with_context(|| format!("cannot listen on {listen}"))?;
     group.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({}, {} workers)",

@@ -104,6 +104,10 @@ pub struct TransportConfig {
     /// Bytes of datagrams queued for sending, charged the same way; when full,
     /// `send_datagram` drops the oldest and `try_send_datagram` refuses.
     pub datagram_send_buffer: usize,
+    /// Let the peer move the connection to a new address, and allow
+    /// [`Connection::migrate`](crate::Connection::migrate) (RFC 9000 §9).
+    /// Off: disable_active_migration is announced.
+    pub active_migration: bool,
 }
 
 impl Default for TransportConfig {
@@ -140,6 +144,7 @@ impl Default for TransportConfig {
             max_datagram_frame_size: None,
             datagram_receive_buffer: 1024 * 1024,
             datagram_send_buffer: 1024 * 1024,
+            active_migration: true,
         }
     }
 }
@@ -340,6 +345,10 @@ pub struct ServerConfig {
     /// [`ServerConfig::with_0rtt`] and SECURITY.md for the replay policy).
     /// Off, early data is refused even when the TLS configuration allows it.
     pub zero_rtt: bool,
+    /// An address clients should move to after the handshake, announced in
+    /// the preferred_address transport parameter (RFC 9000 §9.6). The server
+    /// must receive there too; `None`: no preferred address.
+    pub preferred_address: Option<std::net::SocketAddr>,
 }
 
 /// A budget of memory shared by the connections of one or more endpoints,
@@ -432,6 +441,7 @@ impl ServerConfig {
             handshakes: HandshakeLimits::default(),
             memory: MemoryBudget::new(DEFAULT_MEMORY_BUDGET),
             zero_rtt: false,
+            preferred_address: None,
         }
     }
 

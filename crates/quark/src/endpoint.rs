@@ -94,8 +94,9 @@ impl Endpoint {
                 reader_waits: 0,
                 deferrals: 0,
                 deferrals_past_all: 0,
+                rebound: None,
             }),
-            socket,
+            socket: Mutex::new(Arc::new(socket)),
             runtime: tokio::runtime::Handle::current(),
             worker,
             qlog,
@@ -106,7 +107,27 @@ impl Endpoint {
 
     /// The local address of the socket.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.shared.socket.local_addr()
+        self.shared.socket().local_addr()
+    }
+
+    /// Replace the endpoint's socket under its live connections (a client
+    /// moving to a new local address or port). Each client connection moves
+    /// to the new path with a fresh connection ID of the server and validates
+    /// it (RFC 9000 §9.2); one that cannot (no spare ID, migration disabled)
+    /// simply sends from the new socket, as after a NAT rebinding, which the
+    /// server follows. Packets still in the old socket are lost.
+    pub fn rebind(&self, socket: impl Into<Socket>) -> io::Result<()> {
+        let socket = socket.into();
+        let new = socket.local_addr()?;
+        let old = std::mem::replace(
+            &mut *self.shared.socket.lock().unwrap_or_else(|e| e.into_inner()),
+            Arc::new(socket),
+        );
+        let same_host = old.local_addr().is_ok_and(|a| a.ip() == new.ip());
+        let mut state = self.shared.lock();
+        state.rebound = Some(same_host);
+        state.wake_driver();
+        Ok(())
     }
 
     /// Start a connection. The returned future resolves once the handshake completes.
@@ -246,7 +267,7 @@ impl Endpoint {
 
     /// The AF_XDP socket's counters, or `None` on kernel UDP.
     pub fn xdp_stats(&self) -> Option<io::Result<quark_udp::xdp::XdpStats>> {
-        match &self.shared.socket {
+        match &*self.shared.socket() {
             Socket::Xdp(s) => Some(s.stats()),
             Socket::Udp(_) => None,
         }

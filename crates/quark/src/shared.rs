@@ -136,6 +136,9 @@ pub(crate) struct State {
     /// the ones that had to wait past every task (looked at by tests).
     pub(crate) deferrals: u64,
     pub(crate) deferrals_past_all: u64,
+    /// The socket was replaced (`Endpoint::rebind`): the driver takes the new
+    /// one and moves its client connections. True if only the port changed.
+    pub(crate) rebound: Option<bool>,
 }
 
 impl State {
@@ -154,7 +157,9 @@ impl State {
 
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
-    pub(crate) socket: Socket,
+    /// The socket; `Endpoint::rebind` replaces it (the driver holds a clone
+    /// and takes the new one when `State::rebound` says so).
+    pub(crate) socket: Mutex<Arc<Socket>>,
     /// The runtime the driver runs on: connection tasks belong there too.
     pub(crate) runtime: tokio::runtime::Handle,
     /// The endpoint's place in a worker group.
@@ -165,6 +170,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The socket in use.
+    pub(crate) fn socket(&self) -> Arc<Socket> {
+        self.socket
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves consistent-enough state for
         // shutdown; don't turn one panic into a cascade.

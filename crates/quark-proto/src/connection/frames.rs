@@ -14,7 +14,7 @@ use crate::types::SpaceId;
 /// Consecutive PTOs after which a larger-than-base MTU is suspected of black-holing.
 const BLACK_HOLE_PTOS: u32 = 3;
 /// Most PATH_RESPONSEs we owe at once; a newer challenge displaces the oldest.
-pub(super) const MAX_PATH_RESPONSES: usize = 4;
+pub(crate) const MAX_PATH_RESPONSES: usize = 4;
 
 impl Connection {
     /// Process one frame from the peer. An error names the frame's type unless
@@ -84,6 +84,11 @@ impl Connection {
                 //# On receiving a PATH_CHALLENGE frame, an endpoint MUST respond by
                 //# echoing the data contained in the PATH_CHALLENGE frame in a
                 //# PATH_RESPONSE frame.
+                if self.migration.off_path_rx {
+                    // Answered where it came from, once the batch is done.
+                    self.migration.rx_challenge = Some(*data);
+                    return Ok(());
+                }
                 // A peer challenging faster than we send gets answers to its
                 // latest few challenges, the ones it still waits for.
                 if self.path_responses.len() >= MAX_PATH_RESPONSES {
@@ -91,8 +96,7 @@ impl Connection {
                 }
                 self.path_responses.push_back(*data);
             }
-            // We never send PATH_CHALLENGE (no migration), so no response matters.
-            Frame::PathResponse(_) => {}
+            Frame::PathResponse(data) => self.on_path_response(now, *data),
             Frame::Close(c) => self.on_peer_close(now, c),
             Frame::HandshakeDone => {
                 //= https://www.rfc-editor.org/rfc/rfc9000#section-19.20

@@ -223,6 +223,9 @@ impl Connection {
                 self.peer_cids
                     .set_initial_reset_token(token, &mut self.cid_events);
             }
+            if let Some(pa) = &params.preferred_address {
+                self.note_preferred_address(pa)?;
+            }
         }
         self.check_version_information(&params)?;
         // Without 0-RTT, simply the streams' limits.
@@ -259,6 +262,11 @@ impl Connection {
         //# available and unused connection IDs.
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.timers.set(Timer::Prepare, now + pto);
+        if self.config.active_migration {
+            // A peer that may migrate gets its spare IDs with the first 1-RTT
+            // packets (beside HANDSHAKE_DONE), to move right after the handshake.
+            self.top_up_cids();
+        }
         if self.side.is_server() {
             //= https://www.rfc-editor.org/rfc/rfc9001#section-4.1.2
             //# the TLS handshake is considered confirmed at the server when the
@@ -295,6 +303,9 @@ impl Connection {
         self.handshake_confirmed = true;
         self.qlog_state(now, "handshake_confirmed");
         self.discard_space(now, SpaceId::Handshake);
+        if self.side.is_client() {
+            self.follow_preferred_address(now);
+        }
     }
 
     /// Drop a space's keys and everything in flight in it (RFC 9001 §4.9).

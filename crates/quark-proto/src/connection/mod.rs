@@ -22,6 +22,7 @@ mod close;
 mod datagrams;
 mod frames;
 mod handshake;
+mod migration;
 mod mtu;
 mod mtu_cache;
 mod qlog;
@@ -48,6 +49,7 @@ use rand::rngs::StdRng;
 pub use cids::CidEvent;
 pub use close::ConnectionError;
 pub use datagrams::{DATAGRAM_OVERHEAD, SendDatagramError};
+pub use migration::MigrateError;
 pub use streams::{StreamError, StreamEvent, Streams};
 pub use zero_rtt::ZeroRtt;
 
@@ -158,9 +160,17 @@ pub struct ConnectionStats {
     pub datagram_frames_dropped_out: u64,
     /// Datagrams received and dropped unread: the oldest of a full receive queue.
     pub datagram_frames_dropped_in: u64,
+    /// PATH_CHALLENGE frames sent.
+    pub path_challenges: u64,
+    /// Changes of the path in use (the peer's address, or ours on purpose).
+    pub migrations: u64,
+    /// Congestion control and RTT reset for a new path (RFC 9000 §9.4).
+    pub congestion_resets: u64,
+    /// Path validations given up (RFC 9000 §8.2.4).
+    pub validation_failures: u64,
 }
 
-/// The network path (quark does not migrate; one path per connection).
+/// A network path: the peer's address and what we know about it.
 pub(crate) struct Path {
     pub(crate) remote: SocketAddr,
     pub(crate) local_ip: Option<IpAddr>,
@@ -227,6 +237,9 @@ pub(crate) struct ConnectionParams {
     /// Server: accept 0-RTT (`ServerConfig::zero_rtt`); early data is
     /// refused in TLS otherwise.
     pub(crate) zero_rtt: bool,
+    /// Server: the address (IP), ID (sequence 1) and reset token of our
+    /// preferred_address.
+    pub(crate) preferred_cid: Option<(IpAddr, ConnectionId, crate::cid::ResetToken)>,
 }
 
 /// A QUIC connection.
@@ -244,6 +257,8 @@ pub struct Connection {
     path: Path,
     /// Path MTU discovery; `path.mtu` follows its `current()`.
     mtu: MtuDiscovery,
+    /// The path left behind, path validation, answers to other paths.
+    migration: migration::Migration,
     local_cids: LocalCids,
     peer_cids: PeerCids,
     cid_events: VecDeque<CidEvent>,
@@ -325,13 +340,7 @@ pub struct Connection {
 impl Connection {
     pub(crate) fn new(p: ConnectionParams, now: Instant) -> Self {
         let config = p.config.clone();
-        let recovery_config = RecoveryConfig {
-            initial_rtt: config.initial_rtt,
-            cc: config.congestion_control,
-            max_datagram_size: u64::from(config.initial_mtu),
-            pacing: config.pacing,
-            ..RecoveryConfig::default()
-        };
+        let recovery_config = recovery_config(&config);
         let limits = StreamLimits {
             stream_window: config.stream_receive_window,
             stream_window_max: config.stream_receive_window_max,
@@ -391,6 +400,7 @@ impl Connection {
                 config.max_udp_payload_size,
                 config.mtu_discovery,
             ),
+            migration: migration::Migration::default(),
             local_cids: LocalCids::new(p.local_cid, reset_token),
             peer_cids: PeerCids::new(p.peer_cid, config.active_connection_id_limit),
             cid_events: VecDeque::new(),
@@ -449,6 +459,11 @@ impl Connection {
         };
         conn.reset_idle_timer(now);
         conn.qlog_start(now);
+        if let Some((ip, cid, token)) = p.preferred_cid {
+            conn.migration.preferred_local = Some((ip, cid));
+            conn.local_cids.add_preferred(cid, token);
+            conn.cid_events.push_back(CidEvent::Issued(cid));
+        }
         if conn.side.is_client() {
             // The ClientHello goes out in the first Initial.
             if let Err(e) = conn.drive_tls(now) {
@@ -827,6 +842,17 @@ impl Connection {
                 .as_ref()
                 .map_or(Duration::ZERO, |p| p.max_ack_delay),
         }
+    }
+}
+
+/// Loss detection and congestion control settings from the transport config.
+fn recovery_config(config: &TransportConfig) -> RecoveryConfig {
+    RecoveryConfig {
+        initial_rtt: config.initial_rtt,
+        cc: config.congestion_control,
+        max_datagram_size: u64::from(config.initial_mtu),
+        pacing: config.pacing,
+        ..RecoveryConfig::default()
     }
 }
 

@@ -51,10 +51,18 @@ impl Connection {
         if matches!(self.state, State::Drained { .. } | State::Draining { .. }) {
             return;
         }
-        if remote != self.path.remote {
-            // quark advertises disable_active_migration and does not migrate.
-            tracing::trace!(%remote, "datagram from an unknown address dropped");
-            return;
+        let off_path = remote != self.path.remote;
+        let follow = if off_path {
+            match self.accept_remote(remote) {
+                Some(follow) => follow,
+                None => return,
+            }
+        } else {
+            false
+        };
+        let bytes: u64 = segments.iter().map(|s| s.len() as u64).sum();
+        if !off_path {
+            self.on_path_bytes(now, bytes);
         }
         // Reads that follow this batch return credit as of now.
         self.streams.observe(
@@ -89,6 +97,9 @@ impl Connection {
         if self.early.is_some() {
             self.flush_buffered_0rtt(now);
         }
+        if follow {
+            self.after_off_path_batch(now, remote, bytes);
+        }
         if matches!(self.state, State::Closing { .. }) {
             self.on_packet_while_closing();
         }
@@ -107,13 +118,6 @@ impl Connection {
     ) {
         self.stats.datagrams_in += 1;
         self.stats.bytes_in += data.len() as u64;
-        let was_blocked = self.path.amplification_budget() == 0;
-        self.path.bytes_received += data.len() as u64;
-        if was_blocked {
-            // The server may send again: the PTO must be re-armed (RFC 9002 §6.2.2.1).
-            let path = self.path_state();
-            self.recovery.update_timer(now, &path);
-        }
         let tail = reset_tail(data);
         let mut offset = 0;
         let mut first_dcid = None;
@@ -149,6 +153,17 @@ impl Connection {
             if !matches!(self.state, State::Handshake | State::Established) {
                 break;
             }
+        }
+    }
+
+    /// `bytes` came in on the path in use: they raise its amplification limit.
+    fn on_path_bytes(&mut self, now: Instant, bytes: u64) {
+        let was_blocked = self.path.amplification_budget() == 0;
+        self.path.bytes_received += bytes;
+        if was_blocked {
+            // The server may send again: the PTO must be re-armed (RFC 9002 §6.2.2.1).
+            let path = self.path_state();
+            self.recovery.update_timer(now, &path);
         }
     }
 
@@ -334,6 +349,9 @@ impl Connection {
         if kind == PacketKind::OneRtt && self.early.is_some() {
             self.on_one_rtt_received();
         }
+        if self.migration.preferred_local.is_some() {
+            self.on_preferred_packet(dst_cid);
+        }
         self.received_any = true;
         self.sent_eliciting_since_recv = false;
         self.stats.packets_in += 1;
@@ -384,9 +402,11 @@ impl Connection {
             return;
         }
         let mut ack_eliciting = false;
+        let mut probing = true;
         for frame in frame::Iter::new(payload, kind) {
             let result = frame.map_err(TransportError::from).and_then(|f| {
                 ack_eliciting |= f.is_ack_eliciting();
+                probing &= f.is_probing();
                 self.on_frame(now, space, dst_cid, f)
             });
             if let Err(e) = result {
@@ -399,6 +419,15 @@ impl Connection {
             }
             if self.is_closed() {
                 return;
+            }
+        }
+        if self.migration.off_path_rx && !probing && space == SpaceId::Data {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-9.3
+            //# An endpoint only changes the address to which it sends packets in
+            //# response to the highest-numbered non-probing packet.
+            let largest = self.spaces[space.index()].ack.largest_pn();
+            if largest.is_none_or(|l| hdr.pn > l) {
+                self.migration.newest_non_probing = true;
             }
         }
         let policy = self.ack_policy;

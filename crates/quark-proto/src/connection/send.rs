@@ -48,6 +48,12 @@ impl Connection {
             State::Closing { .. } => return self.transmit_close(now, buf),
             _ => {}
         }
+        if self.migration.has_off_path() {
+            if let Some(t) = self.transmit_off_path(now, buf) {
+                return Some(t);
+            }
+            buf.clear();
+        }
         // The caller sized its batch by the size announced so far.
         let sized_for = max_datagrams.max(1) * self.max_datagram_size();
         // A size another connection validated on this path applies to this
@@ -236,7 +242,12 @@ impl Connection {
         if !keys || s.discarded {
             return false;
         }
-        if s.ack.due(now) || s.probes > 0 {
+        // A path challenge is tiny and what unblocks a new path: like an ACK,
+        // it does not wait for the congestion window.
+        if s.ack.due(now)
+            || s.probes > 0
+            || (space == SpaceId::Data && self.migration.challenge_due())
+        {
             return true;
         }
         if !cc_ok {

@@ -20,7 +20,7 @@ impl Connection {
         space: SpaceId,
         buf: &mut Vec<u8>,
         end: usize,
-        min_size: usize,
+        mut min_size: usize,
         cc_ok: bool,
     ) -> bool {
         if space == SpaceId::Data && self.one_rtt.as_ref().is_some_and(|k| k.should_update()) {
@@ -53,6 +53,9 @@ impl Connection {
         if space == SpaceId::Data && !self.raw_frames.is_empty() {
             buf.append(&mut self.raw_frames);
             eliciting = true;
+        }
+        if space == SpaceId::Data && self.migration.challenge_due() {
+            eliciting |= self.write_path_challenge(now, buf, max_end);
         }
         if cc_ok || probing {
             if zero_rtt {
@@ -105,6 +108,14 @@ impl Connection {
         if buf.len() == payload_start {
             buf.truncate(builder.start);
             return false;
+        }
+        if std::mem::take(&mut self.migration.pad) {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-8.2.1
+            //# An endpoint MUST expand datagrams that contain a PATH_CHALLENGE frame
+            //# to at least the smallest allowed maximum datagram size of 1200
+            //# bytes, unless the anti-amplification limit for the path does not
+            //# permit sending a datagram of this size.
+            min_size = min_size.max(crate::packet::MIN_INITIAL_SIZE.min(end - builder.start));
         }
         let in_flight = eliciting || min_size > 0;
         self.end_packet(
@@ -215,7 +226,12 @@ impl Connection {
             }
             f.encode(buf);
             self.path_responses.pop_front();
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-8.2.2
+            //# An endpoint MUST expand datagrams that contain a PATH_RESPONSE frame
+            //# to at least the smallest allowed maximum datagram size of 1200 bytes.
+            self.migration.pad = true;
         }
+
         if self.handshake_done_pending && fits(buf, &Frame::HandshakeDone) {
             Frame::HandshakeDone.encode(buf);
             self.handshake_done_pending = false;

@@ -160,6 +160,12 @@ impl Endpoint {
         params.initial_source_connection_id = Some(local_cid);
         params.retry_source_connection_id = retry_scid;
         params.stateless_reset_token = Some(self.reset_key.token(&local_cid));
+        let preferred_cid = server.preferred_address.map(|addr| {
+            let cid = self.new_cid();
+            let token = self.reset_key.token(&cid);
+            params.preferred_address = Some(super::preferred::param(addr, cid, token));
+            (addr.ip(), cid, token)
+        });
         let version = self.negotiate_version(data, pd);
         params.version_information = Some(Connection::version_information(
             version,
@@ -191,6 +197,7 @@ impl Endpoint {
                 validated,
                 retry_src_cid: retry_scid,
                 zero_rtt: server.zero_rtt,
+                preferred_cid,
             },
             now,
         );

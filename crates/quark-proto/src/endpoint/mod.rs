@@ -12,6 +12,7 @@ mod early;
 
 pub use early::MAX_EARLY_DATAGRAMS;
 mod peek;
+mod preferred;
 mod routes;
 
 use std::collections::{HashMap, VecDeque};
@@ -209,6 +210,7 @@ impl Endpoint {
                 validated: true,
                 retry_src_cid: None,
                 zero_rtt: false,
+                preferred_cid: None,
             },
             now,
         );
@@ -238,6 +240,7 @@ impl Endpoint {
             Err(PacketDecodeError::Invalid(_)) => return None,
         };
         if let Some(h) = self.lookup(&pd.dst_cid) {
+            self.conns[h.0].note_local_ip(local_ip);
             self.conns[h.0].handle_datagram(now, remote, ecn, data);
             self.sync(h);
             return Some(DatagramEvent::Connection(h));
@@ -295,7 +298,14 @@ impl Endpoint {
                 Err(_) => None,
             };
             if route.is_none() || route != run_conn {
-                self.flush_run(now, remote, ecn, run_conn.take(), &mut run, &mut on_event);
+                self.flush_run(
+                    now,
+                    (remote, local_ip),
+                    ecn,
+                    run_conn.take(),
+                    &mut run,
+                    &mut on_event,
+                );
             }
             match route {
                 Some(h) => {
@@ -309,19 +319,27 @@ impl Endpoint {
                 }
             }
         }
-        self.flush_run(now, remote, ecn, run_conn, &mut run, &mut on_event);
+        self.flush_run(
+            now,
+            (remote, local_ip),
+            ecn,
+            run_conn,
+            &mut run,
+            &mut on_event,
+        );
     }
 
     fn flush_run(
         &mut self,
         now: Instant,
-        remote: SocketAddr,
+        (remote, local_ip): (SocketAddr, Option<IpAddr>),
         ecn: Option<EcnCodepoint>,
         conn: Option<ConnectionHandle>,
         run: &mut SmallVec<[&mut [u8]; 64]>,
         on_event: &mut impl FnMut(DatagramEvent, &[u8]),
     ) {
         if let Some(h) = conn {
+            self.conns[h.0].note_local_ip(local_ip);
             self.conns[h.0].handle_batch(now, remote, ecn, run);
             self.sync(h);
             on_event(DatagramEvent::Connection(h), &[]);
@@ -488,7 +506,7 @@ pub fn local_params(config: &TransportConfig) -> TransportParameters {
         initial_max_streams_uni: config.max_concurrent_uni_streams,
         ack_delay_exponent: config.ack_delay_exponent,
         max_ack_delay: config.max_ack_delay,
-        disable_active_migration: true,
+        disable_active_migration: !config.active_migration,
         active_connection_id_limit: config.active_connection_id_limit,
         //= https://datatracker.ietf.org/doc/html/draft-ietf-quic-ack-frequency
         //# min_ack_delay: the minimum amount of time, in microseconds, that the
