@@ -162,6 +162,14 @@ impl RequestStream {
         Ok(())
     }
 
+    /// Waits until the peer has acknowledged all we sent (after
+    /// [`finish`](Self::finish)), or stopped the stream: a connection closed
+    /// sooner could cut the end of the response off.
+    pub async fn acked(&mut self) -> Result<(), Error> {
+        self.send.stopped().await?;
+        Ok(())
+    }
+
     /// Abandons the stream with `code` (e.g. H3_REQUEST_CANCELLED): both directions.
     pub fn cancel(&mut self, code: u64) {
         let _ = self.send.reset(code);
