@@ -69,8 +69,11 @@ pub async fn serve_files(
     let Ok(mut server) = Server::new(conn.clone()).await else {
         return;
     };
+    // A clone to wait on: `drain` itself is held to the end, so the sender
+    // sees this connection until it has closed.
+    let signal = drain.clone();
     let draining = async move {
-        let Some(mut d) = drain else {
+        let Some(mut d) = signal else {
             return std::future::pending().await;
         };
         if d.wait_for(|on| *on).await.is_err() {
@@ -115,6 +118,7 @@ pub async fn serve_files(
     if drained {
         conn.close(H3_NO_ERROR, b"server shutting down");
     }
+    drop(drain);
 }
 
 /// Why serving a request failed.
