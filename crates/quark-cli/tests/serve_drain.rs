@@ -13,12 +13,23 @@ use quark::tls::{self, Verify};
 
 #[tokio::test]
 async fn sigterm_lets_a_download_finish_then_exits_zero() {
-    let dir = tempdir("quark-cli", "drain");
+    drain_case("drain", &[]).await;
+}
+
+#[tokio::test]
+async fn sigterm_drains_worker_threads_too() {
+    drain_case("drain-workers", &["--workers", "2"]).await;
+}
+
+async fn drain_case(name: &str, extra: &[&str]) {
+    let dir = tempdir("quark-cli", name);
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
     let file: Vec<u8> = (0..20_000_000u32).map(|i| (i * 13 % 251) as u8).collect();
     std::fs::write(root.join("big.bin"), &file).unwrap();
-    let mut server = serve_with(&root, &dir, &["--h3", "--drain-timeout", "60"]);
+    let mut args = vec!["--h3", "--drain-timeout", "60"];
+    args.extend_from_slice(extra);
+    let mut server = serve_with(&root, &dir, &args);
 
     let endpoint = quark::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
     let config =
