@@ -1,6 +1,7 @@
 //! GOAWAY from the file server (RFC 9114 §5.2): on a drain signal it sends
 //! GOAWAY, an in-flight 10 MB download still ends byte-exact, a request after
-//! GOAWAY is refused as retryable, and the connection closes with H3_NO_ERROR.
+//! GOAWAY is refused as retryable, and the connection closes with H3_NO_ERROR;
+//! and a request that raced GOAWAY above its ID is reported retryable.
 
 mod common;
 
@@ -64,4 +65,42 @@ async fn goaway_finishes_in_flight_and_refuses_new() {
         other => panic!("expected a close with H3_NO_ERROR, got {other:?}"),
     }
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A request the client sent before it saw GOAWAY, on a stream at or above
+/// its ID, is refused unprocessed (H3_REQUEST_REJECTED): retryable; the one
+/// below is answered.
+#[tokio::test]
+async fn a_request_beyond_goaway_is_retryable() {
+    let (server, id) = quark_server();
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(async move {
+        let conn = server.accept().await.unwrap();
+        let h3 = quark_h3::Server::new(conn).await.unwrap();
+        // Only stream 0 is taken before GOAWAY, which then names stream 4.
+        let mut first = h3.accept_stream().await.unwrap().unwrap();
+        h3.shutdown().await.unwrap();
+        first.recv_request().await.unwrap();
+        first.send_response(&http::Response::new(())).await.unwrap();
+        first.finish().unwrap();
+        // Later streams are refused as they come.
+        while let Ok(Some(_)) = h3.accept_stream().await {}
+        let _ = first.acked().await;
+    });
+    let client = quark_h3_client(addr, &id).await;
+    let req = http::Request::get("https://localhost/x").body(()).unwrap();
+    let mut first = client.send_request(&req).await.unwrap();
+    first.finish().unwrap();
+    match client.send_request(&req).await {
+        // GOAWAY came first: refused before it went out.
+        Err(e) => assert!(e.is_retryable(), "{e:?}"),
+        Ok(mut second) => {
+            assert_eq!(second.id(), 4);
+            second.finish().unwrap();
+            let e = second.recv_response().await.expect_err("rejected");
+            assert!(e.is_retryable(), "{e:?}");
+        }
+    }
+    assert_eq!(first.recv_response().await.unwrap().status(), 200);
+    assert!(first.recv_data().await.unwrap().is_none());
 }
