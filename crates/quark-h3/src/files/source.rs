@@ -42,13 +42,16 @@ impl Source {
     pub(crate) async fn open(path: &Path) -> io::Result<Found> {
         let path = path.to_path_buf();
         blocking(move || {
+            // Looked at before opening: opening a FIFO would block.
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => return Ok(Found::Directory),
+                Ok(meta) if meta.is_file() => {}
+                _ => return Ok(Found::Missing),
+            }
             let Ok(file) = File::open(&path) else {
                 return Ok(Found::Missing);
             };
             let meta = file.metadata()?;
-            if meta.is_dir() {
-                return Ok(Found::Directory);
-            }
             if !meta.is_file() {
                 return Ok(Found::Missing);
             }
