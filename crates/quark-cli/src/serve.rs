@@ -3,11 +3,14 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
 use quark::tls::{self, Identity};
 use quark::{Endpoint, EndpointConfig, TransportConfig, WorkerGroup};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::watch;
 
 use crate::options::{TransportArgs, parse_quic_version};
 
@@ -59,6 +62,14 @@ pub(crate) struct ServeArgs {
     /// on every address of the port, so clients can move there.
     #[arg(long)]
     pub(crate) preferred_address: Option<SocketAddr>,
+    /// With --h3: Cache-Control max-age of the files served, in seconds
+    /// (0: no-cache, browsers revalidate each time).
+    #[arg(long, default_value_t = 300)]
+    pub(crate) cache_max_age: u64,
+    /// On SIGTERM, how long in-flight HTTP/3 requests may take to finish
+    /// after GOAWAY before the server closes anyway, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) drain_timeout: u64,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -109,12 +120,55 @@ fn close_code(h3: bool) -> u64 {
     if h3 { quark_h3::error::H3_NO_ERROR } else { 0 }
 }
 
-/// Serves one connection's requests from files under `root`.
-async fn serve_connection(conn: quark::Connection, root: PathBuf, h3: bool) {
-    if h3 {
-        quark_h3::files::serve_connection(conn, root).await
-    } else {
-        quark::hq::serve_connection(conn, root).await
+/// What every connection is served with, and the drain signal (SIGTERM).
+#[derive(Clone)]
+struct Files {
+    root: PathBuf,
+    h3: bool,
+    options: quark_h3::files::FileOptions,
+    /// Turns true on SIGTERM; closed once every HTTP/3 connection has ended
+    /// (each holds a receiver).
+    drain: Arc<watch::Sender<bool>>,
+}
+
+impl Files {
+    /// Serves one connection's requests; an HTTP/3 one drains on SIGTERM.
+    fn serve(&self, conn: quark::Connection) -> impl Future<Output = ()> + Send + use<> {
+        let root = self.root.clone();
+        // Subscribed now, not when first polled: the drain waits for this one.
+        let h3 = self
+            .h3
+            .then(|| (self.options.clone(), self.drain.subscribe()));
+        async move {
+            match h3 {
+                Some((options, drain)) => {
+                    quark_h3::files::serve_files(conn, root, options, Some(drain)).await
+                }
+                None => quark::hq::serve_connection(conn, root).await,
+            }
+        }
+    }
+
+    /// SIGTERM: GOAWAY on every HTTP/3 connection, and a wait (at most
+    /// `limit`) for them to finish their requests and close.
+    async fn drain(&self, limit: Duration) {
+        self.drain.send_replace(true);
+        if tokio::time::timeout(limit, self.drain.closed())
+            .await
+            .is_err()
+        {
+            eprintln!("drain timeout: closing connections with requests in flight");
+        }
+    }
+}
+
+/// Resolves on SIGTERM.
+async fn terminated(term: &mut Option<Signal>) {
+    match term {
+        Some(term) => {
+            term.recv().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
@@ -145,10 +199,18 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     config.memory = quark::MemoryBudget::new(args.max_memory as usize);
     let listen = listen_address(&args)?;
     config.preferred_address = args.preferred_address;
-    let root = args.root.canonicalize()?;
+    let files = Files {
+        root: args.root.canonicalize()?,
+        h3: args.h3,
+        options: quark_h3::files::FileOptions {
+            cache_max_age: args.cache_max_age,
+        },
+        drain: Arc::new(watch::channel(false).0),
+    };
+    let mut term = signal(SignalKind::terminate()).ok();
     tokio::spawn(trim_heap());
     if args.workers > 1 {
-        return serve_workers(config, &args, root).await;
+        return serve_workers(config, &args, files, &mut term).await;
     }
     let endpoint = Endpoint::with_config(endpoint_config(&args), Some(config), listen)
         .with_context(|| format!("cannot listen on {listen}"))?;
@@ -163,15 +225,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             conn = endpoint.accept() => {
                 let Some(conn) = conn else { break };
                 tracing::info!(remote = %conn.remote_address(), "connection");
-                tokio::spawn(serve_connection(conn, root.clone(), args.h3));
+                tokio::spawn(files.serve(conn));
             }
             _ = tokio::signal::ctrl_c() => {
                 endpoint.close(close_code(args.h3), b"server shutting down");
                 break;
             }
+            () = terminated(&mut term) => {
+                files.drain(Duration::from_secs(args.drain_timeout)).await;
+                endpoint.close(close_code(args.h3), b"server shutting down");
+                break;
+            }
         }
     }
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), endpoint.wait_idle()).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     Ok(())
 }
 
@@ -200,7 +267,7 @@ fn listen_address(args: &ServeArgs) -> anyhow::Result<SocketAddr> {
 /// peak of connections (or an attack) has gone, the RSS falls back instead of
 /// staying at the peak. Costs well under a millisecond when little is free.
 async fn trim_heap() {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
     loop {
         tick.tick().await;
         quark_udp::heap::release_free_memory();
@@ -211,7 +278,8 @@ async fn trim_heap() {
 async fn serve_workers(
     config: quark::ServerConfig,
     args: &ServeArgs,
-    root: PathBuf,
+    files: Files,
+    term: &mut Option<Signal>,
 ) -> anyhow::Result<()> {
     let listen = listen_address(args)?;
     let group = WorkerGroup::bind(
@@ -230,13 +298,17 @@ async fn serve_workers(
         args.workers
     );
     let h3 = args.h3;
+    let served = files.clone();
     group.serve(move |conn| {
         tracing::info!(remote = %conn.remote_address(), worker = ?conn.worker(), "connection");
-        serve_connection(conn, root.clone(), h3)
+        served.serve(conn)
     });
-    let _ = tokio::signal::ctrl_c().await;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated(term) => files.drain(Duration::from_secs(args.drain_timeout)).await,
+    }
     let _ = tokio::time::timeout(
-        std::time::Duration::from_secs(2),
+        Duration::from_secs(2),
         group.shutdown(close_code(h3), b"server shutting down"),
     )
     .await;

@@ -55,6 +55,14 @@ impl Client {
         Ok(stream)
     }
 
+    /// The stream ID in the server's last GOAWAY (RFC 9114 §5.2): requests on
+    /// streams below it may still be answered, none is sent any more (they
+    /// fail with [`Error::GoingAway`]), and those at or above it were not
+    /// processed (see [`Error::is_retryable`]).
+    pub fn goaway_id(&self) -> Option<u64> {
+        self.conn.state.lock().unwrap().goaway
+    }
+
     /// The QUIC connection.
     pub fn connection(&self) -> &Connection {
         &self.conn.quic
