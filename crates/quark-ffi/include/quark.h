@@ -40,6 +40,8 @@ enum QuarkError
   QUARK_ERROR_LIMIT = -11,
   // A bug inside the library: a panic, caught before it reached the caller.
   QUARK_ERROR_INTERNAL = -12,
+  // Non-blocking mode: the call would have to wait (like EAGAIN); retry later.
+  QUARK_ERROR_AGAIN = -13,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -107,12 +109,23 @@ int64_t quark_stream_open(int64_t conn);
 // Thread safety: safe from any thread.
 int64_t quark_stream_accept(int64_t conn);
 
+// Switch `handle` (an endpoint, connection or stream) to non-blocking mode
+// (`on` non-zero) or back. In non-blocking mode `quark_accept`,
+// `quark_stream_open`, `quark_stream_accept`, `quark_stream_read` and
+// `quark_stream_write` return `QUARK_ERROR_AGAIN` instead of waiting, and a
+// write may take only part of the buffer. `quark_connect` and `quark_close`
+// always block. New handles start in blocking mode.
+//
+// Thread safety: safe from any thread; calls already waiting keep waiting.
+int32_t quark_set_nonblocking(int64_t handle, int32_t on);
+
 // Close any handle and free what it holds; the handle is dead afterwards
 // (using it again returns `QUARK_ERROR_BAD_HANDLE`).
 // - a stream: what was written is still delivered (FIN if not shut down);
 //   unread received data is discarded (STOP_SENDING).
 // - a connection: waits up to 3 s for the peer to acknowledge what was
-//   written, then closes it (code 0) and its own client endpoint.
+//   written, then closes it (code 0) and its own client endpoint (waiting
+//   up to 3 s more for the close to be sent).
 // - an endpoint: closes it and every connection it accepted.
 //
 // A call blocked on the handle in another thread finishes with the object
@@ -141,7 +154,8 @@ const char *quark_strerror(int32_t code);
 int64_t quark_stream_read(int64_t stream, uint8_t *buf, uintptr_t len);
 
 // Write all `len` bytes of `buf` to `stream`, blocking while flow control
-// or the send buffer is full; returns `len` or a negative error
+// or the send buffer is full; returns `len` (in non-blocking mode: what
+// fitted, at least 1, or `QUARK_ERROR_AGAIN`) or a negative error
 // (`QUARK_ERROR_STOPPED` when the peer sent STOP_SENDING,
 // `QUARK_ERROR_SHUTDOWN` after `quark_stream_shutdown`).
 //

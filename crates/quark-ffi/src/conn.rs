@@ -73,7 +73,7 @@ pub unsafe extern "C" fn quark_listen(
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_local_port(handle: i64) -> i32 {
     entry(|| {
-        let addr = match &*table::get(handle)? {
+        let addr = match &table::get(handle)?.object {
             Object::Endpoint(e) => e.local_addr(),
             Object::Connection(Conn {
                 own_endpoint: Some(e),
@@ -94,11 +94,11 @@ pub extern "C" fn quark_local_port(handle: i64) -> i32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_accept(endpoint: i64) -> i64 {
     entry(|| {
-        let object = table::get(endpoint)?;
-        let Object::Endpoint(e) = &*object else {
+        let handle = table::get(endpoint)?;
+        let Object::Endpoint(e) = &handle.object else {
             return Err(QuarkError::WrongKind);
         };
-        let conn = runtime()?.block_on(e.accept()).ok_or(QuarkError::Closed)?;
+        let conn = handle.run(e.accept())?.ok_or(QuarkError::Closed)?;
         table::insert(Object::Connection(Conn {
             conn,
             own_endpoint: None,
@@ -170,11 +170,11 @@ pub unsafe extern "C" fn quark_connect(
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_open(conn: i64) -> i64 {
     entry(|| {
-        let object = table::get(conn)?;
-        let Object::Connection(c) = &*object else {
+        let handle = table::get(conn)?;
+        let Object::Connection(c) = &handle.object else {
             return Err(QuarkError::WrongKind);
         };
-        let (send, recv) = runtime()?.block_on(c.conn.open_bi())?;
+        let (send, recv) = handle.run(c.conn.open_bi())??;
         insert_stream(send, recv)
     })
 }
@@ -186,11 +186,11 @@ pub extern "C" fn quark_stream_open(conn: i64) -> i64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_accept(conn: i64) -> i64 {
     entry(|| {
-        let object = table::get(conn)?;
-        let Object::Connection(c) = &*object else {
+        let handle = table::get(conn)?;
+        let Object::Connection(c) = &handle.object else {
             return Err(QuarkError::WrongKind);
         };
-        let (send, recv) = runtime()?.block_on(c.conn.accept_bi())?;
+        let (send, recv) = handle.run(c.conn.accept_bi())??;
         insert_stream(send, recv)
     })
 }
@@ -202,12 +202,31 @@ fn insert_stream(send: quark::SendStream, recv: quark::RecvStream) -> Result<i64
     }))
 }
 
+/// Switch `handle` (an endpoint, connection or stream) to non-blocking mode
+/// (`on` non-zero) or back. In non-blocking mode `quark_accept`,
+/// `quark_stream_open`, `quark_stream_accept`, `quark_stream_read` and
+/// `quark_stream_write` return `QUARK_ERROR_AGAIN` instead of waiting, and a
+/// write may take only part of the buffer. `quark_connect` and `quark_close`
+/// always block. New handles start in blocking mode.
+///
+/// Thread safety: safe from any thread; calls already waiting keep waiting.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_set_nonblocking(handle: i64, on: i32) -> i32 {
+    entry_status(|| {
+        table::get(handle)?
+            .nonblocking
+            .store(on != 0, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    })
+}
+
 /// Close any handle and free what it holds; the handle is dead afterwards
 /// (using it again returns `QUARK_ERROR_BAD_HANDLE`).
 /// - a stream: what was written is still delivered (FIN if not shut down);
 ///   unread received data is discarded (STOP_SENDING).
 /// - a connection: waits up to 3 s for the peer to acknowledge what was
-///   written, then closes it (code 0) and its own client endpoint.
+///   written, then closes it (code 0) and its own client endpoint (waiting
+///   up to 3 s more for the close to be sent).
 /// - an endpoint: closes it and every connection it accepted.
 ///
 /// A call blocked on the handle in another thread finishes with the object
@@ -218,9 +237,9 @@ fn insert_stream(send: quark::SendStream, recv: quark::RecvStream) -> Result<i64
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_close(handle: i64) -> i32 {
     entry_status(|| {
-        let object = table::remove(handle)?;
+        let handle = table::remove(handle)?;
         let rt = runtime()?;
-        match &*object {
+        match &handle.object {
             Object::Stream(_) => {}
             Object::Connection(c) => rt.block_on(async {
                 let _ = tokio::time::timeout(LINGER, drained(&c.conn)).await;

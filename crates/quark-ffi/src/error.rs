@@ -33,6 +33,8 @@ pub enum QuarkError {
     Limit = -11,
     /// A bug inside the library: a panic, caught before it reached the caller.
     Internal = -12,
+    /// Non-blocking mode: the call would have to wait (like EAGAIN); retry later.
+    Again = -13,
 }
 
 impl QuarkError {
@@ -51,11 +53,12 @@ impl QuarkError {
             Self::Shutdown => b"stream already shut down for writing\0",
             Self::Limit => b"too many open handles\0",
             Self::Internal => b"internal error (caught panic)\0",
+            Self::Again => b"operation would block; try again\0",
         }
     }
 
     fn from_code(code: i32) -> Option<Self> {
-        const ALL: [QuarkError; 12] = [
+        const ALL: [QuarkError; 13] = [
             QuarkError::Inval,
             QuarkError::BadHandle,
             QuarkError::WrongKind,
@@ -68,6 +71,7 @@ impl QuarkError {
             QuarkError::Shutdown,
             QuarkError::Limit,
             QuarkError::Internal,
+            QuarkError::Again,
         ];
         ALL.into_iter().find(|e| *e as i32 == code)
     }

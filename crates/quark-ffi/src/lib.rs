@@ -10,6 +10,7 @@
 //! | `quark_stream_open` / `quark_stream_accept` | a bidirectional stream |
 //! | `quark_stream_read` / `quark_stream_write` / `quark_stream_shutdown` | `read` / `write` / `shutdown(SHUT_WR)` |
 //! | `quark_close` | `close` for any handle |
+//! | `quark_set_nonblocking` | `O_NONBLOCK`: `QUARK_ERROR_AGAIN` instead of waiting |
 //!
 //! Handles are positive `int64_t`s indexing a table with generation
 //! counters: a closed or stale handle gives `QUARK_ERROR_BAD_HANDLE`, never
@@ -25,8 +26,8 @@ mod stream;
 mod table;
 
 pub use conn::{
-    quark_accept, quark_close, quark_connect, quark_listen, quark_local_port, quark_stream_accept,
-    quark_stream_open,
+    quark_accept, quark_close, quark_connect, quark_listen, quark_local_port,
+    quark_set_nonblocking, quark_stream_accept, quark_stream_open,
 };
 pub use error::{QuarkError, quark_strerror};
 pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};

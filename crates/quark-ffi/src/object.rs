@@ -1,8 +1,11 @@
 //! What a handle stands for, and the library's one runtime.
 
 use std::ffi::{CStr, c_char};
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use quark::{Connection, Endpoint, RecvStream, SendStream};
@@ -13,6 +16,13 @@ use crate::error::QuarkError;
 /// How long closing a connection waits for the peer to acknowledge what was
 /// written (like SO_LINGER), and closing an endpoint for its connections to end.
 pub(crate) const LINGER: Duration = Duration::from_secs(3);
+
+/// What the table holds for a handle: its object and its mode.
+pub(crate) struct Handle {
+    pub(crate) object: Object,
+    /// `quark_set_nonblocking`: calls that would wait return `QUARK_ERROR_AGAIN`.
+    pub(crate) nonblocking: AtomicBool,
+}
 
 /// The object behind a handle.
 pub(crate) enum Object {
@@ -55,6 +65,28 @@ pub(crate) fn runtime() -> Result<&'static Runtime, QuarkError> {
         })
         .as_ref()
         .ok_or(QuarkError::Io)
+}
+
+impl Handle {
+    pub(crate) fn is_nonblocking(&self) -> bool {
+        self.nonblocking.load(Ordering::Relaxed)
+    }
+
+    /// Drive `fut` to its end; in non-blocking mode poll it once and give
+    /// `QUARK_ERROR_AGAIN` if it would wait. Dropping a pending accept or
+    /// read loses nothing: what arrives stays queued for the next call.
+    pub(crate) fn run<F: Future>(&self, fut: F) -> Result<F::Output, QuarkError> {
+        let rt = runtime()?;
+        if !self.is_nonblocking() {
+            return Ok(rt.block_on(fut));
+        }
+        let _guard = rt.enter();
+        let mut fut = std::pin::pin!(fut);
+        match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(v) => Ok(v),
+            Poll::Pending => Err(QuarkError::Again),
+        }
+    }
 }
 
 /// Run one entry point: its error, or a caught panic, becomes a negative code.

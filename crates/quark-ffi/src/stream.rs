@@ -1,11 +1,11 @@
 //! Stream reads, writes and shutdown.
 
 use crate::error::QuarkError;
-use crate::object::{Object, Stream, entry, entry_status, lock, runtime};
+use crate::object::{Handle, Object, Stream, entry, entry_status, lock, runtime};
 use crate::table;
 
-fn stream_of(object: &Object) -> Result<&Stream, QuarkError> {
-    match object {
+fn stream_of(handle: &Handle) -> Result<&Stream, QuarkError> {
+    match &handle.object {
         Object::Stream(s) => Ok(s),
         _ => Err(QuarkError::WrongKind),
     }
@@ -24,8 +24,8 @@ fn stream_of(object: &Object) -> Result<&Stream, QuarkError> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn quark_stream_read(stream: i64, buf: *mut u8, len: usize) -> i64 {
     entry(|| {
-        let object = table::get(stream)?;
-        let s = stream_of(&object)?;
+        let handle = table::get(stream)?;
+        let s = stream_of(&handle)?;
         if len == 0 {
             return Ok(0);
         }
@@ -36,7 +36,7 @@ pub unsafe extern "C" fn quark_stream_read(stream: i64, buf: *mut u8, len: usize
         // that nothing else touches during the call.
         let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
         let mut recv = lock(&s.recv);
-        match runtime()?.block_on(recv.read(buf))? {
+        match handle.run(recv.read(buf))?? {
             Some(n) => Ok(n as i64),
             None => Ok(0),
         }
@@ -44,7 +44,8 @@ pub unsafe extern "C" fn quark_stream_read(stream: i64, buf: *mut u8, len: usize
 }
 
 /// Write all `len` bytes of `buf` to `stream`, blocking while flow control
-/// or the send buffer is full; returns `len` or a negative error
+/// or the send buffer is full; returns `len` (in non-blocking mode: what
+/// fitted, at least 1, or `QUARK_ERROR_AGAIN`) or a negative error
 /// (`QUARK_ERROR_STOPPED` when the peer sent STOP_SENDING,
 /// `QUARK_ERROR_SHUTDOWN` after `quark_stream_shutdown`).
 ///
@@ -56,8 +57,8 @@ pub unsafe extern "C" fn quark_stream_read(stream: i64, buf: *mut u8, len: usize
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn quark_stream_write(stream: i64, buf: *const u8, len: usize) -> i64 {
     entry(|| {
-        let object = table::get(stream)?;
-        let s = stream_of(&object)?;
+        let handle = table::get(stream)?;
+        let s = stream_of(&handle)?;
         if len == 0 {
             return Ok(0);
         }
@@ -68,6 +69,11 @@ pub unsafe extern "C" fn quark_stream_write(stream: i64, buf: *const u8, len: us
         // that stay unchanged during the call.
         let buf = unsafe { std::slice::from_raw_parts(buf, len) };
         let mut send = lock(&s.send);
+        if handle.is_nonblocking() {
+            // Like a non-blocking socket: take what fits now, maybe less than `len`.
+            let n = handle.run(std::future::poll_fn(|cx| send.poll_write_buf(cx, buf)))??;
+            return Ok(n as i64);
+        }
         runtime()?.block_on(send.write_all(buf))?;
         Ok(len as i64)
     })
@@ -82,8 +88,8 @@ pub unsafe extern "C" fn quark_stream_write(stream: i64, buf: *const u8, len: us
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_shutdown(stream: i64) -> i32 {
     entry_status(|| {
-        let object = table::get(stream)?;
-        let s = stream_of(&object)?;
+        let handle = table::get(stream)?;
+        let s = stream_of(&handle)?;
         lock(&s.send).finish()?;
         Ok(())
     })

@@ -4,10 +4,11 @@
 //! A handle is `generation << 32 | slot`. Closing a handle bumps its slot's
 //! generation, so the old number no longer matches even once the slot is reused.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::QuarkError;
-use crate::object::Object;
+use crate::object::{Handle, Object};
 
 /// At most this many handles are open at once (a bound on the table).
 const MAX_HANDLES: usize = 1 << 20;
@@ -16,7 +17,7 @@ const GENERATION_MASK: u32 = 0x7fff_ffff;
 
 struct Slot {
     generation: u32,
-    object: Option<Arc<Object>>,
+    object: Option<Arc<Handle>>,
 }
 
 #[derive(Default)]
@@ -62,13 +63,16 @@ pub(crate) fn insert(object: Object) -> Result<i64, QuarkError> {
         }
     };
     let slot = &mut t.slots[index];
-    slot.object = Some(Arc::new(object));
+    slot.object = Some(Arc::new(Handle {
+        object,
+        nonblocking: AtomicBool::new(false),
+    }));
     Ok((i64::from(slot.generation) << 32) | index as i64)
 }
 
 /// The object behind `handle`, shared: the caller may block on it without
 /// holding the table lock.
-pub(crate) fn get(handle: i64) -> Result<Arc<Object>, QuarkError> {
+pub(crate) fn get(handle: i64) -> Result<Arc<Handle>, QuarkError> {
     let (index, generation) = split(handle).ok_or(QuarkError::BadHandle)?;
     let t = table();
     match t.slots.get(index) {
@@ -82,7 +86,7 @@ pub(crate) fn get(handle: i64) -> Result<Arc<Object>, QuarkError> {
 
 /// Take `handle` out of the table; the slot's generation moves on so the
 /// number is dead from now on.
-pub(crate) fn remove(handle: i64) -> Result<Arc<Object>, QuarkError> {
+pub(crate) fn remove(handle: i64) -> Result<Arc<Handle>, QuarkError> {
     let (index, generation) = split(handle).ok_or(QuarkError::BadHandle)?;
     let mut t = table();
     let slot = t.slots.get_mut(index).ok_or(QuarkError::BadHandle)?;

@@ -75,7 +75,7 @@ fn read_to_end(stream: i64) -> Result<Vec<u8>, i64> {
 
 #[test]
 fn strerror_covers_every_code() {
-    for code in -12..=0 {
+    for code in -13..=0 {
         // SAFETY: quark_strerror returns a static NUL-terminated string.
         let text = unsafe { CStr::from_ptr(quark_strerror(code)) };
         assert!(!text.to_bytes().is_empty());
@@ -203,4 +203,63 @@ fn connect_to_wrong_certificate_fails() {
     assert_eq!(connect(port, &ca, 0), QuarkError::Connect as i64);
     assert_eq!(quark_close(ep), 0);
     assert!(server.join().unwrap() < 0);
+}
+
+/// Retry a non-blocking call while it says `QUARK_ERROR_AGAIN` (bounded,
+/// so a bug fails the test instead of hanging it).
+fn retry(mut f: impl FnMut() -> i64) -> i64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let r = f();
+        if r != QuarkError::Again as i64 || std::time::Instant::now() > deadline {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn non_blocking_calls_return_again_instead_of_waiting() {
+    let (ep, port, cert) = listen("non-blocking");
+    assert_eq!(quark_set_nonblocking(ep, 1), 0);
+    // Nobody has connected yet.
+    assert_eq!(quark_accept(ep), QuarkError::Again as i64);
+
+    let client = std::thread::spawn(move || {
+        let ca = c(cert.to_str().unwrap());
+        let conn = connect(port, &ca, 0);
+        assert!(conn > 0, "connect: {conn}");
+        let stream = quark_stream_open(conn);
+        assert_eq!(write(stream, b"ping"), 4);
+        let reply = read_to_end(stream).unwrap();
+        assert_eq!(quark_close(stream), 0);
+        assert_eq!(quark_close(conn), 0);
+        reply
+    });
+
+    let conn = retry(|| quark_accept(ep));
+    assert!(conn > 0, "accept: {conn}");
+    assert_eq!(quark_set_nonblocking(conn, 1), 0);
+    let stream = retry(|| quark_stream_accept(conn));
+    assert!(stream > 0, "stream accept: {stream}");
+    assert_eq!(quark_set_nonblocking(stream, 1), 0);
+    let mut buf = [0u8; 16];
+    let mut got = Vec::new();
+    while got.len() < 4 {
+        // SAFETY: `buf` is valid and writable for its length.
+        let n = retry(|| unsafe { quark_stream_read(stream, buf.as_mut_ptr(), buf.len()) });
+        assert!(n > 0, "read: {n}");
+        got.extend_from_slice(&buf[..n as usize]);
+    }
+    assert_eq!(got, b"ping");
+    // The client has not finished its stream: nothing more to read yet.
+    // SAFETY: as above.
+    let n = unsafe { quark_stream_read(stream, buf.as_mut_ptr(), buf.len()) };
+    assert_eq!(n, QuarkError::Again as i64);
+    assert_eq!(retry(|| write(stream, b"pong")), 4);
+    assert_eq!(quark_stream_shutdown(stream), 0);
+    assert_eq!(client.join().unwrap(), b"pong");
+    assert_eq!(quark_close(stream), 0);
+    assert_eq!(quark_close(conn), 0);
+    assert_eq!(quark_close(ep), 0);
 }
