@@ -1,7 +1,8 @@
 //! The C examples in `examples/c`, built with `make` against
 //! `target/debug/libquark_ffi.a` and run: `quark-get` against an in-process
 //! quark hq-interop server (body checked by SHA-256), `echo-server` against
-//! a quark Rust client (bytes compared).
+//! a quark Rust client (bytes compared); and the Python binding's
+//! `quark_get.py` the same way as `quark-get`.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -22,17 +23,18 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// `target/debug`: the test runs from its `deps` directory.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
 /// Build the static library (the test harness builds only the rlib) and the
 /// C examples, once; returns the directory holding the programs.
 fn examples() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let target = std::env::current_exe()
-            .unwrap()
-            .parent()
-            .and_then(Path::parent)
-            .unwrap()
-            .to_path_buf();
+        let target = target_dir();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
             .args(["build", "-p", "quark-ffi", "--lib"])
@@ -69,31 +71,56 @@ fn wait(child: &mut std::process::Child, limit: Duration) -> std::process::ExitS
     }
 }
 
-#[test]
-fn c_quark_get_downloads_a_file() {
-    let bin = examples();
-    let root = scratch("www");
-    // 1 MiB and a bit, not a multiple of any buffer size.
+/// A quark hq-interop server on a port of its own, serving `root`.
+struct HqServer {
+    endpoint: Endpoint,
+    port: u16,
+    _rt: tokio::runtime::Runtime,
+}
+
+fn hq_server(root: &Path) -> HqServer {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let identity = tls::Identity::self_signed(&["localhost"]).unwrap();
+    let config = tls::server_config(&identity, &[hq::ALPN]).unwrap();
+    let endpoint = {
+        let _guard = rt.enter();
+        Endpoint::server(config, "127.0.0.1:0".parse().unwrap()).unwrap()
+    };
+    let port = endpoint.local_addr().unwrap().port();
+    let accepting = endpoint.clone();
+    let root = root.to_path_buf();
+    rt.spawn(async move {
+        while let Some(conn) = accepting.accept().await {
+            tokio::spawn(hq::serve_connection(conn, root.clone()));
+        }
+    });
+    HqServer {
+        endpoint,
+        port,
+        _rt: rt,
+    }
+}
+
+/// 1 MiB and a bit, not a multiple of any buffer size, in `root/file.bin`.
+fn test_file(root: &Path) -> String {
     let body: Vec<u8> = (0..(1u32 << 20) + 4321)
         .map(|i| (i ^ (i >> 9)).wrapping_mul(31) as u8)
         .collect();
     std::fs::write(root.join("file.bin"), &body).unwrap();
+    hex::encode(Sha256::digest(&body))
+}
 
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let identity = tls::Identity::self_signed(&["localhost"]).unwrap();
-    let config = tls::server_config(&identity, &[hq::ALPN]).unwrap();
-    let server = {
-        let _guard = rt.enter();
-        Endpoint::server(config, "127.0.0.1:0".parse().unwrap()).unwrap()
-    };
-    let port = server.local_addr().unwrap().port();
-    let accepting = server.clone();
-    let serve_root = root.clone();
-    rt.spawn(async move {
-        while let Some(conn) = accepting.accept().await {
-            tokio::spawn(hq::serve_connection(conn, serve_root.clone()));
-        }
-    });
+fn digest_of(path: &Path) -> String {
+    hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+#[test]
+fn c_quark_get_downloads_a_file() {
+    let bin = examples();
+    let root = scratch("www");
+    let want = test_file(&root);
+    let server = hq_server(&root);
+    let port = server.port;
 
     let out = root.join("out.bin");
     let mut child = Command::new(bin.join("quark-get"))
@@ -103,12 +130,7 @@ fn c_quark_get_downloads_a_file() {
         .spawn()
         .unwrap();
     assert!(wait(&mut child, Duration::from_secs(60)).success());
-    let got = std::fs::read(&out).unwrap();
-    assert_eq!(
-        hex::encode(Sha256::digest(&got)),
-        hex::encode(Sha256::digest(&body)),
-        "downloaded file differs"
-    );
+    assert_eq!(digest_of(&out), want, "downloaded file differs");
 
     // A file that is not there: the server resets the stream, quark-get fails.
     let mut child = Command::new(bin.join("quark-get"))
@@ -119,7 +141,37 @@ fn c_quark_get_downloads_a_file() {
         .spawn()
         .unwrap();
     assert!(!wait(&mut child, Duration::from_secs(60)).success());
-    server.close(0, b"");
+    server.endpoint.close(0, b"");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The Python binding (ctypes over libquark_ffi.so) downloads the same way;
+/// skipped when there is no `python3`.
+#[test]
+fn python_quark_get_downloads_a_file() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("no python3: skipped");
+        return;
+    }
+    examples();
+    let root = scratch("www-py");
+    let want = test_file(&root);
+    let server = hq_server(&root);
+    let lib = target_dir().join("libquark_ffi.so");
+    let out = root.join("out.bin");
+    let mut child = Command::new("python3")
+        .arg(workspace().join("bindings/python/quark_get.py"))
+        .arg(format!("127.0.0.1:{}", server.port))
+        .arg("/file.bin")
+        .arg(&out)
+        .arg("--insecure")
+        .env("QUARK_LIB", &lib)
+        .spawn()
+        .unwrap();
+    assert!(wait(&mut child, Duration::from_secs(60)).success());
+    assert_eq!(digest_of(&out), want, "downloaded file differs");
+    server.endpoint.close(0, b"");
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[test]
