@@ -263,3 +263,32 @@ fn non_blocking_calls_return_again_instead_of_waiting() {
     assert_eq!(quark_close(conn), 0);
     assert_eq!(quark_close(ep), 0);
 }
+
+#[test]
+fn closing_a_handle_wakes_a_call_blocked_on_it() {
+    let (ep, _, _) = listen("close-wakes");
+    let waiter = std::thread::spawn(move || quark_accept(ep));
+    // Give the waiter time to block (the result is the same if it has not).
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(quark_close(ep), 0);
+    let r = waiter.join().unwrap();
+    assert!(
+        r == QuarkError::Closed as i64 || r == QuarkError::BadHandle as i64,
+        "accept on a closed endpoint: {r}"
+    );
+}
+
+#[test]
+fn a_panic_inside_becomes_an_error_code() {
+    let (ep, _, _) = listen("panic");
+    // Blocking inside an async runtime panics in tokio; the panic must not
+    // cross the C boundary.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let r = rt.block_on(async { quark_accept(ep) });
+    assert_eq!(r, QuarkError::Internal as i64);
+    // The library still works afterwards.
+    assert!(quark_local_port(ep) > 0);
+    assert_eq!(quark_close(ep), 0);
+}
