@@ -14,6 +14,7 @@ _lib = ctypes.CDLL(os.environ.get("QUARK_LIB", _DEFAULT))
 _i64, _i32, _str = ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p
 for name, res, args in [
     ("quark_listen", _i64, [_str, _str, _str, _str]),
+    ("quark_listen_pem", _i64, [_str, _str, _str, _str]),
     ("quark_connect", _i64, [_str, _str, _str, _i32, _str]),
     ("quark_accept", _i64, [_i64]),
     ("quark_local_port", _i32, [_i64]),
@@ -93,6 +94,12 @@ def connect(addr, server_name, alpn, insecure=False, ca_file=None):
     ca = ca_file.encode() if ca_file else None
     return Connection(_check("connect", _lib.quark_connect(
         addr.encode(), server_name.encode(), alpn.encode(), int(insecure), ca)))
+
+
+def listen_pem(addr, cert_pem, key_pem, alpn):
+    """Like listen, with the PEM text itself rather than file names."""
+    return Endpoint(_check("listen_pem", _lib.quark_listen_pem(
+        addr.encode(), cert_pem.encode(), key_pem.encode(), alpn.encode())))
 
 
 def listen(addr, cert_file, key_file, alpn):

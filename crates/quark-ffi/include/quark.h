@@ -68,6 +68,18 @@ int64_t quark_listen(const char *addr,
                      const char *key_pem_path,
                      const char *alpn);
 
+// As `quark_listen`, with the PEM certificate chain and key given as
+// NUL-terminated strings in memory instead of file names.
+//
+// Thread safety: safe from any thread; does not block on the network.
+//
+// # Safety
+// Every argument is a NUL-terminated string valid for the call.
+int64_t quark_listen_pem(const char *addr,
+                         const char *cert_pem,
+                         const char *key_pem,
+                         const char *alpn);
+
 // The local UDP port of an endpoint or of a connection's endpoint.
 //
 // Thread safety: safe from any thread.

@@ -59,12 +59,59 @@ pub unsafe extern "C" fn quark_listen(
         let addr = resolve(addr)?;
         let identity = tls::Identity::from_pem_files(Path::new(cert), Path::new(key))
             .map_err(|_| QuarkError::Tls)?;
-        let config =
-            tls::server_config(&identity, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
-        let _guard = runtime()?.enter();
-        let endpoint = Endpoint::server(config, addr).map_err(|_| QuarkError::Io)?;
-        table::insert(Object::Endpoint(endpoint))
+        bind_server(addr, &identity, alpn)
     })
+}
+
+/// As `quark_listen`, with the PEM certificate chain and key given as
+/// NUL-terminated strings in memory instead of file names.
+///
+/// Thread safety: safe from any thread; does not block on the network.
+///
+/// # Safety
+/// Every argument is a NUL-terminated string valid for the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_listen_pem(
+    addr: *const c_char,
+    cert_pem: *const c_char,
+    key_pem: *const c_char,
+    alpn: *const c_char,
+) -> i64 {
+    entry(|| {
+        // SAFETY: the caller's contract above.
+        let (addr, cert, key, alpn) = unsafe {
+            (
+                c_str(addr)?,
+                c_str(cert_pem)?,
+                c_str(key_pem)?,
+                c_str(alpn)?,
+            )
+        };
+        let identity = identity_from_pem(cert.as_bytes(), key.as_bytes())?;
+        bind_server(resolve(addr)?, &identity, alpn)
+    })
+}
+
+fn identity_from_pem(cert: &[u8], key: &[u8]) -> Result<tls::Identity, QuarkError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<_, _>>()
+        .map_err(|_| QuarkError::Tls)?;
+    let first = chain.first().cloned().ok_or(QuarkError::Tls)?;
+    let key = PrivateKeyDer::from_pem_slice(key).map_err(|_| QuarkError::Tls)?;
+    Ok(tls::Identity {
+        cert: first,
+        chain,
+        key,
+    })
+}
+
+fn bind_server(addr: SocketAddr, identity: &tls::Identity, alpn: &str) -> Result<i64, QuarkError> {
+    let config = tls::server_config(identity, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
+    let _guard = runtime()?.enter();
+    let endpoint = Endpoint::server(config, addr).map_err(|_| QuarkError::Io)?;
+    table::insert(Object::Endpoint(endpoint))
 }
 
 /// The local UDP port of an endpoint or of a connection's endpoint.

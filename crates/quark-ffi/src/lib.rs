@@ -5,7 +5,7 @@
 //!
 //! | call | like |
 //! |---|---|
-//! | `quark_listen` / `quark_accept` | `bind` + `listen` / `accept` on an endpoint |
+//! | `quark_listen` (PEM files), `quark_listen_pem` (PEM in memory) / `quark_accept` | `bind` + `listen` / `accept` on an endpoint |
 //! | `quark_connect` | `connect`: handshake done when it returns |
 //! | `quark_stream_open` / `quark_stream_accept` | a bidirectional stream |
 //! | `quark_stream_read` / `quark_stream_write` / `quark_stream_shutdown` | `read` / `write` / `shutdown(SHUT_WR)` |
@@ -26,7 +26,7 @@ mod stream;
 mod table;
 
 pub use conn::{
-    quark_accept, quark_close, quark_connect, quark_listen, quark_local_port,
+    quark_accept, quark_close, quark_connect, quark_listen, quark_listen_pem, quark_local_port,
     quark_set_nonblocking, quark_stream_accept, quark_stream_open,
 };
 pub use error::{QuarkError, quark_strerror};

@@ -292,3 +292,49 @@ fn a_panic_inside_becomes_an_error_code() {
     assert!(quark_local_port(ep) > 0);
     assert_eq!(quark_close(ep), 0);
 }
+
+#[test]
+fn listen_with_pem_in_memory() {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (c(&ck.cert.pem()), c(&ck.signing_key.serialize_pem()));
+    // SAFETY: NUL-terminated strings that live across the calls.
+    let (bad, ep) = unsafe {
+        (
+            quark_listen_pem(
+                c("127.0.0.1:0").as_ptr(),
+                c("not a certificate").as_ptr(),
+                key.as_ptr(),
+                c("test").as_ptr(),
+            ),
+            quark_listen_pem(
+                c("127.0.0.1:0").as_ptr(),
+                cert.as_ptr(),
+                key.as_ptr(),
+                c("test").as_ptr(),
+            ),
+        )
+    };
+    assert_eq!(bad, QuarkError::Tls as i64);
+    assert!(ep > 0, "listen_pem: {ep}");
+    let port = quark_local_port(ep) as u16;
+    let server = std::thread::spawn(move || {
+        let conn = quark_accept(ep);
+        let stream = quark_stream_accept(conn);
+        let data = read_to_end(stream).unwrap();
+        assert_eq!(write(stream, &data), data.len() as i64);
+        assert_eq!(quark_close(stream), 0);
+        assert_eq!(quark_stream_accept(conn), QuarkError::Closed as i64);
+        assert_eq!(quark_close(conn), 0);
+    });
+    // `insecure`: no CA file needed.
+    let conn = connect(port, &c("unused"), 1);
+    assert!(conn > 0, "connect: {conn}");
+    let stream = quark_stream_open(conn);
+    assert_eq!(write(stream, b"from memory"), 11);
+    assert_eq!(quark_stream_shutdown(stream), 0);
+    assert_eq!(read_to_end(stream).unwrap(), b"from memory");
+    assert_eq!(quark_close(stream), 0);
+    assert_eq!(quark_close(conn), 0);
+    server.join().unwrap();
+    assert_eq!(quark_close(ep), 0);
+}
