@@ -36,8 +36,21 @@ fn examples() -> &'static Path {
     DIR.get_or_init(|| {
         let target = target_dir();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "quark-ffi", "--lib"])
+        let mut build = Command::new(cargo);
+        // The test's own environment (CARGO_PKG_*, ...) would make build
+        // scripts that watch it rerun and rebuild the whole tree.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR")
+                || key.contains("MAKEFLAGS")
+                || key == "LD_LIBRARY_PATH"
+            {
+                build.env_remove(&*key);
+            }
+        }
+        let status = build
+            // `--tests` keeps the features of `cargo test`, so nothing is rebuilt.
+            .args(["build", "-p", "quark-ffi", "--lib", "--tests"])
             .current_dir(workspace())
             .status()
             .unwrap();
