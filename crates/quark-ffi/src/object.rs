@@ -72,6 +72,22 @@ impl Handle {
         self.nonblocking.load(Ordering::Relaxed)
     }
 
+    /// Lock a stream half; in non-blocking mode a half busy in another
+    /// thread's call is `QUARK_ERROR_AGAIN` rather than a wait.
+    pub(crate) fn lock_half<'a, T>(
+        &self,
+        m: &'a Mutex<T>,
+    ) -> Result<MutexGuard<'a, T>, QuarkError> {
+        if !self.is_nonblocking() {
+            return Ok(lock(m));
+        }
+        match m.try_lock() {
+            Ok(guard) => Ok(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => Err(QuarkError::Again),
+        }
+    }
+
     /// Drive `fut` to its end; in non-blocking mode poll it once and give
     /// `QUARK_ERROR_AGAIN` if it would wait. Dropping a pending accept or
     /// read loses nothing: what arrives stays queued for the next call.
