@@ -1,0 +1,318 @@
+//! Endpoints and connections: listen, accept, connect, close.
+
+use std::ffi::c_char;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::Mutex;
+
+use quark::{Endpoint, tls};
+
+use crate::error::QuarkError;
+use crate::object::{Conn, LINGER, Object, Stream, c_str, c_str_opt, entry, entry_status, runtime};
+use crate::table;
+
+/// ALPN protocols from a comma-separated list ("hq-interop,h3").
+fn alpn_list(alpn: &str) -> Result<Vec<&[u8]>, QuarkError> {
+    let list: Vec<&[u8]> = alpn
+        .split(',')
+        .filter(|a| !a.is_empty())
+        .map(str::as_bytes)
+        .collect();
+    if list.is_empty() || list.iter().any(|a| a.len() > 255) {
+        return Err(QuarkError::Inval);
+    }
+    Ok(list)
+}
+
+fn resolve(addr: &str) -> Result<SocketAddr, QuarkError> {
+    addr.to_socket_addrs()
+        .map_err(|_| QuarkError::Inval)?
+        .next()
+        .ok_or(QuarkError::Inval)
+}
+
+/// Bind a server endpoint on `addr` ("127.0.0.1:4433", port 0 for any) with
+/// the PEM certificate chain and key in the named files, offering the
+/// comma-separated ALPN list `alpn`. Returns an endpoint handle.
+///
+/// Thread safety: safe from any thread; does not block on the network.
+///
+/// # Safety
+/// Every argument is a NUL-terminated string valid for the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_listen(
+    addr: *const c_char,
+    cert_pem_path: *const c_char,
+    key_pem_path: *const c_char,
+    alpn: *const c_char,
+) -> i64 {
+    entry(|| {
+        // SAFETY: the caller's contract above.
+        let (addr, cert, key, alpn) = unsafe {
+            (
+                c_str(addr)?,
+                c_str(cert_pem_path)?,
+                c_str(key_pem_path)?,
+                c_str(alpn)?,
+            )
+        };
+        let addr = resolve(addr)?;
+        let identity = tls::Identity::from_pem_files(Path::new(cert), Path::new(key))
+            .map_err(|_| QuarkError::Tls)?;
+        bind_server(addr, &identity, alpn)
+    })
+}
+
+/// As `quark_listen`, with the PEM certificate chain and key given as
+/// NUL-terminated strings in memory instead of file names.
+///
+/// Thread safety: safe from any thread; does not block on the network.
+///
+/// # Safety
+/// Every argument is a NUL-terminated string valid for the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_listen_pem(
+    addr: *const c_char,
+    cert_pem: *const c_char,
+    key_pem: *const c_char,
+    alpn: *const c_char,
+) -> i64 {
+    entry(|| {
+        // SAFETY: the caller's contract above.
+        let (addr, cert, key, alpn) = unsafe {
+            (
+                c_str(addr)?,
+                c_str(cert_pem)?,
+                c_str(key_pem)?,
+                c_str(alpn)?,
+            )
+        };
+        let identity = identity_from_pem(cert.as_bytes(), key.as_bytes())?;
+        bind_server(resolve(addr)?, &identity, alpn)
+    })
+}
+
+fn identity_from_pem(cert: &[u8], key: &[u8]) -> Result<tls::Identity, QuarkError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<_, _>>()
+        .map_err(|_| QuarkError::Tls)?;
+    let first = chain.first().cloned().ok_or(QuarkError::Tls)?;
+    let key = PrivateKeyDer::from_pem_slice(key).map_err(|_| QuarkError::Tls)?;
+    Ok(tls::Identity {
+        cert: first,
+        chain,
+        key,
+    })
+}
+
+fn bind_server(addr: SocketAddr, identity: &tls::Identity, alpn: &str) -> Result<i64, QuarkError> {
+    let config = tls::server_config(identity, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
+    let _guard = runtime()?.enter();
+    let endpoint = Endpoint::server(config, addr).map_err(|_| QuarkError::Io)?;
+    table::insert(Object::Endpoint(endpoint))
+}
+
+/// The local UDP port of an endpoint or of a connection's endpoint.
+///
+/// Thread safety: safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_local_port(handle: i64) -> i32 {
+    entry(|| {
+        let addr = match &table::get(handle)?.object {
+            Object::Endpoint(e) => e.local_addr(),
+            Object::Connection(Conn {
+                own_endpoint: Some(e),
+                ..
+            }) => e.local_addr(),
+            _ => return Err(QuarkError::WrongKind),
+        };
+        addr.map(|a| i64::from(a.port()))
+            .map_err(|_| QuarkError::Io)
+    }) as i32
+}
+
+/// Block until a client has completed its handshake with `endpoint`; returns
+/// a connection handle, or `QUARK_ERROR_CLOSED` once the endpoint is closed.
+///
+/// Thread safety: safe from any thread; concurrent callers each get a
+/// different connection.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_accept(endpoint: i64) -> i64 {
+    entry(|| {
+        let handle = table::get(endpoint)?;
+        let Object::Endpoint(e) = &handle.object else {
+            return Err(QuarkError::WrongKind);
+        };
+        let conn = handle.run(e.accept())?.ok_or(QuarkError::Closed)?;
+        table::insert(Object::Connection(Conn {
+            conn,
+            own_endpoint: None,
+        }))
+    })
+}
+
+/// Connect to `addr` ("host:port"), checking the certificate against
+/// `server_name` and the PEM roots in `ca_pem_path`; with `insecure` non-zero
+/// any certificate is accepted (tests only) and `ca_pem_path` may be NULL.
+/// Blocks until the handshake completes; returns a connection handle. The
+/// connection has a client endpoint of its own, closed with it.
+///
+/// Thread safety: safe from any thread.
+///
+/// # Safety
+/// `addr`, `server_name` and `alpn` are NUL-terminated strings valid for the
+/// call; `ca_pem_path` is one or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_connect(
+    addr: *const c_char,
+    server_name: *const c_char,
+    alpn: *const c_char,
+    insecure: i32,
+    ca_pem_path: *const c_char,
+) -> i64 {
+    entry(|| {
+        // SAFETY: the caller's contract above.
+        let (addr, name, alpn, ca) = unsafe {
+            (
+                c_str(addr)?,
+                c_str(server_name)?,
+                c_str(alpn)?,
+                c_str_opt(ca_pem_path)?,
+            )
+        };
+        let addr = resolve(addr)?;
+        let verify = match (insecure != 0, ca) {
+            (true, _) => tls::Verify::Insecure,
+            (false, Some(ca)) => tls::Verify::CaFile(ca.into()),
+            (false, None) => return Err(QuarkError::Inval),
+        };
+        let config = tls::client_config(verify, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
+        let local: SocketAddr = if addr.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            ([0u16; 8], 0).into()
+        };
+        let rt = runtime()?;
+        let endpoint = {
+            let _guard = rt.enter();
+            Endpoint::client(local).map_err(|_| QuarkError::Io)?
+        };
+        let connecting = endpoint
+            .connect(config, addr, name)
+            .map_err(|_| QuarkError::Connect)?;
+        let conn = rt.block_on(connecting).map_err(|_| QuarkError::Connect)?;
+        table::insert(Object::Connection(Conn {
+            conn,
+            own_endpoint: Some(endpoint),
+        }))
+    })
+}
+
+/// Open a bidirectional stream on `conn`; blocks while the peer's stream
+/// limit is reached. Returns a stream handle.
+///
+/// Thread safety: safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_stream_open(conn: i64) -> i64 {
+    entry(|| {
+        let handle = table::get(conn)?;
+        let Object::Connection(c) = &handle.object else {
+            return Err(QuarkError::WrongKind);
+        };
+        let (send, recv) = handle.run(c.conn.open_bi())??;
+        insert_stream(send, recv)
+    })
+}
+
+/// Block until the peer opens a bidirectional stream on `conn`; returns a
+/// stream handle, or `QUARK_ERROR_CLOSED` once the connection has ended.
+///
+/// Thread safety: safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_stream_accept(conn: i64) -> i64 {
+    entry(|| {
+        let handle = table::get(conn)?;
+        let Object::Connection(c) = &handle.object else {
+            return Err(QuarkError::WrongKind);
+        };
+        let (send, recv) = handle.run(c.conn.accept_bi())??;
+        insert_stream(send, recv)
+    })
+}
+
+fn insert_stream(send: quark::SendStream, recv: quark::RecvStream) -> Result<i64, QuarkError> {
+    table::insert(Object::Stream(Stream {
+        send: Mutex::new(send),
+        recv: Mutex::new(recv),
+    }))
+}
+
+/// Switch `handle` (an endpoint, connection or stream) to non-blocking mode
+/// (`on` non-zero) or back. In non-blocking mode `quark_accept`,
+/// `quark_stream_open`, `quark_stream_accept`, `quark_stream_read` and
+/// `quark_stream_write` return `QUARK_ERROR_AGAIN` instead of waiting, and a
+/// write may take only part of the buffer. `quark_connect` and `quark_close`
+/// always block. New handles start in blocking mode.
+///
+/// Thread safety: safe from any thread; calls already waiting keep waiting.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_set_nonblocking(handle: i64, on: i32) -> i32 {
+    entry_status(|| {
+        table::get(handle)?
+            .nonblocking
+            .store(on != 0, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    })
+}
+
+/// Close any handle and free what it holds; the handle is dead afterwards
+/// (using it again returns `QUARK_ERROR_BAD_HANDLE`).
+/// - a stream: what was written is still delivered (FIN if not shut down);
+///   unread received data is discarded (STOP_SENDING).
+/// - a connection: waits up to 3 s for the peer to acknowledge what was
+///   written, then closes it (code 0) and its own client endpoint (waiting
+///   up to 3 s more for the close to be sent).
+/// - an endpoint: closes it and every connection it accepted.
+///
+/// A call blocked on the handle in another thread finishes with the object
+/// it already holds (typically with `QUARK_ERROR_CLOSED`).
+///
+/// Thread safety: safe from any thread; exactly one of two racing closes
+/// of the same handle succeeds.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_close(handle: i64) -> i32 {
+    entry_status(|| {
+        let handle = table::remove(handle)?;
+        let rt = runtime()?;
+        match &handle.object {
+            Object::Stream(_) => {}
+            Object::Connection(c) => rt.block_on(async {
+                let _ = tokio::time::timeout(LINGER, drained(&c.conn)).await;
+                c.conn.close(0, b"");
+                if let Some(e) = &c.own_endpoint {
+                    let _ = tokio::time::timeout(LINGER, e.wait_idle()).await;
+                }
+            }),
+            Object::Endpoint(e) => rt.block_on(async {
+                e.close(0, b"");
+                let _ = tokio::time::timeout(LINGER, e.wait_idle()).await;
+            }),
+        }
+        Ok(())
+    })
+}
+
+/// Until nothing written on `conn` waits for acknowledgement, or it ended.
+async fn drained(conn: &quark::Connection) {
+    let acked = async {
+        while conn.send_buffered().0 > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    };
+    tokio::select! {
+        _ = acked => {}
+        _ = conn.closed() => {}
+    }
+}

@@ -1,0 +1,33 @@
+//! # libquark: quark's QUIC behind a blocking, socket-like C API
+//!
+//! The C header is `include/quark.h`, generated from this crate by cbindgen
+//! (`tests/header.rs` fails when it is stale; `QUARK_BLESS=1` rewrites it).
+//!
+//! | call | like |
+//! |---|---|
+//! | `quark_listen` (PEM files), `quark_listen_pem` (PEM in memory) / `quark_accept` | `bind` + `listen` / `accept` on an endpoint |
+//! | `quark_connect` | `connect`: handshake done when it returns |
+//! | `quark_stream_open` / `quark_stream_accept` | a bidirectional stream |
+//! | `quark_stream_read` / `quark_stream_write` / `quark_stream_shutdown` | `read` / `write` / `shutdown(SHUT_WR)` |
+//! | `quark_close` | `close` for any handle |
+//! | `quark_set_nonblocking` | `O_NONBLOCK`: `QUARK_ERROR_AGAIN` instead of waiting |
+//!
+//! Handles are positive `int64_t`s indexing a table with generation
+//! counters: a closed or stale handle gives `QUARK_ERROR_BAD_HANDLE`, never
+//! undefined behaviour. Every call returns a negative `QuarkError` on
+//! failure, and a panic inside is caught and returned as
+//! `QUARK_ERROR_INTERNAL`. Calls block on one tokio runtime the library
+//! makes on first use; do not call them from inside an async runtime's task.
+
+mod conn;
+mod error;
+mod object;
+mod stream;
+mod table;
+
+pub use conn::{
+    quark_accept, quark_close, quark_connect, quark_listen, quark_listen_pem, quark_local_port,
+    quark_set_nonblocking, quark_stream_accept, quark_stream_open,
+};
+pub use error::{QuarkError, quark_strerror};
+pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};

@@ -1,0 +1,146 @@
+//! What a handle stands for, and the library's one runtime.
+
+use std::ffi::{CStr, c_char};
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use quark::{Connection, Endpoint, RecvStream, SendStream};
+use tokio::runtime::Runtime;
+
+use crate::error::QuarkError;
+
+/// How long closing a connection waits for the peer to acknowledge what was
+/// written (like SO_LINGER), and closing an endpoint for its connections to end.
+pub(crate) const LINGER: Duration = Duration::from_secs(3);
+
+/// What the table holds for a handle: its object and its mode.
+pub(crate) struct Handle {
+    pub(crate) object: Object,
+    /// `quark_set_nonblocking`: calls that would wait return `QUARK_ERROR_AGAIN`.
+    pub(crate) nonblocking: AtomicBool,
+}
+
+/// The object behind a handle.
+pub(crate) enum Object {
+    Endpoint(Endpoint),
+    Connection(Conn),
+    Stream(Stream),
+}
+
+/// A connection, with the client endpoint `quark_connect` made for it.
+pub(crate) struct Conn {
+    pub(crate) conn: Connection,
+    pub(crate) own_endpoint: Option<Endpoint>,
+}
+
+/// A bidirectional stream. Each half has its own lock so one thread can read
+/// while another writes.
+pub(crate) struct Stream {
+    pub(crate) send: Mutex<SendStream>,
+    pub(crate) recv: Mutex<RecvStream>,
+}
+
+/// Lock a half, ignoring poisoning: a caught panic leaves the stream usable
+/// or failing with a typed error, never unsound.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The runtime every call blocks on, made on first use; its worker thread
+/// drives the endpoints between calls.
+pub(crate) fn runtime() -> Result<&'static Runtime, QuarkError> {
+    static RUNTIME: OnceLock<Option<Runtime>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("quark-ffi")
+                .enable_all()
+                .build()
+                .ok()
+        })
+        .as_ref()
+        .ok_or(QuarkError::Io)
+}
+
+impl Handle {
+    pub(crate) fn is_nonblocking(&self) -> bool {
+        self.nonblocking.load(Ordering::Relaxed)
+    }
+
+    /// Lock a stream half; in non-blocking mode a half busy in another
+    /// thread's call is `QUARK_ERROR_AGAIN` rather than a wait.
+    pub(crate) fn lock_half<'a, T>(
+        &self,
+        m: &'a Mutex<T>,
+    ) -> Result<MutexGuard<'a, T>, QuarkError> {
+        if !self.is_nonblocking() {
+            return Ok(lock(m));
+        }
+        match m.try_lock() {
+            Ok(guard) => Ok(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => Err(QuarkError::Again),
+        }
+    }
+
+    /// Drive `fut` to its end; in non-blocking mode poll it once and give
+    /// `QUARK_ERROR_AGAIN` if it would wait. Dropping a pending accept or
+    /// read loses nothing: what arrives stays queued for the next call.
+    pub(crate) fn run<F: Future>(&self, fut: F) -> Result<F::Output, QuarkError> {
+        let rt = runtime()?;
+        if !self.is_nonblocking() {
+            return Ok(rt.block_on(fut));
+        }
+        let _guard = rt.enter();
+        let mut fut = std::pin::pin!(fut);
+        match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(v) => Ok(v),
+            Poll::Pending => Err(QuarkError::Again),
+        }
+    }
+}
+
+/// Run one entry point: its error, or a caught panic, becomes a negative code.
+pub(crate) fn entry(f: impl FnOnce() -> Result<i64, QuarkError>) -> i64 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => e as i64,
+        Err(_) => QuarkError::Internal as i64,
+    }
+}
+
+/// As [`entry`] for calls that return only a status.
+pub(crate) fn entry_status(f: impl FnOnce() -> Result<(), QuarkError>) -> i32 {
+    entry(|| f().map(|()| 0)) as i32
+}
+
+/// A C string argument as UTF-8.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string that outlives the call.
+pub(crate) unsafe fn c_str<'a>(p: *const c_char) -> Result<&'a str, QuarkError> {
+    if p.is_null() {
+        return Err(QuarkError::Inval);
+    }
+    // SAFETY: not null, and the caller promises a NUL-terminated string
+    // valid for the call (the contract of every `const char *` in quark.h).
+    let s = unsafe { CStr::from_ptr(p) };
+    s.to_str().map_err(|_| QuarkError::Inval)
+}
+
+/// A nullable C string argument.
+///
+/// # Safety
+/// As [`c_str`].
+pub(crate) unsafe fn c_str_opt<'a>(p: *const c_char) -> Result<Option<&'a str>, QuarkError> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract of the caller.
+    unsafe { c_str(p) }.map(Some)
+}
