@@ -10,7 +10,8 @@ QUICK = ["handshake", "transfer", "chacha20", "retry", "multiconnect", "transfer
 
 class Case:
     def __init__(self, name, about, files, server=(), client=(), needs=(), mode="one",
-                 relay=None, timeout=60, unplayable=None, goodput=False, expect=None):
+                 relay=None, timeout=60, unplayable=None, goodput=False, expect=None,
+                 client_opt=()):
         self.name = name
         self.about = about
         self.files = files  # [(name, size)]
@@ -23,6 +24,14 @@ class Case:
         self.unplayable = unplayable  # reason no pair can play it here
         self.goodput = goodput  # report Mbit/s
         self.expect = expect  # text the quark client must print
+        self.client_opt = list(client_opt)  # client flags used only where known
+
+
+# The runner's simulated links have a 1500-byte MTU (IPv4: 1472 bytes of UDP
+# payload); loopback's is 64 KiB, so the relay enforces it.
+MTU = ["--mtu", "1472"]
+# Under 30 % loss a handshake can need several backed-off PTOs.
+PATIENT = ["--connect-timeout", "60"]
 
 
 def files(prefix, n, size):
@@ -56,20 +65,20 @@ def all_cases(connections=50):
              unplayable="needs a second server address and an active-migration client flag; "
                         "no peer has one yet"),
         Case("handshakeloss", f"{connections} connections, 1 KiB each, 30 % loss",
-             files("hl", connections, KIB), mode="multi", relay=["--loss", "30%"], timeout=600),
+             files("hl", connections, KIB), mode="multi", relay=MTU + ["--loss", "30%"], timeout=600, client_opt=PATIENT),
         Case("transferloss", "2+3 MiB, 2 % loss", [("tl1", 2 * MIB), ("tl2", 3 * MIB)],
-             relay=["--loss", "2%"], timeout=180),
+             relay=MTU + ["--loss", "2%"], timeout=180),
         Case("handshakecorruption", f"{connections} connections, 1 KiB each, 30 % corrupted",
-             files("hc", connections, KIB), mode="multi", relay=["--corrupt", "30%"], timeout=600),
+             files("hc", connections, KIB), mode="multi", relay=MTU + ["--corrupt", "30%"], timeout=600, client_opt=PATIENT),
         Case("transfercorruption", "2+3 MiB, 2 % corrupted", [("tc1", 2 * MIB), ("tc2", 3 * MIB)],
-             relay=["--corrupt", "2%"], timeout=180),
+             relay=MTU + ["--corrupt", "2%"], timeout=180),
         Case("longrtt", "handshake and 1 MiB over a 1 s RTT", [("lr1", KIB), ("lr2", MIB)],
-             relay=["--delay", "500ms"], timeout=180),
+             relay=MTU + ["--delay", "500ms"], timeout=180),
         Case("blackhole", "3 MiB at 10 Mbit/s, 30 ms RTT, the link dead 2 s of every 3",
-             [("bh", 3 * MIB)], relay=["--delay", "15ms", "--rate", "10mbit", "--blackhole", "1s/2sx2"],
+             [("bh", 3 * MIB)], relay=MTU + ["--delay", "15ms", "--rate", "10mbit", "--blackhole", "1s/2sx2"],
              timeout=180),
         Case("goodput", "5 MiB at 10 Mbit/s, 30 ms RTT (Mbit/s reported)", [("gp", 5 * MIB)],
-             relay=["--delay", "15ms", "--rate", "10mbit"], timeout=180, goodput=True),
+             relay=MTU + ["--delay", "15ms", "--rate", "10mbit"], timeout=180, goodput=True),
     ]
 
 

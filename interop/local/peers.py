@@ -35,7 +35,9 @@ class Peer:
                 self._help[role] = out.stdout + out.stderr
             except (OSError, subprocess.TimeoutExpired):
                 self._help[role] = ""
-        return flag in self._help[role].replace(",", " ").split()
+        # Go's flag package lists `-flag` (and accepts `--flag` too).
+        words = self._help[role].replace(",", " ").replace("[", " ").replace("]", " ").split()
+        return flag in words or flag[1:] in words
 
 
 class Env:

@@ -89,6 +89,9 @@ def client_runs(cell, urls, out):
     """The client command lines, run one after the other."""
     case, c = cell.case, cell.client
     base = c.client + ["-o", out, "--ca", os.path.join(cell.certs, "cert.pem")] + case.client
+    for flag, value in zip(case.client_opt[::2], case.client_opt[1::2]):
+        if c.knows("client", flag):
+            base += [flag, value]
     if case.mode == "multi":
         return [base + [u] for u in urls]
     session = os.path.join(cell.dir, "session")
