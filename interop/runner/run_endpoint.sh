@@ -31,12 +31,17 @@ unsupported() {
 
 # `needs get --flag`: the binary must know the flag (features added on other
 # branches: session files, 0-RTT, QUIC v2, qlog, migration).
-needs() {
-    "$QUARK" "$1" --help 2>/dev/null | grep -q -- "$2" || unsupported "quark $1 has no $2"
+# (The help is read whole first: with pipefail, grep -q closing the pipe early
+# could fail the pipeline.)
+knows() {
+    local help
+    help=$("$QUARK" "$1" --help 2>/dev/null || true)
+    grep -q -- "$2" <<<"$help"
 }
+needs() { knows "$1" "$2" || unsupported "quark $1 has no $2"; }
 
 sub=get; [ "$ROLE" = server ] && sub=serve
-if [ -n "${QLOGDIR:-}" ] && "$QUARK" "$sub" --help 2>/dev/null | grep -q -- --qlog-dir; then
+if [ -n "${QLOGDIR:-}" ] && knows "$sub" --qlog-dir; then
     mkdir -p "$QLOGDIR"
     QLOG=(--qlog-dir "$QLOGDIR")
 else
@@ -85,7 +90,7 @@ client)
     resumption | zerortt)
         # The first connection fetches one file and stores the session ticket;
         # the second resumes with it (in 0-RTT for zerortt) for the rest.
-        if [ "$TESTCASE" = zerortt ] && ! "$QUARK" get --help | grep -q -- --session-file; then
+        if [ "$TESTCASE" = zerortt ] && ! knows get --session-file; then
             # Only an in-process ticket: `get --0rtt` primes a first connection itself.
             needs get --0rtt
             exec "$QUARK" "${base[@]}" --0rtt "${urls[@]}"
