@@ -23,6 +23,8 @@ class Peer:
         self.ready = ready  # printed by the server once it listens
         self.missing = missing  # why it cannot run, or None
         self._help = {}
+        # Suffix of a number of seconds (Go's flag package wants a duration).
+        self.seconds = "s" if name == "quic-go" else ""
 
     def knows(self, role, flag):
         """Whether `role` (server|client) lists `flag` in its --help."""

@@ -91,7 +91,7 @@ def client_runs(cell, urls, out):
     base = c.client + ["-o", out, "--ca", os.path.join(cell.certs, "cert.pem")] + case.client
     for flag, value in zip(case.client_opt[::2], case.client_opt[1::2]):
         if c.knows("client", flag):
-            base += [flag, value]
+            base += [flag, value + c.seconds]
     if case.mode == "multi":
         return [base + [u] for u in urls]
     session = os.path.join(cell.dir, "session")
