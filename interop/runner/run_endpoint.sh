@@ -77,14 +77,14 @@ client)
     # The runner's certificates are self-signed for the server's name.
     base=(get -q -o "$DOWNLOADS" --insecure "${QLOG[@]}")
     case "$TESTCASE" in
-    handshake | transfer | multiplexing | ecn | handshakeloss | transferloss | \
-        handshakecorruption | transfercorruption | longrtt | blackhole | goodput | crosstraffic)
+    handshake | transfer | multiplexing | ecn | transferloss | transfercorruption | \
+        longrtt | blackhole | goodput | crosstraffic)
         exec "$QUARK" "${base[@]}" "${urls[@]}" ;;
     chacha20) exec "$QUARK" "${base[@]}" --cipher chacha20 "${urls[@]}" ;;
     retry) exec "$QUARK" "${base[@]}" "${urls[@]}" ;;
     http3) exec "$QUARK" "${base[@]}" --h3 "${urls[@]}" ;;
     keyupdate) exec "$QUARK" "${base[@]}" --key-update "${urls[@]}" ;;
-    multiconnect)
+    multiconnect | handshakeloss | handshakecorruption)
         # One connection per request (the runner counts handshakes).
         for u in "${urls[@]}"; do "$QUARK" "${base[@]}" "$u"; done ;;
     resumption | zerortt)
