@@ -60,10 +60,9 @@ def all_cases(connections=50):
              files("zr", 5, 10 * KIB), server=["--0rtt"], mode="zerortt", expect="0-RTT accepted"),
         Case("v2", "QUIC version 2 (RFC 9369)", files("v2", 2, 100 * KIB),
              server=["--quic-versions", "1,2"], client=["--quic-version", "2"]),
+        # {port2}: a second free port the server also answers on (RFC 9000 §9.6).
         Case("connectionmigration", "the client moves to the server's preferred address",
-             files("cm", 1, MIB), needs=[("server", "--preferred-address")],
-             unplayable="needs a second server address and an active-migration client flag; "
-                        "no peer has one yet"),
+             files("cm", 1, MIB), server=["--preferred-address", "127.0.0.1:{port2}"]),
         Case("handshakeloss", f"{connections} connections, 1 KiB each, 30 % loss",
              files("hl", connections, KIB), mode="multi", relay=MTU + ["--loss", "30%"], timeout=600, client_opt=PATIENT),
         Case("transferloss", "2+3 MiB, 2 % loss", [("tl1", 2 * MIB), ("tl2", 3 * MIB)],

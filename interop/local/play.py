@@ -124,7 +124,8 @@ def play(cell):
             server = subprocess.Popen(
                 s.server + ["--listen", f"127.0.0.1:{sport}", "--root", cell.www,
                             "--cert", os.path.join(cell.certs, "cert.pem"),
-                            "--key", os.path.join(cell.certs, "priv.key")] + case.server,
+                            "--key", os.path.join(cell.certs, "priv.key")]
+                + [f.replace("{port2}", str(free_port())) for f in case.server],
                 stdout=f, stderr=subprocess.STDOUT)
         if not wait_ready(server, slog, s.ready, 30):
             return Result(True, False, f"server did not start (logs: {cell.dir})")
