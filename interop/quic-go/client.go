@@ -26,6 +26,7 @@ func runClient(args []string) error {
 	insecure := fs.Bool("insecure", false, "do not verify the server certificate")
 	cipher := fs.String("cipher", "", "TLS 1.3 cipher suites to offer: aes128,aes256,chacha20")
 	timeout := fs.Duration("connect-timeout", 10*time.Second, "handshake timeout")
+	quicVersion := fs.String("quic-version", "", "QUIC version to speak: 1 or 2 (default: quic-go's)")
 	urls, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -38,6 +39,10 @@ func runClient(args []string) error {
 		return err
 	}
 	restrictCiphers(ciphers)
+	versions, err := parseVersions(*quicVersion)
+	if err != nil {
+		return err
+	}
 	if st, err := os.Stat(*out); err != nil || !st.IsDir() {
 		return fmt.Errorf("-o %s: not a directory", *out)
 	}
@@ -92,10 +97,12 @@ func runClient(args []string) error {
 		MaxIdleTimeout:             30 * time.Second,
 		MaxStreamReceiveWindow:     16 << 20,
 		MaxConnectionReceiveWindow: 64 << 20,
+		Versions:                   versions,
 	})
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", host, err)
 	}
+	fmt.Fprintf(os.Stderr, "quic-version: %s\n", versionName(conn.ConnectionState().Version))
 	suite := conn.ConnectionState().TLS.CipherSuite
 	fmt.Fprintf(os.Stderr, "cipher-suite: %s\n", tls.CipherSuiteName(suite))
 	if err := checkCipher(suite, ciphers); err != nil {

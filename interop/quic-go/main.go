@@ -1,8 +1,8 @@
 // Command quicgo-hq is an hq-interop (HTTP/0.9 over QUIC) client and server
 // built on quic-go, used by quark's interop tests as a third-party peer.
 //
-//	quicgo-hq server --listen ADDR --root DIR --cert F --key F [--cipher ...] [--retry]
-//	quicgo-hq client URL... -o DIR (--ca F | --insecure) [--cipher ...]
+//	quicgo-hq server --listen ADDR --root DIR --cert F --key F [--cipher ...] [--retry] [--quic-versions 1,2]
+//	quicgo-hq client URL... -o DIR (--ca F | --insecure) [--cipher ...] [--quic-version 1|2]
 package main
 
 import (

@@ -30,6 +30,7 @@ func runServer(args []string) error {
 	keyFile := fs.String("key", "", "private key (PEM)")
 	cipher := fs.String("cipher", "", "TLS 1.3 cipher suites to accept: aes128,aes256,chacha20")
 	retry := fs.Bool("retry", false, "validate client addresses with Retry")
+	quicVersions := fs.String("quic-versions", "1,2", "QUIC versions to accept, comma-separated: 1, 2")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -45,6 +46,10 @@ func runServer(args []string) error {
 		return err
 	}
 	restrictCiphers(ciphers)
+	versions, err := parseVersions(*quicVersions)
+	if err != nil {
+		return err
+	}
 	root, err := os.OpenRoot(*rootDir) // refuses paths that leave the directory
 	if err != nil {
 		return err
@@ -75,6 +80,7 @@ func runServer(args []string) error {
 		MaxIncomingStreams:         1000,
 		MaxStreamReceiveWindow:     16 << 20,
 		MaxConnectionReceiveWindow: 64 << 20,
+		Versions:                   versions,
 	})
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ use quark::tls::{self, Verify};
 use quark::{Connection, Endpoint};
 use tokio::io::AsyncWriteExt;
 
-use crate::options::TransportArgs;
+use crate::options::{TransportArgs, parse_quic_version};
 
 /// Fetch files over hq-interop or HTTP/3.
 #[derive(Args, Debug)]
@@ -44,6 +44,22 @@ pub(crate) struct GetArgs {
     /// itself before their confidentiality limit.
     #[arg(long)]
     pub(crate) key_update: bool,
+    /// Send the requests in 0-RTT. rustls keeps session tickets in memory
+    /// only (they cannot be saved to a file), so a first connection in the
+    /// same run gets a ticket, then the real one resumes with it; the
+    /// summary says whether the server accepted the early data. Requests
+    /// are GETs (with `--h3` too), safe to send early.
+    #[arg(long = "0rtt")]
+    pub(crate) zero_rtt: bool,
+    /// QUIC version to speak from the first packet: 1 (RFC 9000) or 2 (RFC
+    /// 9369). A server without it answers with Version Negotiation and the
+    /// connection fails (no silent fallback). Starting in 1, the client
+    /// offers 2 and a server preferring 2 moves the connection to it.
+    #[arg(long, default_value = "1", value_parser = parse_quic_version)]
+    pub(crate) quic_version: u32,
+    /// Stay in the starting version: offer no other (RFC 9368).
+    #[arg(long)]
+    pub(crate) no_version_upgrade: bool,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -142,25 +158,40 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let (alpn, _) = crate::serve::protocol(args.h3);
     let mut config = tls::client_config_with(verify, &[alpn], &suites)?;
     config.transport = Arc::new(args.transport.transport_config());
+    config.version = args.quic_version;
+    if args.no_version_upgrade {
+        config.compatible_versions.clear();
+    }
     let bind: SocketAddr = if addr.is_ipv6() {
         "[::]:0".parse()?
     } else {
         "0.0.0.0:0".parse()?
     };
-    let endpoint = Endpoint::client(bind).context("cannot open a UDP socket")?;
+    let endpoint = Endpoint::with_config(args.transport.endpoint_config(), None, bind)
+        .context("cannot open a UDP socket")?;
     endpoint.set_busy_poll(args.transport.busy_poll());
+    let timeout = Duration::from_secs(args.connect_timeout);
+    if args.zero_rtt {
+        config = config.with_0rtt();
+        crate::zero_rtt::prime(&endpoint, &config, addr, &first.host, timeout).await?;
+    }
     let start = Instant::now();
     let connecting = endpoint.connect(config, addr, &first.host)?;
-    let conn = tokio::time::timeout(Duration::from_secs(args.connect_timeout), connecting)
-        .await
-        .map_err(|_| {
-            anyhow!(
-                "{addr}: no answer from the server within {}s",
-                args.connect_timeout
-            )
-        })?
-        .map_err(|e| anyhow!("{addr}: connection failed: {e}"))?;
-    let handshake = start.elapsed();
+    let (conn, early) = match connecting.into_0rtt() {
+        Ok(conn) => (conn, true),
+        Err(connecting) => (
+            crate::zero_rtt::established(connecting, addr, timeout).await?,
+            false,
+        ),
+    };
+    // With 0-RTT the requests go before the handshake ends: time it apart.
+    let handshake = {
+        let conn = conn.clone();
+        tokio::spawn(async move {
+            let accepted = conn.handshake().await.unwrap_or(false);
+            (start.elapsed(), accepted)
+        })
+    };
     let via = match args.h3 {
         true => {
             let client = quark_h3::Client::new(conn.clone())
@@ -226,17 +257,31 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     } else {
         0
     };
-    let key_updates = conn.stats().key_updates;
+    let (handshake, accepted) = handshake.await?;
+    let zero_rtt = match (args.zero_rtt, early, accepted) {
+        (false, ..) => "",
+        (true, false, _) => ", 0-RTT unavailable",
+        (true, true, true) => ", 0-RTT accepted",
+        (true, true, false) => ", 0-RTT rejected",
+    };
+    let (stats, ecn) = (conn.stats(), conn.ecn_state());
+    let key_updates = stats.key_updates;
     conn.close(code, b"done");
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
+    // The files must be complete when the process exits.
+    endpoint.flush_qlog();
     if !args.quiet {
         let secs = elapsed.as_secs_f64();
         let updates = match key_updates {
             0 => String::new(),
             n => format!(", {n} key update{}", if n == 1 { "" } else { "s" }),
         };
+        let version = match conn.quic_version() {
+            Some(quark::VERSION_2) => ", QUIC v2",
+            _ => "",
+        };
         eprintln!(
-            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{updates}]",
+            "{} of {} files, {} bytes in {:.3} s (handshake {:.1} ms), goodput {:.1} Mbit/s [{}{}{updates}{version}{zero_rtt}]",
             urls.len() - failures,
             urls.len(),
             total,
@@ -244,12 +289,33 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             handshake.as_secs_f64() * 1e3,
             total as f64 * 8.0 / secs / 1e6,
             conn.cipher_suite().unwrap_or_default(),
+            ecn_summary(&stats, ecn),
         );
     }
     if failures > 0 {
         bail!("{failures} of {} downloads failed", urls.len());
     }
     Ok(())
+}
+
+/// `, ECN capable (ECT(0) in 90, CE 0, marked out 96)`: what the path did
+/// with ECN marks, as the summary line shows it.
+fn ecn_summary(stats: &quark::ConnectionStats, state: Option<quark::EcnState>) -> String {
+    let state = match state {
+        Some(quark::EcnState::Testing) => "testing",
+        Some(quark::EcnState::Unknown) => "unknown",
+        Some(quark::EcnState::Capable) => "capable",
+        Some(quark::EcnState::Failed) | None => "off",
+    };
+    let mut s = format!(
+        ", ECN {state} (ECT(0) in {}, CE {}, marked out {}",
+        stats.ecn_ect0_in, stats.ecn_ce_in, stats.ecn_marked_out
+    );
+    if stats.ecn_ect1_in > 0 {
+        s += &format!(", ECT(1) in {}", stats.ecn_ect1_in);
+    }
+    s.push(')');
+    s
 }
 
 enum Fetched {

@@ -15,6 +15,7 @@ mod report;
 mod serve;
 mod timer;
 mod xdp;
+mod zero_rtt;
 
 /// quark: a QUIC v1 stack and its performance lab.
 #[derive(Debug, Parser)]

@@ -3,13 +3,16 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
 use quark::tls::{self, Identity};
-use quark::{Endpoint, TransportConfig};
+use quark::{Endpoint, EndpointConfig, TransportConfig, WorkerGroup};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::watch;
 
-use crate::options::TransportArgs;
+use crate::options::{TransportArgs, parse_quic_version};
 
 /// Serve files over hq-interop (HTTP/0.9 over QUIC) or HTTP/3.
 #[derive(Args, Debug)]
@@ -32,6 +35,11 @@ pub(crate) struct ServeArgs {
     /// Require address validation with a Retry before accepting connections.
     #[arg(long)]
     pub(crate) retry: bool,
+    /// Accept 0-RTT from resuming clients. Tickets are single-use (kept in
+    /// the server's memory, taken when used) so a replayed ClientHello gets
+    /// no early data; see SECURITY.md.
+    #[arg(long = "0rtt")]
+    pub(crate) zero_rtt: bool,
     /// Worker threads, each with its own socket on the address (SO_REUSEPORT)
     /// serving its own connections; 1 serves from the main runtime.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
@@ -43,8 +51,39 @@ pub(crate) struct ServeArgs {
     /// new connections are refused and existing ones keep what they have.
     #[arg(long, default_value = "512MiB", value_parser = parse_memory)]
     pub(crate) max_memory: u64,
+    /// QUIC versions to accept, most preferred first (1: RFC 9000, 2: RFC
+    /// 9369). A client starting in a later one that offers an earlier one is
+    /// moved to it (RFC 9368; `2,1` moves v1 clients that offer v2 to v2);
+    /// Version Negotiation packets list them all.
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = parse_quic_version)]
+    pub(crate) quic_versions: Vec<u32>,
+    /// Announce this address (another IP of this host, the --listen port) as
+    /// the server's preferred address (RFC 9000 §9.6); the server then listens
+    /// on every address of the port, so clients can move there.
+    #[arg(long)]
+    pub(crate) preferred_address: Option<SocketAddr>,
+    /// With --h3: Cache-Control max-age of the files served, in seconds
+    /// (0: no-cache, browsers revalidate each time).
+    #[arg(long, default_value_t = 300)]
+    pub(crate) cache_max_age: u64,
+    /// On SIGTERM, how long in-flight HTTP/3 requests may take to finish
+    /// after GOAWAY before the server closes anyway, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) drain_timeout: u64,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
+}
+
+/// Session tickets the server keeps for 0-RTT (a few hundred bytes each):
+/// past them the oldest are forgotten, and their clients do a full handshake.
+const ZERO_RTT_TICKETS: usize = 16_384;
+
+/// The endpoint settings `--quic-versions` chooses.
+fn endpoint_config(args: &ServeArgs) -> EndpointConfig {
+    EndpointConfig {
+        supported_versions: args.quic_versions.clone(),
+        ..args.transport.endpoint_config()
+    }
 }
 
 /// The ALPN and name of the protocol `--h3` selects.
@@ -81,12 +120,55 @@ fn close_code(h3: bool) -> u64 {
     if h3 { quark_h3::error::H3_NO_ERROR } else { 0 }
 }
 
-/// Serves one connection's requests from files under `root`.
-async fn serve_connection(conn: quark::Connection, root: PathBuf, h3: bool) {
-    if h3 {
-        quark_h3::files::serve_connection(conn, root).await
-    } else {
-        quark::hq::serve_connection(conn, root).await
+/// What every connection is served with, and the drain signal (SIGTERM).
+#[derive(Clone)]
+struct Files {
+    root: PathBuf,
+    h3: bool,
+    options: quark_h3::files::FileOptions,
+    /// Turns true on SIGTERM; closed once every HTTP/3 connection has ended
+    /// (each holds a receiver).
+    drain: Arc<watch::Sender<bool>>,
+}
+
+impl Files {
+    /// Serves one connection's requests; an HTTP/3 one drains on SIGTERM.
+    fn serve(&self, conn: quark::Connection) -> impl Future<Output = ()> + Send + use<> {
+        let root = self.root.clone();
+        // Subscribed now, not when first polled: the drain waits for this one.
+        let h3 = self
+            .h3
+            .then(|| (self.options.clone(), self.drain.subscribe()));
+        async move {
+            match h3 {
+                Some((options, drain)) => {
+                    quark_h3::files::serve_files(conn, root, options, Some(drain)).await
+                }
+                None => quark::hq::serve_connection(conn, root).await,
+            }
+        }
+    }
+
+    /// SIGTERM: GOAWAY on every HTTP/3 connection, and a wait (at most
+    /// `limit`) for them to finish their requests and close.
+    async fn drain(&self, limit: Duration) {
+        self.drain.send_replace(true);
+        if tokio::time::timeout(limit, self.drain.closed())
+            .await
+            .is_err()
+        {
+            eprintln!("drain timeout: closing connections with requests in flight");
+        }
+    }
+}
+
+/// Resolves on SIGTERM.
+async fn terminated(term: &mut Option<Signal>) {
+    match term {
+        Some(term) => {
+            term.recv().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
@@ -111,14 +193,27 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = tls::server_config_with(&identity, &[alpn], &suites)?;
     config.transport = Arc::new(file_server_transport(&args.transport));
     config.retry = args.retry;
+    if args.zero_rtt {
+        config = config.with_0rtt(ZERO_RTT_TICKETS);
+    }
     config.memory = quark::MemoryBudget::new(args.max_memory as usize);
-    let root = args.root.canonicalize()?;
+    let listen = listen_address(&args)?;
+    config.preferred_address = args.preferred_address;
+    let files = Files {
+        root: args.root.canonicalize()?,
+        h3: args.h3,
+        options: quark_h3::files::FileOptions {
+            cache_max_age: args.cache_max_age,
+        },
+        drain: Arc::new(watch::channel(false).0),
+    };
+    let mut term = signal(SignalKind::terminate()).ok();
     tokio::spawn(trim_heap());
     if args.workers > 1 {
-        return serve_workers(config, &args, root).await;
+        return serve_workers(config, &args, files, &mut term).await;
     }
-    let endpoint = Endpoint::server(config, args.listen)
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let endpoint = Endpoint::with_config(endpoint_config(&args), Some(config), listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({name})",
@@ -130,23 +225,49 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             conn = endpoint.accept() => {
                 let Some(conn) = conn else { break };
                 tracing::info!(remote = %conn.remote_address(), "connection");
-                tokio::spawn(serve_connection(conn, root.clone(), args.h3));
+                tokio::spawn(files.serve(conn));
             }
             _ = tokio::signal::ctrl_c() => {
                 endpoint.close(close_code(args.h3), b"server shutting down");
                 break;
             }
+            () = terminated(&mut term) => {
+                files.drain(Duration::from_secs(args.drain_timeout)).await;
+                endpoint.close(close_code(args.h3), b"server shutting down");
+                break;
+            }
         }
     }
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), endpoint.wait_idle()).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     Ok(())
+}
+
+/// Where to bind: `--listen`, or with `--preferred-address` every address
+/// of its port (the preferred address must share the port), so datagrams to
+/// either address arrive and replies leave from the one the client used.
+fn listen_address(args: &ServeArgs) -> anyhow::Result<SocketAddr> {
+    let Some(preferred) = args.preferred_address else {
+        return Ok(args.listen);
+    };
+    if preferred.port() != args.listen.port() || args.listen.port() == 0 {
+        bail!("--preferred-address must use the --listen port (not 0)");
+    }
+    if preferred.is_ipv4() != args.listen.is_ipv4() {
+        bail!("--preferred-address must be of the --listen address family");
+    }
+    let any: std::net::IpAddr = if preferred.is_ipv4() {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    };
+    Ok(SocketAddr::new(any, args.listen.port()))
 }
 
 /// Every few seconds, give the heap's free pages back to the system: after a
 /// peak of connections (or an attack) has gone, the RSS falls back instead of
 /// staying at the peak. Costs well under a millisecond when little is free.
 async fn trim_heap() {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
     loop {
         tick.tick().await;
         quark_udp::heap::release_free_memory();
@@ -157,10 +278,17 @@ async fn trim_heap() {
 async fn serve_workers(
     config: quark::ServerConfig,
     args: &ServeArgs,
-    root: PathBuf,
+    files: Files,
+    term: &mut Option<Signal>,
 ) -> anyhow::Result<()> {
-    let group = Endpoint::server_multi(config, args.listen, usize::from(args.workers))
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let listen = listen_address(args)?;
+    let group = WorkerGroup::bind(
+        endpoint_config(args),
+        config,
+        listen,
+        usize::from(args.workers),
+    )
+    .with_context(|| format!("cannot listen on {listen}"))?;
     group.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({}, {} workers)",
@@ -170,13 +298,17 @@ async fn serve_workers(
         args.workers
     );
     let h3 = args.h3;
+    let served = files.clone();
     group.serve(move |conn| {
         tracing::info!(remote = %conn.remote_address(), worker = ?conn.worker(), "connection");
-        serve_connection(conn, root.clone(), h3)
+        served.serve(conn)
     });
-    let _ = tokio::signal::ctrl_c().await;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated(term) => files.drain(Duration::from_secs(args.drain_timeout)).await,
+    }
     let _ = tokio::time::timeout(
-        std::time::Duration::from_secs(2),
+        Duration::from_secs(2),
         group.shutdown(close_code(h3), b"server shutting down"),
     )
     .await;

@@ -327,3 +327,30 @@ fn http3_serves_and_fetches_files() {
         stderr(&o)
     );
 }
+
+#[test]
+fn client_moves_to_the_preferred_address() {
+    let dir = tempdir("quark-cli", "preferred");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let files = write_files(&root);
+    let server = serve_with(&root, &dir, &["--preferred-address", "127.0.0.2:{port}"]);
+    let ca = server.cert.to_str().unwrap();
+    let url = format!("https://localhost:{}/a.bin", server.port);
+    let result = get(&[&url, "-o", "-", "--ca", ca, "--quiet"]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(sha(&result.stdout), sha(&files[0].1));
+    // The preferred address must share the listen port.
+    let o = Command::new(QUARK)
+        .args(["serve", "--listen", "127.0.0.1:4433"])
+        .args(["--preferred-address", "127.0.0.2:4434", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        error_line(&o).contains("--preferred-address"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -20,7 +20,10 @@ pub struct Client {
 }
 
 impl Client {
-    /// Starts HTTP/3 on an established connection: opens the control stream.
+    /// Starts HTTP/3 on an established connection, or on one taken for 0-RTT
+    /// (`Connecting::into_0rtt`): opens the control stream. In 0-RTT the
+    /// server's SETTINGS are not known yet, so their defaults apply (RFC 9114
+    /// §7.2.4.2), which quark's static-table QPACK needs nothing beyond.
     pub async fn new(quic: Connection) -> Result<Client, Error> {
         Ok(Client {
             conn: Conn::start(quic, Side::Client).await?,
@@ -37,6 +40,12 @@ impl Client {
         if self.conn.state.lock().unwrap().goaway.is_some() {
             return Err(Error::GoingAway);
         }
+        // On a connection taken before its handshake (0-RTT), only safe
+        // methods go at once (0-RTT can be replayed: RFC 9114 §10.9 points
+        // to RFC 8470); the others wait for the handshake.
+        if !matches!(*req.method(), http::Method::GET | http::Method::HEAD) {
+            self.conn.quic.handshake().await?;
+        }
         let mut section = FrameBuf::new();
         crate::message::encode_request(req, self.conn.peer_field_limit(), section.payload())?;
         let (send, recv) = self.conn.quic.open_bi().await?;
@@ -44,6 +53,14 @@ impl Client {
         stream.head_request = req.method() == http::Method::HEAD;
         stream.send_headers(section).await?;
         Ok(stream)
+    }
+
+    /// The stream ID in the server's last GOAWAY (RFC 9114 §5.2): requests on
+    /// streams below it may still be answered, none is sent any more (they
+    /// fail with [`Error::GoingAway`]), and those at or above it were not
+    /// processed (see [`Error::is_retryable`]).
+    pub fn goaway_id(&self) -> Option<u64> {
+        self.conn.state.lock().unwrap().goaway
     }
 
     /// The QUIC connection.

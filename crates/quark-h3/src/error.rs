@@ -85,6 +85,23 @@ impl Error {
         Error::Connection { code, reason }
     }
 
+    /// Whether the request was not processed by the server and may be sent
+    /// again on another connection (RFC 9114 §5.2, §8.1): refused before it
+    /// went out as the server is going away, or rejected by the server
+    /// (H3_REQUEST_REJECTED, as for a stream at or above its GOAWAY's ID).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::GoingAway
+                | Error::Reset(H3_REQUEST_REJECTED)
+                | Error::Stopped(H3_REQUEST_REJECTED)
+                | Error::Stream {
+                    code: H3_REQUEST_REJECTED,
+                    ..
+                }
+        )
+    }
+
     /// A stream error with `code`.
     pub(crate) fn stream(code: u64, reason: &'static str) -> Self {
         Error::Stream { code, reason }

@@ -100,9 +100,20 @@ impl RequestStream {
             Error::Usage(_) => return e,
             _ => {}
         }
-        let e = self.conn.error().unwrap_or(e);
+        let e = match self.conn.error().unwrap_or(e) {
+            // RFC 9114 §5.2: a request at or above the server's GOAWAY ID was
+            // not processed, so one cut off by the close is retryable.
+            Error::ConnectionLost(_) if self.beyond_goaway() => Error::GoingAway,
+            e => e,
+        };
         self.state = Recv::Failed(e.clone());
         e
+    }
+
+    /// A client's request on a stream the server's GOAWAY excluded.
+    fn beyond_goaway(&self) -> bool {
+        let goaway = self.conn.state.lock().unwrap().goaway;
+        self.conn.side == Side::Client && goaway.is_some_and(|id| self.id() >= id)
     }
 
     /// Sends `section` (a field section encoded into the payload) as a HEADERS frame.
@@ -159,6 +170,14 @@ impl RequestStream {
     pub fn finish(&mut self) -> Result<(), Error> {
         self.send.finish()?;
         self.sent_all = true;
+        Ok(())
+    }
+
+    /// Waits until the peer has acknowledged all we sent (after
+    /// [`finish`](Self::finish)), or stopped the stream: a connection closed
+    /// sooner could cut the end of the response off.
+    pub async fn acked(&mut self) -> Result<(), Error> {
+        self.send.stopped().await?;
         Ok(())
     }
 

@@ -86,9 +86,16 @@ impl Server {
 
     /// Graceful shutdown: GOAWAY tells the client which requests will be
     /// answered (those accepted so far); it may send no new ones, and any that
-    /// arrive anyway are refused with H3_REQUEST_REJECTED.
+    /// arrive anyway are refused with H3_REQUEST_REJECTED (while
+    /// [`accept`](Self::accept) is called).
     pub async fn shutdown(&self) -> Result<(), Error> {
         self.conn.goaway().await
+    }
+
+    /// Whether GOAWAY went out and no request head is still being read: no
+    /// request will come from [`accept`](Self::accept) any more.
+    pub fn drained(&self) -> bool {
+        self.heads.is_empty() && self.conn.state.lock().unwrap().goaway_sent.is_some()
     }
 
     /// The QUIC connection.

@@ -223,6 +223,24 @@ fn quicgo_client_quark_server() {
 
 #[test]
 
+fn quark_client_quicgo_server_v2() {
+    check(Case::new(&QUARK, &QUIC_GO).quic_v2().run(mib(Aes128)));
+}
+
+#[test]
+
+fn quicgo_client_quark_server_v2() {
+    check(Case::new(&QUIC_GO, &QUARK).quic_v2().run(mib(Chacha20)));
+}
+
+#[test]
+
+fn quark_client_quark_server_v2() {
+    check(Case::new(&QUARK, &QUARK).quic_v2().retry().run(mib(Aes256)));
+}
+
+#[test]
+
 fn quark_client_quark_server() {
     check(
         Case::new(&QUARK, &QUARK)

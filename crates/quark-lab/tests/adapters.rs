@@ -347,6 +347,30 @@ async fn udp_blast_is_counted_by_the_server() {
     assert!(p.client.connect().await.is_err());
 }
 
+#[tokio::test]
+async fn quic_dgram_blast_is_counted_and_checked_by_the_server() {
+    let p = pair("quic-dgram").await;
+    let w = Workload::Blast {
+        bytes: 1_000_000,
+        runs: 3,
+        warmup: 1,
+        payload: 1000,
+    };
+    let m = run_counted(&p, w).await;
+    assert_eq!(m.datagrams_sent, Some(3000));
+    assert_eq!(m.bytes_out, 3_000_000);
+    // Congestion controlled and sent before each connection closed: on
+    // loopback every datagram arrives, each with its header and pattern.
+    wait_for_datagrams(&p.stats, 3000).await;
+    let s = p.stats.snapshot();
+    assert_eq!(
+        (s.datagrams, s.bytes_in, s.bad_datagrams),
+        (3000, 3_000_000, 0)
+    );
+    assert!(p.client.connect().await.is_err());
+    p.client.wait_idle().await;
+}
+
 async fn wait_for_datagrams(stats: &ServerStats, n: u64) {
     for _ in 0..500 {
         if stats.snapshot().datagrams >= n {

@@ -1,6 +1,7 @@
 //! Configuration of endpoints and connections.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -9,7 +10,7 @@ use ring::hmac;
 
 use crate::cc::CcAlgorithm;
 use crate::cid::{ConnectionId, MAX_CID_LEN};
-use crate::packet::VERSION_1;
+use crate::packet::{VERSION_1, VERSION_2};
 
 /// Transport settings shared by both sides of a connection.
 #[derive(Clone, Debug)]
@@ -91,6 +92,22 @@ pub struct TransportConfig {
     /// (a peer that starts handshakes and never finishes them holds state only
     /// this long, not a whole idle timeout).
     pub handshake_timeout: Duration,
+    /// Accept unreliable datagrams (RFC 9221): the max_datagram_frame_size we
+    /// advertise, the largest DATAGRAM frame we take. `None`: not advertised,
+    /// and a DATAGRAM frame from the peer is a PROTOCOL_VIOLATION. Sending
+    /// datagrams only needs the peer's advertisement.
+    pub max_datagram_frame_size: Option<u16>,
+    /// Bytes of received datagrams held until the application reads them, each
+    /// charged its length plus [`crate::connection::DATAGRAM_OVERHEAD`]; when
+    /// full, the oldest are dropped.
+    pub datagram_receive_buffer: usize,
+    /// Bytes of datagrams queued for sending, charged the same way; when full,
+    /// `send_datagram` drops the oldest and `try_send_datagram` refuses.
+    pub datagram_send_buffer: usize,
+    /// Let the peer move the connection to a new address, and allow
+    /// [`Connection::migrate`](crate::Connection::migrate) (RFC 9000 §9).
+    /// Off: disable_active_migration is announced.
+    pub active_migration: bool,
 }
 
 impl Default for TransportConfig {
@@ -124,6 +141,10 @@ impl Default for TransportConfig {
             ack_frequency: true,
             crypto_buffer: 64 * 1024,
             handshake_timeout: Duration::from_secs(10),
+            max_datagram_frame_size: None,
+            datagram_receive_buffer: 1024 * 1024,
+            datagram_send_buffer: 1024 * 1024,
+            active_migration: true,
         }
     }
 }
@@ -135,7 +156,15 @@ pub struct EndpointConfig {
     pub cid_len: usize,
     /// Secret for stateless reset tokens; keep it across restarts to reset stale peers.
     pub reset_key: [u8; 32],
-    /// Versions we accept.
+    /// Versions we accept, most preferred first: a server answers Initials of
+    /// these versions, lists them in Version Negotiation packets and in its
+    /// version_information (RFC 9368); a client may start in any of them.
+    /// Default: v1 then v2 ([`VERSION_1`], [`VERSION_2`]): clients that start
+    /// in either are served in it, and none is moved (an upgrade costs the
+    /// server a second look at the first Initial and the client its own key
+    /// derivation, and 0-RTT packets of the original version cannot follow).
+    /// Put v2 first to move clients that start in v1 and offer v2 to v2 in
+    /// the server's first Initial (RFC 9368 §2.3; no extra round trip).
     pub supported_versions: Vec<u32>,
     /// Seed for the endpoint's random number generator (`None`: from the OS).
     /// Seeding makes connection IDs and packet contents reproducible in simulations.
@@ -146,6 +175,10 @@ pub struct EndpointConfig {
     /// workers): the connection IDs it issues then name it, and datagrams for
     /// another worker's IDs come out as [`crate::DatagramEvent::Forward`].
     pub worker: Option<Worker>,
+    /// Where the runtime writes a qlog file per connection
+    /// (`<odcid hex>_<server|client>.sqlog`). When set, each connection
+    /// records qlog events (see [`crate::qlog`]); the core itself writes nothing.
+    pub qlog_dir: Option<PathBuf>,
 }
 
 impl Default for EndpointConfig {
@@ -155,10 +188,11 @@ impl Default for EndpointConfig {
         EndpointConfig {
             cid_len: 8,
             reset_key,
-            supported_versions: vec![VERSION_1],
+            supported_versions: vec![VERSION_1, VERSION_2],
             rng_seed: None,
             max_stateless_responses: 256,
             worker: None,
+            qlog_dir: None,
         }
     }
 }
@@ -288,7 +322,7 @@ pub const DEFAULT_MEMORY_BUDGET: usize = 512 << 20;
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     /// TLS 1.3 configuration (certificate, ALPN); must have `max_early_data_size` 0 or
-    /// `u32::MAX` as rustls' QUIC support requires.
+    /// `u32::MAX` as rustls' QUIC support requires (see [`ServerConfig::with_0rtt`]).
     pub tls: Arc<rustls::ServerConfig>,
     /// Transport settings for accepted connections.
     pub transport: Arc<TransportConfig>,
@@ -307,6 +341,14 @@ pub struct ServerConfig {
     /// connections are refused (CONNECTION_REFUSED) and existing ones keep
     /// what they have.
     pub memory: Arc<MemoryBudget>,
+    /// Accept 0-RTT data from resuming clients (off by default; see
+    /// [`ServerConfig::with_0rtt`] and SECURITY.md for the replay policy).
+    /// Off, early data is refused even when the TLS configuration allows it.
+    pub zero_rtt: bool,
+    /// An address clients should move to after the handshake, announced in
+    /// the preferred_address transport parameter (RFC 9000 §9.6). The server
+    /// must receive there too; `None`: no preferred address.
+    pub preferred_address: Option<std::net::SocketAddr>,
 }
 
 /// A budget of memory shared by the connections of one or more endpoints,
@@ -398,7 +440,50 @@ impl ServerConfig {
             max_connections: 100_000,
             handshakes: HandshakeLimits::default(),
             memory: MemoryBudget::new(DEFAULT_MEMORY_BUDGET),
+            zero_rtt: false,
+            preferred_address: None,
         }
+    }
+
+    /// Accept 0-RTT: tickets allow early data (`max_early_data_size`
+    /// 2^32-1, as RFC 9001 §4.6.1 requires) and are single-use, kept in a
+    /// server-side store of `tickets` entries of this configuration's own
+    /// (rustls takes a ticket out of it when a client uses it, so a replayed
+    /// ClientHello finds none and gets a full handshake). Stateless
+    /// (encrypted) tickets cannot be single-use, so they are turned off.
+    /// The transport limits must not shrink while tickets live (RFC 9000
+    /// §7.4.1): keep `transport` as it is for the life of this configuration.
+    pub fn with_0rtt(mut self, tickets: usize) -> Self {
+        let mut tls = (*self.tls).clone();
+        //= https://www.rfc-editor.org/rfc/rfc9001#section-4.6.1
+        //# Servers MUST NOT send the early_data extension with a
+        //# max_early_data_size field set to any value other than 0xffffffff.
+        tls.max_early_data_size = u32::MAX;
+        tls.session_storage = rustls::server::ServerSessionMemoryCache::new(tickets.max(1));
+        tls.ticketer = Arc::new(NoTickets);
+        self.tls = Arc::new(tls);
+        self.zero_rtt = true;
+        self
+    }
+}
+
+/// A ticketer that is off: rustls then issues stateful, single-use tickets
+/// from its session store.
+#[derive(Debug)]
+struct NoTickets;
+
+impl rustls::server::ProducesTickets for NoTickets {
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn lifetime(&self) -> u32 {
+        0
+    }
+    fn encrypt(&self, _plain: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn decrypt(&self, _cipher: &[u8]) -> Option<Vec<u8>> {
+        None
     }
 }
 
@@ -409,8 +494,17 @@ pub struct ClientConfig {
     pub tls: Arc<rustls::ClientConfig>,
     /// Transport settings.
     pub transport: Arc<TransportConfig>,
-    /// Version to offer.
+    /// The version of the first Initial. Default QUIC v1: every QUIC server
+    /// speaks it, so no round trip goes to Version Negotiation with any
+    /// server. Set [`crate::packet::VERSION_2`] to speak v2 from the first
+    /// packet.
     pub version: u32,
+    /// Versions the server may move the connection to during the handshake
+    /// (RFC 9368 compatible version negotiation), listed with `version` in
+    /// the client's version_information. Default: v2, so a server that
+    /// prefers v2 upgrades a v1 start at no cost in round trips, and one that
+    /// does not simply stays in v1. Empty: stay in `version`.
+    pub compatible_versions: Vec<u32>,
 }
 
 impl ClientConfig {
@@ -420,7 +514,21 @@ impl ClientConfig {
             tls,
             transport: Arc::new(TransportConfig::default()),
             version: VERSION_1,
+            compatible_versions: vec![VERSION_2],
         }
+    }
+
+    /// Send 0-RTT when resuming a session whose ticket allows it (TLS
+    /// `enable_early_data`). Tickets live in the rustls configuration's
+    /// session store (in memory, 256 by default): connections made with
+    /// clones of this configuration share them. The application decides
+    /// what goes in 0-RTT (it can be replayed, RFC 9001 §9.2): it opens
+    /// streams before the handshake completes only when it means to.
+    pub fn with_0rtt(mut self) -> Self {
+        let mut tls = (*self.tls).clone();
+        tls.enable_early_data = true;
+        self.tls = Arc::new(tls);
+        self
     }
 }
 

@@ -46,6 +46,7 @@ codes! {
     KEY_UPDATE_ERROR = 0xe,
     AEAD_LIMIT_REACHED = 0xf,
     NO_VIABLE_PATH = 0x10,
+    VERSION_NEGOTIATION_ERROR = 0x11,
 }
 
 impl TransportErrorCode {

@@ -1,4 +1,4 @@
-//! # quark-proto: the sans-IO QUIC v1 transport
+//! # quark-proto: the sans-IO QUIC transport (v1, RFC 9000, and v2, RFC 9369)
 //!
 //! No sockets, no clocks, no threads: datagrams and the current time go in,
 //! datagrams, timer deadlines and events come out. Everything here is therefore
@@ -8,15 +8,16 @@
 //!
 //! | module | what lives there |
 //! |---|---|
-//! | [`endpoint`] | datagram → connection routing, new connections, Version Negotiation, Retry, stateless reset |
+//! | [`endpoint`] | datagram → connection routing, new connections, Version Negotiation (and RFC 9368's compatible kind), Retry, stateless reset, 0-RTT that overtook its Initial |
 //! | [`packet`] | long/short headers, packet numbers, header protection, packet building |
-//! | [`crypto`] | Initial keys, the TLS handshake (rustls), 1-RTT key updates, tokens |
+//! | [`crypto`] | Initial keys, the TLS handshake (rustls), 1-RTT key updates, keys for a version changed mid-handshake, tokens |
 //! | [`frame`] | every frame's encoding and decoding |
 //! | [`connection`] | the connection state machine: handshake, frames in, packets out, streams, close |
 //! | [`stream`] | send buffers, receive reassembly, per-stream state, flow control |
 //! | [`recovery`] | RTT, loss detection, PTO (RFC 9002) |
 //! | [`cc`] | congestion controllers (NewReno, CUBIC, BBR experimental) |
 //! | [`transport_params`] | transport parameters |
+//! | [`qlog`] | qlog events, serialised for the runtime to write (off by default) |
 //! | [`cpu`] | counters for the per-packet CPU breakdown (off by default) |
 //! | [`range_set`] | the range set behind ACK frames and stream bookkeeping |
 //! | [`varint`], [`coding`], [`cid`], [`types`], [`error`] | shared vocabulary |
@@ -34,6 +35,7 @@ pub mod endpoint;
 pub mod error;
 pub mod frame;
 pub mod packet;
+pub mod qlog;
 pub mod range_set;
 pub mod recovery;
 pub mod stream;
@@ -44,7 +46,8 @@ pub mod varint;
 pub use cid::{ConnectionId, ResetToken};
 pub use config::{ClientConfig, EndpointConfig, MemoryBudget, ServerConfig, TransportConfig};
 pub use connection::{
-    Connection, ConnectionError, ConnectionStats, Event, StreamError, StreamEvent, Transmit,
+    Connection, ConnectionError, ConnectionStats, Event, MigrateError, SendDatagramError,
+    StreamError, StreamEvent, Transmit, ZeroRtt,
 };
 pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
 pub use error::{TransportError, TransportErrorCode};

@@ -256,8 +256,19 @@ proptest! {
 
 #[test]
 fn spare_connection_ids_follow_the_handshake_by_a_pto() {
-    let (mut sim, tls) = Sim::pair(seed(49));
-    let c = sim.connect(&tls);
+    // Without active migration spare IDs wait a PTO (with it they come with
+    // the handshake: tests/migration.rs).
+    let tls = common::Tls::new();
+    let transport = std::sync::Arc::new(quark_proto::TransportConfig {
+        active_migration: false,
+        ..Default::default()
+    });
+    let mut server = quark_proto::ServerConfig::new(tls.server_config(None));
+    server.transport = transport.clone();
+    let mut sim = Sim::new(seed(49), server, Default::default());
+    let mut client = quark_proto::ClientConfig::new(tls.client_config(None));
+    client.transport = transport;
+    let c = sim.connect_with(client);
     let s = sim.handshake(c);
     // Right after the handshake each side routes only its handshake ID (the
     // server also the client's original destination ID) and knows at most the

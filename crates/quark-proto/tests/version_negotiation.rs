@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use common::Tls;
-use quark_proto::packet::VERSION_1;
+use quark_proto::packet::{VERSION_1, VERSION_2};
 use quark_proto::{DatagramEvent, Endpoint, EndpointConfig, ServerConfig};
 
 const UNKNOWN: u32 = 0x1a2a_3a4a;
@@ -74,6 +74,8 @@ fn long_ids_of_an_unknown_version_are_echoed() {
     assert_eq!(got_dcid, scid);
     assert_eq!(got_scid, dcid);
     assert!(versions.contains(&VERSION_1), "{versions:x?}");
+    // RFC 9369 §5: a server that speaks v2 lists it too.
+    assert!(versions.contains(&VERSION_2), "{versions:x?}");
     assert!(ep.is_empty(), "no state for an unknown version");
 }
 

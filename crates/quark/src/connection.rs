@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use quark_proto::recovery::EcnState;
 use quark_proto::{ConnectionError, ConnectionHandle, ConnectionStats, Dir, StreamId};
 
 use crate::shared::{ConnEntry, SharedRef, State, dir_index};
@@ -156,6 +157,36 @@ impl Connection {
         .await
     }
 
+    /// Wait for the handshake to complete (for a connection taken with
+    /// [`Connecting::into_0rtt`]); says whether the server accepted the
+    /// 0-RTT data.
+    pub async fn handshake(&self) -> Result<bool, ConnectionError> {
+        poll_fn(|cx| {
+            let mut state = self.shared.lock();
+            let state = &mut *state;
+            let entry = state.conns.get_mut(&self.handle).expect("connection entry");
+            if let Some(e) = &entry.error {
+                return Poll::Ready(Err(e.clone()));
+            }
+            if entry.connected {
+                let accepted = state
+                    .proto
+                    .connection(self.handle)
+                    .is_some_and(|c| c.is_0rtt_accepted());
+                return Poll::Ready(Ok(accepted));
+            }
+            crate::shared::wait_in(&mut entry.wakers.connected, cx.waker());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Whether the server accepted this connection's 0-RTT data (false
+    /// until the handshake completed, and without 0-RTT).
+    pub fn is_0rtt_accepted(&self) -> bool {
+        self.inspect(|c| c.is_0rtt_accepted()).unwrap_or(false)
+    }
+
     /// The peer's address.
     pub fn remote_address(&self) -> SocketAddr {
         self.inspect(|c| c.remote_address())
@@ -173,9 +204,21 @@ impl Connection {
             .flatten()
     }
 
+    /// The QUIC version in use (it may differ from the one the client
+    /// started in: RFC 9368).
+    pub fn quic_version(&self) -> Option<u32> {
+        self.inspect(|c| c.version())
+    }
+
     /// Counters.
     pub fn stats(&self) -> ConnectionStats {
         self.inspect(|c| c.stats()).unwrap_or_default()
+    }
+
+    /// Where ECN validation of the path stands (RFC 9000 §13.4.2); `None`
+    /// once the connection is gone.
+    pub fn ecn_state(&self) -> Option<EcnState> {
+        self.inspect(|c| c.ecn_state())
     }
 
     /// Smoothed RTT.
@@ -288,6 +331,25 @@ impl Connecting {
     pub(crate) fn new(conn: Connection) -> Self {
         Connecting { conn: Some(conn) }
     }
+
+    /// Use the connection before its handshake completes (0-RTT, RFC 9001
+    /// §4.6): `Ok` when the client resumes a session whose ticket allows
+    /// early data (`ClientConfig::with_0rtt`). Streams then open at once and
+    /// what is written goes out in 0-RTT packets; if the server rejects the
+    /// early data, quark sends it again after the handshake, so the
+    /// application sees no difference but the delay
+    /// ([`Connection::handshake`] tells which). 0-RTT data can be replayed
+    /// by an attacker: send only what is safe to repeat. `Err(self)` when
+    /// 0-RTT is not possible: await the handshake as usual.
+    pub fn into_0rtt(mut self) -> Result<Connection, Self> {
+        let conn = self.conn.as_ref().expect("not yet completed");
+        let available = conn.inspect(|c| c.is_0rtt_available()).unwrap_or(false);
+        if available {
+            Ok(self.conn.take().expect("present"))
+        } else {
+            Err(self)
+        }
+    }
 }
 
 impl Future for Connecting {
@@ -304,7 +366,7 @@ impl Future for Connecting {
             drop(state);
             return Poll::Ready(Ok(self.conn.take().expect("present")));
         }
-        entry.wakers.connected = Some(cx.waker().clone());
+        crate::shared::wait_in(&mut entry.wakers.connected, cx.waker());
         Poll::Pending
     }
 }

@@ -61,6 +61,21 @@ impl Endpoint {
         socket: Socket,
         worker: Option<(Link, Inbox)>,
     ) -> (Self, tokio::task::JoinHandle<()>) {
+        let mut config = config;
+        config.qlog_dir = crate::qlog::dir(config.qlog_dir.take());
+        let qlog = config
+            .qlog_dir
+            .as_deref()
+            .and_then(|dir| match crate::qlog::QlogWriter::start(dir) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::warn!(%e, dir = %dir.display(), "qlog off: cannot use the directory");
+                    None
+                }
+            });
+        if qlog.is_none() {
+            config.qlog_dir = None;
+        }
         let proto = quark_proto::Endpoint::new(Arc::new(config), server.map(Arc::new));
         let (worker, inbox) = worker.unzip();
         let shared = Arc::new(Shared {
@@ -79,10 +94,12 @@ impl Endpoint {
                 reader_waits: 0,
                 deferrals: 0,
                 deferrals_past_all: 0,
+                rebound: None,
             }),
-            socket,
+            socket: Mutex::new(Arc::new(socket)),
             runtime: tokio::runtime::Handle::current(),
             worker,
+            qlog,
         });
         let driver = tokio::spawn(Driver::new(shared.clone(), inbox));
         (Endpoint { shared }, driver)
@@ -90,7 +107,27 @@ impl Endpoint {
 
     /// The local address of the socket.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.shared.socket.local_addr()
+        self.shared.socket().local_addr()
+    }
+
+    /// Replace the endpoint's socket under its live connections (a client
+    /// moving to a new local address or port). Each client connection moves
+    /// to the new path with a fresh connection ID of the server and validates
+    /// it (RFC 9000 §9.2); one that cannot (no spare ID, migration disabled)
+    /// simply sends from the new socket, as after a NAT rebinding, which the
+    /// server follows. Packets still in the old socket are lost.
+    pub fn rebind(&self, socket: impl Into<Socket>) -> io::Result<()> {
+        let socket = socket.into();
+        let new = socket.local_addr()?;
+        let old = std::mem::replace(
+            &mut *self.shared.socket.lock().unwrap_or_else(|e| e.into_inner()),
+            Arc::new(socket),
+        );
+        let same_host = old.local_addr().is_ok_and(|a| a.ip() == new.ip());
+        let mut state = self.shared.lock();
+        state.rebound = Some(same_host);
+        state.wake_driver();
+        Ok(())
     }
 
     /// Start a connection. The returned future resolves once the handshake completes.
@@ -203,9 +240,34 @@ impl Endpoint {
         self.shared.lock().conns.len()
     }
 
+    /// Whether this endpoint writes qlog files (`EndpointConfig::qlog_dir`
+    /// or the `QLOGDIR` environment variable).
+    pub fn qlog_enabled(&self) -> bool {
+        self.shared.qlog.is_some()
+    }
+
+    /// Wait until the qlog events of every connection so far are in their
+    /// files (blocks the thread briefly; for tools about to exit). Files are
+    /// also finished when the endpoint and its driver are gone.
+    pub fn flush_qlog(&self) {
+        let Some(writer) = self.shared.qlog.as_ref() else {
+            return;
+        };
+        {
+            let mut state = self.shared.lock();
+            let handles: Vec<_> = state.conns.keys().copied().collect();
+            for h in handles {
+                if let Some(conn) = state.proto.connection_mut(h) {
+                    writer.drain(conn, false);
+                }
+            }
+        }
+        writer.sync();
+    }
+
     /// The AF_XDP socket's counters, or `None` on kernel UDP.
     pub fn xdp_stats(&self) -> Option<io::Result<quark_udp::xdp::XdpStats>> {
-        match &self.shared.socket {
+        match &*self.shared.socket() {
             Socket::Xdp(s) => Some(s.stats()),
             Socket::Udp(_) => None,
         }

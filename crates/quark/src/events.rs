@@ -90,7 +90,7 @@ fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut Woken) -> bool {
     match ev {
         Event::Connected => {
             entry.connected = true;
-            wake(w.connected.take(), &mut woke.others);
+            wake_all(&mut w.connected, &mut woke.others);
             return entry.incoming;
         }
         Event::Stream(StreamEvent::Readable(id)) => wake(w.readers.remove(&id), &mut woke.readers),
@@ -114,6 +114,8 @@ fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut Woken) -> bool {
         Event::Stream(StreamEvent::Available(dir)) => {
             wake_all(&mut w.open[dir_index(dir)], &mut woke.others)
         }
+        Event::DatagramReceived => wake_all(&mut w.datagram_readers, &mut woke.readers),
+        Event::DatagramsWritable => wake_all(&mut w.datagram_writers, &mut woke.others),
         Event::ConnectionLost(e) => {
             entry.error = Some(e);
             woke.others += w.wake_all();

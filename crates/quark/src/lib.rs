@@ -24,6 +24,7 @@
 //! | [`tls`] | certificates and rustls configurations (CA file, `--insecure`, cipher suites) |
 //! | [`workers`] | `WorkerGroup`: one address served by N threads (`SO_REUSEPORT`), a connection per core |
 //! | `busy_poll` | the driver's optional busy polling (`Endpoint::set_busy_poll`) |
+//! | `datagram` | unreliable datagrams on a `Connection` (RFC 9221): send, send with backpressure, read |
 //! | `wakeup` | the driver's alarm: a `timerfd` (tokio's wheel only if the kernel refuses one) |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
 //! | `events` | protocol events to task wake-ups (readable, writable, connected, ...) |
@@ -48,18 +49,25 @@
 //!
 //! Environment switches: `QUARK_NO_GSO=1` / `QUARK_NO_GRO=1` run the datagram I/O
 //! without segmentation offload or receive coalescing (for tests and benchmarks).
+//!
+//! qlog: with `EndpointConfig::qlog_dir` set, or the [`QLOGDIR_ENV`]
+//! (`QLOGDIR`) environment variable naming a directory, every connection
+//! writes `<odcid hex>_<server|client>.sqlog` there (qlog 0.3, JSON-SEQ, for
+//! qvis) from a writer thread.
 
 #![warn(missing_docs)]
 
 mod busy_poll;
 pub mod connection;
 pub mod counters;
+mod datagram;
 mod deadlines;
 mod driver;
 pub mod endpoint;
 mod events;
 mod forward;
 pub mod hq;
+mod qlog;
 mod shared;
 pub mod stream;
 pub mod tls;
@@ -71,10 +79,13 @@ mod tests;
 
 pub use connection::{Connecting, Connection};
 pub use endpoint::Endpoint;
+pub use qlog::QLOGDIR_ENV;
 pub use quark_proto::cc::CcAlgorithm;
+pub use quark_proto::packet::{VERSION_1, VERSION_2};
+pub use quark_proto::recovery::EcnState;
 pub use quark_proto::{
     ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, EndpointConfig,
-    MemoryBudget, ServerConfig, StreamId, TransportConfig,
+    MemoryBudget, SendDatagramError, ServerConfig, StreamId, TransportConfig,
 };
 pub use stream::{ReadError, RecvStream, SendStream, WriteError};
 pub use workers::{WorkerGroup, WorkerStats};

@@ -26,8 +26,13 @@ pub(crate) struct ConnWakers {
     /// streams against a limit of 128 stalled).
     pub(crate) accept: [Vec<Waker>; 2],
     pub(crate) open: [Vec<Waker>; 2],
-    pub(crate) connected: Option<Waker>,
+    /// Every task waiting for the handshake (`Connecting`, and
+    /// `Connection::handshake` after 0-RTT, possibly several).
+    pub(crate) connected: Vec<Waker>,
     pub(crate) closed: Vec<Waker>,
+    /// Waiting for a datagram, and for room in the datagram send queue.
+    pub(crate) datagram_readers: Vec<Waker>,
+    pub(crate) datagram_writers: Vec<Waker>,
 }
 
 /// Add `waker` to `waiting` unless it already wakes the same task (a task
@@ -49,8 +54,10 @@ impl ConnWakers {
             .map(|(_, w)| w)
             .chain(self.accept.iter_mut().flat_map(|v| v.drain(..)))
             .chain(self.open.iter_mut().flat_map(|v| v.drain(..)))
-            .chain(self.connected.take())
-            .chain(self.closed.drain(..));
+            .chain(self.connected.drain(..))
+            .chain(self.closed.drain(..))
+            .chain(self.datagram_readers.drain(..))
+            .chain(self.datagram_writers.drain(..));
         all.map(Waker::wake).count()
     }
 }
@@ -129,6 +136,9 @@ pub(crate) struct State {
     /// the ones that had to wait past every task (looked at by tests).
     pub(crate) deferrals: u64,
     pub(crate) deferrals_past_all: u64,
+    /// The socket was replaced (`Endpoint::rebind`): the driver takes the new
+    /// one and moves its client connections. True if only the port changed.
+    pub(crate) rebound: Option<bool>,
 }
 
 impl State {
@@ -147,14 +157,27 @@ impl State {
 
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
-    pub(crate) socket: Socket,
+    /// The socket; `Endpoint::rebind` replaces it (the driver holds a clone
+    /// and takes the new one when `State::rebound` says so).
+    pub(crate) socket: Mutex<Arc<Socket>>,
     /// The runtime the driver runs on: connection tasks belong there too.
     pub(crate) runtime: tokio::runtime::Handle,
     /// The endpoint's place in a worker group.
     pub(crate) worker: Option<Link>,
+    /// Writes the connections' qlog files, when qlog is on (dropped last: it
+    /// finishes the files).
+    pub(crate) qlog: Option<crate::qlog::QlogWriter>,
 }
 
 impl Shared {
+    /// The socket in use.
+    pub(crate) fn socket(&self) -> Arc<Socket> {
+        self.socket
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves consistent-enough state for
         // shutdown; don't turn one panic into a cascade.

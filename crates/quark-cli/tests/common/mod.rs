@@ -88,7 +88,8 @@ pub(crate) fn serve_with(root: &Path, dir: &Path, extra: &[&str]) -> Server {
             .arg(root)
             .arg("--write-cert")
             .arg(&cert)
-            .args(extra)
+            // `{port}` in an argument stands for the port chosen here.
+            .args(extra.iter().map(|a| a.replace("{port}", &port.to_string())))
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();

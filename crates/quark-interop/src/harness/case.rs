@@ -86,6 +86,8 @@ pub struct Case {
     pub runs: Vec<Run>,
     /// Server and client in two namespaces joined by veth, quark on AF_XDP.
     pub xdp: bool,
+    /// The client speaks QUIC v2 (RFC 9369) from its first packet.
+    pub quic_v2: bool,
 }
 
 impl Case {
@@ -98,6 +100,7 @@ impl Case {
             retry: false,
             runs: Run::standard(),
             xdp: false,
+            quic_v2: false,
         }
     }
 
@@ -125,6 +128,13 @@ impl Case {
         self
     }
 
+    /// The client speaks QUIC v2 from its first packet, and must say so in
+    /// its log (quark and quic-go clients only).
+    pub fn quic_v2(mut self) -> Case {
+        self.quic_v2 = true;
+        self
+    }
+
     /// Runs across two namespaces, quark's end on AF_XDP (root only).
     pub fn over_af_xdp(mut self) -> Case {
         self.xdp = true;
@@ -142,6 +152,9 @@ impl Case {
         }
         if self.xdp {
             name.push_str("-xdp");
+        }
+        if self.quic_v2 {
+            name.push_str("-v2");
         }
         name
     }

@@ -131,6 +131,7 @@ fn missing_runtime(env: &Env, case: &Case, dir: &Path) -> Option<Unavailable> {
         out: dir,
         ca: &certs.cert,
         ciphers: &[],
+        quic_v2: false,
     };
     (case.server.server)(env, &server)
         .err()
@@ -239,6 +240,7 @@ fn client_run(
         out: &out,
         ca: &certs.cert,
         ciphers: &ciphers,
+        quic_v2: case.quic_v2,
     };
     let mut cmd = (case.client.client)(env, &spec)?;
     if let Some(bed) = bed {
@@ -278,6 +280,10 @@ fn client_run(
     }
     if let Some(cipher) = run.cipher {
         check_cipher_mentions(&log, cipher).map_err(with_log)?;
+    }
+    // quark get says "QUIC v2", quicgo-hq "quic-version: v2".
+    if case.quic_v2 && !log.contains("QUIC v2") && !log.contains("quic-version: v2") {
+        return Err(with_log("the client does not report QUIC v2".into()));
     }
     corpus
         .verify(&out, &paths)

@@ -35,6 +35,8 @@ pub struct ClientSpec<'a> {
     pub ca: &'a Path,
     /// Suites to offer; all when empty.
     pub ciphers: &'a [Cipher],
+    /// Speak QUIC v2 (RFC 9369) from the first packet (quark and quic-go).
+    pub quic_v2: bool,
 }
 
 /// Builds a server's command line, or says what is missing to run it.
@@ -144,12 +146,15 @@ fn server_args(cmd: &mut Command, s: &ServerSpec<'_>) {
     }
 }
 
-/// `URL... -o DIR --ca F [--cipher a,b]`.
+/// `URL... -o DIR --ca F [--cipher a,b] [--quic-version 2]`.
 fn client_args(cmd: &mut Command, c: &ClientSpec<'_>) {
     cmd.args(c.urls);
     cmd.arg("-o").arg(c.out);
     cmd.arg("--ca").arg(c.ca);
     cipher_args(cmd, c.ciphers);
+    if c.quic_v2 {
+        cmd.arg("--quic-version").arg("2");
+    }
 }
 
 fn cipher_args(cmd: &mut Command, ciphers: &[Cipher]) {

@@ -25,6 +25,7 @@ pub mod h3_quinn;
 pub mod hq;
 pub mod http;
 pub mod quic;
+pub mod quic_dgram;
 pub mod quicgo;
 pub mod quinn;
 pub mod s2n;
@@ -301,6 +302,7 @@ static HTTP2_TLS: http::Http = http::Http {
     tls: true,
 };
 static UDP: udp::Udp = udp::Udp;
+static QUIC_DGRAM: quic_dgram::QuicDgram = quic_dgram::QuicDgram;
 static H3: h3::H3 = h3::H3;
 static H3_QUINN: h3_quinn::H3Quinn = h3_quinn::H3Quinn;
 static QUIC_GO: quicgo::QuicGo = quicgo::QuicGo;
@@ -310,8 +312,20 @@ static QUIC_GO: quicgo::QuicGo = quicgo::QuicGo;
 /// default reference follow automatically.
 pub fn registry() -> &'static [&'static dyn Adapter] {
     static ALL: &[&dyn Adapter] = &[
-        &UDP, &TCP, &TCP_TLS, &QUIC, &QUINN, &S2N, &QUIC_GO, &HTTP1, &HTTP1_TLS, &HTTP2,
-        &HTTP2_TLS, &H3, &H3_QUINN,
+        &UDP,
+        &QUIC_DGRAM,
+        &TCP,
+        &TCP_TLS,
+        &QUIC,
+        &QUINN,
+        &S2N,
+        &QUIC_GO,
+        &HTTP1,
+        &HTTP1_TLS,
+        &HTTP2,
+        &HTTP2_TLS,
+        &H3,
+        &H3_QUINN,
     ];
     ALL
 }

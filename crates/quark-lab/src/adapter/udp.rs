@@ -17,8 +17,8 @@ use super::{
 };
 use crate::wire::pattern_slice;
 
-const MAGIC: &[u8; 4] = b"QLAB";
-const HEADER: usize = 12;
+pub(crate) const MAGIC: &[u8; 4] = b"QLAB";
+pub(crate) const HEADER: usize = 12;
 /// Largest payload that fits a UDP datagram with our header.
 pub const MAX_PAYLOAD: usize = 65_507 - HEADER;
 
@@ -26,7 +26,8 @@ pub const MAX_PAYLOAD: usize = 65_507 - HEADER;
 #[derive(Debug)]
 pub struct Udp;
 
-fn check(datagram: &[u8]) -> bool {
+/// Whether a datagram has the lab's header and pattern (also `quic-dgram`'s).
+pub(crate) fn check(datagram: &[u8]) -> bool {
     datagram.len() >= HEADER
         && &datagram[..4] == MAGIC
         && datagram[HEADER..] == *pattern_slice(0, datagram.len() - HEADER)

@@ -77,6 +77,21 @@ impl LocalCids {
             .unwrap_or(ConnectionId::EMPTY)
     }
 
+    /// The ID of our preferred_address: sequence 1, announced in the
+    /// transport parameters (RFC 9000 §5.1.1).
+    pub(crate) fn add_preferred(&mut self, cid: ConnectionId, reset_token: ResetToken) {
+        self.issued.insert(
+            1,
+            Issued {
+                cid,
+                reset_token,
+                announce: false,
+            },
+        );
+        self.next_seq = 2;
+        self.announced = 2;
+    }
+
     pub(crate) fn set_peer_limit(&mut self, limit: u64) {
         self.peer_limit = limit.min(MAX_ISSUED);
     }
@@ -378,6 +393,36 @@ impl PeerCids {
             ));
         }
         Ok(())
+    }
+
+    /// Whether the peer gave us an ID we have not used yet.
+    pub(crate) fn has_spare(&self) -> bool {
+        !self.spare.is_empty()
+    }
+
+    /// Move to an unused ID of the peer, retiring the one in use: a new path
+    /// gets a new ID. False when there is none (or too many retirements are owed).
+    pub(crate) fn rotate(&mut self, events: &mut VecDeque<CidEvent>) -> bool {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-9.5
+        //# An endpoint MUST NOT reuse a connection ID when sending from more
+        //# than one local address
+        let Some((&seq, &next)) = self.spare.iter().next() else {
+            return false;
+        };
+        if self.retirements_owed() as u64 >= RETIRING_PER_LIMIT * self.limit.max(2) {
+            return false;
+        }
+        let old = self.active;
+        if self.retire(self.active_seq).is_err() {
+            return false;
+        }
+        self.spare.remove(&seq);
+        self.active_seq = seq;
+        self.active = next;
+        if let Some(token) = old.reset_token.filter(|t| !self.holds(*t)) {
+            events.push_back(CidEvent::PeerResetTokenRetired(token));
+        }
+        true
     }
 
     /// Owe the peer a RETIRE_CONNECTION_ID for `seq`, once.

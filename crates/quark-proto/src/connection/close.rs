@@ -148,6 +148,7 @@ impl Connection {
             close,
             resend: true,
         };
+        self.qlog_closed(Some(now), "closing");
         self.shed();
     }
 
@@ -163,6 +164,7 @@ impl Connection {
         }
         self.timers.set(Timer::Close, now + 3 * pto);
         self.state = State::Draining { error };
+        self.qlog_closed(Some(now), "draining");
         self.shed();
     }
 
@@ -178,6 +180,7 @@ impl Connection {
         self.events.push_back(Event::Drained);
         let error = self.state.error().cloned().or(Some(error));
         self.state = State::Drained { error };
+        self.qlog_closed(None, "closed");
         self.shed();
     }
 

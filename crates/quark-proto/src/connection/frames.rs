@@ -14,7 +14,7 @@ use crate::types::SpaceId;
 /// Consecutive PTOs after which a larger-than-base MTU is suspected of black-holing.
 const BLACK_HOLE_PTOS: u32 = 3;
 /// Most PATH_RESPONSEs we owe at once; a newer challenge displaces the oldest.
-pub(super) const MAX_PATH_RESPONSES: usize = 4;
+pub(crate) const MAX_PATH_RESPONSES: usize = 4;
 
 impl Connection {
     /// Process one frame from the peer. An error names the frame's type unless
@@ -84,6 +84,11 @@ impl Connection {
                 //# On receiving a PATH_CHALLENGE frame, an endpoint MUST respond by
                 //# echoing the data contained in the PATH_CHALLENGE frame in a
                 //# PATH_RESPONSE frame.
+                if self.migration.off_path_rx {
+                    // Answered where it came from, once the batch is done.
+                    self.migration.rx_challenge = Some(*data);
+                    return Ok(());
+                }
                 // A peer challenging faster than we send gets answers to its
                 // latest few challenges, the ones it still waits for.
                 if self.path_responses.len() >= MAX_PATH_RESPONSES {
@@ -91,8 +96,7 @@ impl Connection {
                 }
                 self.path_responses.push_back(*data);
             }
-            // We never send PATH_CHALLENGE (no migration), so no response matters.
-            Frame::PathResponse(_) => {}
+            Frame::PathResponse(data) => self.on_path_response(now, *data),
             Frame::Close(c) => self.on_peer_close(now, c),
             Frame::HandshakeDone => {
                 //= https://www.rfc-editor.org/rfc/rfc9000#section-19.20
@@ -105,15 +109,7 @@ impl Connection {
                 }
                 self.confirm_handshake(now);
             }
-            Frame::Datagram { .. } => {
-                //= https://www.rfc-editor.org/rfc/rfc9221#section-3
-                //# An endpoint that receives a DATAGRAM frame when it has not indicated
-                //# support via the transport parameter MUST terminate the connection
-                //# with an error of type PROTOCOL_VIOLATION.
-                return Err(TransportError::protocol_violation(
-                    "DATAGRAM frames not negotiated",
-                ));
-            }
+            Frame::Datagram { data } => self.on_datagram_frame(data)?,
             Frame::AckFrequency(f) => self.on_ack_frequency(f)?,
             Frame::ImmediateAck => self.spaces[space.index()].ack.immediate = true,
         }
@@ -131,6 +127,7 @@ impl Connection {
             ("path_responses", self.path_responses.len()),
             ("retirements_owed", self.peer_cids.retirements_owed()),
             ("peer_cid_seen_runs", self.peer_cids.seen_runs()),
+            ("datagrams_in", self.datagrams.incoming_len()),
         ];
         self.streams.queue_lengths(&mut out);
         out
@@ -191,12 +188,14 @@ impl Connection {
             self.on_packet_acked(space, *pn, &pkt.data);
         }
         for (pn, pkt) in &lost {
+            self.qlog_lost(now, space, *pn);
             self.on_packet_lost(space, *pn, &pkt.data);
         }
         acked.clear();
         lost.clear();
         self.acked_scratch = acked;
         self.lost_scratch = lost;
+        self.qlog_metrics(now);
         result?;
         if space == SpaceId::Data {
             if let Some(keys) = self.one_rtt.as_mut() {
@@ -244,6 +243,11 @@ impl Connection {
         if frames.handshake_done {
             self.handshake_done_pending = true;
         }
+        //= https://www.rfc-editor.org/rfc/rfc9221#section-5.2
+        //# DATAGRAM frames MUST NOT be retransmitted
+        if frames.datagrams > 0 {
+            self.stats.datagram_frames_lost += u64::from(frames.datagrams);
+        }
         for ctl in &frames.control {
             match *ctl {
                 Control::NewConnectionId(seq) => self.local_cids.on_announcement_lost(seq),
@@ -263,9 +267,11 @@ impl Connection {
         let mut lost = std::mem::take(&mut self.lost_scratch);
         let action = self.recovery.on_timeout(now, &path, &mut lost);
         for (pn, pkt) in lost.drain(..) {
+            self.qlog_lost(now, pkt.data.space, pn);
             self.on_packet_lost(pkt.data.space, pn, &pkt.data);
         }
         self.lost_scratch = lost;
+        self.qlog_metrics(now);
         if self.recovery.pto_count() >= BLACK_HOLE_PTOS && self.mtu.on_black_hole() {
             // Full-size packets keep vanishing: maybe the path MTU shrank.
             self.apply_mtu();

@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::close::State;
 use super::timers::Timer;
 use super::{Connection, Event};
-use crate::crypto::KeyChange;
+use crate::crypto::LevelKeys;
 use crate::crypto::one_rtt::OneRttKeys;
 use crate::error::TransportError;
 use crate::types::SpaceId;
@@ -122,24 +122,35 @@ impl Connection {
         let mut out = Vec::new();
         loop {
             out.clear();
-            let change = self.tls.write_handshake(&mut out);
+            let change = self.tls.write_handshake_keys(&mut out)?;
             if !out.is_empty() {
                 let space = self.crypto_write_space();
                 self.spaces[space.index()].crypto_send.write(&out);
             }
             match change {
-                Some(KeyChange::Handshake { keys }) => {
+                Some(LevelKeys::Handshake(keys)) => {
+                    if self.side.is_server() {
+                        // The ClientHello is in: check its version_information
+                        // before answering (RFC 9368 §4), not at the end of a
+                        // handshake a downgraded client could never finish.
+                        if let Ok(Some(params)) = self.tls.peer_params(self.side) {
+                            self.check_version_information(&params)?;
+                        }
+                    }
                     self.spaces[SpaceId::Handshake.index()].keys = Some(keys);
                     // The client arms a Handshake PTO as soon as it has the keys.
                     let path = self.path_state();
                     self.recovery.update_timer(now, &path);
                 }
-                Some(KeyChange::OneRtt { keys, next }) => {
+                Some(LevelKeys::OneRtt(keys, next)) => {
                     self.one_rtt = Some(OneRttKeys::new(keys, next));
                 }
                 None if out.is_empty() => break,
                 None => {}
             }
+        }
+        if self.side.is_server() && self.accept_0rtt {
+            self.install_server_0rtt();
         }
         if !self.handshake_complete && !self.tls.is_handshaking() {
             // Only now: while a resumed handshake is under way, rustls reports the
@@ -148,7 +159,8 @@ impl Connection {
             let params = params.ok_or_else(|| {
                 TransportError::transport_parameter("peer sent no transport parameters")
             })?;
-            self.apply_peer_params(params)?;
+            self.apply_peer_params(now, params)?;
+            self.qlog_peer_params(now);
             self.on_handshake_complete(now)?;
         }
         if self.side.is_server() && self.handshake_complete {
@@ -161,6 +173,7 @@ impl Connection {
     /// (TLS, the CRYPTO buffers of the spaces left behind, the scratch
     /// buffer), so an idle connection holds little.
     fn shed_handshake_state(&mut self) {
+        self.versions.forget_original_initial();
         if !self.tls.shed_after_handshake(self.side) {
             return;
         }
@@ -173,6 +186,7 @@ impl Connection {
     /// Check and apply the peer's transport parameters (RFC 9000 §7.3, §7.4).
     fn apply_peer_params(
         &mut self,
+        now: Instant,
         params: crate::transport_params::TransportParameters,
     ) -> Result<(), TransportError> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-7.3
@@ -209,8 +223,13 @@ impl Connection {
                 self.peer_cids
                     .set_initial_reset_token(token, &mut self.cid_events);
             }
+            if let Some(pa) = &params.preferred_address {
+                self.note_preferred_address(pa)?;
+            }
         }
-        self.streams.set_peer_params(&params);
+        self.check_version_information(&params)?;
+        // Without 0-RTT, simply the streams' limits.
+        self.finish_0rtt(now, &params)?;
         self.mtu.set_peer_max(params.max_udp_payload_size);
         self.local_cids
             .set_peer_limit(params.active_connection_id_limit);
@@ -232,6 +251,7 @@ impl Connection {
             self.state = State::Established;
         }
         self.events.push_back(Event::Connected);
+        self.qlog_state(now, "handshake_complete");
         self.reset_idle_timer(now);
         // Spare connection IDs serve only a later change of path, the next
         // 1-RTT keys only a key update: preparing them a PTO from now spares a
@@ -242,6 +262,11 @@ impl Connection {
         //# available and unused connection IDs.
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.timers.set(Timer::Prepare, now + pto);
+        if self.config.active_migration {
+            // A peer that may migrate gets its spare IDs with the first 1-RTT
+            // packets (beside HANDSHAKE_DONE), to move right after the handshake.
+            self.top_up_cids();
+        }
         if self.side.is_server() {
             //= https://www.rfc-editor.org/rfc/rfc9001#section-4.1.2
             //# the TLS handshake is considered confirmed at the server when the
@@ -276,7 +301,11 @@ impl Connection {
             return;
         }
         self.handshake_confirmed = true;
+        self.qlog_state(now, "handshake_confirmed");
         self.discard_space(now, SpaceId::Handshake);
+        if self.side.is_client() {
+            self.follow_preferred_address(now);
+        }
     }
 
     /// Drop a space's keys and everything in flight in it (RFC 9001 §4.9).

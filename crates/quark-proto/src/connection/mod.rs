@@ -9,18 +9,23 @@
 //! - `recv.rs`: a datagram in → packets decrypted → frames dispatched
 //! - `send.rs`: packets assembled, coalesced and batched for GSO
 //! - `handshake.rs`: CRYPTO frames ↔ TLS, key installation and discard, parameters
+//! - `zero_rtt.rs`: 0-RTT keys, remembered limits, early packets buffered
 //! - `close.rs`: CONNECTION_CLOSE, closing and draining, idle timeout
 //! - `timers.rs`: the timer table
 //! - `streams/`: streams and their frames; `cids.rs`: connection IDs;
-//!   `spaces.rs`: per-space state; `sent.rs`: what each sent packet carried
+//!   `spaces.rs`: per-space state; `sent.rs`: what each sent packet carried;
+//!   `datagrams.rs`: unreliable datagrams (RFC 9221)
 
 mod ack_frequency;
 mod cids;
 mod close;
+mod datagrams;
 mod frames;
 mod handshake;
+mod migration;
 mod mtu;
 mod mtu_cache;
+mod qlog;
 mod recv;
 mod send;
 mod sent;
@@ -28,7 +33,9 @@ mod skip;
 mod spaces;
 mod streams;
 mod timers;
+mod versions;
 mod write;
+mod zero_rtt;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
@@ -41,7 +48,10 @@ use rand::rngs::StdRng;
 
 pub use cids::CidEvent;
 pub use close::ConnectionError;
+pub use datagrams::{DATAGRAM_OVERHEAD, SendDatagramError};
+pub use migration::MigrateError;
 pub use streams::{StreamError, StreamEvent, Streams};
+pub use zero_rtt::ZeroRtt;
 
 use crate::cid::ConnectionId;
 use crate::config::TransportConfig;
@@ -92,6 +102,12 @@ pub enum Event {
     ConnectionLost(ConnectionError),
     /// All state is gone; the endpoint may forget the connection.
     Drained,
+    /// A datagram arrived while none was waiting: read them with
+    /// [`Connection::read_datagram`] until it returns `None`.
+    DatagramReceived,
+    /// A [`Connection::try_send_datagram`] was refused and the send queue has
+    /// room again.
+    DatagramsWritable,
 }
 
 /// Counters about a connection.
@@ -125,9 +141,36 @@ pub struct ConnectionStats {
     pub spurious_losses: u64,
     /// PMTU probes sent.
     pub mtu_probes: u64,
+    /// Packets sent in ECN-marked datagrams (ECT(0)).
+    pub ecn_marked_out: u64,
+    /// Packets received in datagrams marked ECT(0).
+    pub ecn_ect0_in: u64,
+    /// Packets received in datagrams marked ECT(1).
+    pub ecn_ect1_in: u64,
+    /// Packets received in datagrams marked CE (congestion experienced).
+    pub ecn_ce_in: u64,
+    /// DATAGRAM frames sent (RFC 9221).
+    pub datagram_frames_out: u64,
+    /// DATAGRAM frames received.
+    pub datagram_frames_in: u64,
+    /// DATAGRAM frames in packets declared lost (never sent again).
+    pub datagram_frames_lost: u64,
+    /// Datagrams dropped before sending: the oldest of a full send queue, or
+    /// too large for a path MTU that shrank.
+    pub datagram_frames_dropped_out: u64,
+    /// Datagrams received and dropped unread: the oldest of a full receive queue.
+    pub datagram_frames_dropped_in: u64,
+    /// PATH_CHALLENGE frames sent.
+    pub path_challenges: u64,
+    /// Changes of the path in use (the peer's address, or ours on purpose).
+    pub migrations: u64,
+    /// Congestion control and RTT reset for a new path (RFC 9000 §9.4).
+    pub congestion_resets: u64,
+    /// Path validations given up (RFC 9000 §8.2.4).
+    pub validation_failures: u64,
 }
 
-/// The network path (quark does not migrate; one path per connection).
+/// A network path: the peer's address and what we know about it.
 pub(crate) struct Path {
     pub(crate) remote: SocketAddr,
     pub(crate) local_ip: Option<IpAddr>,
@@ -158,12 +201,19 @@ pub(crate) struct EndpointShared {
     pub(crate) rng_seed: u64,
     pub(crate) cid_len: usize,
     pub(crate) cid_gen: crate::config::CidGenerator,
+    /// Record qlog events.
+    pub(crate) qlog: bool,
 }
 
 /// Parameters for creating a connection (filled in by the endpoint).
 pub(crate) struct ConnectionParams {
     pub(crate) side: Side,
     pub(crate) version: u32,
+    /// The version of the client's first Initial (`version` differs after a
+    /// compatible upgrade, RFC 9368).
+    pub(crate) original_version: u32,
+    /// Client: versions it offered as compatible (it may be moved to one).
+    pub(crate) compatible_versions: Vec<u32>,
     pub(crate) tls: TlsSession,
     pub(crate) config: Arc<TransportConfig>,
     pub(crate) remote: SocketAddr,
@@ -184,12 +234,20 @@ pub(crate) struct ConnectionParams {
     pub(crate) validated: bool,
     /// Server: SCID of the Retry we sent, to check the client's parameters.
     pub(crate) retry_src_cid: Option<ConnectionId>,
+    /// Server: accept 0-RTT (`ServerConfig::zero_rtt`); early data is
+    /// refused in TLS otherwise.
+    pub(crate) zero_rtt: bool,
+    /// Server: the address (IP), ID (sequence 1) and reset token of our
+    /// preferred_address.
+    pub(crate) preferred_cid: Option<(IpAddr, ConnectionId, crate::cid::ResetToken)>,
 }
 
 /// A QUIC connection.
 pub struct Connection {
     side: Side,
     version: u32,
+    /// Versions seen in the handshake (RFC 9368): see [`versions`].
+    versions: versions::Negotiation,
     state: State,
     config: Arc<TransportConfig>,
     tls: TlsSession,
@@ -199,6 +257,8 @@ pub struct Connection {
     path: Path,
     /// Path MTU discovery; `path.mtu` follows its `current()`.
     mtu: MtuDiscovery,
+    /// The path left behind, path validation, answers to other paths.
+    migration: migration::Migration,
     local_cids: LocalCids,
     peer_cids: PeerCids,
     cid_events: VecDeque<CidEvent>,
@@ -207,6 +267,8 @@ pub struct Connection {
     cid_gen: crate::config::CidGenerator,
     rng: StdRng,
     streams: Streams,
+    /// Unreliable datagrams queued (RFC 9221).
+    datagrams: datagrams::Datagrams,
     local_params: TransportParameters,
     peer_params: Option<TransportParameters>,
     /// DCID of the client's first Initial (and after a Retry, the original one).
@@ -265,18 +327,20 @@ pub struct Connection {
     decrypted_scratch: Vec<recv::Decrypted>,
     /// Reused buffer for handshake bytes.
     crypto_scratch: Vec<u8>,
+    /// qlog events waiting for the runtime; `None` when qlog is off.
+    qlog: Option<Box<crate::qlog::QlogSink>>,
+    /// How 0-RTT went.
+    zero_rtt: ZeroRtt,
+    /// Server: 0-RTT allowed by its configuration.
+    accept_0rtt: bool,
+    /// 0-RTT keys, remembered limits, buffered packets (only while 0-RTT runs).
+    early: Option<Box<zero_rtt::Early>>,
 }
 
 impl Connection {
     pub(crate) fn new(p: ConnectionParams, now: Instant) -> Self {
         let config = p.config.clone();
-        let recovery_config = RecoveryConfig {
-            initial_rtt: config.initial_rtt,
-            cc: config.congestion_control,
-            max_datagram_size: u64::from(config.initial_mtu),
-            pacing: config.pacing,
-            ..RecoveryConfig::default()
-        };
+        let recovery_config = recovery_config(&config);
         let limits = StreamLimits {
             stream_window: config.stream_receive_window,
             stream_window_max: config.stream_receive_window_max,
@@ -293,16 +357,33 @@ impl Connection {
             ],
         };
         let mut spaces = [PacketSpace::new(), PacketSpace::new(), PacketSpace::new()];
-        spaces[SpaceId::Initial.index()].keys =
-            Some(crate::crypto::initial_keys(&p.initial_dcid, p.side));
+        spaces[SpaceId::Initial.index()].keys = Some(crate::crypto::initial_keys_for(
+            p.version,
+            &p.initial_dcid,
+            p.side,
+        ));
+        let mut versions = versions::Negotiation::new(p.original_version, p.compatible_versions);
+        if p.version != p.original_version {
+            versions.set_original_initial(crate::crypto::initial_keys_for(
+                p.original_version,
+                &p.initial_dcid,
+                p.side,
+            ));
+        }
         let reset_token = p.shared.reset_key.token(&p.local_cid);
         let mut rng = StdRng::seed_from_u64(p.shared.rng_seed);
         let skipped = skip::Skipped::new(&mut rng);
+        let mut tls = p.tls;
+        if p.side.is_server() && !p.zero_rtt {
+            // Refused in the EncryptedExtensions (the ClientHello is not read yet).
+            tls.reject_early_data();
+        }
         let mut conn = Connection {
             side: p.side,
             version: p.version,
+            versions,
             state: State::Handshake,
-            tls: p.tls,
+            tls,
             spaces,
             one_rtt: None,
             recovery: Recovery::new(&recovery_config),
@@ -319,6 +400,7 @@ impl Connection {
                 config.max_udp_payload_size,
                 config.mtu_discovery,
             ),
+            migration: migration::Migration::default(),
             local_cids: LocalCids::new(p.local_cid, reset_token),
             peer_cids: PeerCids::new(p.peer_cid, config.active_connection_id_limit),
             cid_events: VecDeque::new(),
@@ -327,6 +409,7 @@ impl Connection {
             cid_gen: p.shared.cid_gen,
             rng,
             streams: Streams::new(p.side, limits),
+            datagrams: datagrams::Datagrams::default(),
             local_params: p.local_params,
             peer_params: None,
             orig_dst_cid: p.initial_dcid,
@@ -361,6 +444,13 @@ impl Connection {
             decrypt_failures: 0,
             seal_jobs: Vec::new(),
             decrypted_scratch: Vec::new(),
+            qlog: p
+                .shared
+                .qlog
+                .then(|| Box::new(crate::qlog::QlogSink::new(p.side, p.initial_dcid, now))),
+            zero_rtt: ZeroRtt::None,
+            accept_0rtt: p.side.is_server() && p.zero_rtt,
+            early: None,
             #[cfg(feature = "testing")]
             raw_frames: Vec::new(),
             #[cfg(feature = "testing")]
@@ -368,11 +458,18 @@ impl Connection {
             config,
         };
         conn.reset_idle_timer(now);
+        conn.qlog_start(now);
+        if let Some((ip, cid, token)) = p.preferred_cid {
+            conn.migration.preferred_local = Some((ip, cid));
+            conn.local_cids.add_preferred(cid, token);
+            conn.cid_events.push_back(CidEvent::Issued(cid));
+        }
         if conn.side.is_client() {
             // The ClientHello goes out in the first Initial.
             if let Err(e) = conn.drive_tls(now) {
                 conn.close_on_error(now, e);
             }
+            conn.start_0rtt();
         }
         conn
     }
@@ -419,6 +516,12 @@ impl Connection {
         self.tls.server_name()
     }
 
+    /// The QUIC version in use: the client's first, or the one the server
+    /// moved the connection to (RFC 9368).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
     /// The negotiated TLS cipher suite.
     pub fn cipher_suite(&self) -> Option<rustls::SupportedCipherSuite> {
         self.tls.cipher_suite()
@@ -438,6 +541,11 @@ impl Connection {
         s.key_updates = self.one_rtt.as_ref().map_or(0, |k| k.updates());
         s.spurious_losses = r.spurious_losses;
         s
+    }
+
+    /// Where ECN validation of the path stands (RFC 9000 §13.4.2).
+    pub fn ecn_state(&self) -> crate::recovery::EcnState {
+        self.recovery.ecn_state()
     }
 
     /// Smoothed RTT estimate.
@@ -462,7 +570,15 @@ impl Connection {
             .map(|s| s.crypto_recv.allocated() + s.crypto_send.buffered())
             .sum();
         let sent = (self.recovery.bytes_in_flight() / IN_FLIGHT_PER_RECORD_BYTE) as usize;
-        std::mem::size_of::<Self>() + tls + crypto + self.streams.memory() + sent
+        let qlog = self.qlog.as_ref().map_or(0, |q| q.memory());
+        std::mem::size_of::<Self>()
+            + tls
+            + crypto
+            + self.streams.memory()
+            + self.datagrams.memory()
+            + sent
+            + self.early_memory()
+            + qlog
     }
 
     /// Whether any packet from the peer was authenticated and processed.
@@ -565,9 +681,10 @@ impl Connection {
     }
 
     /// Open a stream; `None` when the peer's stream limit is reached (wait for
-    /// `StreamEvent::Available`) or the handshake is not complete.
+    /// `StreamEvent::Available`) or the handshake is not complete (unless
+    /// 0-RTT is available: see [`is_0rtt_available`](Self::is_0rtt_available)).
     pub fn open_stream(&mut self, dir: Dir) -> Option<StreamId> {
-        if !self.handshake_complete || self.is_closed() {
+        if !(self.handshake_complete || self.sending_0rtt()) || self.is_closed() {
             return None;
         }
         self.streams.open(dir)
@@ -725,6 +842,17 @@ impl Connection {
                 .as_ref()
                 .map_or(Duration::ZERO, |p| p.max_ack_delay),
         }
+    }
+}
+
+/// Loss detection and congestion control settings from the transport config.
+fn recovery_config(config: &TransportConfig) -> RecoveryConfig {
+    RecoveryConfig {
+        initial_rtt: config.initial_rtt,
+        cc: config.congestion_control,
+        max_datagram_size: u64::from(config.initial_mtu),
+        pacing: config.pacing,
+        ..RecoveryConfig::default()
     }
 }
 

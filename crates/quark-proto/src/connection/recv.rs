@@ -51,10 +51,18 @@ impl Connection {
         if matches!(self.state, State::Drained { .. } | State::Draining { .. }) {
             return;
         }
-        if remote != self.path.remote {
-            // quark advertises disable_active_migration and does not migrate.
-            tracing::trace!(%remote, "datagram from an unknown address dropped");
-            return;
+        let off_path = remote != self.path.remote;
+        let follow = if off_path {
+            match self.accept_remote(remote) {
+                Some(follow) => follow,
+                None => return,
+            }
+        } else {
+            false
+        };
+        let bytes: u64 = segments.iter().map(|s| s.len() as u64).sum();
+        if !off_path {
+            self.on_path_bytes(now, bytes);
         }
         // Reads that follow this batch return credit as of now.
         self.streams.observe(
@@ -86,6 +94,12 @@ impl Connection {
             );
         }
         self.decrypted_scratch = decrypted;
+        if self.early.is_some() {
+            self.flush_buffered_0rtt(now);
+        }
+        if follow {
+            self.after_off_path_batch(now, remote, bytes);
+        }
         if matches!(self.state, State::Closing { .. }) {
             self.on_packet_while_closing();
         }
@@ -104,13 +118,6 @@ impl Connection {
     ) {
         self.stats.datagrams_in += 1;
         self.stats.bytes_in += data.len() as u64;
-        let was_blocked = self.path.amplification_budget() == 0;
-        self.path.bytes_received += data.len() as u64;
-        if was_blocked {
-            // The server may send again: the PTO must be re-armed (RFC 9002 §6.2.2.1).
-            let path = self.path_state();
-            self.recovery.update_timer(now, &path);
-        }
         let tail = reset_tail(data);
         let mut offset = 0;
         let mut first_dcid = None;
@@ -146,6 +153,17 @@ impl Connection {
             if !matches!(self.state, State::Handshake | State::Established) {
                 break;
             }
+        }
+    }
+
+    /// `bytes` came in on the path in use: they raise its amplification limit.
+    fn on_path_bytes(&mut self, now: Instant, bytes: u64) {
+        let was_blocked = self.path.amplification_budget() == 0;
+        self.path.bytes_received += bytes;
+        if was_blocked {
+            // The server may send again: the PTO must be re-armed (RFC 9002 §6.2.2.1).
+            let path = self.path_state();
+            self.recovery.update_timer(now, &path);
         }
     }
 
@@ -217,6 +235,10 @@ impl Connection {
         if self.side.is_server() || self.received_retry || self.got_server_initial {
             return;
         }
+        // A Retry of another version is not an answer to our Initial.
+        if pd.version != self.version {
+            return;
+        }
         let token = &packet[pd.token.clone()];
         //# A client MUST discard a Retry packet with a zero-length Retry Token field.
         //# Clients MUST discard Retry packets that have a Retry Integrity Tag
@@ -230,8 +252,11 @@ impl Connection {
         self.peer_cids.set_initial(pd.src_cid);
         // New Initial keys from the server's chosen ID; resend everything sent so far
         // in Initials (packet numbers keep increasing, RFC 9000 §17.2.5.3).
-        self.spaces[SpaceId::Initial.index()].keys =
-            Some(crate::crypto::initial_keys(&pd.src_cid, self.side));
+        self.spaces[SpaceId::Initial.index()].keys = Some(crate::crypto::initial_keys_for(
+            self.version,
+            &pd.src_cid,
+            self.side,
+        ));
         let path = self.path_state();
         let mut dropped = std::mem::take(&mut self.lost_scratch);
         self.recovery
@@ -243,7 +268,7 @@ impl Connection {
     }
 
     /// A long-header packet: open and process at once.
-    fn on_protected(
+    pub(super) fn on_protected(
         &mut self,
         now: Instant,
         ecn: Option<EcnCodepoint>,
@@ -252,10 +277,31 @@ impl Connection {
         pd: &PartialDecode,
         tail: Option<[u8; RESET_TOKEN_LEN]>,
     ) {
+        // A long header of another version than the connection's: only an
+        // Initial around a compatible version change (RFC 9368) is tried,
+        // with that version's Initial keys; anything else is dropped.
+        let other_version = kind != PacketKind::OneRtt && pd.version != self.version;
+        if other_version && !self.on_other_version(kind, pd.version) {
+            return;
+        }
+        if other_version {
+            self.swap_original_initial();
+        }
+        if kind == PacketKind::ZeroRtt
+            && self.side.is_server()
+            && self.zero_rtt_keys().is_none()
+            && self.buffer_0rtt(packet, ecn)
+        {
+            return;
+        }
         let largest = self.spaces[kind.space().index()].ack.largest_pn();
         let opened = crate::cpu::measure(crate::cpu::Work::Crypto, || {
             self.unprotect(now, kind, packet, pd, largest)
         });
+        if other_version {
+            self.swap_original_initial();
+            self.after_other_version(pd.version, opened.is_some());
+        }
         let Some((hdr, payload)) = opened else {
             self.on_undecryptable(pd, tail);
             return;
@@ -300,6 +346,12 @@ impl Connection {
             return;
         }
         crate::cpu::count_packet();
+        if kind == PacketKind::OneRtt && self.early.is_some() {
+            self.on_one_rtt_received();
+        }
+        if self.migration.preferred_local.is_some() {
+            self.on_preferred_packet(dst_cid);
+        }
         self.received_any = true;
         self.sent_eliciting_since_recv = false;
         self.stats.packets_in += 1;
@@ -329,7 +381,16 @@ impl Connection {
         if matches!(self.state, State::Closing { .. }) {
             return;
         }
+        match ecn {
+            Some(EcnCodepoint::Ect0) => self.stats.ecn_ect0_in += 1,
+            Some(EcnCodepoint::Ect1) => self.stats.ecn_ect1_in += 1,
+            Some(EcnCodepoint::Ce) => self.stats.ecn_ce_in += 1,
+            None => {}
+        }
         let payload = &packet[payload];
+        if self.qlog.is_some() {
+            self.qlog_received(now, kind, hdr.pn, payload, packet.len());
+        }
         if payload.is_empty() {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-12.4
             //# An endpoint MUST treat receipt of a packet containing no frames as a
@@ -341,9 +402,11 @@ impl Connection {
             return;
         }
         let mut ack_eliciting = false;
+        let mut probing = true;
         for frame in frame::Iter::new(payload, kind) {
             let result = frame.map_err(TransportError::from).and_then(|f| {
                 ack_eliciting |= f.is_ack_eliciting();
+                probing &= f.is_probing();
                 self.on_frame(now, space, dst_cid, f)
             });
             if let Err(e) = result {
@@ -356,6 +419,15 @@ impl Connection {
             }
             if self.is_closed() {
                 return;
+            }
+        }
+        if self.migration.off_path_rx && !probing && space == SpaceId::Data {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-9.3
+            //# An endpoint only changes the address to which it sends packets in
+            //# response to the highest-numbered non-probing packet.
+            let largest = self.spaces[space.index()].ack.largest_pn();
+            if largest.is_none_or(|l| hdr.pn > l) {
+                self.migration.newest_non_probing = true;
             }
         }
         let policy = self.ack_policy;
@@ -376,8 +448,8 @@ impl Connection {
     ) -> Option<(Unprotected, Range<usize>)> {
         let space = kind.space();
         match kind {
-            // quark neither sends nor accepts 0-RTT.
-            PacketKind::ZeroRtt => None,
+            // Servers only; a client discards 0-RTT packets (RFC 9001 §5.6).
+            PacketKind::ZeroRtt => self.open_0rtt(packet, pd, largest),
             PacketKind::Initial | PacketKind::Handshake => {
                 let keys = self.spaces[space.index()].keys.as_ref()?;
                 let hdr = packet::remove_header_protection(

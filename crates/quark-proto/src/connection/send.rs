@@ -17,6 +17,9 @@ use crate::types::{EcnCodepoint, PacketKind, SpaceId};
 
 /// Below this many bytes of room, don't start another packet in a datagram.
 const MIN_PACKET_ROOM: usize = 48;
+/// Room kept for the last packet of a datagram that must be padded to
+/// 1 200 bytes (a long header with two connection IDs, a frame, the tag).
+const PAD_ROOM: usize = 128;
 /// A datagram within this many bytes of its limit counts as full: frame headers
 /// are sized conservatively, so packets rarely fill to the last byte.
 const FULL_SLACK: usize = 24;
@@ -44,6 +47,12 @@ impl Connection {
             State::Drained { .. } | State::Draining { .. } => return None,
             State::Closing { .. } => return self.transmit_close(now, buf),
             _ => {}
+        }
+        if self.migration.has_off_path() {
+            if let Some(t) = self.transmit_off_path(now, buf) {
+                return Some(t);
+            }
+            buf.clear();
         }
         // The caller sized its batch by the size announced so far.
         let sized_for = max_datagrams.max(1) * self.max_datagram_size();
@@ -225,17 +234,27 @@ impl Connection {
     fn space_ready(&self, space: SpaceId, now: Instant, cc_ok: bool) -> bool {
         let s = &self.spaces[space.index()];
         let keys = match space {
-            SpaceId::Data => self.one_rtt.is_some() && self.handshake_complete,
+            SpaceId::Data => {
+                (self.one_rtt.is_some() && self.handshake_complete) || self.sending_0rtt()
+            }
             _ => s.keys.is_some(),
         };
         if !keys || s.discarded {
             return false;
         }
-        if s.ack.due(now) || s.probes > 0 {
+        // A path challenge is tiny and what unblocks a new path: like an ACK,
+        // it does not wait for the congestion window.
+        if s.ack.due(now)
+            || s.probes > 0
+            || (space == SpaceId::Data && self.migration.challenge_due())
+        {
             return true;
         }
         if !cc_ok {
             return false;
+        }
+        if space == SpaceId::Data && self.early.is_some() && self.sending_0rtt() {
+            return self.room_for_0rtt() && self.streams.wants_to_send();
         }
         if s.crypto_send.has_pending() {
             return true;
@@ -250,6 +269,7 @@ impl Connection {
                 || !self.path_responses.is_empty()
                 || self.local_cids.has_announcement()
                 || self.peer_cids.next_retirement().is_some()
+                || self.datagrams.has_outgoing()
                 || self.streams.wants_to_send())
     }
 
@@ -306,7 +326,14 @@ impl Connection {
             } else {
                 0
             };
-            self.write_packet(now, space, buf, end, min_size, cc_ok);
+            // The last packet pads the datagram: an earlier one (a large
+            // ClientHello before 0-RTT) must leave it room to exist.
+            let packet_end = if pad && space != last {
+                end.saturating_sub(PAD_ROOM).max(buf.len())
+            } else {
+                end
+            };
+            self.write_packet(now, space, buf, packet_end, min_size, cc_ok);
         }
         ready[0] != SpaceId::Data && buf.len() > start
     }
@@ -321,9 +348,11 @@ impl Connection {
         let kind = match space {
             SpaceId::Initial => PacketKind::Initial,
             SpaceId::Handshake => PacketKind::Handshake,
+            SpaceId::Data if self.sending_0rtt() => PacketKind::ZeroRtt,
             SpaceId::Data => PacketKind::OneRtt,
         };
         let tag_len = match space {
+            SpaceId::Data if kind == PacketKind::ZeroRtt => self.zero_rtt_keys()?.packet.tag_len(),
             SpaceId::Data => self.one_rtt.as_ref()?.local_packet().tag_len(),
             _ => self.spaces[space.index()]
                 .keys
@@ -377,7 +406,17 @@ impl Connection {
         in_flight: bool,
     ) {
         let pn = builder.pn;
+        let header_len = builder.header_end - builder.start;
+        if self.qlog.is_some() {
+            self.qlog_keep_plaintext(space, &buf[builder.header_end..]);
+        }
         let size = match space {
+            SpaceId::Data if builder.kind == PacketKind::ZeroRtt => {
+                crate::cpu::measure(crate::cpu::Work::Crypto, || {
+                    let keys = self.zero_rtt_keys().expect("0-RTT keys");
+                    builder.finish(buf, min_size, keys.packet.as_ref(), keys.header.as_ref())
+                })
+            }
             SpaceId::Data => {
                 // Encrypted later, with the rest of the batch (`seal_batch`).
                 let tag_len = self
@@ -404,6 +443,12 @@ impl Connection {
             }),
         };
         crate::cpu::count_packet();
+        if self.qlog.is_some() {
+            self.qlog_sent(now, space, pn, buf, header_len, size);
+        }
+        if self.tx_ecn.is_some() {
+            self.stats.ecn_marked_out += 1;
+        }
         self.spaces[space.index()].next_pn += 1;
         if space == SpaceId::Data && !sent.mtu_probe {
             self.mtu.on_sent(pn);
@@ -417,6 +462,10 @@ impl Connection {
         };
         self.recovery
             .on_packet_sent_with(now, space, pn, size as u16, flags, sent, &path);
+        if self.qlog.is_some() {
+            // Bytes in flight grew (qvis draws them beside the window).
+            self.qlog_metrics(now);
+        }
         if space == SpaceId::Data {
             if let Some(keys) = self.one_rtt.as_mut() {
                 keys.on_packet_sent(pn);

@@ -45,6 +45,8 @@ pub(crate) struct SentFrames {
     pub(crate) handshake_done: bool,
     /// A PMTU probe (PING + PADDING).
     pub(crate) mtu_probe: bool,
+    /// DATAGRAM frames carried: counted if lost, never resent.
+    pub(crate) datagrams: u16,
 }
 
 impl SentFrames {
@@ -57,6 +59,7 @@ impl SentFrames {
             control: SmallVec::new(),
             handshake_done: false,
             mtu_probe: false,
+            datagrams: 0,
         }
     }
 }

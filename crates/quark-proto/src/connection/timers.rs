@@ -22,9 +22,13 @@ pub(crate) enum Timer {
     /// short connection never needs: the spare connection IDs the peer may
     /// hold, and the next 1-RTT keys.
     Prepare,
+    /// Give up validating the path in use (RFC 9000 §8.2.4).
+    PathValidation,
+    /// Send the PATH_CHALLENGE again.
+    PathChallenge,
 }
 
-const TIMER_COUNT: usize = 5;
+const TIMER_COUNT: usize = 7;
 
 #[derive(Default)]
 pub(crate) struct Timers {
@@ -34,6 +38,9 @@ pub(crate) struct Timers {
 impl Timers {
     pub(crate) fn set(&mut self, t: Timer, at: Instant) {
         self.deadlines[t as usize] = Some(at);
+    }
+    pub(crate) fn clear(&mut self, t: Timer) {
+        self.deadlines[t as usize] = None;
     }
     pub(crate) fn get(&self, t: Timer) -> Option<Instant> {
         self.deadlines[t as usize]
@@ -103,6 +110,12 @@ impl Connection {
             self.ping_pending = true;
         }
         self.timers.expired(Timer::Pacing, now);
+        if self.timers.expired(Timer::PathChallenge, now) {
+            self.on_challenge_timer();
+        }
+        if self.timers.expired(Timer::PathValidation, now) {
+            self.on_validation_timeout(now);
+        }
         if self.timers.expired(Timer::Prepare, now) {
             self.top_up_cids();
             if let Some(keys) = self.one_rtt.as_mut() {

@@ -20,7 +20,7 @@ impl Connection {
         space: SpaceId,
         buf: &mut Vec<u8>,
         end: usize,
-        min_size: usize,
+        mut min_size: usize,
         cc_ok: bool,
     ) -> bool {
         if space == SpaceId::Data && self.one_rtt.as_ref().is_some_and(|k| k.should_update()) {
@@ -39,7 +39,14 @@ impl Connection {
         let max_end = builder.max_end;
         let payload_start = buf.len();
         let mut sent = SentFrames::new(space);
-        self.write_ack(now, space, buf, max_end, &mut sent);
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-12.5
+        //# Note that it is not possible to send the following frames in 0-RTT
+        //# packets for various reasons: ACK, CRYPTO, HANDSHAKE_DONE, NEW_TOKEN,
+        //# PATH_RESPONSE, and RETIRE_CONNECTION_ID.
+        let zero_rtt = builder.kind == crate::types::PacketKind::ZeroRtt;
+        if !zero_rtt {
+            self.write_ack(now, space, buf, max_end, &mut sent);
+        }
         let probing = self.spaces[space.index()].probes > 0;
         let mut eliciting = false;
         #[cfg(feature = "testing")]
@@ -47,12 +54,26 @@ impl Connection {
             buf.append(&mut self.raw_frames);
             eliciting = true;
         }
+        if space == SpaceId::Data && self.migration.challenge_due() {
+            eliciting |= self.write_path_challenge(now, buf, max_end);
+        }
         if cc_ok || probing {
-            if space == SpaceId::Data {
-                eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
+            if zero_rtt {
+                let before = buf.len();
+                self.streams.write_control(buf, max_end, &mut sent);
+                eliciting |= buf.len() > before;
+            } else {
+                if space == SpaceId::Data {
+                    eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
+                }
+                eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
             }
-            eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
-            if space == SpaceId::Data && self.handshake_complete {
+            if space == SpaceId::Data && (self.handshake_complete || zero_rtt) {
+                // Datagrams (1-RTT only: their limit is not remembered for
+                // 0-RTT) go before stream data, which fills the room left.
+                if self.handshake_complete && self.datagrams.has_outgoing() {
+                    eliciting |= self.write_datagrams(buf, max_end, &mut sent);
+                }
                 let before = buf.len();
                 self.streams.write_stream_frames(buf, max_end, &mut sent);
                 eliciting |= buf.len() > before;
@@ -79,9 +100,22 @@ impl Connection {
                 s.probes = s.probes.saturating_sub(1);
             }
         }
+        if buf.len() == payload_start && min_size > 0 {
+            // Nothing to say, but the datagram must reach its size (RFC 9000
+            // §14.1): a packet of PADDING.
+            Frame::Padding { len: 1 }.encode(buf);
+        }
         if buf.len() == payload_start {
             buf.truncate(builder.start);
             return false;
+        }
+        if std::mem::take(&mut self.migration.pad) {
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-8.2.1
+            //# An endpoint MUST expand datagrams that contain a PATH_CHALLENGE frame
+            //# to at least the smallest allowed maximum datagram size of 1200
+            //# bytes, unless the anti-amplification limit for the path does not
+            //# permit sending a datagram of this size.
+            min_size = min_size.max(crate::packet::MIN_INITIAL_SIZE.min(end - builder.start));
         }
         let in_flight = eliciting || min_size > 0;
         self.end_packet(
@@ -192,7 +226,12 @@ impl Connection {
             }
             f.encode(buf);
             self.path_responses.pop_front();
+            //= https://www.rfc-editor.org/rfc/rfc9000#section-8.2.2
+            //# An endpoint MUST expand datagrams that contain a PATH_RESPONSE frame
+            //# to at least the smallest allowed maximum datagram size of 1200 bytes.
+            self.migration.pad = true;
         }
+
         if self.handshake_done_pending && fits(buf, &Frame::HandshakeDone) {
             Frame::HandshakeDone.encode(buf);
             self.handshake_done_pending = false;

@@ -19,7 +19,7 @@
 
 use rustls::quic::PacketKeySet;
 
-use crate::crypto::{HeaderProtectionKey, Keys, PacketKey, Secrets};
+use crate::crypto::{HeaderProtectionKey, Keys, NextSecrets, PacketKey};
 use crate::error::TransportError;
 
 /// 1-RTT packet protection for one connection.
@@ -32,7 +32,7 @@ pub struct OneRttKeys {
     /// Keys of the next phase, once derived (see `prepare_next`).
     next: Option<PacketKeySet>,
     /// Secrets for the phase after `next`.
-    secrets: Secrets,
+    secrets: NextSecrets,
     /// Receive key of the previous phase, until `discard_previous`.
     prev_remote: Option<Box<dyn PacketKey>>,
     /// Key Phase bit of the current phase.
@@ -73,7 +73,8 @@ enum Which {
 
 impl OneRttKeys {
     /// From the keys and secrets of `KeyChange::OneRtt`.
-    pub fn new(keys: Keys, next: Secrets) -> Self {
+    pub fn new(keys: Keys, next: impl Into<NextSecrets>) -> Self {
+        let next = next.into();
         OneRttKeys {
             local_hp: keys.local.header,
             remote_hp: keys.remote.header,

@@ -19,9 +19,35 @@ const NONCE: [u8; 12] = [
     0x46, 0x15, 0x99, 0xd3, 0x5d, 0x63, 0x2b, 0xf2, 0x23, 0x98, 0x25, 0xbb,
 ];
 
-static RETRY_KEY: LazyLock<LessSafeKey> = LazyLock::new(|| {
-    LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &KEY).expect("AES-128 takes a 16-byte key"))
-});
+//= https://www.rfc-editor.org/rfc/rfc9369#section-3.3.3
+//# The key and nonce used for the Retry Integrity Tag (Section 5.8 of
+//# [QUIC-TLS]) change to:
+//#
+//# secret_key = 0x8fb4b01b56ac48e260fbcbcead7ccc92
+//#
+//# nonce = 0xd86969bc2d7c6d9990efb04a
+const KEY_V2: [u8; 16] = [
+    0x8f, 0xb4, 0xb0, 0x1b, 0x56, 0xac, 0x48, 0xe2, 0x60, 0xfb, 0xcb, 0xce, 0xad, 0x7c, 0xcc, 0x92,
+];
+const NONCE_V2: [u8; 12] = [
+    0xd8, 0x69, 0x69, 0xbc, 0x2d, 0x7c, 0x6d, 0x99, 0x90, 0xef, 0xb0, 0x4a,
+];
+
+fn key(bytes: &[u8; 16]) -> LessSafeKey {
+    LessSafeKey::new(UnboundKey::new(&AES_128_GCM, bytes).expect("AES-128 takes a 16-byte key"))
+}
+
+static RETRY_KEY: LazyLock<LessSafeKey> = LazyLock::new(|| key(&KEY));
+static RETRY_KEY_V2: LazyLock<LessSafeKey> = LazyLock::new(|| key(&KEY_V2));
+
+/// The Retry key and nonce of `version`.
+fn key_nonce(version: u32) -> (&'static LessSafeKey, [u8; 12]) {
+    if version == crate::packet::VERSION_2 {
+        (&RETRY_KEY_V2, NONCE_V2)
+    } else {
+        (&RETRY_KEY, NONCE)
+    }
+}
 
 /// Length of the tag.
 pub(crate) const TAG_LEN: usize = 16;
@@ -52,11 +78,16 @@ fn pseudo_packet(orig_dst_cid: &[u8], retry_without_tag: &[u8]) -> Vec<u8> {
 }
 
 /// The tag for a Retry packet whose bytes (without the tag) are `retry_without_tag`.
-pub(crate) fn integrity_tag(orig_dst_cid: &[u8], retry_without_tag: &[u8]) -> [u8; TAG_LEN] {
+pub(crate) fn integrity_tag(
+    version: u32,
+    orig_dst_cid: &[u8],
+    retry_without_tag: &[u8],
+) -> [u8; TAG_LEN] {
     let aad = pseudo_packet(orig_dst_cid, retry_without_tag);
-    let tag = RETRY_KEY
+    let (key, nonce) = key_nonce(version);
+    let tag = key
         .seal_in_place_separate_tag(
-            Nonce::assume_unique_for_key(NONCE),
+            Nonce::assume_unique_for_key(nonce),
             Aad::from(&aad[..]),
             &mut [],
         )
@@ -68,16 +99,21 @@ pub(crate) fn integrity_tag(orig_dst_cid: &[u8], retry_without_tag: &[u8]) -> [u
 
 /// Whether `tag` authenticates `retry_without_tag` for `orig_dst_cid`. The check is
 /// the AEAD's own (constant-time) tag verification of an empty ciphertext.
-pub(crate) fn integrity_tag_ok(orig_dst_cid: &[u8], retry_without_tag: &[u8], tag: &[u8]) -> bool {
+pub(crate) fn integrity_tag_ok(
+    version: u32,
+    orig_dst_cid: &[u8],
+    retry_without_tag: &[u8],
+    tag: &[u8],
+) -> bool {
     let Ok(mut tag) = <[u8; TAG_LEN]>::try_from(tag) else {
         return false;
     };
     let aad = pseudo_packet(orig_dst_cid, retry_without_tag);
-    RETRY_KEY
-        .open_in_place(
-            Nonce::assume_unique_for_key(NONCE),
-            Aad::from(&aad[..]),
-            &mut tag,
-        )
-        .is_ok()
+    let (key, nonce) = key_nonce(version);
+    key.open_in_place(
+        Nonce::assume_unique_for_key(nonce),
+        Aad::from(&aad[..]),
+        &mut tag,
+    )
+    .is_ok()
 }

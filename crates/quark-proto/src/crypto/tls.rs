@@ -10,8 +10,10 @@ use std::sync::{Arc, OnceLock};
 use rustls::pki_types::ServerName;
 use rustls::quic::{self, Connection};
 
-use crate::crypto::KeyChange;
+use crate::crypto::relabel::{self, Capture};
+use crate::crypto::{KeyChange, LevelKeys};
 use crate::error::{TransportError, TransportErrorCode};
+use crate::packet::rustls_version;
 use crate::transport_params::TransportParameters;
 use crate::types::Side;
 
@@ -32,6 +34,9 @@ pub struct TlsSession {
     pending: VecDeque<Step>,
     /// The peer's parameters, decoded on first request.
     peer_params: OnceLock<Result<TransportParameters, TransportError>>,
+    /// A client that may move to another version (RFC 9368): its traffic
+    /// secrets, and the version whose labels its keys must now use.
+    relabel: Option<Box<(Arc<Capture>, Option<u32>)>>,
 }
 
 /// The negotiated results kept when the session itself goes.
@@ -71,9 +76,20 @@ impl TlsSession {
         server_name: &str,
         params: &TransportParameters,
     ) -> Result<Self, TlsSetupError> {
+        Self::client_for(crate::packet::VERSION_1, config, server_name, params)
+    }
+
+    /// [`Self::client`] for QUIC `version`: its HKDF labels for the
+    /// handshake and 1-RTT keys and for key updates (RFC 9369 §3.3.2).
+    pub fn client_for(
+        version: u32,
+        config: Arc<rustls::ClientConfig>,
+        server_name: &str,
+        params: &TransportParameters,
+    ) -> Result<Self, TlsSetupError> {
         let mut encoded = Vec::new();
         params.encode(&mut encoded);
-        Self::client_raw(config, server_name, encoded)
+        Self::client_versioned(version, config, server_name, encoded)
     }
 
     /// A server session.
@@ -81,30 +97,94 @@ impl TlsSession {
         config: Arc<rustls::ServerConfig>,
         params: &TransportParameters,
     ) -> Result<Self, TlsSetupError> {
+        Self::server_for(crate::packet::VERSION_1, config, params)
+    }
+
+    /// [`Self::server`] for QUIC `version`.
+    pub fn server_for(
+        version: u32,
+        config: Arc<rustls::ServerConfig>,
+        params: &TransportParameters,
+    ) -> Result<Self, TlsSetupError> {
         let mut encoded = Vec::new();
         params.encode(&mut encoded);
-        Self::server_raw(config, encoded)
+        Self::server_versioned(version, config, encoded)
+    }
+
+    /// [`Self::client_for`], for a client that offers to move to another
+    /// version mid-handshake (RFC 9368 compatible negotiation): it keeps its
+    /// traffic secrets (through the key log, still fed to `config`'s own) so
+    /// that [`Self::switch_version`] can give keys of the new version.
+    pub fn client_upgradable(
+        version: u32,
+        config: Arc<rustls::ClientConfig>,
+        server_name: &str,
+        params: &TransportParameters,
+    ) -> Result<Self, TlsSetupError> {
+        let mut config = (*config).clone();
+        let capture = Arc::new(Capture::new(config.key_log.clone()));
+        config.key_log = capture.clone();
+        let mut session = Self::client_for(version, Arc::new(config), server_name, params)?;
+        session.relabel = Some(Box::new((capture, None)));
+        Ok(session)
+    }
+
+    /// Whether [`Self::switch_version`] can work (a session made with
+    /// [`Self::client_upgradable`]).
+    pub fn can_switch_version(&self) -> bool {
+        self.relabel.is_some()
+    }
+
+    /// From now on hand out keys with `version`'s labels. False for a session
+    /// not made with [`Self::client_upgradable`].
+    pub fn switch_version(&mut self, version: u32) -> bool {
+        match self.relabel.as_mut() {
+            Some(r) => {
+                r.1 = Some(version);
+                true
+            }
+            None => false,
+        }
     }
 
     /// A client session sending already-encoded transport parameters.
+    #[cfg(test)]
     pub(crate) fn client_raw(
+        config: Arc<rustls::ClientConfig>,
+        server_name: &str,
+        params: Vec<u8>,
+    ) -> Result<Self, TlsSetupError> {
+        Self::client_versioned(crate::packet::VERSION_1, config, server_name, params)
+    }
+
+    fn client_versioned(
+        version: u32,
         config: Arc<rustls::ClientConfig>,
         server_name: &str,
         params: Vec<u8>,
     ) -> Result<Self, TlsSetupError> {
         let name = ServerName::try_from(server_name.to_owned())
             .map_err(|e| TlsSetupError::Config(format!("server name {server_name:?}: {e}")))?;
-        let conn = quic::ClientConnection::new(config, quic::Version::V1, name, params)
+        let conn = quic::ClientConnection::new(config, rustls_version(version), name, params)
             .map_err(|e| TlsSetupError::Config(e.to_string()))?;
         Ok(Self::wrap(conn.into()))
     }
 
     /// A server session sending already-encoded transport parameters.
+    #[cfg(test)]
     pub(crate) fn server_raw(
         config: Arc<rustls::ServerConfig>,
         params: Vec<u8>,
     ) -> Result<Self, TlsSetupError> {
-        let conn = quic::ServerConnection::new(config, quic::Version::V1, params)
+        Self::server_versioned(crate::packet::VERSION_1, config, params)
+    }
+
+    fn server_versioned(
+        version: u32,
+        config: Arc<rustls::ServerConfig>,
+        params: Vec<u8>,
+    ) -> Result<Self, TlsSetupError> {
+        let conn = quic::ServerConnection::new(config, rustls_version(version), params)
             .map_err(|e| TlsSetupError::Config(e.to_string()))?;
         Ok(Self::wrap(conn.into()))
     }
@@ -115,6 +195,7 @@ impl TlsSession {
             kept: Kept::default(),
             pending: VecDeque::new(),
             peer_params: OnceLock::new(),
+            relabel: None,
         };
         session.drain();
         session
@@ -185,6 +266,49 @@ impl TlsSession {
         TransportError::new(code, e.to_string())
     }
 
+    /// [`Self::write_handshake`], with the keys in the version set by
+    /// [`Self::switch_version`] if any. A change whose keys cannot be made is
+    /// an INTERNAL_ERROR.
+    pub fn write_handshake_keys(
+        &mut self,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<LevelKeys>, TransportError> {
+        let Some(change) = self.write_handshake(buf) else {
+            return Ok(None);
+        };
+        let target = self
+            .relabel
+            .as_ref()
+            .and_then(|r| Some((r.0.clone(), r.1?)));
+        let Some((capture, version)) = target else {
+            return Ok(Some(match change {
+                KeyChange::Handshake { keys } => LevelKeys::Handshake(keys),
+                KeyChange::OneRtt { keys, next } => LevelKeys::OneRtt(keys, next.into()),
+            }));
+        };
+        let one_rtt = matches!(change, KeyChange::OneRtt { .. });
+        let suite = self.cipher_suite().map(|s| s.suite());
+        let made = suite.and_then(|suite| {
+            relabel::keys(
+                &capture,
+                suite,
+                version,
+                crate::types::Side::Client,
+                one_rtt,
+            )
+        });
+        let Some((keys, next)) = made else {
+            return Err(TransportError::internal(
+                "no traffic secrets to change versions",
+            ));
+        };
+        Ok(Some(if one_rtt {
+            LevelKeys::OneRtt(keys, crate::crypto::NextSecrets::Relabeled(next))
+        } else {
+            LevelKeys::Handshake(keys)
+        }))
+    }
+
     /// Collect handshake bytes to send at the current write level, and any new keys.
     /// Call repeatedly until it returns `None` and writes nothing.
     pub fn write_handshake(&mut self, buf: &mut Vec<u8>) -> Option<KeyChange> {
@@ -229,6 +353,30 @@ impl TlsSession {
             .get_or_init(|| TransportParameters::decode(our_side.peer(), raw))
             .clone()
             .map(Some)
+    }
+
+    /// 0-RTT packet keys (RFC 9001 §4.6.1): for a client resuming a session
+    /// that allows early data, from the start; for a server, once it read a
+    /// ClientHello whose early data it accepts. `None` otherwise.
+    pub fn zero_rtt_keys(&self) -> Option<crate::crypto::DirectionalKeys> {
+        self.conn.as_ref()?.zero_rtt_keys()
+    }
+
+    /// Client: whether the server accepted early data (meaningful once the
+    /// handshake is complete).
+    pub fn is_early_data_accepted(&self) -> bool {
+        match self.conn.as_deref() {
+            Some(Connection::Client(c)) => c.is_early_data_accepted(),
+            _ => false,
+        }
+    }
+
+    /// Server: refuse early data whatever the ticket allows. Call before the
+    /// ClientHello is read.
+    pub fn reject_early_data(&mut self) {
+        if let Some(Connection::Server(c)) = self.conn.as_deref_mut() {
+            c.reject_early_data();
+        }
     }
 
     /// The peer's transport parameters as sent, before decoding.

@@ -160,7 +160,18 @@ impl Endpoint {
         params.initial_source_connection_id = Some(local_cid);
         params.retry_source_connection_id = retry_scid;
         params.stateless_reset_token = Some(self.reset_key.token(&local_cid));
-        let tls = match TlsSession::server(server.tls.clone(), &params) {
+        let preferred_cid = server.preferred_address.map(|addr| {
+            let cid = self.new_cid();
+            let token = self.reset_key.token(&cid);
+            params.preferred_address = Some(super::preferred::param(addr, cid, token));
+            (addr.ip(), cid, token)
+        });
+        let version = self.negotiate_version(data, pd);
+        params.version_information = Some(Connection::version_information(
+            version,
+            &self.config.supported_versions,
+        ));
+        let tls = match TlsSession::server_for(version, server.tls.clone(), &params) {
             Ok(tls) => tls,
             Err(e) => {
                 tracing::warn!(%e, "server TLS setup failed");
@@ -170,7 +181,9 @@ impl Endpoint {
         let conn = Connection::new(
             ConnectionParams {
                 side: Side::Server,
-                version: pd.version,
+                version,
+                original_version: pd.version,
+                compatible_versions: Vec::new(),
                 tls,
                 config: server.transport.clone(),
                 remote,
@@ -183,6 +196,8 @@ impl Endpoint {
                 token: Vec::new(),
                 validated,
                 retry_src_cid: retry_scid,
+                zero_rtt: server.zero_rtt,
+                preferred_cid,
             },
             now,
         );
@@ -211,9 +226,34 @@ impl Endpoint {
         }
         self.owned[h.0].half_open = Some(source);
         self.admission.open(source);
+        for (mut early, ecn) in self.early.take(&pd.dst_cid, remote) {
+            self.conns[h.0].handle_datagram(now, remote, ecn, &mut early);
+        }
         self.sync(h);
         self.accept_queue.push_back(h);
         Some(DatagramEvent::NewConnection(h))
+    }
+
+    /// The version for a new connection whose first Initial is `pd`: our most
+    /// preferred version among those the client offered as compatible (RFC
+    /// 9368 §2.3), if we prefer it to the client's; else the client's.
+    fn negotiate_version(&self, data: &[u8], pd: &PartialDecode) -> u32 {
+        let ours = &self.config.supported_versions;
+        if ours.first().is_none_or(|&v| v == pd.version) {
+            return pd.version;
+        }
+        let Some(offered) = super::peek::client_versions(data, pd) else {
+            return pd.version;
+        };
+        for &v in ours {
+            if v == pd.version {
+                break;
+            }
+            if offered.available.contains(&v) && super::peek::compatible(pd.version, v) {
+                return v;
+            }
+        }
+        pd.version
     }
 
     /// The original destination and Retry source connection IDs a Retry token
@@ -248,7 +288,7 @@ impl Endpoint {
         if self.responses.len() >= self.config.max_stateless_responses {
             return None;
         }
-        let keys = crate::crypto::initial_keys(&pd.dst_cid, Side::Server);
+        let keys = crate::crypto::initial_keys_for(pd.version, &pd.dst_cid, Side::Server);
         let header = HeaderParams {
             kind: PacketKind::Initial,
             version: pd.version,
@@ -308,6 +348,7 @@ impl Endpoint {
         let mut out = Vec::new();
         packet::write_retry(
             &mut out,
+            pd.version,
             &pd.src_cid,
             &retry_scid,
             &pd.dst_cid,

@@ -8,6 +8,11 @@
 
 mod accept;
 mod admission;
+mod early;
+
+pub use early::MAX_EARLY_DATAGRAMS;
+mod peek;
+mod preferred;
 mod routes;
 
 use std::collections::{HashMap, VecDeque};
@@ -113,6 +118,8 @@ pub struct Endpoint {
     /// What connections learnt about each path's MTU, offered to the other
     /// connections on the same path, and the paths' traffic.
     mtus: MtuCache,
+    /// 0-RTT datagrams that came before their connection's Initial.
+    early: early::EarlyDatagrams,
 }
 
 impl Endpoint {
@@ -133,6 +140,7 @@ impl Endpoint {
             last_route: None,
             owned: Vec::new(),
             mtus: MtuCache::default(),
+            early: early::EarlyDatagrams::default(),
             reset_tokens: HashMap::new(),
             token_key,
             rng,
@@ -169,11 +177,26 @@ impl Endpoint {
         let local_cid = self.new_cid();
         let mut params = local_params(&config.transport);
         params.initial_source_connection_id = Some(local_cid);
-        let tls = TlsSession::client(config.tls.clone(), server_name, &params)?;
+        // Versions we may be moved to (RFC 9368 §2.3): those we support too.
+        let offered: Vec<u32> = config
+            .compatible_versions
+            .iter()
+            .copied()
+            .filter(|v| *v != config.version && self.config.supported_versions.contains(v))
+            .collect();
+        params.version_information =
+            Some(Connection::version_information(config.version, &offered));
+        let tls = if offered.is_empty() {
+            TlsSession::client_for(config.version, config.tls.clone(), server_name, &params)?
+        } else {
+            TlsSession::client_upgradable(config.version, config.tls.clone(), server_name, &params)?
+        };
         let conn = Connection::new(
             ConnectionParams {
                 side: Side::Client,
                 version: config.version,
+                original_version: config.version,
+                compatible_versions: offered.clone(),
                 tls,
                 config: config.transport.clone(),
                 remote,
@@ -186,6 +209,8 @@ impl Endpoint {
                 token: Vec::new(),
                 validated: true,
                 retry_src_cid: None,
+                zero_rtt: false,
+                preferred_cid: None,
             },
             now,
         );
@@ -215,6 +240,7 @@ impl Endpoint {
             Err(PacketDecodeError::Invalid(_)) => return None,
         };
         if let Some(h) = self.lookup(&pd.dst_cid) {
+            self.conns[h.0].note_local_ip(local_ip);
             self.conns[h.0].handle_datagram(now, remote, ecn, data);
             self.sync(h);
             return Some(DatagramEvent::Connection(h));
@@ -227,7 +253,19 @@ impl Endpoint {
             // us: they stay where they arrived, even if that ID looks like another
             // worker's.
             HeaderType::Frames(PacketKind::Initial) if self.server.is_some() => {
+                // A version quark can parse but this endpoint was told not to
+                // speak: as for any unknown version (RFC 9000 §6.1).
+                if !self.config.supported_versions.contains(&pd.version) {
+                    let (dst, src) = (pd.dst_cid, pd.src_cid);
+                    return self.version_negotiation(remote, local_ip, data.len(), &dst, &src);
+                }
                 self.accept_initial(now, remote, local_ip, ecn, data, &pd)
+            }
+            HeaderType::Frames(PacketKind::ZeroRtt)
+                if self.server.as_ref().is_some_and(|s| s.zero_rtt) =>
+            {
+                self.early.keep(pd.dst_cid, remote, ecn, data);
+                None
             }
             HeaderType::Frames(PacketKind::Handshake) => self.foreign(&pd),
             _ => None,
@@ -260,7 +298,14 @@ impl Endpoint {
                 Err(_) => None,
             };
             if route.is_none() || route != run_conn {
-                self.flush_run(now, remote, ecn, run_conn.take(), &mut run, &mut on_event);
+                self.flush_run(
+                    now,
+                    (remote, local_ip),
+                    ecn,
+                    run_conn.take(),
+                    &mut run,
+                    &mut on_event,
+                );
             }
             match route {
                 Some(h) => {
@@ -274,19 +319,27 @@ impl Endpoint {
                 }
             }
         }
-        self.flush_run(now, remote, ecn, run_conn, &mut run, &mut on_event);
+        self.flush_run(
+            now,
+            (remote, local_ip),
+            ecn,
+            run_conn,
+            &mut run,
+            &mut on_event,
+        );
     }
 
     fn flush_run(
         &mut self,
         now: Instant,
-        remote: SocketAddr,
+        (remote, local_ip): (SocketAddr, Option<IpAddr>),
         ecn: Option<EcnCodepoint>,
         conn: Option<ConnectionHandle>,
         run: &mut SmallVec<[&mut [u8]; 64]>,
         on_event: &mut impl FnMut(DatagramEvent, &[u8]),
     ) {
         if let Some(h) = conn {
+            self.conns[h.0].note_local_ip(local_ip);
             self.conns[h.0].handle_batch(now, remote, ecn, run);
             self.sync(h);
             on_event(DatagramEvent::Connection(h), &[]);
@@ -298,6 +351,12 @@ impl Endpoint {
     fn foreign(&self, pd: &PartialDecode) -> Option<DatagramEvent> {
         let w = self.cids.worker_of(&pd.dst_cid)?;
         (Some(w) != self.cids.worker().map(|me| me.index())).then_some(DatagramEvent::Forward(w))
+    }
+
+    /// 0-RTT datagrams kept for connections whose Initial has not come
+    /// (at most [`MAX_EARLY_DATAGRAMS`]).
+    pub fn early_datagrams(&self) -> usize {
+        self.early.len()
     }
 
     /// Next stateless datagram to send (Version Negotiation, Retry, reset).
@@ -447,12 +506,17 @@ pub fn local_params(config: &TransportConfig) -> TransportParameters {
         initial_max_streams_uni: config.max_concurrent_uni_streams,
         ack_delay_exponent: config.ack_delay_exponent,
         max_ack_delay: config.max_ack_delay,
-        disable_active_migration: true,
+        disable_active_migration: !config.active_migration,
         active_connection_id_limit: config.active_connection_id_limit,
         //= https://datatracker.ietf.org/doc/html/draft-ietf-quic-ack-frequency
         //# min_ack_delay: the minimum amount of time, in microseconds, that the
         //# endpoint sending this value is willing to delay an acknowledgment.
         min_ack_delay: config.ack_frequency.then_some(1000),
+        //= https://www.rfc-editor.org/rfc/rfc9221#section-3
+        //# max_datagram_frame_size (0x20):  A variable-length integer that
+        //# represents the maximum size of a DATAGRAM frame (including the
+        //# frame type, length, and payload) the endpoint is willing to receive
+        max_datagram_frame_size: config.max_datagram_frame_size.map(u64::from),
         ..TransportParameters::default()
     }
 }

@@ -17,6 +17,7 @@ impl Endpoint {
             rng_seed: self.rng.random(),
             cid_len: self.config.cid_len,
             cid_gen: self.cids.clone(),
+            qlog: self.config.qlog_dir.is_some(),
         }
     }
 

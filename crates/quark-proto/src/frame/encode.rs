@@ -96,6 +96,21 @@ impl Frame<'_> {
         )
     }
 
+    /// Whether the frame may only probe a path (RFC 9000 §9.1): a packet of
+    /// probing frames alone does not move the connection to its address.
+    pub fn is_probing(&self) -> bool {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-9.1
+        //# PATH_CHALLENGE, PATH_RESPONSE, NEW_CONNECTION_ID, and PADDING frames
+        //# are "probing frames", and all other frames are "non-probing frames".
+        matches!(
+            self,
+            Frame::PathChallenge(_)
+                | Frame::PathResponse(_)
+                | Frame::NewConnectionId(_)
+                | Frame::Padding { .. }
+        )
+    }
+
     /// Encode. STREAM frames are written with an explicit length (LEN bit set) and the
     /// OFF bit set only for a non-zero offset; DATAGRAM with a length.
     pub fn encode<B: BufMut>(&self, buf: &mut B) {

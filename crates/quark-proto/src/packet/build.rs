@@ -2,8 +2,9 @@
 
 use rustls::quic::{HeaderProtectionKey, PacketKey};
 
-use super::header::{FIXED_BIT, LONG_FORM, TYPE_HANDSHAKE, TYPE_INITIAL, TYPE_ZERO_RTT};
+use super::header::{FIXED_BIT, LONG_FORM};
 use super::number::{packet_number_len, truncate};
+use super::version::type_bits;
 use super::{HeaderParams, PacketBuilder, SealJob};
 use crate::types::PacketKind;
 use crate::varint::put_varint;
@@ -53,11 +54,7 @@ impl PacketBuilder {
             buf.push(first);
             buf.extend_from_slice(h.dst_cid);
         } else {
-            let ty = match h.kind {
-                PacketKind::Initial => TYPE_INITIAL,
-                PacketKind::ZeroRtt => TYPE_ZERO_RTT,
-                _ => TYPE_HANDSHAKE,
-            };
+            let ty = type_bits(h.version, Some(h.kind));
             buf.push(LONG_FORM | FIXED_BIT | ty | pn_len_bits);
             buf.extend_from_slice(&h.version.to_be_bytes());
             buf.push(h.dst_cid.len() as u8);

@@ -9,7 +9,7 @@ use super::{
     remove_header_protection,
 };
 use crate::cid::ConnectionId;
-use crate::crypto::initial_keys;
+use crate::crypto::initial_keys_for;
 use crate::types::{PacketKind, Side};
 
 /// A client's Initial datagram to `dst_cid`, carrying `frames` (encoded) and
@@ -22,7 +22,7 @@ pub fn client_initial(
     pn: u64,
     frames: &[u8],
 ) -> Vec<u8> {
-    let keys = initial_keys(dst_cid, Side::Client);
+    let keys = initial_keys_for(version, dst_cid, Side::Client);
     let header = HeaderParams {
         kind: PacketKind::Initial,
         version,
@@ -61,7 +61,7 @@ pub fn open_server_initial(
     if pd.ty != HeaderType::Frames(PacketKind::Initial) {
         return None;
     }
-    let keys = initial_keys(client_dst_cid, Side::Client);
+    let keys = initial_keys_for(pd.version, client_dst_cid, Side::Client);
     let header =
         remove_header_protection(&mut packet, &pd, keys.remote.header.as_ref(), None).ok()?;
     let frames =
@@ -72,6 +72,7 @@ pub fn open_server_initial(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crypto::initial_keys;
     use crate::frame::{Frame, Iter};
     use crate::packet::VERSION_1;
 

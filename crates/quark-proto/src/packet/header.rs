@@ -2,7 +2,10 @@
 
 use std::ops::Range;
 
-use super::{HeaderType, PacketDecodeError, PartialDecode, VERSION_1};
+#[cfg(test)]
+use super::VERSION_1;
+use super::version::{is_known, kind_of};
+use super::{HeaderType, PacketDecodeError, PartialDecode};
 use crate::cid::{ConnectionId, MAX_CID_LEN};
 use crate::coding::Reader;
 use crate::types::PacketKind;
@@ -47,7 +50,7 @@ impl PartialDecode {
         let version = r.u32().map_err(|_| TRUNCATED)?;
         let dst = cid_field(&mut r).ok_or(TRUNCATED)?;
         let src = cid_field(&mut r).ok_or(TRUNCATED)?;
-        if version != 0 && version != VERSION_1 {
+        if version != 0 && !is_known(version) {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-17.2
             //# In order to properly form a Version Negotiation packet, servers
             //# SHOULD be able to read longer connection IDs from other QUIC
@@ -97,17 +100,18 @@ impl PartialDecode {
         }
 
         let mut token = 0..0;
-        let kind = match first & 0x30 {
-            TYPE_INITIAL => {
+        //= https://www.rfc-editor.org/rfc/rfc9369#section-3.2
+        //# All version 2 long header packet types are different.
+        let kind = match kind_of(version, first) {
+            Some(PacketKind::Initial) => {
                 //# Token Length (i),
                 //# Token (..),
                 let t = r.varint_bytes().map_err(|_| TRUNCATED)?;
                 token = r.position() - t.len()..r.position();
                 PacketKind::Initial
             }
-            TYPE_ZERO_RTT => PacketKind::ZeroRtt,
-            TYPE_HANDSHAKE => PacketKind::Handshake,
-            _ => return retry(datagram, first, dst_cid, src_cid, r.position()),
+            Some(kind) => kind,
+            None => return retry(datagram, first, version, dst_cid, src_cid, r.position()),
         };
 
         //= https://www.rfc-editor.org/rfc/rfc9000#section-17.2
@@ -182,6 +186,7 @@ fn short(
 fn retry(
     datagram: &[u8],
     first: u8,
+    version: u32,
     dst_cid: ConnectionId,
     src_cid: ConnectionId,
     token_start: usize,
@@ -200,7 +205,7 @@ fn retry(
     Ok(PartialDecode {
         ty: HeaderType::Retry,
         first,
-        version: VERSION_1,
+        version,
         dst_cid,
         src_cid,
         token: token_start..token_end,

@@ -21,6 +21,7 @@ mod protect;
 mod special;
 #[cfg(test)]
 mod vectors;
+mod version;
 
 use std::ops::Range;
 
@@ -34,8 +35,7 @@ pub use special::{
     write_version_negotiation,
 };
 
-/// QUIC version 1.
-pub const VERSION_1: u32 = 0x0000_0001;
+pub use version::{VERSION_1, VERSION_2, is_known as is_known_version, rustls_version};
 
 /// Smallest datagram that may carry a client Initial (RFC 9000 §14.1).
 pub const MIN_INITIAL_SIZE: usize = 1200;

@@ -181,7 +181,7 @@ mod tests {
         // Retry carries no header protection
         let mut retry = Vec::new();
         let cid = ConnectionId::new(&[1]).unwrap();
-        write_retry(&mut retry, &cid, &cid, &cid, &[9; 30], 0);
+        write_retry(&mut retry, VERSION_1, &cid, &cid, &cid, &[9; 30], 0);
         let pd = PartialDecode::new(&retry, 0).unwrap();
         assert!(remove_header_protection(&mut retry, &pd, hp, None).is_err());
     }

@@ -1,7 +1,10 @@
 //! Packets without packet protection: Version Negotiation, Retry and Stateless Reset.
 
-use super::header::{FIXED_BIT, LONG_FORM, RETRY_TAG_LEN, TYPE_RETRY};
-use super::{HeaderType, PacketDecodeError, PartialDecode, VERSION_1};
+#[cfg(test)]
+use super::VERSION_1;
+use super::header::{FIXED_BIT, LONG_FORM, RETRY_TAG_LEN};
+use super::version::type_bits;
+use super::{HeaderType, PacketDecodeError, PartialDecode};
 use crate::cid::{ConnectionId, RESET_TOKEN_LEN, ResetToken};
 use crate::crypto::retry;
 
@@ -76,9 +79,10 @@ pub fn version_negotiation_versions(
 
 /// Append a Retry packet (RFC 9000 §17.2.5) with its integrity tag (RFC 9001 §5.8).
 /// `dst_cid` is the client's SCID, `src_cid` the server's new CID, `orig_dst_cid`
-/// the DCID of the client's first Initial.
+/// the DCID of the client's first Initial, `version` the client's.
 pub fn write_retry(
     buf: &mut Vec<u8>,
+    version: u32,
     dst_cid: &ConnectionId,
     src_cid: &ConnectionId,
     orig_dst_cid: &ConnectionId,
@@ -100,22 +104,27 @@ pub fn write_retry(
     //#   Retry Token (..),
     //#   Retry Integrity Tag (128),
     //# }
-    buf.push(LONG_FORM | FIXED_BIT | TYPE_RETRY | (random & 0x0f));
-    buf.extend_from_slice(&VERSION_1.to_be_bytes());
+    buf.push(LONG_FORM | FIXED_BIT | type_bits(version, None) | (random & 0x0f));
+    buf.extend_from_slice(&version.to_be_bytes());
     put_cid(buf, dst_cid);
     put_cid(buf, src_cid);
     buf.extend_from_slice(token);
-    let tag = retry::integrity_tag(orig_dst_cid, &buf[start..]);
+    let tag = retry::integrity_tag(version, orig_dst_cid, &buf[start..]);
     buf.extend_from_slice(&tag);
 }
 
-/// Check a received Retry packet's integrity tag against the DCID the client sent.
+/// Check a received Retry packet's integrity tag against the DCID the client sent
+/// (the key depends on the packet's version: bytes 1..5).
 pub fn retry_integrity_ok(orig_dst_cid: &ConnectionId, packet: &[u8]) -> bool {
+    let Some(version) = packet.get(1..5) else {
+        return false;
+    };
+    let version = u32::from_be_bytes([version[0], version[1], version[2], version[3]]);
     let Some(split) = packet.len().checked_sub(RETRY_TAG_LEN) else {
         return false;
     };
     let (without_tag, tag) = packet.split_at(split);
-    retry::integrity_tag_ok(orig_dst_cid, without_tag, tag)
+    retry::integrity_tag_ok(version, orig_dst_cid, without_tag, tag)
 }
 
 /// Append a Stateless Reset (RFC 9000 §10.3) of `len` bytes (at least 21):
@@ -207,7 +216,15 @@ mod tests {
     fn retry_tag_rejects_other_odcid_and_truncation() {
         let mut buf = Vec::new();
         let odcid = cid(&[1, 2, 3, 4]);
-        write_retry(&mut buf, &cid(&[5]), &cid(&[6, 7]), &odcid, b"tok", 3);
+        write_retry(
+            &mut buf,
+            VERSION_1,
+            &cid(&[5]),
+            &cid(&[6, 7]),
+            &odcid,
+            b"tok",
+            3,
+        );
         assert_eq!(buf[0], 0xf3);
         assert!(retry_integrity_ok(&odcid, &buf));
         assert!(!retry_integrity_ok(&cid(&[1, 2, 3, 5]), &buf));

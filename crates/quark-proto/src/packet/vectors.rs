@@ -7,6 +7,8 @@ use super::*;
 use crate::crypto::initial_keys;
 use crate::types::Side;
 
+mod v2;
+
 fn hex(s: &str) -> Vec<u8> {
     hex::decode(s.split_whitespace().collect::<String>()).unwrap()
 }
@@ -239,6 +241,7 @@ fn a4_retry() {
     let odcid = cid(DCID);
     write_retry(
         &mut buf,
+        VERSION_1,
         &ConnectionId::EMPTY,
         &cid("f067a5502a4262b5"),
         &odcid,

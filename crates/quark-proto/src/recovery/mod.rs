@@ -328,6 +328,24 @@ impl<T> Recovery<T> {
         self.set_timer(now, path);
     }
 
+    /// The connection moved to a new network path (RFC 9000 §9.4): congestion
+    /// control, pacing and the RTT estimate start over; packets in flight stay.
+    pub fn reset_path(&mut self, config: &RecoveryConfig, mtu: u64) {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-9.4
+        //# the endpoint MUST reset the congestion controller and round-trip
+        //# time estimator for the new path to initial values
+        let mtu = mtu.max(1200);
+        self.rtt = RttEstimator::new(config.initial_rtt);
+        self.first_rtt_sample = None;
+        self.cc = config.cc.build(mtu);
+        self.window = self.cc.window();
+        self.pacer = Pacer::new(mtu, crate::cc::initial_window(mtu) / mtu);
+        self.delivery = self.cc.wants_rate_samples().then(DeliveryRate::default);
+        self.app_limited = false;
+        self.pto_count = 0;
+        self.ecn.restart();
+    }
+
     /// The connection closed: nothing will be acknowledged, retransmitted or
     /// paced any more. Forget the packets in flight and the loss history (with
     /// what each packet carried, most of a closed connection's memory) and stop

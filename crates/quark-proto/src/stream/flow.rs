@@ -213,6 +213,18 @@ impl SendFlow {
         true
     }
 
+    /// Bytes committed to streams so far.
+    pub fn used(&self) -> u64 {
+        self.used
+    }
+
+    /// Replace the limit, even with a lower one (the server's real
+    /// initial_max_data after 0-RTT ran on the remembered one). The caller
+    /// checked it holds what was committed.
+    pub fn replace_max(&mut self, max: u64) {
+        self.max_data = max;
+    }
+
     /// Note that a write was limited by connection credit.
     pub fn set_blocked(&mut self) {
         self.blocked_at = Some(self.max_data);

@@ -229,6 +229,13 @@ impl SendStream {
         true
     }
 
+    /// Replace the limit, even with a lower one: the server's real limit
+    /// after 0-RTT ran on remembered ones (RFC 9000 §7.4.1). The caller
+    /// checked it holds what was written.
+    pub fn replace_max_stream_data(&mut self, max: u64) {
+        self.max_stream_data = max;
+    }
+
     /// The limit we are blocked at, if a write was refused for stream-level flow
     /// control and no STREAM_DATA_BLOCKED was reported at this limit yet; reporting it
     /// here counts as sending it.

@@ -69,9 +69,9 @@ fn decode(sender: Side, data: &[u8]) -> Result<TransportParameters, Reason> {
 /// A distinct bit for each parameter this decoder knows.
 fn known_bit(id: u64) -> Option<u32> {
     match id {
-        0x00..=0x10 => Some(1 << id),
-        id::MAX_DATAGRAM_FRAME_SIZE => Some(1 << 17),
-        id::MIN_ACK_DELAY => Some(1 << 18),
+        0x00..=0x11 => Some(1 << id),
+        id::MAX_DATAGRAM_FRAME_SIZE => Some(1 << 18),
+        id::MIN_ACK_DELAY => Some(1 << 19),
         _ => None,
     }
 }
@@ -167,6 +167,9 @@ fn apply(p: &mut TransportParameters, sender: Side, id: u64, value: &[u8]) -> Re
         id::RETRY_SOURCE_CONNECTION_ID => p.retry_source_connection_id = Some(cid(value)?),
         id::MAX_DATAGRAM_FRAME_SIZE => p.max_datagram_frame_size = Some(int(value)?),
         id::MIN_ACK_DELAY => p.min_ack_delay = Some(int(value)?),
+        id::VERSION_INFORMATION => {
+            p.version_information = Some(super::VersionInformation::decode(value)?);
+        }
         _ => {}
     }
     Ok(())

@@ -90,6 +90,9 @@ impl TransportParameters {
         if let Some(delay) = self.min_ack_delay {
             put_int(buf, id::MIN_ACK_DELAY, delay);
         }
+        if let Some(info) = &self.version_information {
+            info.encode(buf, id::VERSION_INFORMATION);
+        }
         put_grease(buf, start);
     }
 }

@@ -14,11 +14,14 @@ mod decode;
 mod encode;
 #[cfg(test)]
 mod tests;
+mod version_info;
 
 use std::net::{SocketAddrV4, SocketAddrV6};
 use std::time::Duration;
 
 use crate::cid::{ConnectionId, ResetToken};
+
+pub use version_info::{MAX_AVAILABLE_VERSIONS, VersionInformation};
 
 /// The parameters one endpoint declares to the other.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +65,8 @@ pub struct TransportParameters {
     /// 0xff04de1b (draft-ietf-quic-ack-frequency): min_ack_delay in microseconds.
     /// Must not exceed max_ack_delay.
     pub min_ack_delay: Option<u64>,
+    /// 0x11 (RFC 9368 §3): the version in use and the versions offered.
+    pub version_information: Option<VersionInformation>,
 }
 
 /// preferred_address (RFC 9000 §18.2).
@@ -98,6 +103,7 @@ mod id {
     pub(super) const RETRY_SOURCE_CONNECTION_ID: u64 = 0x10;
     pub(super) const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     pub(super) const MIN_ACK_DELAY: u64 = 0xff04de1b;
+    pub(super) const VERSION_INFORMATION: u64 = 0x11;
 }
 
 /// Default max_udp_payload_size: the largest UDP payload.
@@ -135,6 +141,7 @@ impl Default for TransportParameters {
             retry_source_connection_id: None,
             max_datagram_frame_size: None,
             min_ack_delay: None,
+            version_information: None,
         }
     }
 }

@@ -74,6 +74,10 @@ fn server_params() -> TransportParameters {
         retry_source_connection_id: Some(ConnectionId::new(&[4; 5]).unwrap()),
         max_datagram_frame_size: Some(65535),
         min_ack_delay: Some(1000),
+        version_information: Some(VersionInformation {
+            chosen: 0x6b33_43cf,
+            available: smallvec::smallvec![0x6b33_43cf, 1, 0x1a2a_3a4a],
+        }),
     }
 }
 
@@ -401,6 +405,7 @@ fn arb_params() -> impl Strategy<Value = (Side, TransportParameters)> {
                 retry_source_connection_id: rscid,
                 max_datagram_frame_size: dgram,
                 min_ack_delay: min_ack.map(|m| m % (ack_ms * 1000 + 1)),
+                version_information: None,
             };
             if p.initial_source_connection_id.is_some_and(|c| c.is_empty()) {
                 p.preferred_address = None;
@@ -433,4 +438,63 @@ proptest! {
             }
         }
     }
+}
+
+//= https://www.rfc-editor.org/rfc/rfc9368#section-3
+//# Version Information {
+//#   Chosen Version (32),
+//#   Available Versions (32) ...,
+//# }
+#[test]
+fn version_information_round_trip_and_bytes() {
+    for available in [vec![], vec![1], vec![0x6b33_43cf, 1]] {
+        let p = TransportParameters {
+            version_information: Some(VersionInformation {
+                chosen: 1,
+                available: available.into_iter().collect(),
+            }),
+            ..TransportParameters::default()
+        };
+        round_trip(Side::Client, &p);
+        round_trip(Side::Server, &p);
+    }
+    // id 0x11, length 12: chosen v2, available v2 and v1
+    let p = accepted(Side::Server, &hex_bytes("11 0c 6b3343cf 6b3343cf 00000001"));
+    let info = p.version_information.unwrap();
+    assert_eq!(info.chosen, 0x6b33_43cf);
+    assert_eq!(info.available.as_slice(), &[0x6b33_43cf, 1]);
+}
+
+#[test]
+fn version_information_errors() {
+    for bad in [
+        "11 00",                         // empty: no chosen version
+        "11 03 000001",                  // not a multiple of 4
+        "11 06 00000001 0000",           // trailing half version
+        "11 04 00000000",                // chosen version 0
+        "11 08 00000001 00000000",       // available version 0
+        "11 04 00000001 11 04 00000001", // twice
+    ] {
+        rejected(Side::Client, &hex_bytes(bad));
+    }
+    // A list longer than the cap is refused, not stored.
+    let mut long = Vec::new();
+    let mut value = 1u32.to_be_bytes().to_vec();
+    for v in 0..=MAX_AVAILABLE_VERSIONS as u32 {
+        value.extend_from_slice(&(v + 1).to_be_bytes());
+    }
+    param(&mut long, 0x11, &value);
+    assert!(rejected(Side::Server, &long).contains("too many"));
+    value.truncate(value.len() - 4);
+    let mut at_cap = Vec::new();
+    param(&mut at_cap, 0x11, &value);
+    let p = accepted(Side::Server, &at_cap);
+    assert_eq!(
+        p.version_information.unwrap().available.len(),
+        MAX_AVAILABLE_VERSIONS
+    );
+}
+
+fn hex_bytes(s: &str) -> Vec<u8> {
+    hex::decode(s.split_whitespace().collect::<String>()).unwrap()
 }

@@ -115,6 +115,12 @@ pub struct Sim {
     pub counted: Option<fn(&mut dyn FnMut())>,
     /// Deliver runs of equal-sized datagrams as one GRO buffer (`handle_batch`).
     pub gro: bool,
+    /// Bytes the server sent to addresses other than `client_addr`, per address
+    /// (the client's old address after it moved, a forged one).
+    pub sent_elsewhere: std::collections::HashMap<SocketAddr, u64>,
+    /// Datagrams the client sends to this address are lost (a server address
+    /// that does not answer).
+    pub unreachable: Option<SocketAddr>,
 }
 
 impl Sim {
@@ -143,6 +149,8 @@ impl Sim {
             server_handles: Vec::new(),
             counted: None,
             gro: false,
+            sent_elsewhere: std::collections::HashMap::new(),
+            unreachable: None,
         }
     }
 
@@ -223,7 +231,9 @@ impl Sim {
                 };
                 any = true;
                 if !to_server && t.destination != self.client_addr {
-                    continue; // For a peer outside the simulation (a test's attacker).
+                    // For a peer outside the simulation (a test's attacker).
+                    *self.sent_elsewhere.entry(t.destination).or_default() += t.size as u64;
+                    continue;
                 }
                 self.enqueue(to_server, buf[..t.size].to_vec());
             }
@@ -260,7 +270,11 @@ impl Sim {
                     );
                     ep.sync(h);
                     any = true;
+                    if to_server && Some(t.destination) == self.unreachable {
+                        continue;
+                    }
                     if !to_server && t.destination != self.client_addr {
+                        *self.sent_elsewhere.entry(t.destination).or_default() += t.size as u64;
                         continue;
                     }
                     let seg = t.segment_size.unwrap_or(t.size);
@@ -349,6 +363,15 @@ impl Sim {
                 self.server_handles.push(h);
             }
         }
+    }
+
+    /// Hand `data` to the server at once as if it came from `from` (a copy
+    /// racing ahead of the genuine datagram, a spoofed source).
+    pub fn inject_to_server(&mut self, from: SocketAddr, data: &mut [u8]) {
+        let now = self.now;
+        let len = data.len();
+        self.server
+            .handle_batch(now, from, None, None, data, len, |_, _| {});
     }
 
     fn next_timeout(&self) -> Option<Instant> {

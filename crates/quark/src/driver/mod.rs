@@ -13,11 +13,12 @@ mod transmit;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use quark_proto::{ConnectionError, ConnectionHandle, Transmit};
-use quark_udp::RecvMeta;
+use quark_udp::{RecvMeta, Socket};
 
 use crate::busy_poll::BusyPoll;
 use crate::deadlines::Deadlines;
@@ -75,6 +76,8 @@ fn yield_past_all(cx: &mut Context<'_>) {
 
 pub(crate) struct Driver {
     shared: SharedRef,
+    /// The endpoint's socket (replaced on `Endpoint::rebind`).
+    socket: Arc<Socket>,
     /// Wakes the driver at the protocol's next deadline.
     wakeup: Wakeup,
     recv_bufs: Vec<Vec<u8>>,
@@ -117,6 +120,7 @@ pub(crate) struct Driver {
 impl Driver {
     pub(crate) fn new(shared: SharedRef, inbox: Option<Inbox>) -> Self {
         Driver {
+            socket: shared.socket(),
             link: shared.worker.clone(),
             inbox,
             shared,
@@ -190,6 +194,9 @@ impl Driver {
                 continue;
             };
             let timeout = conn.poll_timeout();
+            if let Some(q) = self.shared.qlog.as_ref() {
+                q.drain(conn, conn.is_drained());
+            }
             let Some(entry) = conns.get_mut(&h) else {
                 apply(conn, None, h, ready, accept_wakers);
                 continue;
@@ -222,6 +229,10 @@ impl Future for Driver {
         let shared = this.shared.clone();
         let mut state = shared.lock();
         state.driver = Some(cx.waker().clone());
+        if let Some(same_host) = state.rebound.take() {
+            this.rebind(&mut state, same_host);
+        }
+        let socket = this.socket.clone();
         for _ in 0..POLL_BUDGET {
             let now = Instant::now();
             // Tasks asked for something since the last round (wrote, read, ...).
@@ -229,7 +240,7 @@ impl Future for Driver {
             while let Some(h) = state.dirty.pop_front() {
                 this.touch(&mut state, h);
             }
-            let sent_all = this.flush(cx, &shared.socket);
+            let sent_all = this.flush(cx, &socket);
             if sent_all {
                 let mut backlog = std::mem::take(&mut this.backlog);
                 for h in backlog.drain(..) {
@@ -237,7 +248,7 @@ impl Future for Driver {
                 }
                 this.backlog = backlog;
             }
-            let received = this.receive(cx, &shared.socket, &mut state, now);
+            let received = this.receive(cx, &socket, &mut state, now);
             this.timers(&mut state, now);
             // What arrived woke tasks (a request to answer, a handshake that
             // completed): let them run first, so that their answer leaves with our
@@ -283,10 +294,10 @@ impl Future for Driver {
                 }
                 _ => this.deferred = Deferred::No,
             }
-            let produced = sent_all && this.transmit(cx, &mut state, &shared.socket, now);
+            let produced = sent_all && this.transmit(cx, &mut state, &socket, now);
             // Send before the bookkeeping: a peer waiting for this answer starts
             // on it while this side delivers events and sets its timers.
-            let sent_more = produced && this.flush(cx, &shared.socket);
+            let sent_more = produced && this.flush(cx, &socket);
             this.dispatch(&mut state);
             // Park when nothing happened, or when what happened is finished:
             // the socket was emptied and everything built went out (every
@@ -318,6 +329,14 @@ impl Drop for Driver {
         let mut state = self.shared.lock();
         state.stopped = true;
         state.closed = true;
+        if let Some(q) = self.shared.qlog.as_ref() {
+            let handles: Vec<_> = state.conns.keys().copied().collect();
+            for h in handles {
+                if let Some(conn) = state.proto.connection_mut(h) {
+                    q.drain(conn, true);
+                }
+            }
+        }
         for entry in state.conns.values_mut() {
             if !entry.drained {
                 entry.error.get_or_insert(ConnectionError::DriverStopped);
@@ -331,6 +350,25 @@ impl Drop for Driver {
 }
 
 impl Driver {
+    /// The socket was replaced: take the new one and move the client
+    /// connections to it (RFC 9000 §9.2).
+    fn rebind(&mut self, state: &mut State, same_host: bool) {
+        self.socket = self.shared.socket();
+        let now = Instant::now();
+        let handles: Vec<ConnectionHandle> = state.proto.handles().collect();
+        for h in handles {
+            let Some(conn) = state.proto.connection_mut(h) else {
+                continue;
+            };
+            if conn.side().is_client() {
+                if let Err(e) = conn.migrate(now, same_host) {
+                    tracing::debug!(?h, %e, "rebound without migrating");
+                }
+                state.touch(h);
+            }
+        }
+    }
+
     /// Nothing to do now: wait for the next deadline, or finish if everything is gone.
     fn park(&mut self, cx: &mut Context<'_>, state: &mut State, now: Instant) -> Poll<()> {
         if state.endpoint_refs == 0 && state.conns.is_empty() && self.outgoing.is_empty() {

@@ -3,6 +3,7 @@
 //! turns them into frames (`outgoing.rs`) and frames into them (`incoming.rs`).
 
 mod budget;
+mod early;
 mod incoming;
 mod memory;
 mod outgoing;

@@ -3,6 +3,7 @@
 //! ranges in `ack`; property tests in `props`.
 
 mod ack;
+mod datagram;
 mod props;
 mod rules;
 
