@@ -60,9 +60,9 @@ def all_cases(connections=50):
              files("zr", 5, 10 * KIB), server=["--0rtt"], mode="zerortt", expect="0-RTT accepted"),
         Case("v2", "QUIC version 2 (RFC 9369)", files("v2", 2, 100 * KIB),
              server=["--quic-versions", "1,2"], client=["--quic-version", "2"]),
-        # {port2}: a second free port the server also answers on (RFC 9000 §9.6).
+        # Another loopback address on the server's port ({port}; RFC 9000 §9.6).
         Case("connectionmigration", "the client moves to the server's preferred address",
-             files("cm", 1, MIB), server=["--preferred-address", "127.0.0.1:{port2}"]),
+             files("cm", 1, MIB), server=["--preferred-address", "127.0.0.2:{port}"]),
         Case("handshakeloss", f"{connections} connections, 1 KiB each, 30 % loss",
              files("hl", connections, KIB), mode="multi", relay=MTU + ["--loss", "30%"], timeout=600, client_opt=PATIENT),
         Case("transferloss", "2+3 MiB, 2 % loss", [("tl1", 2 * MIB), ("tl2", 3 * MIB)],

@@ -125,7 +125,7 @@ def play(cell):
                 s.server + ["--listen", f"127.0.0.1:{sport}", "--root", cell.www,
                             "--cert", os.path.join(cell.certs, "cert.pem"),
                             "--key", os.path.join(cell.certs, "priv.key")]
-                + [f.replace("{port2}", str(free_port())) for f in case.server],
+                + [f.replace("{port}", str(sport)) for f in case.server],
                 stdout=f, stderr=subprocess.STDOUT)
         if not wait_ready(server, slog, s.ready, 30):
             return Result(True, False, f"server did not start (logs: {cell.dir})")

@@ -64,7 +64,8 @@ server)
     zerortt) needs serve --0rtt; args+=(--0rtt) ;;
     v2) needs serve --quic-versions; args+=(--quic-versions 1,2) ;;
     connectionmigration) needs serve --preferred-address
-        args+=(--preferred-address "${PREFERRED_ADDRESS:-$LISTEN_HOST:$((PORT + 1))}") ;;
+        # Another address of this host on the same port (quark's rule).
+        args+=(--preferred-address "${PREFERRED_ADDRESS:-127.0.0.2:$PORT}") ;;
     *) unsupported ;;
     esac
     exec "$QUARK" "${args[@]}" "${QLOG[@]}"
