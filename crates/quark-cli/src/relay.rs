@@ -26,6 +26,11 @@ pub(crate) struct Args {
     /// The server's address, e.g. 127.0.0.1:4433.
     #[arg(long)]
     to: String,
+    /// Largest UDP payload the link carries; bigger datagrams are dropped, as
+    /// on a real path with this MTU (loopback's 64 KiB lets PMTU discovery
+    /// grow datagrams far past what the interop runner's links carry).
+    #[arg(long, value_name = "BYTES")]
+    mtu: Option<usize>,
     #[command(flatten)]
     impair: ImpairArgs,
 }
@@ -90,7 +95,12 @@ pub(crate) fn run(args: Args) -> i32 {
             return 2;
         }
     };
-    crate::run_async(relay(listen, to, impairment))
+    crate::run_async(relay(
+        listen,
+        to,
+        impairment,
+        args.mtu.unwrap_or(MAX_DATAGRAM),
+    ))
 }
 
 /// A UDP socket with large buffers (bursts from a sender's window must not be
@@ -109,7 +119,12 @@ fn socket(addr: SocketAddr) -> anyhow::Result<UdpSocket> {
     Ok(UdpSocket::from_std(s.into())?)
 }
 
-async fn relay(listen: SocketAddr, to: SocketAddr, imp: Impairment) -> anyhow::Result<()> {
+async fn relay(
+    listen: SocketAddr,
+    to: SocketAddr,
+    imp: Impairment,
+    mtu: usize,
+) -> anyhow::Result<()> {
     let listener = Arc::new(socket(listen)?);
     let local = listener.local_addr()?;
     listener.writable().await?;
@@ -142,6 +157,7 @@ async fn relay(listen: SocketAddr, to: SocketAddr, imp: Impairment) -> anyhow::R
     let mut by_client: HashMap<SocketAddr, u32> = HashMap::new();
     let mut next_id = 0u32;
     let mut send_errors = 0u64;
+    let mut too_big = 0u64;
     let upstream_bind = match to.ip() {
         IpAddr::V4(v) if v.is_loopback() => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0),
         IpAddr::V4(_) => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 0),
@@ -162,6 +178,13 @@ async fn relay(listen: SocketAddr, to: SocketAddr, imp: Impairment) -> anyhow::R
         }
         let now = Instant::now();
         for ev in events {
+            let len = match &ev {
+                Event::FromClient(_, d) | Event::FromServer(_, d) => d.len(),
+            };
+            if len > mtu {
+                too_big += 1;
+                continue;
+            }
             match ev {
                 Event::FromClient(from, data) => {
                     let id = match by_client.get(&from) {
@@ -223,6 +246,9 @@ async fn relay(listen: SocketAddr, to: SocketAddr, imp: Impairment) -> anyhow::R
     eprintln!("relay stopped ({why}) after {} clients", next_id);
     eprintln!("  client -> server: {}", path.up.counters());
     eprintln!("  server -> client: {}", path.down.counters());
+    if too_big > 0 {
+        eprintln!("  {too_big} datagrams dropped: larger than --mtu {mtu}");
+    }
     if send_errors > 0 {
         eprintln!("  {send_errors} datagrams could not be sent (socket buffer full)");
     }

@@ -138,6 +138,55 @@ fn transfer_through_a_lossy_relay_matches() {
     assert!(lost.iter().sum::<u64>() > 0, "{report}");
 }
 
+#[test]
+fn datagrams_over_the_mtu_are_dropped() {
+    // `--mtu 1000`: a 1001-byte datagram never reaches the echo server, a
+    // 1000-byte one comes back whole.
+    let echo = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let echo_addr = echo.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = echo.recv_from(&mut buf) {
+            let _ = echo.send_to(&buf[..n], from);
+        }
+    });
+    let mut relay = Command::new(QUARK)
+        .args(["relay", "--listen", "127.0.0.1:0", "--mtu", "1000", "--to"])
+        .arg(echo_addr.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(relay.stdout.take().unwrap());
+    let err = BufReader::new(relay.stderr.take().unwrap());
+    let relay = Proc {
+        child: relay,
+        rest: Some(std::thread::spawn(move || {
+            err.lines()
+                .map_while(Result::ok)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })),
+    };
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening ").expect(&line);
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    socket.send_to(&[1; 1001], addr).unwrap();
+    socket.send_to(&[2; 1000], addr).unwrap();
+    let mut buf = [0u8; 2048];
+    let (n, _) = socket.recv_from(&mut buf).expect("the 1000-byte datagram");
+    assert_eq!(&buf[..n], &[2; 1000][..]);
+    let (_, report) = relay.terminate();
+    assert!(
+        report.contains("1 datagrams dropped: larger than --mtu 1000"),
+        "{report}"
+    );
+}
+
 /// Why the layer-3 link can't be tested here, if it can't.
 #[test]
 fn a_new_clients_first_datagram_gets_through() {

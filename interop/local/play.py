@@ -1,0 +1,182 @@
+"""Plays one cell: a server, optionally `quark relay` in front of it, the
+client (once, once per URL, or twice for resumption), then compares every
+download byte for byte with the served file."""
+
+import filecmp
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+
+class Result:
+    def __init__(self, played, ok, detail):
+        self.played = played
+        self.ok = ok
+        self.detail = detail
+
+    @property
+    def mark(self):
+        if not self.played:
+            return "-"
+        return "ok" if self.ok else "FAIL"
+
+
+class Cell:
+    def __init__(self, case, client, server, www, certs, d, env):
+        self.case = case
+        self.client = client
+        self.server = server
+        self.www = www
+        self.certs = certs
+        self.dir = d
+        self.env = env
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def why_not(cell):
+    """The reason this pair cannot play the case, or None."""
+    case = cell.case
+    if case.unplayable:
+        return case.unplayable
+    for peer in (cell.client, cell.server):
+        if peer.missing:
+            return f"{peer.name} not installed: {peer.missing}"
+    if case.relay and cell.env.peer("quark").missing:
+        return "needs quark relay: " + cell.env.peer("quark").missing
+    needs = [("server", f) for f in case.server if f.startswith("--")]
+    needs += [("client", f) for f in case.client if f.startswith("--")]
+    needs += case.needs
+    if case.mode == "zerortt" and not (cell.client.knows("client", "--session-file")
+                                       or cell.client.knows("client", "--0rtt")):
+        needs.append(("client", "--0rtt"))
+    for role, flag in needs:
+        peer = cell.server if role == "server" else cell.client
+        if not peer.knows(role, flag):
+            return f"{peer.name} {role} has no {flag}"
+    return None
+
+
+def wait_ready(proc, log, text, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        with open(log, errors="replace") as f:
+            if text in f.read():
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def stop(proc):
+    if proc and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def client_runs(cell, urls, out):
+    """The client command lines, run one after the other."""
+    case, c = cell.case, cell.client
+    base = c.client + ["-o", out, "--ca", os.path.join(cell.certs, "cert.pem")] + case.client
+    for flag, value in zip(case.client_opt[::2], case.client_opt[1::2]):
+        if c.knows("client", flag):
+            base += [flag, value + c.seconds]
+    if case.mode == "multi":
+        return [base + [u] for u in urls]
+    session = os.path.join(cell.dir, "session")
+    if case.mode == "resume":
+        return [base + ["--session-file", session, urls[0]],
+                base + ["--session-file", session] + urls[1:]]
+    if case.mode == "zerortt":
+        if c.knows("client", "--session-file"):
+            early = ["--0rtt"] if c.knows("client", "--0rtt") else []
+            return [base + ["--session-file", session, urls[0]],
+                    base + ["--session-file", session] + early + urls[1:]]
+        return [base + ["--0rtt"] + urls]
+    return [base + urls]
+
+
+def play(cell):
+    reason = why_not(cell)
+    if reason:
+        return Result(False, False, reason)
+    shutil.rmtree(cell.dir, ignore_errors=True)
+    out = os.path.join(cell.dir, "downloads")
+    os.makedirs(out)
+    case = cell.case
+    sport = free_port()
+    s = cell.server
+    slog = os.path.join(cell.dir, "server.log")
+    server = relay = None
+    try:
+        with open(slog, "w") as f:
+            server = subprocess.Popen(
+                s.server + ["--listen", f"127.0.0.1:{sport}", "--root", cell.www,
+                            "--cert", os.path.join(cell.certs, "cert.pem"),
+                            "--key", os.path.join(cell.certs, "priv.key")]
+                + [f.replace("{port}", str(sport)) for f in case.server],
+                stdout=f, stderr=subprocess.STDOUT)
+        if not wait_ready(server, slog, s.ready, 30):
+            return Result(True, False, f"server did not start (logs: {cell.dir})")
+        port = sport
+        if case.relay:
+            port = free_port()
+            rlog = os.path.join(cell.dir, "relay.log")
+            with open(rlog, "w") as f:
+                relay = subprocess.Popen(
+                    [cell.env.quark_bin(), "relay", "--listen", f"127.0.0.1:{port}",
+                     "--to", f"127.0.0.1:{sport}"] + case.relay,
+                    stdout=f, stderr=subprocess.STDOUT)
+            if not wait_ready(relay, rlog, "relaying", 30):
+                return Result(True, False, f"relay did not start (logs: {cell.dir})")
+        urls = [f"https://localhost:{port}/{name}" for name, _ in case.files]
+        return run_clients(cell, urls, out)
+    finally:
+        stop(relay)
+        stop(server)
+
+
+def run_clients(cell, urls, out):
+    case = cell.case
+    clog = os.path.join(cell.dir, "client.log")
+    deadline = time.monotonic() + case.timeout
+    started = time.monotonic()
+    with open(clog, "w") as f:
+        for argv in client_runs(cell, urls, out):
+            f.write("$ " + " ".join(argv) + "\n")
+            f.flush()
+            left = deadline - time.monotonic()
+            try:
+                rc = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
+                                    timeout=max(left, 1)).returncode
+            except subprocess.TimeoutExpired:
+                return Result(True, False, f"timeout after {case.timeout} s (logs: {cell.dir})")
+            if rc != 0:
+                return Result(True, False, f"client exited {rc} (logs: {cell.dir})")
+    took = time.monotonic() - started
+    for name, _ in case.files:
+        got = os.path.join(out, name)
+        if not os.path.exists(got):
+            return Result(True, False, f"{name} not downloaded (logs: {cell.dir})")
+        if not filecmp.cmp(got, os.path.join(cell.www, name), shallow=False):
+            return Result(True, False, f"{name} differs from the served file (logs: {cell.dir})")
+    if case.expect and cell.client.name == "quark":
+        with open(clog, errors="replace") as f:
+            if case.expect not in f.read():
+                return Result(True, False, f"client log lacks '{case.expect}' (logs: {cell.dir})")
+    detail = f"{took:.1f} s"
+    if case.goodput:
+        total = sum(size for _, size in case.files)
+        detail += f", {total * 8 / took / 1e6:.1f} Mbit/s"
+    return Result(True, True, detail)
