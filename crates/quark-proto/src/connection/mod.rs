@@ -828,12 +828,15 @@ impl Connection {
     fn path_state(&self) -> PathState {
         PathState {
             handshake_confirmed: self.handshake_confirmed,
+            // A Handshake packet from the server does not say that ours
+            // arrived: the server may still be amplification-limited.
+            //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.2.1
+            //# That is, the client MUST set the PTO timer if the client has not
+            //# received an acknowledgment for any of its Handshake packets and
+            //# the handshake is not confirmed (see Section 4.1.2 of [QUIC-TLS]),
+            //# even if there are no packets in flight.
             peer_completed_address_validation: self.side.is_server()
                 || self.handshake_confirmed
-                || self.spaces[SpaceId::Handshake.index()]
-                    .ack
-                    .largest
-                    .is_some()
                 || self.recovery.largest_acked(SpaceId::Handshake).is_some(),
             amplification_blocked: self.path.amplification_budget() == 0,
             has_handshake_keys: self.spaces[SpaceId::Handshake.index()].keys.is_some(),

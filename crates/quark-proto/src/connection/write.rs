@@ -48,6 +48,12 @@ impl Connection {
             self.write_ack(now, space, buf, max_end, &mut sent);
         }
         let probing = self.spaces[space.index()].probes > 0;
+        if probing && space != SpaceId::Data {
+            // The first probe of a pair took the pending handshake data; the
+            // second carries it again rather than a PING, or a lost first probe
+            // leaves a server a connection that begins without CRYPTO.
+            self.requeue_unacked_crypto(space);
+        }
         let mut eliciting = false;
         #[cfg(feature = "testing")]
         if space == SpaceId::Data && !self.raw_frames.is_empty() {
@@ -164,6 +170,20 @@ impl Connection {
             sent.ack_largest = ack.ranges.max();
             ack.on_ack_sent();
             self.stats.acks_out += 1;
+        }
+    }
+
+    /// A probe in `space` with no handshake data waiting: send again what the
+    /// peer has not acknowledged.
+    pub(super) fn requeue_unacked_crypto(&mut self, space: SpaceId) {
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
+        //# A probe packet MAY carry retransmitted unacknowledged data when new
+        //# data is unavailable, when flow control does not permit new data to
+        //# be sent, or to opportunistically reduce loss recovery delay.
+        let crypto = &mut self.spaces[space.index()].crypto_send;
+        if !crypto.has_pending() {
+            let written = usize::try_from(crypto.written()).unwrap_or(usize::MAX);
+            crypto.on_lost(0, written, false);
         }
     }
 

@@ -69,6 +69,24 @@ pub fn open_server_initial(
     Some((packet, frames))
 }
 
+/// The frames of the first packet of a client's datagram, if it is an Initial
+/// protected with the keys its own destination connection ID gives (every
+/// client Initial before the server's first answer): the decrypted packet and
+/// where its frames lie in it.
+pub fn open_client_initial(datagram: &[u8], cid_len: usize) -> Option<(Vec<u8>, Range<usize>)> {
+    let mut packet = datagram.to_vec();
+    let pd = PartialDecode::new(&packet, cid_len).ok()?;
+    if pd.ty != HeaderType::Frames(PacketKind::Initial) {
+        return None;
+    }
+    let keys = initial_keys_for(pd.version, &pd.dst_cid, Side::Server);
+    let header =
+        remove_header_protection(&mut packet, &pd, keys.remote.header.as_ref(), None).ok()?;
+    let frames =
+        decrypt_payload(&mut packet[..pd.len], &header, keys.remote.packet.as_ref()).ok()?;
+    Some((packet, frames))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
