@@ -65,8 +65,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! An endpoint is cheap to clone; the socket and its driver task live until
-//! the last clone and its connections are gone, or [`Endpoint::close`].
+//! An endpoint is cheap to clone. Dropping the last clone stops accepting new
+//! connections; [`Endpoint::close`] also closes the open ones, and
+//! [`Endpoint::wait_idle`] waits until they are gone.
 //! A server that should use every core binds a [`WorkerGroup`]: one socket
 //! per thread on the same port (`SO_REUSEPORT`), each with its own
 //! connections.
@@ -87,8 +88,9 @@
 //! [`Connection::open_bi`] and [`Connection::open_uni`] open streams;
 //! the peer takes them with [`Connection::accept_bi`] and
 //! [`Connection::accept_uni`]. Opening waits while the peer's stream limit
-//! (`MAX_STREAMS`, RFC 9000 §4.6) is reached. A peer learns of a stream when
-//! its first bytes arrive, so open streams are not announced until written.
+//! (`MAX_STREAMS`, RFC 9000 §4.6) is reached. Opening sends nothing: the peer
+//! learns of a stream from its first frame, so it accepts the stream only once
+//! something is written or the stream is finished.
 //!
 //! Writing: [`SendStream::write_all`], or [`SendStream::write_chunk`] to hand
 //! over `Bytes` without a copy; [`SendStream::finish`] ends the stream (FIN),
@@ -140,8 +142,8 @@
 //! of an endpoint's connections share: connection ID length, the QUIC
 //! versions accepted ([`VERSION_1`], [`VERSION_2`]) and qlog.
 //!
-//! [`TransportConfig`]'s defaults suit a server on a data-centre path; each
-//! field says what it bounds. The common changes:
+//! Each field of [`TransportConfig`] says what it sets or bounds, and its
+//! default. The common changes:
 //!
 //! ```
 //! use std::sync::Arc;
