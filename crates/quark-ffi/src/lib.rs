@@ -19,6 +19,8 @@
 //! `QUARK_ERROR_INTERNAL`. Calls block on one tokio runtime the library
 //! makes on first use; do not call them from inside an async runtime's task.
 
+#![warn(missing_docs)]
+
 mod conn;
 mod error;
 mod object;

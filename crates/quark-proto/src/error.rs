@@ -12,7 +12,7 @@ macro_rules! codes {
     ($($name:ident = $value:expr,)*) => {
         impl TransportErrorCode {
             $(
-                #[allow(missing_docs)]
+                #[doc = concat!("`", stringify!($name), "` (", stringify!($value), "), RFC 9000 §20.1.")]
                 pub const $name: TransportErrorCode = TransportErrorCode($value);
             )*
 

@@ -1,7 +1,9 @@
 //! # quark: QUIC on tokio with a socket-like API
 //!
 //! Listeners, connections and streams, as the VPP and in-kernel QUIC papers
-//! describe them:
+//! describe them. **Start with the [`guide`]**: endpoints, connections,
+//! streams, configuration (TLS, 0-RTT, datagrams, qlog) and errors, each with
+//! a runnable example.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -17,6 +19,7 @@
 //!
 //! | module | what lives there |
 //! |---|---|
+//! | [`guide`] | the guide: how the pieces fit, with runnable examples |
 //! | [`endpoint`] | `Endpoint`: bind, `accept` (the listener), `connect` |
 //! | [`connection`] | `Connection`: open / accept streams, close |
 //! | [`stream`] | `SendStream` (`AsyncWrite`), `RecvStream` (`AsyncRead`) |
@@ -32,17 +35,20 @@
 //!
 //! ## Examples
 //!
-//! Runnable programs in `crates/quark/examples/` (`cargo build --examples`):
+//! Runnable programs in `crates/quark/examples/` (`cargo build --examples`),
+//! shown in full in [`guide::examples`]:
 //!
 //! | example | what it shows |
 //! |---|---|
-//! | `echo_server.rs`, `echo_client.rs` | a server accepting connections and streams, a client opening them; trusting a self-signed certificate |
-//! | `download.rs` | an hq-interop (HTTP/0.9) file download with its SHA-256; without arguments it serves the file itself |
+//! | [`echo_server.rs`](guide::examples#echo_server), [`echo_client.rs`](guide::examples#echo_client) | a server accepting connections and streams, a client opening them; trusting a self-signed certificate |
+//! | [`download.rs`](guide::examples#download) | an hq-interop (HTTP/0.9) file download with its SHA-256; without arguments it serves the file itself |
+//! | [`datagrams.rs`](guide::examples#datagrams) | unreliable datagrams (RFC 9221) echoed by a server and checked by the client, in one process |
 //!
 //! ```sh
 //! cargo run -p quark --example echo_server -- 127.0.0.1:4433 /tmp/echo-cert.pem &
 //! cargo run -p quark --example echo_client -- 127.0.0.1:4433 /tmp/echo-cert.pem hello
 //! cargo run -p quark --example download
+//! cargo run -p quark --example datagrams
 //! ```
 //!
 //! HTTP/3 examples are in `quark-h3` (`crates/quark-h3/examples/`).
@@ -66,6 +72,7 @@ mod driver;
 pub mod endpoint;
 mod events;
 mod forward;
+pub mod guide;
 pub mod hq;
 mod qlog;
 mod shared;

@@ -29,37 +29,60 @@ use crate::types::{Dir, PacketKind, StreamId};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FrameType(pub u64);
 
-#[allow(missing_docs)]
 impl FrameType {
+    /// PADDING (RFC 9000 §19.1).
     pub const PADDING: FrameType = FrameType(0x00);
+    /// PING (RFC 9000 §19.2).
     pub const PING: FrameType = FrameType(0x01);
+    /// ACK (RFC 9000 §19.3).
     pub const ACK: FrameType = FrameType(0x02);
+    /// ACK with ECN counts (RFC 9000 §19.3).
     pub const ACK_ECN: FrameType = FrameType(0x03);
+    /// RESET_STREAM (RFC 9000 §19.4).
     pub const RESET_STREAM: FrameType = FrameType(0x04);
+    /// STOP_SENDING (RFC 9000 §19.5).
     pub const STOP_SENDING: FrameType = FrameType(0x05);
+    /// CRYPTO (RFC 9000 §19.6).
     pub const CRYPTO: FrameType = FrameType(0x06);
+    /// NEW_TOKEN (RFC 9000 §19.7).
     pub const NEW_TOKEN: FrameType = FrameType(0x07);
     /// STREAM frames are 0x08..=0x0f: OFF = 0x04, LEN = 0x02, FIN = 0x01.
     pub const STREAM: FrameType = FrameType(0x08);
+    /// MAX_DATA (RFC 9000 §19.9).
     pub const MAX_DATA: FrameType = FrameType(0x10);
+    /// MAX_STREAM_DATA (RFC 9000 §19.10).
     pub const MAX_STREAM_DATA: FrameType = FrameType(0x11);
+    /// MAX_STREAMS for bidirectional streams (RFC 9000 §19.11).
     pub const MAX_STREAMS_BIDI: FrameType = FrameType(0x12);
+    /// MAX_STREAMS for unidirectional streams (RFC 9000 §19.11).
     pub const MAX_STREAMS_UNI: FrameType = FrameType(0x13);
+    /// DATA_BLOCKED (RFC 9000 §19.12).
     pub const DATA_BLOCKED: FrameType = FrameType(0x14);
+    /// STREAM_DATA_BLOCKED (RFC 9000 §19.13).
     pub const STREAM_DATA_BLOCKED: FrameType = FrameType(0x15);
+    /// STREAMS_BLOCKED for bidirectional streams (RFC 9000 §19.14).
     pub const STREAMS_BLOCKED_BIDI: FrameType = FrameType(0x16);
+    /// STREAMS_BLOCKED for unidirectional streams (RFC 9000 §19.14).
     pub const STREAMS_BLOCKED_UNI: FrameType = FrameType(0x17);
+    /// NEW_CONNECTION_ID (RFC 9000 §19.15).
     pub const NEW_CONNECTION_ID: FrameType = FrameType(0x18);
+    /// RETIRE_CONNECTION_ID (RFC 9000 §19.16).
     pub const RETIRE_CONNECTION_ID: FrameType = FrameType(0x19);
+    /// PATH_CHALLENGE (RFC 9000 §19.17).
     pub const PATH_CHALLENGE: FrameType = FrameType(0x1a);
+    /// PATH_RESPONSE (RFC 9000 §19.18).
     pub const PATH_RESPONSE: FrameType = FrameType(0x1b);
+    /// CONNECTION_CLOSE for transport errors (RFC 9000 §19.19).
     pub const CONNECTION_CLOSE: FrameType = FrameType(0x1c);
+    /// CONNECTION_CLOSE for application errors (RFC 9000 §19.19).
     pub const APPLICATION_CLOSE: FrameType = FrameType(0x1d);
+    /// HANDSHAKE_DONE (RFC 9000 §19.20).
     pub const HANDSHAKE_DONE: FrameType = FrameType(0x1e);
     /// draft-ietf-quic-ack-frequency
     pub const IMMEDIATE_ACK: FrameType = FrameType(0x1f);
-    /// RFC 9221, without and with a length field.
+    /// DATAGRAM without a length field: it runs to the packet's end (RFC 9221 §4).
     pub const DATAGRAM: FrameType = FrameType(0x30);
+    /// DATAGRAM with a length field (RFC 9221 §4).
     pub const DATAGRAM_LEN: FrameType = FrameType(0x31);
     /// draft-ietf-quic-ack-frequency
     pub const ACK_FREQUENCY: FrameType = FrameType(0xaf);
