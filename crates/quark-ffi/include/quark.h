@@ -109,6 +109,21 @@ int64_t quark_connect(const char *addr,
                       int32_t insecure,
                       const char *ca_pem_path);
 
+// As `quark_connect`, offering only the TLS 1.3 cipher suites in the
+// comma-separated list `ciphers` ("aes128", "aes256", "chacha20"; NULL or
+// "" for all, AES-128-GCM first). An unknown name is `QUARK_ERROR_INVAL`.
+//
+// Thread safety: safe from any thread.
+//
+// # Safety
+// As `quark_connect`; `ciphers` is a NUL-terminated string or NULL.
+int64_t quark_connect_with(const char *addr,
+                           const char *server_name,
+                           const char *alpn,
+                           int32_t insecure,
+                           const char *ca_pem_path,
+                           const char *ciphers);
+
 // Open a bidirectional stream on `conn`; blocks while the peer's stream
 // limit is reached. Returns a stream handle.
 //

@@ -178,14 +178,45 @@ pub unsafe extern "C" fn quark_connect(
     insecure: i32,
     ca_pem_path: *const c_char,
 ) -> i64 {
+    // SAFETY: the caller's contract above; no cipher list.
+    unsafe {
+        quark_connect_with(
+            addr,
+            server_name,
+            alpn,
+            insecure,
+            ca_pem_path,
+            std::ptr::null(),
+        )
+    }
+}
+
+/// As `quark_connect`, offering only the TLS 1.3 cipher suites in the
+/// comma-separated list `ciphers` ("aes128", "aes256", "chacha20"; NULL or
+/// "" for all, AES-128-GCM first). An unknown name is `QUARK_ERROR_INVAL`.
+///
+/// Thread safety: safe from any thread.
+///
+/// # Safety
+/// As `quark_connect`; `ciphers` is a NUL-terminated string or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_connect_with(
+    addr: *const c_char,
+    server_name: *const c_char,
+    alpn: *const c_char,
+    insecure: i32,
+    ca_pem_path: *const c_char,
+    ciphers: *const c_char,
+) -> i64 {
     entry(|| {
         // SAFETY: the caller's contract above.
-        let (addr, name, alpn, ca) = unsafe {
+        let (addr, name, alpn, ca, ciphers) = unsafe {
             (
                 c_str(addr)?,
                 c_str(server_name)?,
                 c_str(alpn)?,
                 c_str_opt(ca_pem_path)?,
+                c_str_opt(ciphers)?,
             )
         };
         let addr = resolve(addr)?;
@@ -194,7 +225,9 @@ pub unsafe extern "C" fn quark_connect(
             (false, Some(ca)) => tls::Verify::CaFile(ca.into()),
             (false, None) => return Err(QuarkError::Inval),
         };
-        let config = tls::client_config(verify, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
+        let suites = cipher_list(ciphers.unwrap_or(""))?;
+        let config = tls::client_config_with(verify, &alpn_list(alpn)?, &suites)
+            .map_err(|_| QuarkError::Tls)?;
         let local: SocketAddr = if addr.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
         } else {
@@ -217,6 +250,15 @@ pub unsafe extern "C" fn quark_connect(
             Ready::new()?,
         )
     })
+}
+
+/// Cipher suites from a comma-separated list of names; empty means all.
+fn cipher_list(names: &str) -> Result<Vec<rustls::SupportedCipherSuite>, QuarkError> {
+    names
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .map(|n| tls::cipher_suite(n).map_err(|_| QuarkError::Inval))
+        .collect()
 }
 
 /// Open a bidirectional stream on `conn`; blocks while the peer's stream

@@ -6,7 +6,7 @@
 //! | call | like |
 //! |---|---|
 //! | `quark_listen` (PEM files), `quark_listen_pem` (PEM in memory) / `quark_accept` | `bind` + `listen` / `accept` on an endpoint |
-//! | `quark_connect` | `connect`: handshake done when it returns |
+//! | `quark_connect` (`quark_connect_with`: chosen cipher suites) | `connect`: handshake done when it returns |
 //! | `quark_stream_open` / `quark_stream_accept` | a bidirectional stream |
 //! | `quark_stream_read` / `quark_stream_write` / `quark_stream_shutdown` | `read` / `write` / `shutdown(SHUT_WR)` |
 //! | `quark_close` | `close` for any handle |
@@ -29,9 +29,9 @@ mod stream;
 mod table;
 
 pub use conn::{
-    quark_accept, quark_close, quark_connect, quark_listen, quark_listen_pem, quark_local_port,
-    quark_set_nonblocking, quark_stream_accept, quark_stream_accept_uni, quark_stream_open,
-    quark_stream_open_uni,
+    quark_accept, quark_close, quark_connect, quark_connect_with, quark_listen, quark_listen_pem,
+    quark_local_port, quark_set_nonblocking, quark_stream_accept, quark_stream_accept_uni,
+    quark_stream_open, quark_stream_open_uni,
 };
 pub use error::{QuarkError, quark_strerror};
 pub use ready::{quark_ready, quark_ready_fd};
