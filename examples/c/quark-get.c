@@ -2,6 +2,7 @@
  *
  *   quark-get https://127.0.0.1:4433/file out.bin --insecure
  *   quark-get https://localhost:4433/file out.bin --ca cert.pem
+ *   quark-get https://127.0.0.1:4433/file out.bin --insecure --cipher chacha20
  *
  * One bidirectional stream: "GET /path\r\n", FIN, then the body until the
  * server's FIN. Exit status 0 only when the whole body was written. */
@@ -18,14 +19,15 @@ static int fail(const char *what, int64_t code) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: quark-get https://HOST:PORT/PATH OUT [--insecure | --ca FILE]\n");
+        fprintf(stderr, "usage: quark-get https://HOST:PORT/PATH OUT [--insecure | --ca FILE] [--cipher LIST]\n");
         return 2;
     }
-    const char *url = argv[1], *out_path = argv[2], *ca = NULL;
+    const char *url = argv[1], *out_path = argv[2], *ca = NULL, *ciphers = NULL;
     int insecure = 0;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--insecure") == 0) insecure = 1;
         else if (strcmp(argv[i], "--ca") == 0 && i + 1 < argc) ca = argv[++i];
+        else if (strcmp(argv[i], "--cipher") == 0 && i + 1 < argc) ciphers = argv[++i];
         else { fprintf(stderr, "quark-get: unknown argument %s\n", argv[i]); return 2; }
     }
 
@@ -56,7 +58,7 @@ int main(int argc, char **argv) {
     if (snprintf(request, sizeof request, "GET %s\r\n", path) >= (int)sizeof request)
         return fail("url", QUARK_ERROR_INVAL);
 
-    int64_t conn = quark_connect(authority, host, "hq-interop", insecure, ca);
+    int64_t conn = quark_connect_with(authority, host, "hq-interop", insecure, ca, ciphers);
     if (conn < 0) return fail("connect", conn);
     int64_t stream = quark_stream_open(conn);
     if (stream < 0) return fail("stream", stream);

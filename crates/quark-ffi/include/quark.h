@@ -109,17 +109,46 @@ int64_t quark_connect(const char *addr,
                       int32_t insecure,
                       const char *ca_pem_path);
 
+// As `quark_connect`, offering only the TLS 1.3 cipher suites in the
+// comma-separated list `ciphers` ("aes128", "aes256", "chacha20"; NULL or
+// "" for all, AES-128-GCM first). An unknown name is `QUARK_ERROR_INVAL`.
+//
+// Thread safety: safe from any thread.
+//
+// # Safety
+// As `quark_connect`; `ciphers` is a NUL-terminated string or NULL.
+int64_t quark_connect_with(const char *addr,
+                           const char *server_name,
+                           const char *alpn,
+                           int32_t insecure,
+                           const char *ca_pem_path,
+                           const char *ciphers);
+
 // Open a bidirectional stream on `conn`; blocks while the peer's stream
 // limit is reached. Returns a stream handle.
 //
 // Thread safety: safe from any thread.
 int64_t quark_stream_open(int64_t conn);
 
+// Open a unidirectional stream on `conn`: write-only (reads give
+// `QUARK_ERROR_WRONG_KIND`). Blocks while the peer's limit on such
+// streams is reached. Returns a stream handle.
+//
+// Thread safety: safe from any thread.
+int64_t quark_stream_open_uni(int64_t conn);
+
 // Block until the peer opens a bidirectional stream on `conn`; returns a
 // stream handle, or `QUARK_ERROR_CLOSED` once the connection has ended.
 //
 // Thread safety: safe from any thread.
 int64_t quark_stream_accept(int64_t conn);
+
+// Block until the peer opens a unidirectional stream on `conn`; returns a
+// read-only stream handle (writes give `QUARK_ERROR_SHUTDOWN`), or
+// `QUARK_ERROR_CLOSED` once the connection has ended.
+//
+// Thread safety: safe from any thread.
+int64_t quark_stream_accept_uni(int64_t conn);
 
 // Switch `handle` (an endpoint, connection or stream) to non-blocking mode
 // (`on` non-zero) or back. In non-blocking mode `quark_accept`,
@@ -152,6 +181,30 @@ int32_t quark_close(int64_t handle);
 //
 // Thread safety: safe from any thread.
 const char *quark_strerror(int32_t code);
+
+// A file descriptor that polls readable (poll / epoll / select) while any
+// handle of `handle`'s endpoint is on its ready list. Every handle of one
+// endpoint (its connections and their streams) gives the same descriptor;
+// a connection made by `quark_connect` has an endpoint of its own. The
+// descriptor belongs to the library: do not read or close it; it stays
+// valid until the endpoint's last handle is closed.
+//
+// Thread safety: safe from any thread.
+int32_t quark_ready_fd(int64_t handle);
+
+// Take up to `cap` handles off the ready list of `handle`'s endpoint into
+// `out`, oldest first; returns how many (0 when none). A handle is listed
+// when a non-blocking call on it returned `QUARK_ERROR_AGAIN` and what it
+// waited for has since arrived; call it again until it gives
+// `QUARK_ERROR_AGAIN`. A listed handle may have been closed meanwhile
+// (calls on it give `QUARK_ERROR_BAD_HANDLE`). The descriptor of
+// `quark_ready_fd` stops polling readable once the list is empty.
+//
+// Thread safety: safe from any thread; each ready handle goes to one caller.
+//
+// # Safety
+// `out` points to `cap` writable `int64_t`s (it may be NULL when `cap` is 0).
+int64_t quark_ready(int64_t handle, int64_t *out, uintptr_t cap);
 
 // Block until data arrives on `stream`; copies up to `len` bytes to `buf`
 // and returns how many, `0` at the end of the stream (the peer's FIN), or

@@ -8,7 +8,10 @@ use std::sync::Mutex;
 use quark::{Endpoint, tls};
 
 use crate::error::QuarkError;
-use crate::object::{Conn, LINGER, Object, Stream, c_str, c_str_opt, entry, entry_status, runtime};
+use crate::object::{
+    Conn, Handle, LINGER, Object, Stream, c_str, c_str_opt, entry, entry_status, runtime,
+};
+use crate::ready::Ready;
 use crate::table;
 
 /// ALPN protocols from a comma-separated list ("hq-interop,h3").
@@ -111,7 +114,7 @@ fn bind_server(addr: SocketAddr, identity: &tls::Identity, alpn: &str) -> Result
     let config = tls::server_config(identity, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
     let _guard = runtime()?.enter();
     let endpoint = Endpoint::server(config, addr).map_err(|_| QuarkError::Io)?;
-    table::insert(Object::Endpoint(endpoint))
+    table::insert(Object::Endpoint(endpoint), Ready::new()?)
 }
 
 /// The local UDP port of an endpoint or of a connection's endpoint.
@@ -146,10 +149,13 @@ pub extern "C" fn quark_accept(endpoint: i64) -> i64 {
             return Err(QuarkError::WrongKind);
         };
         let conn = handle.run(e.accept())?.ok_or(QuarkError::Closed)?;
-        table::insert(Object::Connection(Conn {
-            conn,
-            own_endpoint: None,
-        }))
+        table::insert(
+            Object::Connection(Conn {
+                conn,
+                own_endpoint: None,
+            }),
+            handle.ready.clone(),
+        )
     })
 }
 
@@ -172,14 +178,45 @@ pub unsafe extern "C" fn quark_connect(
     insecure: i32,
     ca_pem_path: *const c_char,
 ) -> i64 {
+    // SAFETY: the caller's contract above; no cipher list.
+    unsafe {
+        quark_connect_with(
+            addr,
+            server_name,
+            alpn,
+            insecure,
+            ca_pem_path,
+            std::ptr::null(),
+        )
+    }
+}
+
+/// As `quark_connect`, offering only the TLS 1.3 cipher suites in the
+/// comma-separated list `ciphers` ("aes128", "aes256", "chacha20"; NULL or
+/// "" for all, AES-128-GCM first). An unknown name is `QUARK_ERROR_INVAL`.
+///
+/// Thread safety: safe from any thread.
+///
+/// # Safety
+/// As `quark_connect`; `ciphers` is a NUL-terminated string or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_connect_with(
+    addr: *const c_char,
+    server_name: *const c_char,
+    alpn: *const c_char,
+    insecure: i32,
+    ca_pem_path: *const c_char,
+    ciphers: *const c_char,
+) -> i64 {
     entry(|| {
         // SAFETY: the caller's contract above.
-        let (addr, name, alpn, ca) = unsafe {
+        let (addr, name, alpn, ca, ciphers) = unsafe {
             (
                 c_str(addr)?,
                 c_str(server_name)?,
                 c_str(alpn)?,
                 c_str_opt(ca_pem_path)?,
+                c_str_opt(ciphers)?,
             )
         };
         let addr = resolve(addr)?;
@@ -188,7 +225,9 @@ pub unsafe extern "C" fn quark_connect(
             (false, Some(ca)) => tls::Verify::CaFile(ca.into()),
             (false, None) => return Err(QuarkError::Inval),
         };
-        let config = tls::client_config(verify, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
+        let suites = cipher_list(ciphers.unwrap_or(""))?;
+        let config = tls::client_config_with(verify, &alpn_list(alpn)?, &suites)
+            .map_err(|_| QuarkError::Tls)?;
         let local: SocketAddr = if addr.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
         } else {
@@ -203,11 +242,23 @@ pub unsafe extern "C" fn quark_connect(
             .connect(config, addr, name)
             .map_err(|_| QuarkError::Connect)?;
         let conn = rt.block_on(connecting).map_err(|_| QuarkError::Connect)?;
-        table::insert(Object::Connection(Conn {
-            conn,
-            own_endpoint: Some(endpoint),
-        }))
+        table::insert(
+            Object::Connection(Conn {
+                conn,
+                own_endpoint: Some(endpoint),
+            }),
+            Ready::new()?,
+        )
     })
+}
+
+/// Cipher suites from a comma-separated list of names; empty means all.
+fn cipher_list(names: &str) -> Result<Vec<rustls::SupportedCipherSuite>, QuarkError> {
+    names
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .map(|n| tls::cipher_suite(n).map_err(|_| QuarkError::Inval))
+        .collect()
 }
 
 /// Open a bidirectional stream on `conn`; blocks while the peer's stream
@@ -216,13 +267,22 @@ pub unsafe extern "C" fn quark_connect(
 /// Thread safety: safe from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_open(conn: i64) -> i64 {
-    entry(|| {
-        let handle = table::get(conn)?;
-        let Object::Connection(c) = &handle.object else {
-            return Err(QuarkError::WrongKind);
-        };
+    on_connection(conn, |handle, c| {
         let (send, recv) = handle.run(c.conn.open_bi())??;
-        insert_stream(send, recv)
+        insert_stream(handle, Some(send), Some(recv))
+    })
+}
+
+/// Open a unidirectional stream on `conn`: write-only (reads give
+/// `QUARK_ERROR_WRONG_KIND`). Blocks while the peer's limit on such
+/// streams is reached. Returns a stream handle.
+///
+/// Thread safety: safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_stream_open_uni(conn: i64) -> i64 {
+    on_connection(conn, |handle, c| {
+        let send = handle.run(c.conn.open_uni())??;
+        insert_stream(handle, Some(send), None)
     })
 }
 
@@ -232,21 +292,48 @@ pub extern "C" fn quark_stream_open(conn: i64) -> i64 {
 /// Thread safety: safe from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_accept(conn: i64) -> i64 {
+    on_connection(conn, |handle, c| {
+        let (send, recv) = handle.run(c.conn.accept_bi())??;
+        insert_stream(handle, Some(send), Some(recv))
+    })
+}
+
+/// Block until the peer opens a unidirectional stream on `conn`; returns a
+/// read-only stream handle (writes give `QUARK_ERROR_SHUTDOWN`), or
+/// `QUARK_ERROR_CLOSED` once the connection has ended.
+///
+/// Thread safety: safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_stream_accept_uni(conn: i64) -> i64 {
+    on_connection(conn, |handle, c| {
+        let recv = handle.run(c.conn.accept_uni())??;
+        insert_stream(handle, None, Some(recv))
+    })
+}
+
+fn on_connection(conn: i64, f: impl FnOnce(&Handle, &Conn) -> Result<i64, QuarkError>) -> i64 {
     entry(|| {
         let handle = table::get(conn)?;
         let Object::Connection(c) = &handle.object else {
             return Err(QuarkError::WrongKind);
         };
-        let (send, recv) = handle.run(c.conn.accept_bi())??;
-        insert_stream(send, recv)
+        f(&handle, c)
     })
 }
 
-fn insert_stream(send: quark::SendStream, recv: quark::RecvStream) -> Result<i64, QuarkError> {
-    table::insert(Object::Stream(Stream {
-        send: Mutex::new(send),
-        recv: Mutex::new(recv),
-    }))
+/// A stream handle on the ready list of its connection's endpoint.
+fn insert_stream(
+    conn: &Handle,
+    send: Option<quark::SendStream>,
+    recv: Option<quark::RecvStream>,
+) -> Result<i64, QuarkError> {
+    table::insert(
+        Object::Stream(Stream {
+            send: send.map(Mutex::new),
+            recv: recv.map(Mutex::new),
+        }),
+        conn.ready.clone(),
+    )
 }
 
 /// Switch `handle` (an endpoint, connection or stream) to non-blocking mode

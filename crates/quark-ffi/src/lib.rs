@@ -6,11 +6,13 @@
 //! | call | like |
 //! |---|---|
 //! | `quark_listen` (PEM files), `quark_listen_pem` (PEM in memory) / `quark_accept` | `bind` + `listen` / `accept` on an endpoint |
-//! | `quark_connect` | `connect`: handshake done when it returns |
+//! | `quark_connect` (`quark_connect_with`: chosen cipher suites) | `connect`: handshake done when it returns |
 //! | `quark_stream_open` / `quark_stream_accept` | a bidirectional stream |
 //! | `quark_stream_read` / `quark_stream_write` / `quark_stream_shutdown` | `read` / `write` / `shutdown(SHUT_WR)` |
 //! | `quark_close` | `close` for any handle |
+//! | `quark_stream_open_uni` / `quark_stream_accept_uni` | a unidirectional stream (write-only / read-only) |
 //! | `quark_set_nonblocking` | `O_NONBLOCK`: `QUARK_ERROR_AGAIN` instead of waiting |
+//! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
 //!
 //! Handles are positive `int64_t`s indexing a table with generation
 //! counters: a closed or stale handle gives `QUARK_ERROR_BAD_HANDLE`, never
@@ -24,12 +26,15 @@
 mod conn;
 mod error;
 mod object;
+mod ready;
 mod stream;
 mod table;
 
 pub use conn::{
-    quark_accept, quark_close, quark_connect, quark_listen, quark_listen_pem, quark_local_port,
-    quark_set_nonblocking, quark_stream_accept, quark_stream_open,
+    quark_accept, quark_close, quark_connect, quark_connect_with, quark_listen, quark_listen_pem,
+    quark_local_port, quark_set_nonblocking, quark_stream_accept, quark_stream_accept_uni,
+    quark_stream_open, quark_stream_open_uni,
 };
 pub use error::{QuarkError, quark_strerror};
+pub use ready::{quark_ready, quark_ready_fd};
 pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};

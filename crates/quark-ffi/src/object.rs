@@ -4,7 +4,7 @@ use std::ffi::{CStr, c_char};
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use quark::{Connection, Endpoint, RecvStream, SendStream};
 use tokio::runtime::Runtime;
 
 use crate::error::QuarkError;
+use crate::ready::Ready;
 
 /// How long closing a connection waits for the peer to acknowledge what was
 /// written (like SO_LINGER), and closing an endpoint for its connections to end.
@@ -22,6 +23,11 @@ pub(crate) struct Handle {
     pub(crate) object: Object,
     /// `quark_set_nonblocking`: calls that would wait return `QUARK_ERROR_AGAIN`.
     pub(crate) nonblocking: AtomicBool,
+    /// The ready list of the endpoint this handle belongs to.
+    pub(crate) ready: Arc<Ready>,
+    /// The waker a non-blocking call leaves behind: one per handle, so a
+    /// repeated call replaces its registration rather than adding one.
+    pub(crate) waker: Waker,
 }
 
 /// The object behind a handle.
@@ -37,11 +43,11 @@ pub(crate) struct Conn {
     pub(crate) own_endpoint: Option<Endpoint>,
 }
 
-/// A bidirectional stream. Each half has its own lock so one thread can read
-/// while another writes.
+/// A stream: both halves for a bidirectional one, one for a unidirectional
+/// one. Each half has its own lock so one thread can read while another writes.
 pub(crate) struct Stream {
-    pub(crate) send: Mutex<SendStream>,
-    pub(crate) recv: Mutex<RecvStream>,
+    pub(crate) send: Option<Mutex<SendStream>>,
+    pub(crate) recv: Option<Mutex<RecvStream>>,
 }
 
 /// Lock a half, ignoring poisoning: a caught panic leaves the stream usable
@@ -89,7 +95,8 @@ impl Handle {
     }
 
     /// Drive `fut` to its end; in non-blocking mode poll it once and give
-    /// `QUARK_ERROR_AGAIN` if it would wait. Dropping a pending accept or
+    /// `QUARK_ERROR_AGAIN` if it would wait, leaving the handle's waker to
+    /// put it on the ready list when it can go on (`ready.rs`). Dropping a pending accept or
     /// read loses nothing: what arrives stays queued for the next call.
     pub(crate) fn run<F: Future>(&self, fut: F) -> Result<F::Output, QuarkError> {
         let rt = runtime()?;
@@ -98,7 +105,7 @@ impl Handle {
         }
         let _guard = rt.enter();
         let mut fut = std::pin::pin!(fut);
-        match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        match fut.as_mut().poll(&mut Context::from_waker(&self.waker)) {
             Poll::Ready(v) => Ok(v),
             Poll::Pending => Err(QuarkError::Again),
         }

@@ -35,7 +35,7 @@ pub unsafe extern "C" fn quark_stream_read(stream: i64, buf: *mut u8, len: usize
         // SAFETY: non-null, and the caller promises `len` writable bytes
         // that nothing else touches during the call.
         let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
-        let mut recv = handle.lock_half(&s.recv)?;
+        let mut recv = handle.lock_half(s.recv.as_ref().ok_or(QuarkError::WrongKind)?)?;
         match handle.run(recv.read(buf))?? {
             Some(n) => Ok(n as i64),
             None => Ok(0),
@@ -68,7 +68,7 @@ pub unsafe extern "C" fn quark_stream_write(stream: i64, buf: *const u8, len: us
         // SAFETY: non-null, and the caller promises `len` readable bytes
         // that stay unchanged during the call.
         let buf = unsafe { std::slice::from_raw_parts(buf, len) };
-        let mut send = handle.lock_half(&s.send)?;
+        let mut send = handle.lock_half(s.send.as_ref().ok_or(QuarkError::Shutdown)?)?;
         if handle.is_nonblocking() {
             // Like a non-blocking socket: take what fits now, maybe less than `len`.
             let n = handle.run(std::future::poll_fn(|cx| send.poll_write_buf(cx, buf)))??;
@@ -90,7 +90,7 @@ pub extern "C" fn quark_stream_shutdown(stream: i64) -> i32 {
     entry_status(|| {
         let handle = table::get(stream)?;
         let s = stream_of(&handle)?;
-        lock(&s.send).finish()?;
+        lock(s.send.as_ref().ok_or(QuarkError::Shutdown)?).finish()?;
         Ok(())
     })
 }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::QuarkError;
 use crate::object::{Handle, Object};
+use crate::ready::Ready;
 
 /// At most this many handles are open at once (a bound on the table).
 const MAX_HANDLES: usize = 1 << 20;
@@ -46,8 +47,9 @@ fn split(handle: i64) -> Option<(usize, u32)> {
     Some((slot, generation))
 }
 
-/// Store `object`; returns its new handle.
-pub(crate) fn insert(object: Object) -> Result<i64, QuarkError> {
+/// Store `object`, a member of the endpoint whose ready list is `ready`;
+/// returns its new handle.
+pub(crate) fn insert(object: Object, ready: Arc<Ready>) -> Result<i64, QuarkError> {
     let mut t = table();
     let index = match t.free.pop() {
         Some(i) => i as usize,
@@ -63,11 +65,14 @@ pub(crate) fn insert(object: Object) -> Result<i64, QuarkError> {
         }
     };
     let slot = &mut t.slots[index];
+    let id = (i64::from(slot.generation) << 32) | index as i64;
     slot.object = Some(Arc::new(Handle {
         object,
         nonblocking: AtomicBool::new(false),
+        waker: ready.waker(id),
+        ready,
     }));
-    Ok((i64::from(slot.generation) << 32) | index as i64)
+    Ok(id)
 }
 
 /// The object behind `handle`, shared: the caller may block on it without

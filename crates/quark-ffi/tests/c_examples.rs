@@ -7,82 +7,13 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use quark::{Endpoint, hq, tls};
 use sha2::{Digest, Sha256};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("quark-ffi-c-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// `target/debug`: the test runs from its `deps` directory.
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
-}
-
-/// Build the static library (the test harness builds only the rlib) and the
-/// C examples, once; returns the directory holding the programs.
-fn examples() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let target = target_dir();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        // The test's own environment (CARGO_PKG_*, ...) would make build
-        // scripts that watch it rerun and rebuild the whole tree.
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy();
-            if (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR")
-                || key.contains("MAKEFLAGS")
-                || key == "LD_LIBRARY_PATH"
-            {
-                build.env_remove(&*key);
-            }
-        }
-        let status = build
-            // `--tests` keeps the features of `cargo test`, so nothing is rebuilt.
-            .args(["build", "-p", "quark-ffi", "--lib", "--tests"])
-            .current_dir(workspace())
-            .status()
-            .unwrap();
-        assert!(status.success(), "cargo build -p quark-ffi failed");
-        let out = scratch("bin");
-        let status = Command::new("make")
-            .arg("-B")
-            .arg("-C")
-            .arg(workspace().join("examples/c"))
-            .arg(format!("OUT={}", out.display()))
-            .arg(format!("TARGET_DIR={}", target.display()))
-            .status()
-            .unwrap();
-        assert!(status.success(), "make -C examples/c failed");
-        out
-    })
-}
-
-/// Wait for `child`, failing the test rather than hanging on it.
-fn wait(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("C example did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+mod common;
+use common::{digest_of, examples, scratch, target_dir, wait, workspace};
 
 /// A quark hq-interop server on a port of its own, serving `root`.
 struct HqServer {
@@ -121,10 +52,6 @@ fn test_file(root: &Path) -> String {
         .collect();
     std::fs::write(root.join("file.bin"), &body).unwrap();
     hex::encode(Sha256::digest(&body))
-}
-
-fn digest_of(path: &Path) -> String {
-    hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
 }
 
 #[test]
@@ -187,22 +114,21 @@ fn python_quark_get_downloads_a_file() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-#[test]
-fn c_echo_server_echoes_to_a_rust_client() {
+/// Start the C echo program `name` for `connections` connections with a
+/// fresh self-signed certificate; returns it, its port and the certificate.
+fn start_echo(name: &str, connections: &str) -> (std::process::Child, u16, PathBuf) {
     let bin = examples();
-    let dir = scratch("echo");
+    let dir = scratch(name);
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     std::fs::write(&cert, ck.cert.pem()).unwrap();
     std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
-
-    // One connection, then it exits.
-    let mut child = Command::new(bin.join("echo-server"))
+    let mut child = Command::new(bin.join(name))
         .args([
             "127.0.0.1:0".as_ref(),
             cert.as_os_str(),
             key.as_os_str(),
-            "1".as_ref(),
+            connections.as_ref(),
         ])
         .stdout(Stdio::piped())
         .spawn()
@@ -216,29 +142,63 @@ fn c_echo_server_echoes_to_a_rust_client() {
         .strip_prefix("listening on ")
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    (child, port, cert)
+}
 
+/// One Rust client connection to an echo program: each message on its own
+/// stream, all streams at once; every reply compared with what was sent.
+async fn echo_client(port: u16, cert: PathBuf, sizes: &[usize]) {
+    let config = tls::client_config(tls::Verify::CaFile(cert), &[b"quark-echo"]).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let conn = client
+        .connect(config, addr, "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for (n, &size) in sizes.iter().enumerate() {
+        let message: Vec<u8> = (0..size).map(|i| ((i + n) % 253) as u8).collect();
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        tasks.push(tokio::spawn(async move {
+            let writer = async {
+                send.write_all(&message).await.unwrap();
+                send.finish().unwrap();
+            };
+            let (_, reply) = tokio::join!(writer, recv.read_to_end(1 << 21));
+            assert!(reply.unwrap() == message, "echo of {size} bytes differs");
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    conn.close(0, b"done");
+    client.wait_idle().await;
+}
+
+#[test]
+fn c_echo_server_echoes_to_a_rust_client() {
+    // One connection, then it exits. Empty, small, and larger than the
+    // server's 64 KiB buffer.
+    let (mut child, port, cert) = start_echo("echo-server", "1");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(echo_client(port, cert, &[0, 5, 700_001]));
+    assert!(wait(&mut child, Duration::from_secs(30)).success());
+}
+
+/// The event-loop server: three connections at once, each with streams in
+/// parallel, served from one thread through `quark_ready_fd`.
+#[test]
+fn c_echo_poll_serves_connections_at_once() {
+    let (mut child, port, cert) = start_echo("echo-poll", "3");
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let config =
-            tls::client_config(tls::Verify::CaFile(cert.clone()), &[b"quark-echo"]).unwrap();
-        let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = format!("127.0.0.1:{port}").parse().unwrap();
-        let conn = client
-            .connect(config, addr, "localhost")
-            .unwrap()
-            .await
-            .unwrap();
-        // Empty, small, and larger than the server's 64 KiB buffer.
-        for size in [0usize, 5, 700_001] {
-            let message: Vec<u8> = (0..size).map(|i| (i % 253) as u8).collect();
-            let (mut send, mut recv) = conn.open_bi().await.unwrap();
-            send.write_all(&message).await.unwrap();
-            send.finish().unwrap();
-            let reply = recv.read_to_end(1 << 21).await.unwrap();
-            assert!(reply == message, "echo of {size} bytes differs");
+        let clients: Vec<_> = (0..3)
+            .map(|_| tokio::spawn(echo_client(port, cert.clone(), &[0, 5, 300_001, 123_456])))
+            .collect();
+        for c in clients {
+            c.await.unwrap();
         }
-        conn.close(0, b"done");
-        client.wait_idle().await;
     });
     assert!(wait(&mut child, Duration::from_secs(30)).success());
 }

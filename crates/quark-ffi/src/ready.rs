@@ -1,0 +1,152 @@
+//! Readiness for event loops: one file descriptor per endpoint that polls
+//! readable while any of its handles is ready, and the list of which.
+//!
+//! A non-blocking call that returns `QUARK_ERROR_AGAIN` leaves the handle's
+//! waker with what it waited for (an incoming connection, a stream, data,
+//! send credit). When that arrives the waker puts the handle on its
+//! endpoint's ready list and, if the list was empty, writes one byte to a
+//! socket pair whose other end is the descriptor C polls. `quark_ready`
+//! drains the list and, once it is empty, that byte. Like EPOLLET: a handle
+//! is listed once per wait, so a caller retries it until `QUARK_ERROR_AGAIN`.
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Wake, Waker};
+
+use crate::error::QuarkError;
+use crate::object::entry;
+use crate::table;
+
+/// The ready list of one endpoint and the descriptor that signals it.
+pub(crate) struct Ready {
+    inner: Mutex<Inner>,
+    /// What C polls (`quark_ready_fd`).
+    read_end: UnixStream,
+    write_end: UnixStream,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Ready handles in the order they became ready, each once: at most one
+    /// entry per open handle, so bounded by the handle table.
+    order: Vec<i64>,
+    listed: HashSet<i64>,
+    /// A byte is in the socket pair, not yet read back.
+    signalled: bool,
+}
+
+impl Ready {
+    pub(crate) fn new() -> Result<Arc<Self>, QuarkError> {
+        let (read_end, write_end) = UnixStream::pair().map_err(|_| QuarkError::Io)?;
+        Ok(Arc::new(Ready {
+            inner: Mutex::new(Inner::default()),
+            read_end,
+            write_end,
+        }))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Every change keeps the fields consistent: poisoning is ignored.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn mark(&self, handle: i64) {
+        let mut inner = self.lock();
+        if !inner.listed.insert(handle) {
+            return;
+        }
+        inner.order.push(handle);
+        if !inner.signalled {
+            // One byte at most is ever pending, so the write cannot block.
+            inner.signalled = (&self.write_end).write_all(&[1]).is_ok();
+        }
+    }
+
+    /// Move up to `out.len()` ready handles into `out`; how many.
+    fn drain(&self, out: &mut [i64]) -> usize {
+        let mut inner = self.lock();
+        let n = out.len().min(inner.order.len());
+        for (slot, h) in out.iter_mut().zip(inner.order.drain(..n)) {
+            *slot = h;
+        }
+        for h in &out[..n] {
+            inner.listed.remove(h);
+        }
+        if inner.order.is_empty() && inner.signalled {
+            // The byte was written under this lock: the read finds it at once.
+            let mut byte = [0u8; 1];
+            if (&self.read_end).read_exact(&mut byte).is_ok() {
+                inner.signalled = false;
+            }
+        }
+        n
+    }
+
+    /// The waker a handle leaves with what it waits for.
+    pub(crate) fn waker(self: &Arc<Self>, handle: i64) -> Waker {
+        Waker::from(Arc::new(Notify {
+            ready: self.clone(),
+            handle,
+        }))
+    }
+}
+
+struct Notify {
+    ready: Arc<Ready>,
+    handle: i64,
+}
+
+impl Wake for Notify {
+    fn wake(self: Arc<Self>) {
+        self.ready.mark(self.handle);
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.ready.mark(self.handle);
+    }
+}
+
+/// A file descriptor that polls readable (poll / epoll / select) while any
+/// handle of `handle`'s endpoint is on its ready list. Every handle of one
+/// endpoint (its connections and their streams) gives the same descriptor;
+/// a connection made by `quark_connect` has an endpoint of its own. The
+/// descriptor belongs to the library: do not read or close it; it stays
+/// valid until the endpoint's last handle is closed.
+///
+/// Thread safety: safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_ready_fd(handle: i64) -> i32 {
+    entry(|| Ok(i64::from(table::get(handle)?.ready.read_end.as_raw_fd()))) as i32
+}
+
+/// Take up to `cap` handles off the ready list of `handle`'s endpoint into
+/// `out`, oldest first; returns how many (0 when none). A handle is listed
+/// when a non-blocking call on it returned `QUARK_ERROR_AGAIN` and what it
+/// waited for has since arrived; call it again until it gives
+/// `QUARK_ERROR_AGAIN`. A listed handle may have been closed meanwhile
+/// (calls on it give `QUARK_ERROR_BAD_HANDLE`). The descriptor of
+/// `quark_ready_fd` stops polling readable once the list is empty.
+///
+/// Thread safety: safe from any thread; each ready handle goes to one caller.
+///
+/// # Safety
+/// `out` points to `cap` writable `int64_t`s (it may be NULL when `cap` is 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_ready(handle: i64, out: *mut i64, cap: usize) -> i64 {
+    entry(|| {
+        let h = table::get(handle)?;
+        if cap == 0 {
+            return Ok(0);
+        }
+        if out.is_null() || cap > isize::MAX as usize / 8 {
+            return Err(QuarkError::Inval);
+        }
+        // SAFETY: non-null, and the caller promises `cap` writable, aligned
+        // int64_t slots that nothing else touches during the call.
+        let out = unsafe { std::slice::from_raw_parts_mut(out, cap) };
+        Ok(h.ready.drain(out) as i64)
+    })
+}
