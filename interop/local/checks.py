@@ -47,8 +47,10 @@ def amplification(r, cell, client_log):
     a = r["amplification"]
     if not a["validated"]:
         return "the client's Handshake packet never reached the server"
-    if a["worst_excess"] > 0:
-        return (f"server sent {a['worst_excess']} bytes over 3x before validation "
+    # Like the runner: past 4x fails, 3x-4x is let slide (timing of what a
+    # capture point sees); the detail says so.
+    if a.get("worst_excess4", a["worst_excess"]) > 0:
+        return (f"server sent {a['worst_excess4']} bytes over 4x before validation "
                 f"({a['server_bytes']} for {a['client_bytes']} received)")
     if a["server_bytes"] < 2 * 1200:
         return f"server sent only {a['server_bytes']} bytes before validation (chain not used?)"
