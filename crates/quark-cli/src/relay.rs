@@ -358,7 +358,7 @@ async fn relay(
                     }
                     watch.down.saw(&data, ecn);
                     if id == 0 {
-                        watch.amplification.from_server(data.len());
+                        watch.amplification.server_sent(data.len());
                         if let Some(p) = watch.paths.last_mut() {
                             p.from_server += 1;
                         }
@@ -377,7 +377,7 @@ async fn relay(
         while let Some(t) = path.up.poll(now) {
             if let Some(s) = sessions.get(&t.session) {
                 if t.session == 0 {
-                    watch.amplification.to_server(&t.data);
+                    watch.amplification.client_sent(&t.data);
                     if let Some(p) = watch.paths.last_mut() {
                         p.to_server += 1;
                     }

@@ -77,7 +77,7 @@ pub(crate) struct Amplification {
 }
 
 impl Amplification {
-    pub(crate) fn to_server(&mut self, data: &[u8]) {
+    pub(crate) fn client_sent(&mut self, data: &[u8]) {
         if self.validated {
             return;
         }
@@ -90,7 +90,7 @@ impl Amplification {
         }
     }
 
-    pub(crate) fn from_server(&mut self, len: usize) {
+    pub(crate) fn server_sent(&mut self, len: usize) {
         if self.validated {
             return;
         }
@@ -255,15 +255,15 @@ mod tests {
     fn amplification_until_the_first_handshake_packet() {
         let mut a = Amplification::default();
         let first = packet(0, V1, true, 1180);
-        a.to_server(&first);
-        a.from_server(1200);
-        a.from_server(1200);
-        a.from_server(1200);
+        a.client_sent(&first);
+        a.server_sent(1200);
+        a.server_sent(1200);
+        a.server_sent(1200);
         assert_eq!(a.worst_excess, 3600 - 3 * first.len() as i64);
-        a.from_server(1200);
+        a.server_sent(1200);
         assert!(a.worst_excess > 0, "a fourth datagram is over 3x");
-        a.to_server(&packet(2, V1, false, 100));
-        a.from_server(50_000);
+        a.client_sent(&packet(2, V1, false, 100));
+        a.server_sent(50_000);
         assert!(a.validated);
         assert_eq!(a.server, 4800);
     }
