@@ -1,6 +1,6 @@
 """Checks on what `quark relay` saw on the wire (its `relay-report` line), for
 the runner cases that need a packet capture. Each returns None when the cell
-passes, else why it failed. The relay sees cleartext only: ECN bits, UDP
+passes, "ok: NOTE" when it passes with a remark, else why it failed. The relay sees cleartext only: ECN bits, UDP
 sizes, addresses and long headers (version, type), not frames."""
 
 import json
@@ -54,7 +54,10 @@ def amplification(r, cell, client_log):
                 f"({a['server_bytes']} for {a['client_bytes']} received)")
     if a["server_bytes"] < 2 * 1200:
         return f"server sent only {a['server_bytes']} bytes before validation (chain not used?)"
-    return None
+    if a["worst_excess"] > 0:
+        return (f"ok: {a['worst_excess']} bytes over 3x, within the runner's 4x "
+                f"({a['server_bytes']} for {a['client_bytes']})")
+    return f"ok: {a['server_bytes']} for {a['client_bytes']} bytes before validation"
 
 
 def ipv6(r, cell, client_log):
