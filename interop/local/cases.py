@@ -6,7 +6,7 @@ import os
 
 KIB, MIB = 1024, 1024 * 1024
 QUICK = ["handshake", "transfer", "chacha20", "retry", "multiconnect", "transferloss",
-         "amplificationlimit", "ipv6", "rebind-port"]
+         "ecn", "amplificationlimit", "ipv6", "rebind-port"]
 
 
 class Case:
