@@ -3,7 +3,9 @@ the runner cases that need a packet capture. Each returns None when the cell
 passes, "ok: NOTE" when it passes with a remark, else why it failed. The relay sees cleartext only: ECN bits, UDP
 sizes, addresses and long headers (version, type), not frames."""
 
+import glob
 import json
+import os
 
 V2_ONLY = ("handshake v2",)
 
@@ -96,8 +98,51 @@ def _paths(r):
     return paths, None
 
 
+def _qlog_frames(d, kind):
+    """Data of the `kind` frames (path_challenge, path_response) in the
+    packet_sent and packet_received events of the qlog files in `d`."""
+    sent, received = [], []
+    for path in glob.glob(os.path.join(d, "*.sqlog")):
+        with open(path, errors="replace") as f:
+            for line in f:
+                line = line.strip("\x1e \n")
+                if kind not in line:
+                    continue
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                name = ev.get("name", "")
+                for fr in ev.get("data", {}).get("frames", []):
+                    if fr.get("frame_type") == kind:
+                        (sent if name.endswith("packet_sent") else received).append(fr.get("data"))
+    return sent, received
+
+
+def _challenges(paths, cell):
+    """With a quark server's qlog: every rebinding the server saw (a new path
+    with client datagrams) got a PATH_CHALLENGE that was answered (the
+    runner's check, from the server's side). Unanswered ones are allowed:
+    quark also challenges the old path (RFC 9000 §9.3.3), where the NAT no
+    longer answers."""
+    d = getattr(cell, "qlog_dir", None)
+    if not d:
+        return None
+    challenges, _ = _qlog_frames(d, "path_challenge")
+    _, responses = _qlog_frames(d, "path_response")
+    # A path the transfer ended on right after a rebinding may not have had
+    # its challenge answered yet: count those the server sent plenty on.
+    rebinds = sum(1 for p in paths[1:] if p["to_server"] and p["from_server"] >= 10)
+    answered = sum(1 for c in challenges if c in responses)
+    if answered < rebinds:
+        return (f"{answered} answered PATH_CHALLENGE ({len(challenges)} sent) for "
+                f"{rebinds} rebindings (server qlog)")
+    return None
+
+
 def rebind(r, cell, client_log):
-    return _paths(r)[1]
+    paths, why = _paths(r)
+    return why or _challenges(paths, cell)
 
 
 def rebind_addr(r, cell, client_log):
@@ -107,7 +152,7 @@ def rebind_addr(r, cell, client_log):
     ips = {p["local"].rpartition(":")[0] for p in paths}
     if len(ips) < 2:
         return f"only one client address used: {ips}"
-    return None
+    return _challenges(paths, cell)
 
 
 def migration(r, cell, client_log):

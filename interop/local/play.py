@@ -129,10 +129,17 @@ def play(cell):
     slog = os.path.join(cell.dir, "server.log")
     rlog = os.path.join(cell.dir, "relay.log")
     server = relay = None
+    # A quark server's qlog shows the frames the relay cannot see (the
+    # rebind cases' PATH_CHALLENGE / PATH_RESPONSE).
+    qlog = []
+    cell.qlog_dir = None
+    if case.check in ("rebind", "rebind_addr") and s.name == "quark" and s.knows("server", "--qlog-dir"):
+        cell.qlog_dir = os.path.join(cell.dir, "qlog-server")
+        qlog = ["--qlog-dir", cell.qlog_dir]
     try:
         with open(slog, "w") as f:
             server = subprocess.Popen(
-                s.server + ["--listen", addr(host, sport), "--root", cell.www,
+                s.server + qlog + ["--listen", addr(host, sport), "--root", cell.www,
                             "--cert", os.path.join(cell.certs, "cert.pem"),
                             "--key", os.path.join(cell.certs, "priv.key")]
                 + [f.replace("{port}", str(sport)) for f in case.server],
