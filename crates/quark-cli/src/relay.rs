@@ -18,7 +18,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::impair::{ImpairArgs, Impairment};
-use crate::relay_watch::{PathSeen, Watch};
+use crate::relay_watch::{MAX_PATHS, PathSeen, Watch};
 use crate::timer::Timer;
 
 /// Options of `quark relay`.
@@ -288,7 +288,7 @@ async fn relay(
                 s.generation += 1;
                 s.reader = spawn_upstream_reader(id, s.generation, upstream.clone(), tx.clone());
                 s.upstream = upstream;
-                if id == 0 {
+                if id == 0 && watch.paths.len() < MAX_PATHS {
                     watch.paths.push(path_seen(&s.upstream));
                 }
             }

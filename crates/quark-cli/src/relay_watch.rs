@@ -23,8 +23,9 @@ pub(crate) struct Direction {
     bytes: u64,
     /// Datagrams by the two ECN bits: Not-ECT, ECT(1), ECT(0), CE.
     ecn: [u64; 4],
-    /// Long-header packets by (type, version).
-    long: BTreeMap<(&'static str, String), u64>,
+    /// Long-header packets by (type, version); versions other than v1 and v2
+    /// count as one, so any sender keeps this small.
+    long: BTreeMap<(&'static str, &'static str), u64>,
     /// The ECN bits of the last `TAIL` datagrams starting with a short header.
     tail: VecDeque<u8>,
 }
@@ -126,6 +127,10 @@ pub(crate) struct Watch {
     pub(crate) paths: Vec<PathSeen>,
 }
 
+/// Client paths recorded at most (a relay rebinding every few milliseconds
+/// for hours must not grow without bound); later ones add to the last.
+pub(crate) const MAX_PATHS: usize = 1000;
+
 impl Watch {
     pub(crate) fn report(&self) -> String {
         let paths: Vec<Value> = self
@@ -143,12 +148,12 @@ impl Watch {
     }
 }
 
-fn version_name(v: u32) -> String {
+fn version_name(v: u32) -> &'static str {
     match v {
-        V1 => "v1".into(),
-        V2 => "v2".into(),
-        0 => "negotiation".into(),
-        v => format!("{v:#010x}"),
+        V1 => "v1",
+        V2 => "v2",
+        0 => "negotiation",
+        _ => "other",
     }
 }
 
