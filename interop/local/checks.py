@@ -34,10 +34,42 @@ def _marks(d, who):
     return None
 
 
+def _ack_ecn(d, who):
+    """From a quark endpoint's qlog: whether the ACK frames it received from
+    its peer, and those it sent, carried ECN counts."""
+    got = sent = 0
+    for path in glob.glob(os.path.join(d, "*.sqlog")):
+        with open(path, errors="replace") as f:
+            for line in f:
+                if '"ack"' not in line or '"ect0"' not in line:
+                    continue
+                try:
+                    ev = json.loads(line.strip("\x1e \n"))
+                except ValueError:
+                    continue
+                acks = [fr for fr in ev.get("data", {}).get("frames", [])
+                        if fr.get("frame_type") == "ack" and "ect0" in fr]
+                if ev.get("name", "").endswith("packet_received"):
+                    got += len(acks)
+                else:
+                    sent += len(acks)
+    if not got:
+        return f"the {who}'s peer sent no ACK frame with ECN counts (quark {who} qlog)"
+    if not sent:
+        return f"the quark {who} sent no ACK frame with ECN counts (qlog)"
+    return None
+
+
 def ecn(r, cell, client_log):
     why = _marks(r["client_to_server"], "client") or _marks(r["server_to_client"], "server")
     if why:
         return why
+    # The runner looks for ACK frames with ECN counts in its decrypted
+    # capture; a quark endpoint's qlog shows those it sent and received.
+    for d, who in ((getattr(cell, "qlog_dir", None), "server"),
+                   (getattr(cell, "client_qlog", None), "client")):
+        if d and (why := _ack_ecn(d, who)):
+            return why
     # The quark client's summary says whether its validation succeeded (it
     # needs ECN counts in the server's ACK frames).
     if cell.client.name == "quark" and "ECN capable" not in client_log:

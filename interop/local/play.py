@@ -97,6 +97,9 @@ def client_runs(cell, urls, out):
     """The client command lines, run one after the other."""
     case, c = cell.case, cell.client
     base = c.client + ["-o", out, "--ca", os.path.join(cell.certs, "ca.pem")] + case.client
+    if case.check == "ecn" and c.name == "quark" and c.knows("client", "--qlog-dir"):
+        cell.client_qlog = os.path.join(cell.dir, "qlog-client")
+        base += ["--qlog-dir", cell.client_qlog]
     for flag, value in zip(case.client_opt[::2], case.client_opt[1::2]):
         if c.knows("client", flag):
             base += [flag, value + c.seconds]
@@ -132,8 +135,8 @@ def play(cell):
     # A quark server's qlog shows the frames the relay cannot see (the
     # rebind cases' PATH_CHALLENGE / PATH_RESPONSE).
     qlog = []
-    cell.qlog_dir = None
-    if case.check in ("rebind", "rebind_addr") and s.name == "quark" and s.knows("server", "--qlog-dir"):
+    cell.qlog_dir = cell.client_qlog = None
+    if case.check in ("rebind", "rebind_addr", "ecn") and s.name == "quark" and s.knows("server", "--qlog-dir"):
         cell.qlog_dir = os.path.join(cell.dir, "qlog-server")
         qlog = ["--qlog-dir", cell.qlog_dir]
     try:
