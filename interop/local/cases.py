@@ -5,13 +5,14 @@ connects, and the emulated link (`quark relay` arguments) if impaired."""
 import os
 
 KIB, MIB = 1024, 1024 * 1024
-QUICK = ["handshake", "transfer", "chacha20", "retry", "multiconnect", "transferloss"]
+QUICK = ["handshake", "transfer", "chacha20", "retry", "multiconnect", "transferloss",
+         "ecn", "amplificationlimit", "ipv6", "rebind-port"]
 
 
 class Case:
     def __init__(self, name, about, files, server=(), client=(), needs=(), mode="one",
                  relay=None, timeout=60, unplayable=None, goodput=False, expect=None,
-                 client_opt=()):
+                 client_opt=(), check=None, host="127.0.0.1", chain=False):
         self.name = name
         self.about = about
         self.files = files  # [(name, size)]
@@ -25,6 +26,9 @@ class Case:
         self.goodput = goodput  # report Mbit/s
         self.expect = expect  # text the quark client must print
         self.client_opt = list(client_opt)  # client flags used only where known
+        self.check = check  # name of a checks.py function run on the relay's report
+        self.host = host  # address of every socket (ipv6: ::1)
+        self.chain = chain  # serve a 9-certificate chain (amplificationlimit)
 
 
 # The runner's simulated links have a 1500-byte MTU (IPv4: 1472 bytes of UDP
@@ -32,6 +36,8 @@ class Case:
 MTU = ["--mtu", "1472"]
 # Under 30 % loss a handshake can need several backed-off PTOs.
 PATIENT = ["--connect-timeout", "60"]
+# The runner's default link (10 Mbit/s, 30 ms RTT), for the rebinding cases.
+LINK = MTU + ["--delay", "15ms", "--rate", "10mbit"]
 
 
 def files(prefix, n, size):
@@ -51,18 +57,36 @@ def all_cases(connections=50):
              server=["--h3"], client=["--h3"]),
         Case("keyupdate", "the client updates 1-RTT keys at once", [("ku", 3 * MIB)],
              client=["--key-update"]),
-        Case("ecn", "ECN-marked transfer", [("ecn", MIB)],
-             unplayable="the runner checks ECN marks in its packet capture; no capture here"),
+        # The relay reads and forwards every datagram's ECN bits (checks.ecn).
+        Case("ecn", "both sides mark ECT; ACKs carry ECN counts", [("ecn", MIB)],
+             relay=[], check="ecn"),
+        # The runner's droplist: the ClientHello passes, the client's next six
+        # datagrams are dropped, so the server waits at its 3x limit.
+        Case("amplificationlimit", "9-certificate chain; the server sends <= 3x before validation",
+             files("al", 1, 5 * KIB), relay=["--delay", "15ms", "--drop-to-server", "2,3,4,5,6,7"],
+             chain=True, check="amplification"),
+        Case("ipv6", "5 + 10 KiB, every socket on ::1", [("i6a", 5 * KIB), ("i6b", 10 * KIB)],
+             relay=[], host="::1", check="ipv6"),
+        Case("rebind-port", "5 MiB; the relay moves the client's port at 1 s, then every 2 s",
+             [("bp", 5 * MIB)], relay=LINK + ["--rebind", "1s/2s"], timeout=120, check="rebind"),
+        Case("rebind-addr", "5 MiB; the client's address and port move at 1 s, then every 2 s",
+             [("ba", 5 * MIB)], relay=LINK + ["--rebind", "1s/2s", "--rebind-addr"], timeout=120,
+             check="rebind_addr"),
         Case("multiconnect", "10 files, one connection each", files("mc", 10, KIB), mode="multi"),
         Case("resumption", "a second connection resumes the first's session",
              files("rs", 3, 10 * KIB), mode="resume", needs=[("client", "--session-file")]),
         Case("zerortt", "a resumed connection sends its requests in 0-RTT",
              files("zr", 5, 10 * KIB), server=["--0rtt"], mode="zerortt", expect="0-RTT accepted"),
-        Case("v2", "QUIC version 2 (RFC 9369)", files("v2", 2, 100 * KIB),
-             server=["--quic-versions", "1,2"], client=["--quic-version", "2"]),
-        # Another loopback address on the server's port ({port}; RFC 9000 §9.6).
+        # The client starts in v1 and the server, preferring v2, moves it there
+        # (compatible version negotiation, RFC 9368); the relay reads the
+        # versions of the long headers (checks.v2).
+        Case("v2", "client starts in v1, the server upgrades to v2 (RFC 9368)", files("v2", 2, 100 * KIB),
+             server=["--quic-versions", "2,1"], relay=[], check="v2"),
+        # Another loopback address on the server's port ({port}; RFC 9000 §9.6),
+        # reached directly: what crosses the relay (the first path) is checked.
         Case("connectionmigration", "the client moves to the server's preferred address",
-             files("cm", 1, MIB), server=["--preferred-address", "127.0.0.2:{port}"]),
+             files("cm", 1, 2 * MIB), server=["--preferred-address", "127.0.0.2:{port}"],
+             relay=[], check="migration"),
         Case("handshakeloss", f"{connections} connections, 1 KiB each, 30 % loss",
              files("hl", connections, KIB), mode="multi", relay=MTU + ["--loss", "30%"], timeout=600, client_opt=PATIENT),
         Case("transferloss", "2+3 MiB, 2 % loss", [("tl1", 2 * MIB), ("tl2", 3 * MIB)],

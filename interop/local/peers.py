@@ -2,6 +2,7 @@
 they know (read from their --help, so a flag added later is picked up)."""
 
 import os
+import shutil
 import subprocess
 
 NAMES = ["quark", "quinn", "aioquic", "quic-go"]
@@ -85,17 +86,64 @@ def _exe(path, how):
 
 
 def make_certs(d):
-    """A self-signed end-entity certificate for localhost (also the clients'
-    trust anchor), made once with openssl."""
-    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "priv.key")
-    if os.path.exists(cert) and os.path.exists(key):
+    """A self-signed end-entity certificate for localhost, 127.0.0.1 and ::1
+    (also the clients' trust anchor, ca.pem), made once with openssl."""
+    cert, key, ca = (os.path.join(d, n) for n in ("cert.pem", "priv.key", "ca.pem"))
+    if all(os.path.exists(p) for p in (cert, key, ca)):
         return d
     os.makedirs(d, exist_ok=True)
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-         "-addext", "basicConstraints=critical,CA:FALSE",
-         "-addext", "extendedKeyUsage=serverAuth"],
-        check=True, capture_output=True)
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+             "-nodes", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=localhost",
+             "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1",
+             "-addext", "basicConstraints=critical,CA:FALSE",
+             "-addext", "extendedKeyUsage=serverAuth")
+    shutil.copy(cert, ca)
     return d
+
+
+def make_chain(d, length=5):
+    """A large certificate chain like the runner's amplificationlimit case
+    (~9 KB of server Handshake data): a root (ca.pem, the clients' trust
+    anchor), length - 2 RSA-2048 intermediates and a leaf inflated with 20
+    long DNS names, as the runner does; cert.pem holds the leaf and the
+    intermediates. (The runner chains 9; webpki, under quark and quinn,
+    accepts at most 6 intermediates, and these clients verify.)"""
+    cert, key, ca = (os.path.join(d, n) for n in ("cert.pem", "priv.key", "ca.pem"))
+    if all(os.path.exists(p) for p in (cert, key, ca)):
+        return d
+    os.makedirs(d, exist_ok=True)
+    ca_ext = os.path.join(d, "ca.ext")
+    leaf_ext = os.path.join(d, "leaf.ext")
+    with open(ca_ext, "w") as f:
+        f.write("basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n")
+    with open(leaf_ext, "w") as f:
+        # Valid names (labels of at most 63 characters), so no verifier balks.
+        fake = "".join(f",DNS:{i}" + ".".join(os.urandom(30).hex() for _ in range(4)) + ".test"
+                       for i in range(20))
+        f.write("basicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n"
+                f"subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1{fake}\n")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", os.path.join(d, "0.key"),
+             "-out", ca, "-days", "30", "-subj", "/CN=quark interop root",
+             "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    issuer, issuer_key, chain = ca, os.path.join(d, "0.key"), []
+    for i in range(1, length):
+        leaf = i == length - 1
+        k, csr, pem = (os.path.join(d, f"{i}.{e}") for e in ("key", "csr", "pem"))
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", k, "-out", csr,
+                 "-subj", "/CN=localhost" if leaf else f"/CN=quark interop intermediate {i}")
+        _openssl("x509", "-req", "-in", csr, "-CA", issuer, "-CAkey", issuer_key,
+                 "-set_serial", str(1000 + i), "-out", pem, "-days", "30",
+                 "-extfile", leaf_ext if leaf else ca_ext)
+        chain.insert(0, pem)
+        issuer, issuer_key = pem, k
+    with open(cert, "w") as out:
+        for pem in chain:
+            with open(pem) as f:
+                out.write(f.read())
+    shutil.copy(issuer_key, key)
+    return d
+
+
+def _openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True)

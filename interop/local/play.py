@@ -1,6 +1,7 @@
 """Plays one cell: a server, optionally `quark relay` in front of it, the
 client (once, once per URL, or twice for resumption), then compares every
-download byte for byte with the served file."""
+download byte for byte with the served file and, for the cases that look at
+the wire, checks what the relay saw (checks.py)."""
 
 import filecmp
 import os
@@ -8,6 +9,8 @@ import shutil
 import socket
 import subprocess
 import time
+
+import checks
 
 
 class Result:
@@ -34,10 +37,15 @@ class Cell:
         self.env = env
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(host="127.0.0.1"):
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def addr(host, port):
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def why_not(cell):
@@ -48,7 +56,7 @@ def why_not(cell):
     for peer in (cell.client, cell.server):
         if peer.missing:
             return f"{peer.name} not installed: {peer.missing}"
-    if case.relay and cell.env.peer("quark").missing:
+    if case.relay is not None and cell.env.peer("quark").missing:
         return "needs quark relay: " + cell.env.peer("quark").missing
     needs = [("server", f) for f in case.server if f.startswith("--")]
     needs += [("client", f) for f in case.client if f.startswith("--")]
@@ -88,7 +96,10 @@ def stop(proc):
 def client_runs(cell, urls, out):
     """The client command lines, run one after the other."""
     case, c = cell.case, cell.client
-    base = c.client + ["-o", out, "--ca", os.path.join(cell.certs, "cert.pem")] + case.client
+    base = c.client + ["-o", out, "--ca", os.path.join(cell.certs, "ca.pem")] + case.client
+    if case.check == "ecn" and c.name == "quark" and c.knows("client", "--qlog-dir"):
+        cell.client_qlog = os.path.join(cell.dir, "qlog-client")
+        base += ["--qlog-dir", cell.client_qlog]
     for flag, value in zip(case.client_opt[::2], case.client_opt[1::2]):
         if c.knows("client", flag):
             base += [flag, value + c.seconds]
@@ -115,14 +126,23 @@ def play(cell):
     out = os.path.join(cell.dir, "downloads")
     os.makedirs(out)
     case = cell.case
-    sport = free_port()
+    host = case.host
+    sport = free_port(host)
     s = cell.server
     slog = os.path.join(cell.dir, "server.log")
+    rlog = os.path.join(cell.dir, "relay.log")
     server = relay = None
+    # A quark server's qlog shows the frames the relay cannot see (the
+    # rebind cases' PATH_CHALLENGE / PATH_RESPONSE).
+    qlog = []
+    cell.qlog_dir = cell.client_qlog = None
+    if case.check in ("rebind", "rebind_addr", "ecn") and s.name == "quark" and s.knows("server", "--qlog-dir"):
+        cell.qlog_dir = os.path.join(cell.dir, "qlog-server")
+        qlog = ["--qlog-dir", cell.qlog_dir]
     try:
         with open(slog, "w") as f:
             server = subprocess.Popen(
-                s.server + ["--listen", f"127.0.0.1:{sport}", "--root", cell.www,
+                s.server + qlog + ["--listen", addr(host, sport), "--root", cell.www,
                             "--cert", os.path.join(cell.certs, "cert.pem"),
                             "--key", os.path.join(cell.certs, "priv.key")]
                 + [f.replace("{port}", str(sport)) for f in case.server],
@@ -130,18 +150,32 @@ def play(cell):
         if not wait_ready(server, slog, s.ready, 30):
             return Result(True, False, f"server did not start (logs: {cell.dir})")
         port = sport
-        if case.relay:
-            port = free_port()
-            rlog = os.path.join(cell.dir, "relay.log")
+        if case.relay is not None:
+            port = free_port(host)
             with open(rlog, "w") as f:
                 relay = subprocess.Popen(
-                    [cell.env.quark_bin(), "relay", "--listen", f"127.0.0.1:{port}",
-                     "--to", f"127.0.0.1:{sport}"] + case.relay,
+                    [cell.env.quark_bin(), "relay", "--listen", addr(host, port),
+                     "--to", addr(host, sport)] + case.relay,
                     stdout=f, stderr=subprocess.STDOUT)
             if not wait_ready(relay, rlog, "relaying", 30):
                 return Result(True, False, f"relay did not start (logs: {cell.dir})")
-        urls = [f"https://localhost:{port}/{name}" for name, _ in case.files]
-        return run_clients(cell, urls, out)
+        name = "localhost" if host == "127.0.0.1" else addr(host, "")[:-1]
+        urls = [f"https://{name}:{port}/{f}" for f, _ in case.files]
+        res = run_clients(cell, urls, out)
+        if not (res.ok and case.check):
+            return res
+        # The relay prints its report when it stops.
+        stop(relay)
+        r = checks.report(rlog)
+        if r is None:
+            return Result(True, False, f"relay printed no report (logs: {cell.dir})")
+        with open(os.path.join(cell.dir, "client.log"), errors="replace") as f:
+            why = getattr(checks, case.check)(r, cell, f.read())
+        if why and why.startswith("ok: "):
+            return Result(True, True, f"{res.detail}, {why[4:]}")
+        if why:
+            return Result(True, False, f"{why} (logs: {cell.dir})")
+        return res
     finally:
         stop(relay)
         stop(server)

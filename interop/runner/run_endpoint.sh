@@ -56,13 +56,16 @@ server)
     case "$TESTCASE" in
     handshake | transfer | multiplexing | multiconnect | ecn | keyupdate | \
         handshakeloss | transferloss | handshakecorruption | transfercorruption | \
-        longrtt | blackhole | goodput | crosstraffic) ;;
+        longrtt | blackhole | goodput | crosstraffic | amplificationlimit | ipv6 | \
+        rebind-port | rebind-addr) ;;
     chacha20) args+=(--cipher chacha20) ;;
     retry) args+=(--retry) ;;
     http3) args+=(--h3) ;;
     resumption) ;;
     zerortt) needs serve --0rtt; args+=(--0rtt) ;;
-    v2) needs serve --quic-versions; args+=(--quic-versions 1,2) ;;
+    # The client starts in v1; preferring v2, the server moves it there by
+    # compatible version negotiation (RFC 9368), as the runner checks.
+    v2) needs serve --quic-versions; args+=(--quic-versions 2,1) ;;
     connectionmigration) needs serve --preferred-address
         # Another address of this host on the same port (quark's rule).
         args+=(--preferred-address "${PREFERRED_ADDRESS:-127.0.0.2:$PORT}") ;;
@@ -79,7 +82,8 @@ client)
     base=(get -q -o "$DOWNLOADS" --insecure "${QLOG[@]}")
     case "$TESTCASE" in
     handshake | transfer | multiplexing | ecn | transferloss | transfercorruption | \
-        longrtt | blackhole | goodput | crosstraffic)
+        longrtt | blackhole | goodput | crosstraffic | amplificationlimit | ipv6 | \
+        rebind-port | rebind-addr)
         exec "$QUARK" "${base[@]}" "${urls[@]}" ;;
     chacha20) exec "$QUARK" "${base[@]}" --cipher chacha20 "${urls[@]}" ;;
     retry) exec "$QUARK" "${base[@]}" "${urls[@]}" ;;
@@ -104,8 +108,9 @@ client)
         [ ${#urls[@]} -gt 1 ] || exit 0
         exec "$QUARK" "${base[@]}" --session-file "$session" "${early[@]}" "${urls[@]:1}" ;;
     v2)
+        # Starts in v1 (the default) and offers v2; the server upgrades it.
         needs get --quic-version
-        exec "$QUARK" "${base[@]}" --quic-version 2 "${urls[@]}" ;;
+        exec "$QUARK" "${base[@]}" "${urls[@]}" ;;
     connectionmigration)
         needs serve --preferred-address
         exec "$QUARK" "${base[@]}" "${urls[@]}" ;;

@@ -104,6 +104,11 @@ pub(crate) struct Args {
     /// core per process while it runs).
     #[arg(long)]
     busy_poll: bool,
+    /// The QUIC version quark speaks, 1 (RFC 9000) or 2 (RFC 9369): its
+    /// clients start in it and its servers accept only it. Default: quark's
+    /// defaults (clients start in 1, servers accept 1 and 2).
+    #[arg(long, value_parser = crate::options::parse_quic_version)]
+    quic_version: Option<u32>,
     /// Emulated links (`--net` in link mode) without NIC offloads: the kernel
     /// segments every TCP and UDP batch before the link and receivers get
     /// packets one by one, as before the link had them.
@@ -250,6 +255,7 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         cc,
         tcp_cc: a.tcp_cc.clone(),
         busy_poll: a.busy_poll,
+        quic_version: a.quic_version,
         link_offload: !a.no_link_offload,
         reference,
         listen: SocketAddr::new(a.addr, a.port),

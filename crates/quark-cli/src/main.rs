@@ -11,6 +11,7 @@ mod link;
 mod options;
 mod probe;
 mod relay;
+mod relay_watch;
 mod report;
 mod serve;
 mod timer;

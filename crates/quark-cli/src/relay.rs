@@ -1,20 +1,24 @@
 //! `quark relay`: a UDP relay that puts quark-netem's emulated link between
 //! real processes. Each client source address gets its own upstream socket
 //! (so the server sees one peer per client); both directions are impaired and
-//! share one emulated path, as flows share a bottleneck.
+//! share one emulated path, as flows share a bottleneck. ECN marks are
+//! read and forwarded; what the relay saw is printed when it stops
+//! (`relay_watch`). `--rebind` emulates a NAT rebinding the client's address.
 
 use std::collections::HashMap;
+use std::io::IoSliceMut;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow};
 use quark_netem::Path;
-use tokio::net::UdpSocket;
+use quark_udp::{RecvMeta, Transmit, UdpSocket};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::impair::{ImpairArgs, Impairment};
+use crate::relay_watch::{MAX_PATHS, PathSeen, Watch};
 use crate::timer::Timer;
 
 /// Options of `quark relay`.
@@ -31,8 +35,43 @@ pub(crate) struct Args {
     /// grow datagrams far past what the interop runner's links carry).
     #[arg(long, value_name = "BYTES")]
     mtu: Option<usize>,
+    /// Drop these client-to-server datagrams (1-based, counted over all
+    /// clients), like the interop runner's droplist scenario: 2,3,4,5,6,7.
+    #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
+    drop_to_server: Vec<u64>,
+    /// NAT rebinding: each client's upstream socket moves to a new port at
+    /// FIRST and then every EVERY, e.g. 1s/5s (the runner's rebind scenario).
+    #[arg(long, value_name = "FIRST/EVERY")]
+    rebind: Option<String>,
+    /// With --rebind, the source address changes too (cycling through
+    /// 127.0.0.1-127.0.0.4; IPv4 loopback only).
+    #[arg(long)]
+    rebind_addr: bool,
     #[command(flatten)]
     impair: ImpairArgs,
+}
+
+/// When and how the relay rebinds its clients' upstream sockets.
+#[derive(Clone, Copy)]
+struct Rebind {
+    first: Duration,
+    every: Duration,
+    addr: bool,
+}
+
+fn parse_rebind(spec: &str, addr: bool, to: SocketAddr) -> anyhow::Result<Rebind> {
+    let (first, every) = spec
+        .split_once('/')
+        .ok_or_else(|| anyhow!("--rebind: '{spec}' is not FIRST/EVERY like 1s/5s"))?;
+    let first = quark_netem::parse::duration(first).map_err(|e| anyhow!("--rebind: {}", e.0))?;
+    let every = quark_netem::parse::duration(every).map_err(|e| anyhow!("--rebind: {}", e.0))?;
+    if every.is_zero() {
+        return Err(anyhow!("--rebind: EVERY must be more than 0"));
+    }
+    if addr && !matches!(to.ip(), IpAddr::V4(v) if v.is_loopback()) {
+        return Err(anyhow!("--rebind-addr needs an IPv4 loopback --to"));
+    }
+    Ok(Rebind { first, every, addr })
 }
 
 /// Most clients relayed at once; the least recently active is forgotten beyond.
@@ -45,6 +84,7 @@ const MAX_DATAGRAM: usize = 65_535;
 #[derive(Clone)]
 struct Tagged {
     session: u32,
+    ecn: u8,
     data: Vec<u8>,
 }
 
@@ -61,8 +101,9 @@ impl AsMut<[u8]> for Tagged {
 }
 
 enum Event {
-    FromClient(SocketAddr, Vec<u8>),
-    FromServer(u32, Vec<u8>),
+    FromClient(SocketAddr, u8, Vec<u8>),
+    /// Session, upstream socket generation (rebinding), ECN bits, datagram.
+    FromServer(u32, u32, u8, Vec<u8>),
 }
 
 struct Session {
@@ -70,6 +111,9 @@ struct Session {
     upstream: Arc<UdpSocket>,
     reader: tokio::task::JoinHandle<()>,
     last: Instant,
+    /// Upstream sockets so far (1 + rebindings); packets to an older one are
+    /// dropped, as a NAT drops them after a rebinding.
+    generation: u32,
 }
 
 /// Runs `quark relay`; returns the exit code.
@@ -86,25 +130,38 @@ pub(crate) fn run(args: Args) -> i32 {
             .parse()
             .map_err(|_| anyhow!("--to: '{}' is not an address like 127.0.0.1:4433", args.to))?;
         let overhead = if to.is_ipv4() { 28 } else { 48 };
-        Ok((listen, to, args.impair.build(overhead)?))
+        let rebind = match &args.rebind {
+            Some(spec) => Some(parse_rebind(spec, args.rebind_addr, to)?),
+            None if args.rebind_addr => return Err(anyhow!("--rebind-addr needs --rebind")),
+            None => None,
+        };
+        let knobs = Knobs {
+            mtu: args.mtu.unwrap_or(MAX_DATAGRAM),
+            drop_to_server: args.drop_to_server.clone(),
+            rebind,
+        };
+        Ok((listen, to, args.impair.build(overhead)?, knobs))
     })();
-    let (listen, to, impairment) = match parsed {
+    let (listen, to, impairment, knobs) = match parsed {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e:#}");
             return 2;
         }
     };
-    crate::run_async(relay(
-        listen,
-        to,
-        impairment,
-        args.mtu.unwrap_or(MAX_DATAGRAM),
-    ))
+    crate::run_async(relay(listen, to, impairment, knobs))
+}
+
+/// The relay's options besides the link.
+struct Knobs {
+    mtu: usize,
+    drop_to_server: Vec<u64>,
+    rebind: Option<Rebind>,
 }
 
 /// A UDP socket with large buffers (bursts from a sender's window must not be
-/// dropped by the relay's own socket before the emulated link sees them).
+/// dropped by the relay's own socket before the emulated link sees them),
+/// reading ECN marks (quark-udp), one datagram per receive (no GRO).
 fn socket(addr: SocketAddr) -> anyhow::Result<UdpSocket> {
     let domain = socket2::Domain::for_address(addr);
     let s = socket2::Socket::new(domain, socket2::Type::DGRAM, None)?;
@@ -116,18 +173,45 @@ fn socket(addr: SocketAddr) -> anyhow::Result<UdpSocket> {
     s.set_nonblocking(true)?;
     s.bind(&addr.into())
         .with_context(|| format!("cannot bind {addr}"))?;
-    Ok(UdpSocket::from_std(s.into())?)
+    let s = UdpSocket::from_std(s.into())?;
+    s.set_gro(false)?;
+    s.set_gso(false);
+    Ok(s)
+}
+
+/// Sends one datagram with its ECN bits; false if the socket buffer is full.
+fn send(socket: &UdpSocket, to: SocketAddr, ecn: u8, data: &[u8]) -> bool {
+    let t = Transmit {
+        destination: to,
+        ecn,
+        contents: data,
+        segment_size: None,
+        src_ip: None,
+    };
+    matches!(socket.try_send(&[t]), Ok(1))
+}
+
+/// The address of the `n`th upstream socket: the same loopback address (a
+/// new port) or, with `--rebind-addr`, the next of 127.0.0.1-127.0.0.4.
+fn upstream_addr(base: SocketAddr, rebind: Option<Rebind>, n: u32) -> SocketAddr {
+    match rebind {
+        Some(r) if r.addr => {
+            let last = u8::try_from(n % 4).unwrap_or(0) + 1;
+            SocketAddr::new(Ipv4Addr::new(127, 0, 0, last).into(), 0)
+        }
+        _ => base,
+    }
 }
 
 async fn relay(
     listen: SocketAddr,
     to: SocketAddr,
     imp: Impairment,
-    mtu: usize,
+    knobs: Knobs,
 ) -> anyhow::Result<()> {
+    let mtu = knobs.mtu;
     let listener = Arc::new(socket(listen)?);
     let local = listener.local_addr()?;
-    listener.writable().await?;
     println!("listening {local}");
     eprintln!("relaying {local} -> {to}: {}", imp.describe());
     let mut path: Path<Tagged> = Path::new(imp.up.clone(), imp.down.clone(), imp.seed);
@@ -138,13 +222,21 @@ async fn relay(
         let (listener, tx) = (listener.clone(), tx.clone());
         tokio::spawn(async move {
             let mut buf = vec![0u8; MAX_DATAGRAM];
-            while let Ok((n, from)) = listener.recv_from(&mut buf).await {
-                if tx
-                    .send(Event::FromClient(from, buf[..n].to_vec()))
-                    .await
-                    .is_err()
-                {
-                    break;
+            let mut meta = [RecvMeta::default()];
+            loop {
+                let got = listener
+                    .recv(&mut [IoSliceMut::new(&mut buf)], &mut meta)
+                    .await;
+                match got {
+                    Ok(1) => {
+                        let m = meta[0];
+                        let ev = Event::FromClient(m.addr, m.ecn, buf[..m.len].to_vec());
+                        if tx.send(ev).await.is_err() {
+                            break;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
                 }
             }
         })
@@ -158,6 +250,11 @@ async fn relay(
     let mut next_id = 0u32;
     let mut send_errors = 0u64;
     let mut too_big = 0u64;
+    let mut to_server_seen = 0u64;
+    let mut dropped_by_list = 0u64;
+    let mut watch = Watch::default();
+    let started = Instant::now();
+    let mut next_rebind = knobs.rebind.map(|r| started + r.first);
     let upstream_bind = match to.ip() {
         IpAddr::V4(v) if v.is_loopback() => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0),
         IpAddr::V4(_) => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 0),
@@ -165,7 +262,10 @@ async fn relay(
         IpAddr::V6(_) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), 0),
     };
     let why = loop {
-        let deadline = path.next_deadline();
+        let deadline = match (path.next_deadline(), next_rebind) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let mut events = Vec::new();
         tokio::select! {
             n = rx.recv_many(&mut events, 256) => if n == 0 {
@@ -177,32 +277,54 @@ async fn relay(
             _ = hup.recv() => break "hung up",
         }
         let now = Instant::now();
+        if let (Some(at), Some(r)) = (next_rebind, knobs.rebind)
+            && now >= at
+        {
+            next_rebind = Some(at + r.every);
+            for (&id, s) in sessions.iter_mut() {
+                let addr = upstream_addr(upstream_bind, knobs.rebind, s.generation);
+                let upstream = Arc::new(socket(addr)?);
+                s.reader.abort();
+                s.generation += 1;
+                s.reader = spawn_upstream_reader(id, s.generation, upstream.clone(), tx.clone());
+                s.upstream = upstream;
+                if id == 0 && watch.paths.len() < MAX_PATHS {
+                    watch.paths.push(path_seen(&s.upstream));
+                }
+            }
+        }
         for ev in events {
             let len = match &ev {
-                Event::FromClient(_, d) | Event::FromServer(_, d) => d.len(),
+                Event::FromClient(_, _, d) | Event::FromServer(_, _, _, d) => d.len(),
             };
             if len > mtu {
                 too_big += 1;
                 continue;
             }
             match ev {
-                Event::FromClient(from, data) => {
+                Event::FromClient(from, ecn, data) => {
+                    watch.up.saw(&data, ecn);
+                    to_server_seen += 1;
+                    if knobs.drop_to_server.contains(&to_server_seen) {
+                        dropped_by_list += 1;
+                        continue;
+                    }
                     let id = match by_client.get(&from) {
                         Some(&id) => id,
                         None => {
                             if sessions.len() >= MAX_SESSIONS {
                                 forget_oldest(&mut sessions, &mut by_client);
                             }
+                            // quark-udp's `try_send` calls sendmmsg directly (tokio's
+                            // waited for readiness a new socket had not seen yet and
+                            // dropped each new client's first datagram).
                             let upstream = Arc::new(socket(upstream_bind)?);
-                            upstream.connect(to).await?;
-                            // `try_send` trusts the readiness tokio has seen, and a
-                            // new socket has seen none: without this each new
-                            // client's first datagram was dropped (a 1 s handshake
-                            // retransmission through the relay).
-                            upstream.writable().await?;
                             let id = next_id;
                             next_id = next_id.wrapping_add(1);
-                            let reader = spawn_upstream_reader(id, upstream.clone(), tx.clone());
+                            if id == 0 {
+                                watch.paths.push(path_seen(&upstream));
+                            }
+                            let reader = spawn_upstream_reader(id, 1, upstream.clone(), tx.clone());
                             sessions.insert(
                                 id,
                                 Session {
@@ -210,6 +332,7 @@ async fn relay(
                                     upstream,
                                     reader,
                                     last: now,
+                                    generation: 1,
                                 },
                             );
                             by_client.insert(from, id);
@@ -219,21 +342,54 @@ async fn relay(
                     if let Some(s) = sessions.get_mut(&id) {
                         s.last = now;
                     }
-                    path.up.send(now, Tagged { session: id, data });
+                    path.up.send(
+                        now,
+                        Tagged {
+                            session: id,
+                            ecn,
+                            data,
+                        },
+                    );
                 }
-                Event::FromServer(id, data) => path.down.send(now, Tagged { session: id, data }),
+                Event::FromServer(id, generation, ecn, data) => {
+                    // After a rebinding the NAT has forgotten the old mapping.
+                    if sessions.get(&id).is_none_or(|s| s.generation != generation) {
+                        continue;
+                    }
+                    watch.down.saw(&data, ecn);
+                    if id == 0 {
+                        watch.amplification.server_sent(data.len());
+                        if let Some(p) = watch.paths.last_mut() {
+                            p.from_server += 1;
+                        }
+                    }
+                    path.down.send(
+                        now,
+                        Tagged {
+                            session: id,
+                            ecn,
+                            data,
+                        },
+                    );
+                }
             }
         }
         while let Some(t) = path.up.poll(now) {
-            if let Some(s) = sessions.get(&t.session)
-                && s.upstream.try_send(&t.data).is_err()
-            {
-                send_errors += 1;
+            if let Some(s) = sessions.get(&t.session) {
+                if t.session == 0 {
+                    watch.amplification.client_sent(&t.data);
+                    if let Some(p) = watch.paths.last_mut() {
+                        p.to_server += 1;
+                    }
+                }
+                if !send(&s.upstream, to, t.ecn, &t.data) {
+                    send_errors += 1;
+                }
             }
         }
         while let Some(t) = path.down.poll(now) {
             if let Some(s) = sessions.get(&t.session)
-                && listener.try_send_to(&t.data, s.client).is_err()
+                && !send(&listener, s.client, t.ecn, &t.data)
             {
                 send_errors += 1;
             }
@@ -249,30 +405,49 @@ async fn relay(
     if too_big > 0 {
         eprintln!("  {too_big} datagrams dropped: larger than --mtu {mtu}");
     }
+    if dropped_by_list > 0 {
+        eprintln!("  {dropped_by_list} client datagrams dropped by --drop-to-server");
+    }
     if send_errors > 0 {
         eprintln!("  {send_errors} datagrams could not be sent (socket buffer full)");
     }
+    eprintln!("{}", watch.report());
     Ok(())
+}
+
+fn path_seen(upstream: &UdpSocket) -> PathSeen {
+    PathSeen {
+        local: upstream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default(),
+        to_server: 0,
+        from_server: 0,
+    }
 }
 
 fn spawn_upstream_reader(
     id: u32,
+    generation: u32,
     upstream: Arc<UdpSocket>,
     tx: mpsc::Sender<Event>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut buf = vec![0u8; MAX_DATAGRAM];
+        let mut meta = [RecvMeta::default()];
         loop {
-            match upstream.recv(&mut buf).await {
-                Ok(n) => {
-                    if tx
-                        .send(Event::FromServer(id, buf[..n].to_vec()))
-                        .await
-                        .is_err()
-                    {
+            match upstream
+                .recv(&mut [IoSliceMut::new(&mut buf)], &mut meta)
+                .await
+            {
+                Ok(1) => {
+                    let m = meta[0];
+                    let ev = Event::FromServer(id, generation, m.ecn, buf[..m.len].to_vec());
+                    if tx.send(ev).await.is_err() {
                         break;
                     }
                 }
+                Ok(_) => {}
                 // ICMP port unreachable (server not up yet) surfaces here: keep going.
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     tokio::time::sleep(Duration::from_millis(1)).await;

@@ -246,6 +246,23 @@ fn busy_polling_runs_are_exact_and_recorded() {
     let _ = std::fs::remove_file(&json);
 }
 
+/// `--quic-version 2`: quark's servers accept only v2 and its clients start
+/// in it with no other to offer, so every exact request proves a v2 run.
+#[test]
+fn quic_v2_runs_are_exact_and_recorded() {
+    let json = tmp("quic-v2.json");
+    let v = bench_json(
+        &["-p", "quic", "-s", "persistent", "--sizes", "2KiB"],
+        &["--requests", "200", "--quic-version", "2"],
+        &json,
+    );
+    assert_eq!(v["config"]["quic_version"], 0x6b33_43cf_u32);
+    let p = &cells(&v, "persistent", "quic")[0]["metrics"];
+    assert_eq!(p["server_counters"]["requests"], 200);
+    assert_eq!(p["server_counters"]["bytes_out"], 200 * 2048);
+    let _ = std::fs::remove_file(&json);
+}
+
 #[test]
 fn the_breakdown_is_left_out_when_client_and_server_share_a_cpu() {
     // On one CPU a send system call often runs the woken peer inside it, so

@@ -71,6 +71,9 @@ pub struct RunConfig {
     /// Every process busy-polled instead of sleeping (absent: false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub busy_poll: bool,
+    /// The only QUIC version quark spoke (`--quic-version`; absent: defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_version: Option<u32>,
     /// Emulated links ran without NIC offloads (`--no-link-offload`; absent:
     /// false, or a file from before links had them).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

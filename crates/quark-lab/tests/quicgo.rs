@@ -59,6 +59,7 @@ fn config(scenarios: Vec<(Scenario, Params)>, cipher: Cipher) -> BenchConfig {
         cc: Default::default(),
         tcp_cc: "system".into(),
         busy_poll: false,
+        quic_version: None,
         link_offload: true,
         reference: "quic-go".into(),
         listen: "127.0.0.1:0".parse().unwrap(),

@@ -197,6 +197,7 @@ fn fixture() -> Report {
             cc: "cubic".into(),
             tcp_cc: "cubic".into(),
             busy_poll: false,
+            quic_version: None,
             no_link_offload: false,
             pin: Some([0, 1]),
             threads: 1,

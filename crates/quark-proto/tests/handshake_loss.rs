@@ -27,11 +27,22 @@ fn handshake_time(
     seed: u64,
     impair: impl FnMut(&mut common::LinkConfig),
 ) -> Option<Duration> {
+    handshake_within(tls, seed, impair, BOUND)
+}
+
+/// [`handshake_time`] with another bound.
+fn handshake_within(
+    tls: &Tls,
+    seed: u64,
+    impair: impl FnMut(&mut common::LinkConfig),
+    bound: Duration,
+) -> Option<Duration> {
     // The default handshake timeout (10 s) bounds half-open state under
     // floods and cuts off ~1 in 2 000 handshakes at 30 % loss; this measures
     // loss recovery, so it allows the whole bound.
     let transport = Arc::new(TransportConfig {
-        handshake_timeout: BOUND,
+        handshake_timeout: bound,
+        max_idle_timeout: bound.max(Duration::from_secs(30)),
         ..TransportConfig::default()
     });
     let mut server = ServerConfig::new(tls.server_config(None));
@@ -56,7 +67,7 @@ fn handshake_time(
         if client.is_handshake_complete() && server_done {
             return Some(sim.now - start);
         }
-        if sim.now - start > BOUND || !sim.step() {
+        if sim.now - start > bound || !sim.step() {
             return None;
         }
     }
@@ -65,9 +76,8 @@ fn handshake_time(
 /// A certificate of ~6 KB (many names): the server's first flight exceeds
 /// three times the client's Initial, so the server waits on the
 /// anti-amplification limit (RFC 9000 §8.1) for more client datagrams.
-/// Not in the 200-seed runs: ~0.5 % of such handshakes at 30 % loss still
-/// exceed 30 s (the server's two-datagram probes resend the start of its
-/// flight while the client misses a later part and its ACKs are lost).
+/// At 30 % loss 9 of 5 000 such handshakes still take over 30 s (PTO
+/// backoff while the client's ACKs are lost too); see `big_cert_tail`.
 fn big_tls() -> Tls {
     let names = (0..250)
         .map(|i| format!("host-{i:04}.example.com"))
@@ -188,4 +198,93 @@ fn client_probes_while_server_is_amplification_limited() {
     // here one RTT is known), not on an idle or handshake timeout.
     let took = sim.now - start;
     assert!(took < Duration::from_secs(3), "handshake took {took:?}");
+}
+
+/// The distribution of handshake times with the ~6 KB certificate at 30 %
+/// loss (`HS_SEEDS` seeds, default 1000; up to 120 s each). A measurement,
+/// not a check: `cargo test -p quark-proto --test handshake_loss -- --ignored
+/// --nocapture big_cert_tail`.
+#[test]
+#[ignore]
+fn big_cert_tail() {
+    let n: u64 = std::env::var("HS_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let tls = big_tls();
+    let base = seed(1);
+    let mut times = Vec::new();
+    let mut stalled = Vec::new();
+    for i in 0..n {
+        let s = base.wrapping_add(i);
+        match handshake_within(&tls, s, |c| c.loss = 0.3, Duration::from_secs(120)) {
+            Some(t) => {
+                times.push(t);
+                if t > Duration::from_secs(10) {
+                    eprintln!("seed {s:#x}: {t:?}");
+                }
+            }
+            None => stalled.push(s),
+        }
+    }
+    times.sort();
+    let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+    let over = |secs| {
+        times
+            .iter()
+            .filter(|t| **t > Duration::from_secs(secs))
+            .count()
+    };
+    eprintln!(
+        "{n} handshakes: median {:?}, p99 {:?}, p99.9 {:?}, slowest {:?}; over 10 s: {}, over 30 s: {}, not done in 120 s: {} {stalled:x?}",
+        at(0.5),
+        at(0.99),
+        at(0.999),
+        times.last().copied().unwrap_or_default(),
+        over(10),
+        over(30),
+        stalled.len()
+    );
+}
+
+/// Seeds (with `seed(1)` at its default) whose handshake with the ~6 KB
+/// certificate at 30 % loss never completed before the fix (the server's
+/// ServerHello was declared lost, so no Initial PTO fired for it, and its
+/// Handshake probes could not be read: 10 of 5 000 seeds), and 0x39, which
+/// took 63 s while the probes resent the start of the flight.
+const FORMERLY_STUCK: [u64; 11] = [
+    0x23b, 0x749, 0x88e, 0x8ab, 0x8c2, 0xb6c, 0xd64, 0xd87, 0xf60, 0x10fa, 0x39,
+];
+
+/// The big-certificate handshakes that stalled or crawled now finish within
+/// 40 s (simulated; each took over 60 s before). RFC 9002 §6.2.4.
+#[test]
+fn big_cert_probes_carry_the_data_most_likely_lost() {
+    let tls = big_tls();
+    let bound = Duration::from_secs(40);
+    let mut slow = Vec::new();
+    for s in FORMERLY_STUCK {
+        let t = handshake_within(&tls, s, |c| c.loss = 0.3, bound);
+        eprintln!("seed {s:#x}: {t:?}");
+        if t.is_none() {
+            slow.push(s);
+        }
+    }
+    assert!(slow.is_empty(), "not done within {bound:?}: {slow:x?}");
+}
+
+/// 600 big-certificate handshakes at 30 % loss all finish within 60 s
+/// (before the fix: 0x39 took 63 s and 0x23b never finished).
+#[test]
+fn big_cert_handshakes_finish_at_30_percent_loss() {
+    let tls = big_tls();
+    let bound = Duration::from_secs(60);
+    let mut slow = Vec::new();
+    for i in 0..600 {
+        let s = 1 + i;
+        if handshake_within(&tls, s, |c| c.loss = 0.3, bound).is_none() {
+            slow.push(s);
+        }
+    }
+    assert!(slow.is_empty(), "not done within {bound:?}: {slow:x?}");
 }

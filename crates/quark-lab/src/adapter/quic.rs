@@ -43,6 +43,25 @@ pub fn set_congestion_control(cc: quark::CcAlgorithm) {
     let _ = QUIC_CC.set(cc);
 }
 
+/// The QUIC version quark speaks in this process (`quark bench --quic-version`).
+static QUIC_VERSION: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// Make quark's clients and servers in this process speak only `version`
+/// (1: RFC 9000, 2: RFC 9369): clients start in it and offer no other,
+/// servers accept no other, so a run cannot end up in another version.
+pub fn set_quic_version(version: u32) {
+    let _ = QUIC_VERSION.set(version);
+}
+
+/// The endpoint settings for [`set_quic_version`] (the defaults when unset).
+fn endpoint_config() -> quark::EndpointConfig {
+    let mut config = quark::EndpointConfig::default();
+    if let Some(&v) = QUIC_VERSION.get() {
+        config.supported_versions = vec![v];
+    }
+    config
+}
+
 /// Transport settings; `uni` unidirectional streams for the peer (HTTP/3
 /// needs a few: control and QPACK streams). `QUARK_TUNE` switches
 /// optimisations off for the before/after tables (e.g.
@@ -84,6 +103,10 @@ pub(crate) fn quark_client_config(
     let tls = client_config(cert, cipher, &[alpn])?;
     let mut cc = quark::ClientConfig::new(Arc::new(tls));
     cc.transport = transport(uni);
+    if let Some(&v) = QUIC_VERSION.get() {
+        cc.version = v;
+        cc.compatible_versions.clear();
+    }
     Ok(cc)
 }
 
@@ -213,13 +236,13 @@ where
     quark::counters::set_enabled(counters_wanted());
     let stats = cfg.stats;
     if let Some(n) = cfg.workers {
-        let group = quark::Endpoint::server_multi(config, cfg.listen, n)
+        let group = quark::WorkerGroup::bind(endpoint_config(), config, cfg.listen, n)
             .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
         group.set_busy_poll(busy_poll());
         group.serve(move |conn| serve(conn, stats.clone()));
         return Ok(Box::new(QuicServer::Group(group)));
     }
-    let endpoint = quark::Endpoint::server(config, cfg.listen)
+    let endpoint = quark::Endpoint::with_config(endpoint_config(), Some(config), cfg.listen)
         .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
     endpoint.set_busy_poll(busy_poll());
     let ep = endpoint.clone();
@@ -297,7 +320,7 @@ fn xdp_clients(
         let socket = program
             .open(queue as u32, socket)
             .with_context(|| format!("AF_XDP socket for queue {queue}"))?;
-        let config = quark::EndpointConfig::default();
+        let config = endpoint_config();
         endpoints.push(quark::Endpoint::with_socket(config, None, socket)?);
     }
     Ok(endpoints)

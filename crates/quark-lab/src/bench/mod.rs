@@ -70,6 +70,9 @@ pub struct BenchConfig {
     pub tcp_cc: String,
     /// Every process polls instead of sleeping (`--busy-poll`).
     pub busy_poll: bool,
+    /// The only QUIC version quark speaks (`--quic-version`); `None`: quark's
+    /// defaults (clients start in v1, servers accept v1 and v2).
+    pub quic_version: Option<u32>,
     /// Emulated links' TUN devices have NIC offloads (TSO/USO, checksums, GRO).
     pub link_offload: bool,
     /// Protocol the ratios compare against.
@@ -240,6 +243,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             cc: cfg.cc.to_string(),
             tcp_cc: cfg.tcp_cc.clone(),
             busy_poll: cfg.busy_poll,
+            quic_version: cfg.quic_version,
             no_link_offload: !cfg.link_offload,
             pin: cfg.pin.map(|(s, c)| [s as u32, c as u32]),
             threads: cfg.threads,
@@ -483,6 +487,7 @@ impl Cell<'_> {
             cc: self.cfg.cc.to_string(),
             tcp_cc: self.cfg.tcp_cc.clone(),
             busy_poll: self.cfg.busy_poll,
+            quic_version: self.cfg.quic_version,
         }
     }
 

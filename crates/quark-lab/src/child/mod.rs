@@ -157,6 +157,9 @@ pub struct CommonArgs {
     /// Poll instead of sleeping (see `quark bench --busy-poll`).
     #[arg(long)]
     pub busy_poll: bool,
+    /// The only QUIC version quark speaks (see `quark bench --quic-version`).
+    #[arg(long)]
+    pub quic_version: Option<u32>,
 }
 
 impl CommonArgs {
@@ -164,6 +167,9 @@ impl CommonArgs {
     pub fn apply_congestion_control(&self) -> anyhow::Result<()> {
         let cc = self.cc.parse().map_err(|e: String| anyhow::anyhow!(e))?;
         crate::adapter::quic::set_congestion_control(cc);
+        if let Some(v) = self.quic_version {
+            crate::adapter::quic::set_quic_version(v);
+        }
         crate::adapter::tcp::set_tcp_congestion(
             (self.tcp_cc != "system").then(|| self.tcp_cc.clone()),
         );
@@ -194,6 +200,9 @@ impl CommonArgs {
         }
         if self.busy_poll {
             v.push("--busy-poll".into());
+        }
+        if let Some(q) = self.quic_version {
+            v.extend(["--quic-version".into(), q.to_string()]);
         }
         v
     }

@@ -293,6 +293,21 @@ impl Connection {
                     s.crypto_send.on_lost(offset, len as usize, false);
                 }
             }
+            // The probes carry CRYPTO data of earlier spaces declared lost too:
+            // that data is no longer in flight, so no PTO of its own space
+            // fires for it, and with the window full only probes go out. A
+            // server whose ServerHello was lost sent Handshake probes the
+            // client could not decrypt, for ever (RFC 9002 §6.2.4: probes
+            // carry the data most likely lost).
+            for earlier in [SpaceId::Initial, SpaceId::Handshake] {
+                if earlier >= space {
+                    break;
+                }
+                let e = &mut self.spaces[earlier.index()];
+                if e.keys.is_some() && !e.discarded && e.crypto_send.has_pending() {
+                    e.probes = e.probes.max(1);
+                }
+            }
         }
     }
 

@@ -61,6 +61,17 @@ impl Connection {
         let probe_wait = self.take_mtu_offer(now);
         // One ECN codepoint per batch; validation only changes it on ACKs.
         self.tx_ecn = self.recovery.ecn_codepoint();
+        // RFC 9000 Appendix A.4: from "unknown", an ACK whose ECN counts
+        // validate makes the path "capable". A downloading client sends only
+        // ACKs once its requests are out: with nothing of its own to be
+        // acknowledged no ACK came, and it stayed unknown (unmarked) for good.
+        // A PING asks for one; once in flight, no other is sent.
+        if self.recovery.ecn_state() == crate::recovery::EcnState::Unknown
+            && self.handshake_confirmed
+            && !self.recovery.has_ack_eliciting_in_flight(SpaceId::Data)
+        {
+            self.ping_pending = true;
+        }
         let mtu = usize::from(self.path.mtu);
         // Larger datagrams from now on: as many as fit the bytes the caller
         // planned for (a 64 KB GSO batch, say), not as many as it asked for.

@@ -27,6 +27,9 @@ pub(crate) struct PacketSpace {
     pub(crate) ack: AckState,
     /// Probe packets requested by a PTO.
     pub(crate) probes: u8,
+    /// Where the last CRYPTO data sent ended: a probe goes on from there
+    /// (RFC 9002 §6.2.4).
+    pub(crate) probe_cursor: u64,
     /// The space's keys were dropped for good.
     pub(crate) discarded: bool,
 }
@@ -40,6 +43,7 @@ impl PacketSpace {
             crypto_recv: RecvBuffer::new(),
             ack: AckState::new(),
             probes: 0,
+            probe_cursor: 0,
             discarded: false,
         }
     }

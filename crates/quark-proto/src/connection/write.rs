@@ -195,16 +195,28 @@ impl Connection {
         max_end: usize,
         sent: &mut SentFrames,
     ) -> bool {
-        let crypto = &mut self.spaces[space.index()].crypto_send;
+        let s = &mut self.spaces[space.index()];
+        let crypto = &mut s.crypto_send;
         let room = max_end.saturating_sub(buf.len());
         // No range starts beyond what was written.
         let header = frame::crypto_header_len(crypto.written(), room);
         if room <= header || !crypto.has_pending() {
             return false;
         }
-        let Some(range) = crypto.next_range(room - header) else {
+        let range = if s.probes > 0 {
+            // RFC 9002 §6.2.4: probes carry the data most likely lost. Each PTO
+            // marks the whole unacknowledged flight lost; probes that always
+            // began at its start resent the same first datagrams while a
+            // later part stayed lost. Go on after the last CRYPTO data sent:
+            // what follows it went out the longest time ago.
+            crypto.next_range_from(s.probe_cursor, room - header)
+        } else {
+            crypto.next_range(room - header)
+        };
+        let Some(range) = range else {
             return false;
         };
+        s.probe_cursor = range.offset + range.len as u64;
         frame::encode_crypto_header(buf, range.offset, range.len);
         crypto.copy_range(range.offset, range.len, buf);
         sent.crypto = Some((range.offset, range.len as u32));

@@ -40,6 +40,12 @@ impl Ranges {
         self.ranges.partition_point(|r| r.end <= x)
     }
 
+    /// The part at or above `x` of the first range that ends after `x`.
+    pub(super) fn first_from(&self, x: u64) -> Option<Range<u64>> {
+        let r = self.ranges.get(self.first_after(x))?;
+        Some(r.start.max(x)..r.end)
+    }
+
     /// Add `start..end`, merging with overlapping or adjacent ranges.
     pub(super) fn insert(&mut self, start: u64, end: u64) {
         if start >= end {

@@ -163,6 +163,39 @@ impl SendBuffer {
         })
     }
 
+    /// Like [`next_range`](Self::next_range), but lost data is taken from the
+    /// first lost range at or above `from`, then new data, and only then from
+    /// the lowest lost offset: successive probes that pass on where the last
+    /// one ended cycle through everything unacknowledged rather than always
+    /// resending its start.
+    pub fn next_range_from(&mut self, from: u64, max_len: usize) -> Option<SendRange> {
+        if self.cleared || max_len == 0 || self.fin != Fin::None {
+            return self.next_range(max_len);
+        }
+        let Some(lost) = self.lost.first_from(from) else {
+            if self.sent_end < self.written() {
+                let start = self.sent_end;
+                let end = self.written().min(start.saturating_add(max_len as u64));
+                self.sent_end = end;
+                return Some(SendRange {
+                    offset: start,
+                    len: (end - start) as usize,
+                    fin: false,
+                    retransmit: false,
+                });
+            }
+            return self.next_range(max_len);
+        };
+        let end = lost.end.min(lost.start.saturating_add(max_len as u64));
+        self.lost.remove(lost.start, end);
+        Some(SendRange {
+            offset: lost.start,
+            len: (end - lost.start) as usize,
+            fin: false,
+            retransmit: true,
+        })
+    }
+
     /// Append the bytes of `offset..offset+len` to `dst`.
     ///
     /// # Panics

@@ -364,3 +364,39 @@ proptest! {
         prop_assert_eq!(&out[..n], &sim.written[..]);
     }
 }
+
+/// Probes go on from a cursor through what was lost, then new data, then
+/// wrap to the lowest lost offset; acknowledged bytes are never chosen.
+#[test]
+fn next_range_from_cycles_through_lost_data() {
+    let mut b = SendBuffer::new();
+    b.write(&[7; 5000]);
+    assert_eq!(b.next_range(4000), Some(range(0, 4000, false, false)));
+    b.on_ack(1000, 1000, false);
+    b.on_lost(0, 1000, false);
+    b.on_lost(2000, 2000, false);
+    // From inside a lost range: its rest first.
+    assert_eq!(
+        b.next_range_from(2500, 600),
+        Some(range(2500, 600, false, true))
+    );
+    assert_eq!(
+        b.next_range_from(3100, 5000),
+        Some(range(3100, 900, false, true))
+    );
+    // Nothing lost past 4000: the new data.
+    assert_eq!(
+        b.next_range_from(4000, 5000),
+        Some(range(4000, 1000, false, false))
+    );
+    // Then wrap: the lowest lost bytes, skipping the acknowledged 1000..2000.
+    assert_eq!(
+        b.next_range_from(5000, 5000),
+        Some(range(0, 1000, false, true))
+    );
+    assert_eq!(
+        b.next_range_from(1000, 5000),
+        Some(range(2000, 500, false, true))
+    );
+    assert_eq!(b.next_range_from(0, 5000), None);
+}
