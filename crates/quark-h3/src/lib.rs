@@ -1,9 +1,12 @@
 //! # quark-h3: HTTP/3 (RFC 9114) over quark
 //!
 //! A client sends requests on new bidirectional streams; a server accepts
-//! them. Field sections are QPACK-encoded with the static table only
-//! (`quark-qpack`): we announce a dynamic table capacity of 0, so peers may not
-//! use one either, and no QPACK stream is needed in either direction.
+//! them. Field sections are QPACK-encoded (`quark-qpack`) with the dynamic
+//! table both ways as [`Config`] allows (default 4096 bytes and 16 blocked
+//! streams): our encoder and decoder streams carry the inserts and
+//! acknowledgments, and a request stream whose field section needs inserts
+//! not yet received waits for them. Capacity 0 is the static table only, with
+//! no QPACK streams.
 //!
 //! ```no_run
 //! # async fn demo(conn: quark::Connection) -> Result<(), quark_h3::Error> {
@@ -29,6 +32,8 @@
 //! |---|---|
 //! | `frame` | frame types, headers, GOAWAY |
 //! | `settings` | the SETTINGS frame |
+//! | `config` | [`Config`]: what we announce and allow |
+//! | `qpack` | the connection's QPACK encoder, decoder and their streams |
 //! | `reader` | frames read from a stream (bounded buffers) |
 //! | `message` | HTTP messages to and from field lines, and their rules |
 //! | `conn` | control stream, the peer's unidirectional streams, connection errors |
@@ -40,17 +45,20 @@
 #![warn(missing_docs)]
 
 mod client;
+mod config;
 mod conn;
 pub mod error;
 pub mod files;
 pub mod frame;
 mod message;
+mod qpack;
 mod reader;
 mod request;
 mod server;
 pub mod settings;
 
 pub use client::Client;
+pub use config::Config;
 pub use error::Error;
 pub use request::RequestStream;
 pub use server::Server;

@@ -8,7 +8,7 @@ use quark::SendStream;
 
 use quark_proto::Side;
 
-use crate::conn::{Conn, LOCAL};
+use crate::conn::Conn;
 use crate::error::*;
 use crate::frame::{self, FrameBuf, FrameHeader};
 use crate::reader::{FrameReader, HEAD_READ_AHEAD};
@@ -49,6 +49,9 @@ pub struct RequestStream {
     sent_all: bool,
     /// A client's request was HEAD: its response has no body.
     pub(crate) head_request: bool,
+    /// A field section was decoded here: the peer's encoder needs no Stream
+    /// Cancellation when the stream is dropped.
+    head_decoded: bool,
 }
 
 impl Drop for RequestStream {
@@ -63,6 +66,18 @@ impl Drop for RequestStream {
                 H3_REQUEST_CANCELLED
             };
             let _ = self.recv.stream().stop(code);
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9204#section-4.4.2
+        //# When a stream is reset or reading is abandoned, the decoder emits a
+        //# Stream Cancellation instruction.
+        if let (Some(q), false) = (&self.conn.qpack, self.head_decoded) {
+            q.cancel(self.id());
+            let conn = self.conn.clone();
+            self.conn.quic.spawn(async move {
+                if let Some(q) = &conn.qpack {
+                    let _ = q.flush_decoder().await;
+                }
+            });
         }
     }
 }
@@ -79,6 +94,7 @@ impl RequestStream {
             trailers: None,
             sent_all: false,
             head_request: false,
+            head_decoded: false,
         }
     }
 
@@ -117,7 +133,9 @@ impl RequestStream {
     }
 
     /// Sends `section` (a field section encoded into the payload) as a HEADERS frame.
+    /// Inserts its field section made go out first, on the encoder stream.
     pub(crate) async fn send_headers(&mut self, mut section: FrameBuf) -> Result<(), Error> {
+        self.conn.flush_encoder().await?;
         self.send.write_all(section.finish(frame::HEADERS)).await?;
         Ok(())
     }
@@ -161,7 +179,9 @@ impl RequestStream {
     pub async fn send_trailers(&mut self, trailers: &HeaderMap) -> Result<(), Error> {
         let mut section = FrameBuf::new();
         let limit = self.conn.peer_field_limit();
-        crate::message::encode_trailers(trailers, limit, section.payload())?;
+        let (id, conn) = (self.id(), &self.conn);
+        let mut encode = |f: &[(&[u8], &[u8])], out: &mut Vec<u8>| conn.encode(id, f, out);
+        crate::message::encode_trailers(trailers, limit, section.payload(), &mut encode)?;
         self.send_headers(section).await?;
         self.finish()
     }
@@ -211,25 +231,69 @@ impl RequestStream {
         }
     }
 
-    /// A HEADERS payload, decoded; a section over our limit is refused.
+    /// A HEADERS payload, decoded; a section over our limit is refused. A
+    /// section that needs inserts not received yet waits for them (the
+    /// decoder bounds how many streams may wait, a server's head timeout how
+    /// long).
     async fn fields(&mut self, h: FrameHeader) -> Result<Vec<quark_qpack::Field>, Error> {
-        let limit = LOCAL.max_field_section_size.unwrap_or(u64::MAX);
+        let limit = self.conn.local.max_field_section_size.unwrap_or(u64::MAX);
         if h.len > limit {
             return Err(Error::stream(
                 H3_EXCESSIVE_LOAD,
                 "a field section too large",
             ));
         }
+        let Some(q) = &self.conn.qpack else {
+            let decoded = self
+                .recv
+                .payload_with(h.len, |block| quark_qpack::decode_section(block, limit))
+                .await?;
+            return decoded.map_err(decode_error);
+        };
+        let id = self.id();
+        let mut blocked = None;
         let decoded = self
             .recv
-            .payload_with(h.len, |block| quark_qpack::decode_section(block, limit))
+            .payload_with(h.len, |block| {
+                let got = q.decode(id, block, limit);
+                if let Ok(None) = got {
+                    blocked = Some(block.to_vec());
+                }
+                got
+            })
             .await?;
-        decoded.map_err(|e| match e {
-            quark_qpack::DecodeError::TooLarge => {
-                Error::stream(H3_EXCESSIVE_LOAD, "a field section too large")
+        let fields = match (decoded.map_err(decode_error)?, blocked) {
+            (Some(fields), _) => fields,
+            (None, Some(block)) => self.unblock(&block, limit).await?,
+            (None, None) => unreachable!("a blocked section is kept"),
+        };
+        self.head_decoded = true;
+        if q.decoder_pending() {
+            q.flush_decoder().await?;
+        }
+        Ok(fields)
+    }
+
+    /// Waits for the inserts a blocked field section needs, then decodes it.
+    async fn unblock(&self, block: &[u8], limit: u64) -> Result<Vec<quark_qpack::Field>, Error> {
+        let Some(q) = &self.conn.qpack else {
+            return Err(Error::Usage("no dynamic table"));
+        };
+        loop {
+            let notified = q.inserted.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(fields) = q.decode(self.id(), block, limit).map_err(decode_error)? {
+                return Ok(fields);
             }
-            e => Error::conn(e.code(), "a field section that does not decode"),
-        })
+            if let Some(e) = self.conn.error() {
+                return Err(e);
+            }
+            tokio::select! {
+                _ = notified => {}
+                e = self.conn.quic.closed() => return Err(Error::ConnectionLost(e)),
+            }
+        }
     }
 
     /// A frame that is neither HEADERS nor DATA on a request stream.
@@ -353,5 +417,16 @@ impl RequestStream {
     /// The trailing header fields, once the body has been read to its end.
     pub fn trailers(&self) -> Option<&HeaderMap> {
         self.trailers.as_ref()
+    }
+}
+
+/// A field section that does not decode: QPACK_DECOMPRESSION_FAILED on the
+/// connection, except one over our size limit (refused on its stream).
+fn decode_error(e: quark_qpack::DecodeError) -> Error {
+    match e {
+        quark_qpack::DecodeError::TooLarge => {
+            Error::stream(H3_EXCESSIVE_LOAD, "a field section too large")
+        }
+        e => Error::conn(e.code(), "a field section that does not decode"),
     }
 }
