@@ -47,6 +47,14 @@ pub(crate) struct ServeArgs {
     /// Speak HTTP/3 (ALPN h3) instead of hq-interop.
     #[arg(long)]
     pub(crate) h3: bool,
+    /// With --h3: QPACK dynamic table capacity in bytes we allow the peer's
+    /// encoder, and the most our encoder uses of the peer's (0: static table
+    /// only, no QPACK streams).
+    #[arg(long, default_value_t = 4096)]
+    pub(crate) qpack_capacity: u64,
+    /// With --h3: streams the peer's QPACK encoder may leave blocked.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) qpack_blocked_streams: u64,
     /// Memory the connections may hold in all (512MiB, 2GiB, ...): past it
     /// new connections are refused and existing ones keep what they have.
     #[arg(long, default_value = "512MiB", value_parser = parse_memory)]
@@ -204,6 +212,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         h3: args.h3,
         options: quark_h3::files::FileOptions {
             cache_max_age: args.cache_max_age,
+            h3: quark_h3::Config {
+                qpack_max_table_capacity: args.qpack_capacity,
+                qpack_blocked_streams: args.qpack_blocked_streams,
+                ..Default::default()
+            },
         },
         drain: Arc::new(watch::channel(false).0),
     };

@@ -72,6 +72,14 @@ impl Client {
         self.conn.state.lock().unwrap().goaway
     }
 
+    /// QPACK dynamic table entries: inserted by our encoder, of those
+    /// acknowledged by the peer, and inserted by the peer's encoder (for
+    /// tests and measurements).
+    #[doc(hidden)]
+    pub fn qpack_inserts(&self) -> (u64, u64, u64) {
+        self.conn.qpack_inserts()
+    }
+
     /// The QUIC connection.
     pub fn connection(&self) -> &Connection {
         &self.conn.quic

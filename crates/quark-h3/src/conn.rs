@@ -311,6 +311,11 @@ impl Conn {
         }
     }
 
+    /// QPACK insert counts: ours, ours acknowledged, the peer's.
+    pub(crate) fn qpack_inserts(&self) -> (u64, u64, u64) {
+        self.qpack.as_ref().map_or((0, 0, 0), |q| q.insert_counts())
+    }
+
     /// Sends the inserts of sections encoded so far, before their HEADERS.
     pub(crate) async fn flush_encoder(&self) -> Result<(), Error> {
         match &self.qpack {

@@ -148,6 +148,17 @@ impl Qpack {
         Ok(())
     }
 
+    /// Entries our encoder inserted (and the peer acknowledged), and the
+    /// peer's encoder inserted into our decoder.
+    pub(crate) fn insert_counts(&self) -> (u64, u64, u64) {
+        let codec = self.codec.lock().unwrap();
+        (
+            codec.encoder.insert_count(),
+            codec.encoder.known_received(),
+            codec.decoder.insert_count(),
+        )
+    }
+
     /// Bytes from the peer's decoder stream.
     pub(crate) fn on_decoder_stream(&self, data: &[u8]) -> Result<(), StreamError> {
         let mut codec = self.codec.lock().unwrap();

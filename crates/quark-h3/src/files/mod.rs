@@ -32,13 +32,18 @@ use crate::{Client, Error, Server};
 pub struct FileOptions {
     /// `Cache-Control: max-age` in seconds (0: `no-cache`, revalidate each time).
     pub cache_max_age: u64,
+    /// The HTTP/3 settings of each connection (QPACK's dynamic table, ...).
+    pub h3: crate::Config,
 }
 
 impl Default for FileOptions {
     /// Five minutes: short enough that a changed site shows soon, long
     /// enough that a page's resources are not revalidated on every load.
     fn default() -> Self {
-        FileOptions { cache_max_age: 300 }
+        FileOptions {
+            cache_max_age: 300,
+            h3: crate::Config::default(),
+        }
     }
 }
 
@@ -66,7 +71,7 @@ pub async fn serve_files(
     options: FileOptions,
     drain: Option<watch::Receiver<bool>>,
 ) {
-    let Ok(mut server) = Server::new(conn.clone()).await else {
+    let Ok(mut server) = Server::with_config(conn.clone(), &options.h3).await else {
         return;
     };
     // A clone to wait on: `drain` itself is held to the end, so the sender

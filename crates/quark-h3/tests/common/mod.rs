@@ -121,9 +121,21 @@ pub(crate) async fn quark_h3_client(addr: SocketAddr, id: &Identity) -> quark_h3
 
 /// Serves every connection `server` accepts with quark-h3 and the two routes.
 pub(crate) fn spawn_quark_h3_server(server: &Endpoint) {
+    spawn_quark_h3_server_stats(server);
+}
+
+/// QPACK insert counts of each connection served (as
+/// `Server::qpack_inserts`), recorded when it ends.
+pub(crate) type QpackStats = Arc<std::sync::Mutex<Vec<(u64, u64, u64)>>>;
+
+/// [`spawn_quark_h3_server`], recording each connection's QPACK inserts.
+pub(crate) fn spawn_quark_h3_server_stats(server: &Endpoint) -> QpackStats {
+    let stats = QpackStats::default();
     let server = server.clone();
+    let recorded = stats.clone();
     tokio::spawn(async move {
         while let Some(conn) = server.accept().await {
+            let recorded = recorded.clone();
             tokio::spawn(async move {
                 let mut h3 = quark_h3::Server::new(conn).await.unwrap();
                 while let Ok(Some((req, stream))) = h3.accept().await {
@@ -131,9 +143,11 @@ pub(crate) fn spawn_quark_h3_server(server: &Endpoint) {
                         let _ = answer(req, stream).await;
                     });
                 }
+                recorded.lock().unwrap().push(h3.qpack_inserts());
             });
         }
     });
+    stats
 }
 
 /// Answers one request. What the peer does wrong (a reset, a stopped stream)
