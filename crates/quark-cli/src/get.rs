@@ -42,10 +42,10 @@ pub(crate) struct GetArgs {
     /// With --h3: QPACK dynamic table capacity in bytes we allow the peer's
     /// encoder, and the most our encoder uses of the peer's (0: static table
     /// only, no QPACK streams).
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = quark_h3::QPACK_CAPACITY)]
     pub(crate) qpack_capacity: u64,
     /// With --h3: streams the peer's QPACK encoder may leave blocked.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = quark_h3::QPACK_BLOCKED_STREAMS)]
     pub(crate) qpack_blocked_streams: u64,
     /// Start a 1-RTT key update as soon as the handshake is confirmed (the
     /// interop runner's keyupdate case); quark otherwise updates keys by

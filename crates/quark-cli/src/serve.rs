@@ -50,10 +50,10 @@ pub(crate) struct ServeArgs {
     /// With --h3: QPACK dynamic table capacity in bytes we allow the peer's
     /// encoder, and the most our encoder uses of the peer's (0: static table
     /// only, no QPACK streams).
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = quark_h3::QPACK_CAPACITY)]
     pub(crate) qpack_capacity: u64,
     /// With --h3: streams the peer's QPACK encoder may leave blocked.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = quark_h3::QPACK_BLOCKED_STREAMS)]
     pub(crate) qpack_blocked_streams: u64,
     /// Memory the connections may hold in all (512MiB, 2GiB, ...): past it
     /// new connections are refused and existing ones keep what they have.

@@ -1,12 +1,12 @@
 //! # quark-h3: HTTP/3 (RFC 9114) over quark
 //!
 //! A client sends requests on new bidirectional streams; a server accepts
-//! them. Field sections are QPACK-encoded (`quark-qpack`) with the dynamic
-//! table both ways as [`Config`] allows (default 4096 bytes and 16 blocked
-//! streams): our encoder and decoder streams carry the inserts and
-//! acknowledgments, and a request stream whose field section needs inserts
-//! not yet received waits for them. Capacity 0 is the static table only, with
-//! no QPACK streams.
+//! them. Field sections are QPACK-encoded (`quark-qpack`); with a dynamic
+//! table capacity in [`Config`] (off by default, [`Config::dynamic_qpack`]:
+//! 4096 bytes, 16 blocked streams) the table is used both ways: our encoder
+//! and decoder streams carry the inserts and acknowledgments, and a request
+//! stream whose field section needs inserts not yet received waits for them.
+//! Capacity 0 is the static table only, with no QPACK streams.
 //!
 //! ```no_run
 //! # async fn demo(conn: quark::Connection) -> Result<(), quark_h3::Error> {
@@ -58,7 +58,7 @@ mod server;
 pub mod settings;
 
 pub use client::Client;
-pub use config::Config;
+pub use config::{Config, QPACK_BLOCKED_STREAMS, QPACK_CAPACITY};
 pub use error::Error;
 pub use request::RequestStream;
 pub use server::Server;

@@ -37,7 +37,9 @@ fn spawn_echo_server(server: &quark::Endpoint) {
     tokio::spawn(async move {
         while let Some(conn) = server.accept().await {
             tokio::spawn(async move {
-                let mut h3 = quark_h3::Server::new(conn).await.unwrap();
+                let mut h3 = quark_h3::Server::with_config(conn, &h3_config())
+                    .await
+                    .unwrap();
                 while let Ok(Some((req, mut stream))) = h3.accept().await {
                     tokio::spawn(async move {
                         let body = data(5000, req.uri().path().len() as u32 * 7919);

@@ -1,9 +1,9 @@
-//! Compression on a browsing session (`examples/session_data.rs`): the
+//! Compression on a browsing session (`examples/browsing_session/session_data.rs`): the
 //! dynamic table must shrink header bytes on the wire well below the static
 //! table's, counting the encoder and decoder streams, with every section
 //! decoding to what was sent (checked inside `run`).
 
-#[path = "../examples/session_data.rs"]
+#[path = "../examples/browsing_session/session_data.rs"]
 mod session_data;
 
 #[test]

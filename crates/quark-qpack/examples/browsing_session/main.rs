@@ -6,7 +6,6 @@
 //! The page loads as browsers do: the document alone, then its resources in
 //! waves of 10 requests sent before any answer (and acknowledgment) comes.
 
-#[path = "session_data.rs"]
 mod session_data;
 
 use std::time::Instant;
