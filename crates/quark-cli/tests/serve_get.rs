@@ -345,11 +345,26 @@ fn http3_serves_and_fetches_files() {
     let server = serve_with(
         &root,
         &dir,
-        &["--h3", "--qpack-capacity", "0", "--qpack-blocked-streams", "0"],
+        &[
+            "--h3",
+            "--qpack-capacity",
+            "0",
+            "--qpack-blocked-streams",
+            "0",
+        ],
     );
     let url = format!("https://localhost:{}/b.txt", server.port);
     let ca = server.cert.to_str().unwrap();
-    let o = get(&[&url, "-o", "-", "--ca", ca, "--h3", "--qpack-blocked-streams", "4"]);
+    let o = get(&[
+        &url,
+        "-o",
+        "-",
+        "--ca",
+        ca,
+        "--h3",
+        "--qpack-blocked-streams",
+        "4",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let b = &files.iter().find(|(n, _)| n == "b.txt").unwrap().1;
     assert_eq!(sha(&o.stdout), sha(b));

@@ -52,6 +52,10 @@ pub struct RequestStream {
     /// A field section was decoded here: the peer's encoder needs no Stream
     /// Cancellation when the stream is dropped.
     head_decoded: bool,
+    /// The final status a server sent, and the body bytes sent (DATA
+    /// payloads): what an access log reports.
+    pub(crate) status_sent: Option<http::StatusCode>,
+    data_sent: u64,
 }
 
 impl Drop for RequestStream {
@@ -95,6 +99,8 @@ impl RequestStream {
             sent_all: false,
             head_request: false,
             head_decoded: false,
+            status_sent: None,
+            data_sent: 0,
         }
     }
 
@@ -149,8 +155,21 @@ impl RequestStream {
         let mut head = [0u8; 16];
         let n = frame::write_header(&mut head, frame::DATA, data.len() as u64);
         self.send.write_all(&head[..n]).await?;
+        let len = data.len() as u64;
         self.send.write_chunk(data).await?;
+        self.data_sent += len;
         Ok(())
+    }
+
+    /// The final status of the response sent on this stream (a server's),
+    /// once sent.
+    pub fn response_status(&self) -> Option<http::StatusCode> {
+        self.status_sent
+    }
+
+    /// Body bytes sent so far (DATA frame payloads).
+    pub fn body_bytes_sent(&self) -> u64 {
+        self.data_sent
     }
 
     /// Waits until a DATA frame can go out, and returns how many payload

@@ -186,6 +186,10 @@ impl RequestStream {
         let (id, conn) = (self.id(), &self.conn);
         let mut encode = |f: &[(&[u8], &[u8])], out: &mut Vec<u8>| conn.encode(id, f, out);
         crate::message::encode_response(resp, limit, section.payload(), &mut encode)?;
-        self.send_headers(section).await
+        self.send_headers(section).await?;
+        if !resp.status().is_informational() {
+            self.status_sent = Some(resp.status());
+        }
+        Ok(())
     }
 }
