@@ -13,6 +13,10 @@ use crate::error::*;
 use crate::frame::{self, FrameBuf, FrameHeader};
 use crate::reader::{FrameReader, HEAD_READ_AHEAD};
 
+/// Bytes of a blocked request's stream read ahead while it waits for QPACK
+/// inserts (a body's first bytes; past them the peer's flow control waits).
+const BLOCKED_READ_AHEAD: usize = 16 * 1024;
+
 /// Where the receiving side of a request stream is.
 #[derive(Debug, Clone)]
 enum Recv {
@@ -52,6 +56,8 @@ pub struct RequestStream {
     /// A field section was decoded here: the peer's encoder needs no Stream
     /// Cancellation when the stream is dropped.
     head_decoded: bool,
+    /// A field section (a head or trailers) waits for QPACK inserts.
+    blocked: bool,
     /// The final status a server sent, and the body bytes sent (DATA
     /// payloads): what an access log reports.
     pub(crate) status_sent: Option<http::StatusCode>,
@@ -74,7 +80,7 @@ impl Drop for RequestStream {
         //= https://www.rfc-editor.org/rfc/rfc9204#section-4.4.2
         //# When a stream is reset or reading is abandoned, the decoder emits a
         //# Stream Cancellation instruction.
-        if let (Some(q), false) = (&self.conn.qpack, self.head_decoded) {
+        if let (Some(q), true) = (&self.conn.qpack, !self.head_decoded || self.blocked) {
             q.cancel(self.id());
             let conn = self.conn.clone();
             self.conn.quic.spawn(async move {
@@ -99,6 +105,7 @@ impl RequestStream {
             sent_all: false,
             head_request: false,
             head_decoded: false,
+            blocked: false,
             status_sent: None,
             data_sent: 0,
         }
@@ -270,47 +277,57 @@ impl RequestStream {
             return decoded.map_err(decode_error);
         };
         let id = self.id();
-        let mut blocked = None;
+        // A blocked section is copied out of the reader's buffer to wait.
         let decoded = self
             .recv
             .payload_with(h.len, |block| {
                 let got = q.decode(id, block, limit);
-                if let Ok(None) = got {
-                    blocked = Some(block.to_vec());
-                }
-                got
+                got.map(|fields| fields.ok_or_else(|| block.to_vec()))
             })
             .await?;
-        let fields = match (decoded.map_err(decode_error)?, blocked) {
-            (Some(fields), _) => fields,
-            (None, Some(block)) => self.unblock(&block, limit).await?,
-            (None, None) => unreachable!("a blocked section is kept"),
+        let fields = match decoded.map_err(decode_error)? {
+            Ok(fields) => fields,
+            Err(block) => {
+                self.blocked = true;
+                let fields = self.unblock(&block, limit).await?;
+                self.blocked = false;
+                fields
+            }
         };
         self.head_decoded = true;
-        if q.decoder_pending() {
+        if let Some(q) = self.conn.qpack.as_ref().filter(|q| q.decoder_pending()) {
             q.flush_decoder().await?;
         }
         Ok(fields)
     }
 
     /// Waits for the inserts a blocked field section needs, then decodes it.
-    async fn unblock(&self, block: &[u8], limit: u64) -> Result<Vec<quark_qpack::Field>, Error> {
-        let Some(q) = &self.conn.qpack else {
+    /// Meanwhile the stream is read ahead (bounded), so a reset ends the
+    /// wait (and the drop sends Stream Cancellation).
+    async fn unblock(
+        &mut self,
+        block: &[u8],
+        limit: u64,
+    ) -> Result<Vec<quark_qpack::Field>, Error> {
+        let id = self.id();
+        let conn = self.conn.clone();
+        let Some(q) = &conn.qpack else {
             return Err(Error::Usage("no dynamic table"));
         };
         loop {
             let notified = q.inserted.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if let Some(fields) = q.decode(self.id(), block, limit).map_err(decode_error)? {
+            if let Some(fields) = q.decode(id, block, limit).map_err(decode_error)? {
                 return Ok(fields);
             }
-            if let Some(e) = self.conn.error() {
+            if let Some(e) = conn.error() {
                 return Err(e);
             }
             tokio::select! {
                 _ = notified => {}
-                e = self.conn.quic.closed() => return Err(Error::ConnectionLost(e)),
+                e = conn.quic.closed() => return Err(Error::ConnectionLost(e)),
+                r = self.recv.read_ahead(BLOCKED_READ_AHEAD) => r?,
             }
         }
     }

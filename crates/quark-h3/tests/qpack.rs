@@ -167,6 +167,38 @@ async fn a_blocked_request_waits_for_the_late_insert() {
     }
 }
 
+#[tokio::test]
+async fn a_blocked_request_reset_by_the_client_is_cancelled() {
+    let (server, id) = quark_server();
+    spawn_quark_h3_server(&server);
+    let conn = quark_connect(server.local_addr().unwrap(), &id).await;
+    let mut control = conn.open_uni().await.unwrap();
+    let mut c = vec![0x00];
+    frame::put_frame(&mut c, frame::SETTINGS, &[]);
+    control.write_all(&c).await.unwrap();
+    // A head that needs dynamic entry 0, which never comes; then a reset.
+    let block = [0x02, 0x00, 0xd1, 0xd7, 0x80, 0xc1];
+    let (mut send, _recv) = conn.open_bi().await.unwrap();
+    send.write_all(&frame_bytes(frame::HEADERS, &block))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    send.reset(quark_h3::error::H3_REQUEST_CANCELLED).unwrap();
+    // RFC 9204 §4.4.2: the server's decoder stream says Stream
+    // Cancellation (stream 0): 0x40.
+    loop {
+        let mut uni = tokio::time::timeout(Duration::from_secs(10), conn.accept_uni())
+            .await
+            .unwrap()
+            .unwrap();
+        if read(&mut uni, 1).await != [0x03] {
+            continue;
+        }
+        assert_eq!(read(&mut uni, 64).await, [0x40]);
+        break;
+    }
+}
+
 /// The next chunk of `uni`, at most `max` bytes, within 10 s.
 async fn read(uni: &mut quark::RecvStream, max: usize) -> Vec<u8> {
     tokio::time::timeout(Duration::from_secs(10), uni.read_chunk(max))

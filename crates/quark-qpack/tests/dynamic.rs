@@ -341,3 +341,28 @@ proptest! {
         let _ = e.feed_decoder_stream(&block);
     }
 }
+
+#[test]
+fn credentials_and_one_off_values_stay_out_of_the_table() {
+    let mut e = Encoder::new(4096, 16, 4096);
+    let fields: &[(&[u8], &[u8])] = &[
+        (b":path", b"/search?q=secret"),
+        (b"authorization", b"Bearer abcdefghijklmnopqrstuvwxyz"),
+        (b"cookie", b"short=1"),
+        (b"date", b"Sun, 29 Nov 2026 02:00:01 GMT"),
+        (b"etag", b"\"0123456789abcdef\""),
+        (b"x-request-id", b"req-00000001"),
+    ];
+    for i in 0..3 {
+        let mut block = Vec::new();
+        e.encode_section(i * 4, fields, &mut block);
+    }
+    assert_eq!(e.insert_count(), 0);
+    // A field too large for a quarter of the table is not inserted either.
+    let big = vec![b'a'; 1100];
+    let mut block = Vec::new();
+    e.encode_section(12, &[(b"user-agent", &big)], &mut block);
+    assert_eq!(e.insert_count(), 0);
+    e.encode_section(16, &[(b"user-agent", b"curl/8.5.0")], &mut block);
+    assert_eq!(e.insert_count(), 1);
+}
