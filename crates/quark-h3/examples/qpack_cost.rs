@@ -68,11 +68,7 @@ async fn connect(addr: std::net::SocketAddr, id: &Identity) -> Result<Connection
 }
 
 /// Requests per CPU-second for `n` requests with heads from `head`.
-async fn run(
-    config: quark_h3::Config,
-    n: usize,
-    head: fn(usize) -> Request<()>,
-) -> Result<f64, BoxError> {
+async fn run(config: quark_h3::Config, n: usize, head: Head) -> Result<f64, BoxError> {
     let id = Identity::self_signed(&["localhost"])?;
     let server = Endpoint::server(
         tls::server_config(&id, &[quark_h3::ALPN])?,
@@ -108,6 +104,9 @@ async fn run(
     );
     Ok(n as f64 / cpu.as_secs_f64().max(0.01))
 }
+
+/// Makes the `i`th request's head.
+type Head = fn(usize) -> Request<()>;
 
 async fn one(client: &quark_h3::Client, req: Request<()>) -> Result<(), BoxError> {
     let mut s = client.send_request(&req).await?;
@@ -146,7 +145,7 @@ async fn main() -> Result<(), BoxError> {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(20_000);
-    let heads: [(&str, fn(usize) -> Request<()>); 2] = [("minimal", minimal), ("browser", browser)];
+    let heads: [(&str, Head); 2] = [("minimal", minimal), ("browser", browser)];
     for (name, head) in heads {
         let mut rates = Vec::new();
         for (label, config) in [
