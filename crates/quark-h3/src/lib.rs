@@ -6,7 +6,12 @@
 //! 4096 bytes, 16 blocked streams) the table is used both ways: our encoder
 //! and decoder streams carry the inserts and acknowledgments, and a request
 //! stream whose field section needs inserts not yet received waits for them.
-//! Capacity 0 is the static table only, with no QPACK streams.
+//! Capacity 0 is the static table only, with no QPACK streams. The table
+//! is off by default because every section referencing it costs an
+//! acknowledgment on the decoder stream: 18-21 % fewer requests per
+//! CPU-second for a benchmark's 4-field heads, 2.5-7 % for a browser's
+//! (`docs/results/2026-11-29-qpack/NOTES.md`), for header bytes cut to a
+//! fifth on a browsing session.
 //!
 //! ```no_run
 //! # async fn demo(conn: quark::Connection) -> Result<(), quark_h3::Error> {
@@ -21,7 +26,9 @@
 //!
 //! Runnable examples in `crates/quark-h3/examples/` (`cargo build --examples`):
 //! `h3_server.rs` answers `GET` with a greeting and echoes `POST` bodies;
-//! `h3_client.rs` sends one request and prints the response.
+//! `h3_client.rs` sends one request and prints the response;
+//! `qpack_cost.rs` measures requests per CPU-second with and without QPACK's
+//! dynamic table.
 //!
 //! ```sh
 //! cargo run -p quark-h3 --example h3_server -- 127.0.0.1:4443 /tmp/h3-cert.pem &
