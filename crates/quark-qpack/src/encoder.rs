@@ -144,6 +144,30 @@ impl Encoder {
         Some(self.table.insert_count() - 1)
     }
 
+    /// Whether `abs` is among the oldest quarter of the entries.
+    fn draining(&self, abs: u64) -> bool {
+        let first = self.table.first_index();
+        let len = self.table.insert_count() - first;
+        len >= 4 && abs - first < len / 4
+    }
+
+    /// Duplicates entry `abs` (RFC 9204 §4.3.4) if that evicts nothing
+    /// that is not evictable; the copy's absolute index.
+    fn try_duplicate(&mut self, abs: u64, section_min: u64) -> Option<u64> {
+        let e = self.table.get(abs)?;
+        let (name, value) = (e.name.clone(), e.value.clone());
+        let evict = self
+            .table
+            .evictions_for(entry_size(&name, &value), self.table.capacity())?;
+        if self.table.first_index() + evict as u64 > self.evictable_below(section_min) {
+            return None;
+        }
+        let relative = self.table.insert_count() - abs - 1;
+        instructions::write_encoder(&mut self.out, &EncoderInstr::Duplicate(relative));
+        self.table.insert(name, value);
+        Some(self.table.insert_count() - 1)
+    }
+
     fn find(&self, name: &[u8], value: &[u8]) -> Option<u64> {
         let mut it = self.table.iter().rev();
         it.find(|(_, e)| &*e.name == name && &*e.value == value)
@@ -189,6 +213,12 @@ impl Encoder {
             let mut found = self.find(name, value);
             if found.is_none() && room && worth_inserting(name, value, self.capacity) {
                 found = self.try_insert(name, value, min_ref);
+            }
+            // An entry about to be evicted (the oldest quarter) that is still
+            // in use is copied to the front, so references move off it and
+            // it can go (RFC 9204 §2.1.1.1 "draining" entries).
+            if let Some(abs) = found.filter(|&a| may_block && self.draining(a)) {
+                found = self.try_duplicate(abs, min_ref).or(found);
             }
             if let Some(abs) = found.filter(|&a| usable(a, self.known_received)) {
                 min_ref = min_ref.min(abs);

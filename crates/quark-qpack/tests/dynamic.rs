@@ -366,3 +366,46 @@ fn credentials_and_one_off_values_stay_out_of_the_table() {
     e.encode_section(16, &[(b"user-agent", b"curl/8.5.0")], &mut block);
     assert_eq!(e.insert_count(), 1);
 }
+
+#[test]
+fn entries_in_use_about_to_be_evicted_are_duplicated() {
+    // Room for 4 entries of about 64 bytes (300): `user-agent` first, then
+    // 3 others; using `user-agent` again, the oldest, duplicates it.
+    let mut e = Encoder::new(300, 16, 300);
+    let mut d = Decoder::new(300, 16);
+    let ua: (&[u8], &[u8]) = (b"user-agent", b"curl/8.5.0 (x86_64-pc)");
+    let others: [(&[u8], &[u8]); 3] = [
+        (b"accept-language", b"en-US,en;q=0.5"),
+        (b"accept", b"text/html,application/xhtml+xml"),
+        (b"content-type", b"application/x-custom"),
+    ];
+    let mut stream = 0;
+    let mut exchange = |e: &mut Encoder, d: &mut Decoder, fields: &[(&[u8], &[u8])]| {
+        let mut block = Vec::new();
+        e.encode_section(stream, fields, &mut block);
+        let mut ins = Vec::new();
+        e.take_instructions(&mut ins);
+        d.feed_encoder_stream(&ins).unwrap();
+        let got = d.decode_section(stream, &block, 1 << 16).unwrap().unwrap();
+        assert_eq!(got.len(), fields.len());
+        for (f, (n, v)) in got.iter().zip(fields) {
+            assert_eq!((&f.name[..], &f.value[..]), (*n, *v));
+        }
+        let mut acks = Vec::new();
+        d.take_instructions(&mut acks);
+        e.feed_decoder_stream(&acks).unwrap();
+        stream += 4;
+        ins
+    };
+    exchange(&mut e, &mut d, &[ua]);
+    for f in others {
+        exchange(&mut e, &mut d, &[f]);
+    }
+    assert_eq!(e.insert_count(), 4);
+    // Entry 0 is the oldest of 4: referencing it duplicates it (0x03 =
+    // Duplicate, relative index 3), evicting the original.
+    let ins = exchange(&mut e, &mut d, &[ua]);
+    assert_eq!(ins, [0x03]);
+    assert_eq!(d.insert_count(), 5);
+    assert_eq!(d.table_size(), 61 + 69 + 64 + 64);
+}
