@@ -97,10 +97,12 @@ async fn run(config: quark_h3::Config, n: usize, head: Head) -> Result<f64, BoxE
     }
     let (cpu, wall) = (cpu_time() - cpu, start.elapsed());
     let inserts = client.qpack_inserts();
+    let stats = client.connection().stats();
     client.connection().close(0x100, b"done");
     server.close(0, b"done");
     eprintln!(
-        "  {n} requests in {wall:.2?}, CPU {cpu:.2?}, client QPACK inserts (ours, acked, theirs) {inserts:?}"
+        "  {n} requests in {wall:.2?}, CPU {cpu:.2?}, client QPACK inserts (ours, acked, theirs) {inserts:?}, client packets out {} in {}",
+        stats.packets_out, stats.packets_in
     );
     Ok(n as f64 / cpu.as_secs_f64().max(0.01))
 }

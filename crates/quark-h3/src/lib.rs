@@ -8,10 +8,10 @@
 //! stream whose field section needs inserts not yet received waits for them.
 //! Capacity 0 is the static table only, with no QPACK streams. The table
 //! is off by default because every section referencing it costs an
-//! acknowledgment on the decoder stream: 18-21 % fewer requests per
-//! CPU-second for a benchmark's 4-field heads, 2.5-7 % for a browser's
-//! (`docs/results/2026-11-29-qpack/NOTES.md`), for header bytes cut to a
-//! fifth on a browsing session.
+//! acknowledgment on the decoder stream: 13-16 % fewer requests per
+//! CPU-second for a benchmark's 4-field heads (a browser's heads get 3-5 %
+//! more, and their header bytes cut to a fifth;
+//! `docs/results/2026-11-29-qpack/NOTES.md`).
 //!
 //! ```no_run
 //! # async fn demo(conn: quark::Connection) -> Result<(), quark_h3::Error> {

@@ -3,6 +3,7 @@
 //! request streams whose field section waits for inserts.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use quark::{Connection, SendStream};
 use quark_proto::varint::put_varint;
@@ -28,6 +29,10 @@ pub(crate) struct Qpack {
     limit: u64,
     encoder_stream: tokio::sync::Mutex<SendStream>,
     decoder_stream: tokio::sync::Mutex<SendStream>,
+    /// The decoder has instructions not sent yet (checked without the lock).
+    decoder_dirty: AtomicBool,
+    /// A delayed flush of the decoder stream is scheduled.
+    pub(crate) flush_scheduled: AtomicBool,
     /// Woken when inserts arrive (or the connection fails).
     pub(crate) inserted: Notify,
 }
@@ -55,6 +60,8 @@ impl Qpack {
             limit,
             encoder_stream: tokio::sync::Mutex::new(encoder_stream),
             decoder_stream: tokio::sync::Mutex::new(decoder_stream),
+            decoder_dirty: AtomicBool::new(false),
+            flush_scheduled: AtomicBool::new(false),
             inserted: Notify::new(),
         })
     }
@@ -98,7 +105,11 @@ impl Qpack {
     /// Sends the decoder's pending instructions (acknowledgments,
     /// cancellations, Insert Count Increments).
     pub(crate) async fn flush_decoder(&self) -> Result<(), Error> {
+        if !self.decoder_dirty.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let mut stream = self.decoder_stream.lock().await;
+        self.decoder_dirty.store(false, Ordering::Release);
         let mut out = Vec::new();
         self.codec
             .lock()
@@ -119,17 +130,29 @@ impl Qpack {
         max_size: u64,
     ) -> Result<Option<Vec<Field>>, DecodeError> {
         let mut codec = self.codec.lock().unwrap();
-        codec.decoder.decode_section(stream, block, max_size)
+        let decoded = codec.decoder.decode_section(stream, block, max_size);
+        self.mark(&codec);
+        decoded
+    }
+
+    /// Notes (without a lock for the readers) that the decoder has
+    /// instructions to send.
+    fn mark(&self, codec: &Codec) {
+        if codec.decoder.has_instructions() {
+            self.decoder_dirty.store(true, Ordering::Release);
+        }
     }
 
     /// Whether the decoder has instructions to send.
     pub(crate) fn decoder_pending(&self) -> bool {
-        self.codec.lock().unwrap().decoder.has_instructions()
+        self.decoder_dirty.load(Ordering::Acquire)
     }
 
     /// A request stream ends before its field sections were decoded.
     pub(crate) fn cancel(&self, stream: u64) {
-        self.codec.lock().unwrap().decoder.cancel_stream(stream);
+        let mut codec = self.codec.lock().unwrap();
+        codec.decoder.cancel_stream(stream);
+        self.mark(&codec);
     }
 
     /// Bytes from the peer's encoder stream.
@@ -141,6 +164,7 @@ impl Qpack {
             before = codec.decoder.insert_count();
             codec.decoder.feed_encoder_stream(data)?;
             after = codec.decoder.insert_count();
+            self.mark(&codec);
         }
         if after > before {
             self.inserted.notify_waiters();

@@ -82,12 +82,7 @@ impl Drop for RequestStream {
         //# Stream Cancellation instruction.
         if let (Some(q), true) = (&self.conn.qpack, !self.head_decoded || self.blocked) {
             q.cancel(self.id());
-            let conn = self.conn.clone();
-            self.conn.quic.spawn(async move {
-                if let Some(q) = &conn.qpack {
-                    let _ = q.flush_decoder().await;
-                }
-            });
+            self.conn.defer_decoder_flush();
         }
     }
 }
@@ -146,9 +141,11 @@ impl RequestStream {
     }
 
     /// Sends `section` (a field section encoded into the payload) as a HEADERS frame.
-    /// Inserts its field section made go out first, on the encoder stream.
+    /// Inserts its field section made go out first, on the encoder stream,
+    /// and the decoder's pending acknowledgments with it.
     pub(crate) async fn send_headers(&mut self, mut section: FrameBuf) -> Result<(), Error> {
         self.conn.flush_encoder().await?;
+        self.conn.flush_decoder().await?;
         self.send.write_all(section.finish(frame::HEADERS)).await?;
         Ok(())
     }
@@ -295,9 +292,7 @@ impl RequestStream {
             }
         };
         self.head_decoded = true;
-        if let Some(q) = self.conn.qpack.as_ref().filter(|q| q.decoder_pending()) {
-            q.flush_decoder().await?;
-        }
+        self.conn.defer_decoder_flush();
         Ok(fields)
     }
 
