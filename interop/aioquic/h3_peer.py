@@ -43,6 +43,15 @@ MAX_ECHO = 64 << 20  # the longest request body the server keeps
 H3_REQUEST_REJECTED = 0x10B
 
 
+# Fields repeated on every request / response: with the peer's QPACK dynamic
+# table allowed, pylsqpack inserts them, so the peer's decoder table is used.
+CLIENT_HEADERS = [
+    (b"user-agent", b"aioquic-h3-peer (quark interop tests)"),
+    (b"accept-language", b"en-US,en;q=0.5"),
+]
+SERVER_HEADERS = [(b"server", b"aioquic-h3-peer"), (b"cache-control", b"no-store")]
+
+
 def data(length, seed):
     """`length` deterministic bytes: xorshift32 from `seed | 1`, each state as
     4 little-endian bytes (the same as quark-h3's tests)."""
@@ -121,14 +130,17 @@ class H3Server(QuicConnectionProtocol):
                 n = None
         if n is not None and 0 <= n <= 1 << 30:
             self._http.send_headers(
-                stream_id, [(b":status", b"200"), (b"content-length", str(n).encode())]
+                stream_id,
+                [(b":status", b"200"), (b"content-length", str(n).encode())] + SERVER_HEADERS,
             )
             # aioquic buffers the whole body and sends it as flow control allows.
             self._http.send_data(stream_id, data(n, n), end_stream=True)
         elif request.method == b"POST" and path == "/echo":
             body = bytes(request.body)
             self._http.send_headers(
-                stream_id, [(b":status", b"200"), (b"content-length", str(len(body)).encode())]
+                stream_id,
+                [(b":status", b"200"), (b"content-length", str(len(body)).encode())]
+                + SERVER_HEADERS,
             )
             self._http.send_data(stream_id, body, end_stream=False)
             digest = hashlib.sha256(body).hexdigest().encode()
@@ -193,7 +205,7 @@ class H3Client(QuicConnectionProtocol):
             (b":scheme", b"https"),
             (b":authority", authority.encode()),
             (b":path", path.encode()),
-        ]
+        ] + CLIENT_HEADERS
         if body is not None:
             headers.append((b"content-length", str(len(body)).encode()))
         self._http.send_headers(stream_id, headers, end_stream=body is None)
@@ -269,6 +281,13 @@ async def run_client(args):
     body = data(args.data_len, args.seed) if args.post else None
     authority = f"{args.server_name}:{port}"
     async with connect(host, port, configuration=config, create_protocol=H3Client) as client:
+        # Requests wait for the server's SETTINGS, so pylsqpack's encoder may
+        # use the dynamic table the server allows (it inserts fields that
+        # repeat: the headers below, from the second request on).
+        for _ in range(500):
+            if client._http.received_settings is not None:
+                break
+            await asyncio.sleep(0.01)
         exchanges = [
             client.request(method, authority, path, body if method == "POST" else None)
             for method, _, _, path in targets

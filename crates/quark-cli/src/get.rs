@@ -39,6 +39,14 @@ pub(crate) struct GetArgs {
     /// Speak HTTP/3 (ALPN h3) instead of hq-interop.
     #[arg(long)]
     pub(crate) h3: bool,
+    /// With --h3: QPACK dynamic table capacity in bytes we allow the peer's
+    /// encoder, and the most our encoder uses of the peer's (0: static table
+    /// only, no QPACK streams).
+    #[arg(long, default_value_t = quark_h3::QPACK_CAPACITY)]
+    pub(crate) qpack_capacity: u64,
+    /// With --h3: streams the peer's QPACK encoder may leave blocked.
+    #[arg(long, default_value_t = quark_h3::QPACK_BLOCKED_STREAMS)]
+    pub(crate) qpack_blocked_streams: u64,
     /// Start a 1-RTT key update as soon as the handshake is confirmed (the
     /// interop runner's keyupdate case); quark otherwise updates keys by
     /// itself before their confidentiality limit.
@@ -194,7 +202,12 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     };
     let via = match args.h3 {
         true => {
-            let client = quark_h3::Client::new(conn.clone())
+            let h3 = quark_h3::Config {
+                qpack_max_table_capacity: args.qpack_capacity,
+                qpack_blocked_streams: args.qpack_blocked_streams,
+                ..Default::default()
+            };
+            let client = quark_h3::Client::with_config(conn.clone(), &h3)
                 .await
                 .map_err(|e| anyhow!("{addr}: HTTP/3 failed to start: {e}"))?;
             let authority = match first.host.contains(':') {

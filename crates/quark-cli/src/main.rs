@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod access_log;
 mod bench;
 mod get;
 mod impair;

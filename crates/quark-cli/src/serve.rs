@@ -12,6 +12,7 @@ use quark::{Endpoint, EndpointConfig, TransportConfig, WorkerGroup};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::watch;
 
+use crate::access_log::{AccessLog, Line};
 use crate::options::{TransportArgs, parse_quic_version};
 
 /// Serve files over hq-interop (HTTP/0.9 over QUIC) or HTTP/3.
@@ -47,6 +48,18 @@ pub(crate) struct ServeArgs {
     /// Speak HTTP/3 (ALPN h3) instead of hq-interop.
     #[arg(long)]
     pub(crate) h3: bool,
+    /// With --h3: QPACK dynamic table capacity in bytes we allow the peer's
+    /// encoder, and the most our encoder uses of the peer's (0: static table
+    /// only, no QPACK streams).
+    #[arg(long, default_value_t = quark_h3::QPACK_CAPACITY)]
+    pub(crate) qpack_capacity: u64,
+    /// With --h3: streams the peer's QPACK encoder may leave blocked.
+    #[arg(long, default_value_t = quark_h3::QPACK_BLOCKED_STREAMS)]
+    pub(crate) qpack_blocked_streams: u64,
+    /// Log one line per request (common log format with the protocol and
+    /// seconds taken) to FILE (appended), or `-` for standard output.
+    #[arg(long, value_name = "FILE|-")]
+    pub(crate) access_log: Option<String>,
     /// Memory the connections may hold in all (512MiB, 2GiB, ...): past it
     /// new connections are refused and existing ones keep what they have.
     #[arg(long, default_value = "512MiB", value_parser = parse_memory)]
@@ -120,12 +133,44 @@ fn close_code(h3: bool) -> u64 {
     if h3 { quark_h3::error::H3_NO_ERROR } else { 0 }
 }
 
+/// An HTTP/3 connection's requests into the access log.
+fn h3_log(log: AccessLog, peer: std::net::SocketAddr) -> quark_h3::files::AccessLog {
+    quark_h3::files::AccessLog(Arc::new(move |s: &quark_h3::files::Served| {
+        log.write(&Line {
+            peer,
+            method: s.method.as_str(),
+            path: Some(&s.path),
+            protocol: "HTTP/3",
+            status: s.status.map(|s| s.as_u16()),
+            bytes: s.bytes,
+            elapsed: s.elapsed,
+        })
+    }))
+}
+
+/// An hq-interop connection's requests into the access log.
+fn hq_log(log: AccessLog, peer: std::net::SocketAddr) -> quark::hq::AccessLog {
+    Arc::new(move |s: &quark::hq::Served| {
+        log.write(&Line {
+            peer,
+            method: "GET",
+            path: s.path.as_deref(),
+            protocol: "hq-interop",
+            status: (s.status != 0).then_some(s.status),
+            bytes: s.bytes,
+            elapsed: s.elapsed,
+        })
+    })
+}
+
 /// What every connection is served with, and the drain signal (SIGTERM).
 #[derive(Clone)]
 struct Files {
     root: PathBuf,
     h3: bool,
     options: quark_h3::files::FileOptions,
+    /// `--access-log`.
+    log: Option<AccessLog>,
     /// Turns true on SIGTERM; closed once every HTTP/3 connection has ended
     /// (each holds a receiver).
     drain: Arc<watch::Sender<bool>>,
@@ -135,16 +180,23 @@ impl Files {
     /// Serves one connection's requests; an HTTP/3 one drains on SIGTERM.
     fn serve(&self, conn: quark::Connection) -> impl Future<Output = ()> + Send + use<> {
         let root = self.root.clone();
+        let peer = conn.remote_address();
         // Subscribed now, not when first polled: the drain waits for this one.
-        let h3 = self
-            .h3
-            .then(|| (self.options.clone(), self.drain.subscribe()));
+        let h3 = self.h3.then(|| {
+            let mut options = self.options.clone();
+            options.access_log = self.log.clone().map(|log| h3_log(log, peer));
+            (options, self.drain.subscribe())
+        });
+        let hq_log = self.log.clone().map(|log| hq_log(log, peer));
         async move {
             match h3 {
                 Some((options, drain)) => {
                     quark_h3::files::serve_files(conn, root, options, Some(drain)).await
                 }
-                None => quark::hq::serve_connection(conn, root).await,
+                None => {
+                    let limit = quark::hq::REQUEST_TIME_LIMIT;
+                    quark::hq::serve_connection_logged(conn, root, limit, hq_log).await
+                }
             }
         }
     }
@@ -204,7 +256,18 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         h3: args.h3,
         options: quark_h3::files::FileOptions {
             cache_max_age: args.cache_max_age,
+            h3: quark_h3::Config {
+                qpack_max_table_capacity: args.qpack_capacity,
+                qpack_blocked_streams: args.qpack_blocked_streams,
+                ..Default::default()
+            },
+            access_log: None,
         },
+        log: args
+            .access_log
+            .as_deref()
+            .map(AccessLog::open)
+            .transpose()?,
         drain: Arc::new(watch::channel(false).0),
     };
     let mut term = signal(SignalKind::terminate()).ok();

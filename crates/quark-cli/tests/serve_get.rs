@@ -309,6 +309,19 @@ fn http3_serves_and_fetches_files() {
         "{}",
         stderr(&result)
     );
+    // Both ends use QPACK's dynamic table by default; a client with the
+    // static table only fetches the same bytes.
+    let out0 = dir.join("out-static");
+    std::fs::create_dir_all(&out0).unwrap();
+    let mut args: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let o0 = out0.to_str().unwrap();
+    args.extend(["-o", o0, "--ca", ca, "--h3", "--qpack-capacity", "0"]);
+    let result = get(&args);
+    assert!(result.status.success(), "{}", stderr(&result));
+    for (name, data) in &files {
+        let got = std::fs::read(out0.join(name)).unwrap();
+        assert_eq!(sha(&got), sha(data), "{name} (static client)");
+    }
 
     // Statuses become one error line each.
     let o = get(&[&url("/missing"), "-o", "-", "--ca", ca, "--h3"]);
@@ -326,6 +339,35 @@ fn http3_serves_and_fetches_files() {
         "{}",
         stderr(&o)
     );
+
+    // A server with the static table only serves a client with the dynamic
+    // table (and a bounded blocked-streams setting) as well.
+    let server = serve_with(
+        &root,
+        &dir,
+        &[
+            "--h3",
+            "--qpack-capacity",
+            "0",
+            "--qpack-blocked-streams",
+            "0",
+        ],
+    );
+    let url = format!("https://localhost:{}/b.txt", server.port);
+    let ca = server.cert.to_str().unwrap();
+    let o = get(&[
+        &url,
+        "-o",
+        "-",
+        "--ca",
+        ca,
+        "--h3",
+        "--qpack-blocked-streams",
+        "4",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let b = &files.iter().find(|(n, _)| n == "b.txt").unwrap().1;
+    assert_eq!(sha(&o.stdout), sha(b));
 }
 
 #[test]

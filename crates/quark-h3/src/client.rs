@@ -4,6 +4,7 @@ use http::{Request, Response};
 use quark::Connection;
 use quark_proto::Side;
 
+use crate::config::Config;
 use crate::conn::Conn;
 use crate::error::*;
 use crate::frame::FrameBuf;
@@ -23,10 +24,15 @@ impl Client {
     /// Starts HTTP/3 on an established connection, or on one taken for 0-RTT
     /// (`Connecting::into_0rtt`): opens the control stream. In 0-RTT the
     /// server's SETTINGS are not known yet, so their defaults apply (RFC 9114
-    /// §7.2.4.2), which quark's static-table QPACK needs nothing beyond.
+    /// §7.2.4.2): no dynamic table until they come.
     pub async fn new(quic: Connection) -> Result<Client, Error> {
+        Client::with_config(quic, &Config::default()).await
+    }
+
+    /// [`new`](Self::new) with `config`.
+    pub async fn with_config(quic: Connection, config: &Config) -> Result<Client, Error> {
         Ok(Client {
-            conn: Conn::start(quic, Side::Client).await?,
+            conn: Conn::start(quic, Side::Client, config).await?,
         })
     }
 
@@ -46,11 +52,14 @@ impl Client {
         if !matches!(*req.method(), http::Method::GET | http::Method::HEAD) {
             self.conn.quic.handshake().await?;
         }
-        let mut section = FrameBuf::new();
-        crate::message::encode_request(req, self.conn.peer_field_limit(), section.payload())?;
+        // Checked before a stream is opened; encoded once its ID is known
+        // (QPACK tracks dynamic references per stream).
+        let lines = crate::message::request_lines(req, self.conn.peer_field_limit())?;
         let (send, recv) = self.conn.quic.open_bi().await?;
         let mut stream = RequestStream::new(self.conn.clone(), send, FrameReader::new(recv));
         stream.head_request = req.method() == http::Method::HEAD;
+        let mut section = FrameBuf::new();
+        self.conn.encode(stream.id(), &lines, section.payload());
         stream.send_headers(section).await?;
         Ok(stream)
     }
@@ -61,6 +70,14 @@ impl Client {
     /// processed (see [`Error::is_retryable`]).
     pub fn goaway_id(&self) -> Option<u64> {
         self.conn.state.lock().unwrap().goaway
+    }
+
+    /// QPACK dynamic table entries: inserted by our encoder, of those
+    /// acknowledged by the peer, and inserted by the peer's encoder (for
+    /// tests and measurements).
+    #[doc(hidden)]
+    pub fn qpack_inserts(&self) -> (u64, u64, u64) {
+        self.conn.qpack_inserts()
     }
 
     /// The QUIC connection.

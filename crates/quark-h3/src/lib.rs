@@ -1,9 +1,17 @@
 //! # quark-h3: HTTP/3 (RFC 9114) over quark
 //!
 //! A client sends requests on new bidirectional streams; a server accepts
-//! them. Field sections are QPACK-encoded with the static table only
-//! (`quark-qpack`): we announce a dynamic table capacity of 0, so peers may not
-//! use one either, and no QPACK stream is needed in either direction.
+//! them. Field sections are QPACK-encoded (`quark-qpack`); with a dynamic
+//! table capacity in [`Config`] (off by default, [`Config::dynamic_qpack`]:
+//! 4096 bytes, 16 blocked streams) the table is used both ways: our encoder
+//! and decoder streams carry the inserts and acknowledgments, and a request
+//! stream whose field section needs inserts not yet received waits for them.
+//! Capacity 0 is the static table only, with no QPACK streams. The table
+//! is off by default because every section referencing it costs an
+//! acknowledgment on the decoder stream: 13-16 % fewer requests per
+//! CPU-second for a benchmark's 4-field heads (a browser's heads get 3-5 %
+//! more, and their header bytes cut to a fifth;
+//! `docs/results/2026-11-29-qpack/NOTES.md`).
 //!
 //! ```no_run
 //! # async fn demo(conn: quark::Connection) -> Result<(), quark_h3::Error> {
@@ -18,7 +26,9 @@
 //!
 //! Runnable examples in `crates/quark-h3/examples/` (`cargo build --examples`):
 //! `h3_server.rs` answers `GET` with a greeting and echoes `POST` bodies;
-//! `h3_client.rs` sends one request and prints the response.
+//! `h3_client.rs` sends one request and prints the response;
+//! `qpack_cost.rs` measures requests per CPU-second with and without QPACK's
+//! dynamic table.
 //!
 //! ```sh
 //! cargo run -p quark-h3 --example h3_server -- 127.0.0.1:4443 /tmp/h3-cert.pem &
@@ -29,6 +39,8 @@
 //! |---|---|
 //! | `frame` | frame types, headers, GOAWAY |
 //! | `settings` | the SETTINGS frame |
+//! | `config` | [`Config`]: what we announce and allow |
+//! | `qpack` | the connection's QPACK encoder, decoder and their streams |
 //! | `reader` | frames read from a stream (bounded buffers) |
 //! | `message` | HTTP messages to and from field lines, and their rules |
 //! | `conn` | control stream, the peer's unidirectional streams, connection errors |
@@ -40,17 +52,20 @@
 #![warn(missing_docs)]
 
 mod client;
+mod config;
 mod conn;
 pub mod error;
 pub mod files;
 pub mod frame;
 mod message;
+mod qpack;
 mod reader;
 mod request;
 mod server;
 pub mod settings;
 
 pub use client::Client;
+pub use config::{Config, QPACK_BLOCKED_STREAMS, QPACK_CAPACITY};
 pub use error::Error;
 pub use request::RequestStream;
 pub use server::Server;

@@ -14,7 +14,7 @@ use crate::error::{Error, H3_MESSAGE_ERROR};
 
 /// A message's field lines, by reference; on the stack up to eight (a heap
 /// list per message was an allocation and a free per request at each end).
-type Lines<'a> = SmallVec<[(&'a [u8], &'a [u8]); 8]>;
+pub(crate) type Lines<'a> = SmallVec<[(&'a [u8], &'a [u8]); 8]>;
 
 fn malformed(reason: &'static str) -> Error {
     Error::stream(H3_MESSAGE_ERROR, reason)
@@ -40,6 +40,10 @@ fn put_headers<'a>(headers: &'a HeaderMap, out: &mut Lines<'a>) -> Result<(), Er
     Ok(())
 }
 
+/// How a field section is encoded: the connection's QPACK encoder for the
+/// stream, or the static-only one.
+pub(crate) type Encode<'e> = &'e mut dyn FnMut(&[(&[u8], &[u8])], &mut Vec<u8>);
+
 /// Refuses a field section larger (RFC 9114 §4.2.2 size) than the peer's
 /// SETTINGS_MAX_FIELD_SECTION_SIZE: it would refuse it anyway.
 fn check_size(fields: &[(&[u8], &[u8])], limit: Option<u64>) -> Result<(), Error> {
@@ -54,11 +58,20 @@ fn check_size(fields: &[(&[u8], &[u8])], limit: Option<u64>) -> Result<(), Error
 }
 
 /// The field section of a request; `limit` is the peer's largest.
+#[cfg(test)]
 pub(crate) fn encode_request<B>(
     req: &Request<B>,
     limit: Option<u64>,
     out: &mut Vec<u8>,
+    encode: Encode<'_>,
 ) -> Result<(), Error> {
+    let fields = request_lines(req, limit)?;
+    encode(&fields, out);
+    Ok(())
+}
+
+/// A request's field lines, checked (and within the peer's `limit`).
+pub(crate) fn request_lines<B>(req: &Request<B>, limit: Option<u64>) -> Result<Lines<'_>, Error> {
     let uri = req.uri();
     let authority = uri.authority().map(|a| a.as_str().as_bytes());
     let mut fields: Lines = smallvec![(&b":method"[..], req.method().as_str().as_bytes())];
@@ -78,8 +91,7 @@ pub(crate) fn encode_request<B>(
     }
     put_headers(req.headers(), &mut fields)?;
     check_size(&fields, limit)?;
-    quark_qpack::encode_section(&fields, out);
-    Ok(())
+    Ok(fields)
 }
 
 /// The field section of a response; `limit` is the peer's largest.
@@ -87,6 +99,7 @@ pub(crate) fn encode_response<B>(
     resp: &Response<B>,
     limit: Option<u64>,
     out: &mut Vec<u8>,
+    encode: Encode<'_>,
 ) -> Result<(), Error> {
     let status = resp.status();
     if status == StatusCode::SWITCHING_PROTOCOLS {
@@ -95,7 +108,7 @@ pub(crate) fn encode_response<B>(
     let mut fields: Lines = smallvec![(&b":status"[..], status.as_str().as_bytes())];
     put_headers(resp.headers(), &mut fields)?;
     check_size(&fields, limit)?;
-    quark_qpack::encode_section(&fields, out);
+    encode(&fields, out);
     Ok(())
 }
 
@@ -104,11 +117,12 @@ pub(crate) fn encode_trailers(
     trailers: &HeaderMap,
     limit: Option<u64>,
     out: &mut Vec<u8>,
+    encode: Encode<'_>,
 ) -> Result<(), Error> {
     let mut fields = Lines::new();
     put_headers(trailers, &mut fields)?;
     check_size(&fields, limit)?;
-    quark_qpack::encode_section(&fields, out);
+    encode(&fields, out);
     Ok(())
 }
 
@@ -294,9 +308,14 @@ mod tests {
             .body(())
             .unwrap();
         let mut block = Vec::new();
-        encode_request(&req, None, &mut block).unwrap();
+        encode_request(&req, None, &mut block, &mut quark_qpack::encode_section).unwrap();
         // Seven fields' names and values plus 32 bytes each: over 200 bytes.
-        match encode_request(&req, Some(200), &mut Vec::new()) {
+        match encode_request(
+            &req,
+            Some(200),
+            &mut Vec::new(),
+            &mut quark_qpack::encode_section,
+        ) {
             Err(Error::FieldSectionTooLarge { size, limit: 200 }) => assert!(size > 200),
             other => panic!("{other:?}"),
         }

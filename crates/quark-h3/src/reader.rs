@@ -78,6 +78,20 @@ impl FrameReader {
         Ok(got.is_some())
     }
 
+    /// Reads ahead into the buffer, up to `limit` bytes buffered, while the
+    /// caller waits for something else (a blocked field section's inserts),
+    /// so that a reset of the stream is seen. Never returns `Ok`: it pends
+    /// once the stream has ended or the buffer is full. Cancel-safe (a read
+    /// takes bytes only when it completes).
+    pub(crate) async fn read_ahead(&mut self, limit: usize) -> Result<(), Error> {
+        loop {
+            let room = limit.saturating_sub(self.buffered().len());
+            if room == 0 || !self.fill(room).await? {
+                return std::future::pending().await;
+            }
+        }
+    }
+
     /// A variable-length integer (a unidirectional stream's type), or `None`
     /// when the stream ends first.
     pub(crate) async fn varint(&mut self) -> Result<Option<u64>, Error> {

@@ -8,10 +8,14 @@ use quark::SendStream;
 
 use quark_proto::Side;
 
-use crate::conn::{Conn, LOCAL};
+use crate::conn::Conn;
 use crate::error::*;
 use crate::frame::{self, FrameBuf, FrameHeader};
 use crate::reader::{FrameReader, HEAD_READ_AHEAD};
+
+/// Bytes of a blocked request's stream read ahead while it waits for QPACK
+/// inserts (a body's first bytes; past them the peer's flow control waits).
+const BLOCKED_READ_AHEAD: usize = 16 * 1024;
 
 /// Where the receiving side of a request stream is.
 #[derive(Debug, Clone)]
@@ -49,6 +53,15 @@ pub struct RequestStream {
     sent_all: bool,
     /// A client's request was HEAD: its response has no body.
     pub(crate) head_request: bool,
+    /// A field section was decoded here: the peer's encoder needs no Stream
+    /// Cancellation when the stream is dropped.
+    head_decoded: bool,
+    /// A field section (a head or trailers) waits for QPACK inserts.
+    blocked: bool,
+    /// The final status a server sent, and the body bytes sent (DATA
+    /// payloads): what an access log reports.
+    pub(crate) status_sent: Option<http::StatusCode>,
+    data_sent: u64,
 }
 
 impl Drop for RequestStream {
@@ -63,6 +76,13 @@ impl Drop for RequestStream {
                 H3_REQUEST_CANCELLED
             };
             let _ = self.recv.stream().stop(code);
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9204#section-4.4.2
+        //# When a stream is reset or reading is abandoned, the decoder emits a
+        //# Stream Cancellation instruction.
+        if let (Some(q), true) = (&self.conn.qpack, !self.head_decoded || self.blocked) {
+            q.cancel(self.id());
+            self.conn.defer_decoder_flush();
         }
     }
 }
@@ -79,6 +99,10 @@ impl RequestStream {
             trailers: None,
             sent_all: false,
             head_request: false,
+            head_decoded: false,
+            blocked: false,
+            status_sent: None,
+            data_sent: 0,
         }
     }
 
@@ -117,7 +141,11 @@ impl RequestStream {
     }
 
     /// Sends `section` (a field section encoded into the payload) as a HEADERS frame.
+    /// Inserts its field section made go out first, on the encoder stream,
+    /// and the decoder's pending acknowledgments with it.
     pub(crate) async fn send_headers(&mut self, mut section: FrameBuf) -> Result<(), Error> {
+        self.conn.flush_encoder().await?;
+        self.conn.flush_decoder().await?;
         self.send.write_all(section.finish(frame::HEADERS)).await?;
         Ok(())
     }
@@ -131,8 +159,21 @@ impl RequestStream {
         let mut head = [0u8; 16];
         let n = frame::write_header(&mut head, frame::DATA, data.len() as u64);
         self.send.write_all(&head[..n]).await?;
+        let len = data.len() as u64;
         self.send.write_chunk(data).await?;
+        self.data_sent += len;
         Ok(())
+    }
+
+    /// The final status of the response sent on this stream (a server's),
+    /// once sent.
+    pub fn response_status(&self) -> Option<http::StatusCode> {
+        self.status_sent
+    }
+
+    /// Body bytes sent so far (DATA frame payloads).
+    pub fn body_bytes_sent(&self) -> u64 {
+        self.data_sent
     }
 
     /// Waits until a DATA frame can go out, and returns how many payload
@@ -161,7 +202,9 @@ impl RequestStream {
     pub async fn send_trailers(&mut self, trailers: &HeaderMap) -> Result<(), Error> {
         let mut section = FrameBuf::new();
         let limit = self.conn.peer_field_limit();
-        crate::message::encode_trailers(trailers, limit, section.payload())?;
+        let (id, conn) = (self.id(), &self.conn);
+        let mut encode = |f: &[(&[u8], &[u8])], out: &mut Vec<u8>| conn.encode(id, f, out);
+        crate::message::encode_trailers(trailers, limit, section.payload(), &mut encode)?;
         self.send_headers(section).await?;
         self.finish()
     }
@@ -211,25 +254,77 @@ impl RequestStream {
         }
     }
 
-    /// A HEADERS payload, decoded; a section over our limit is refused.
+    /// A HEADERS payload, decoded; a section over our limit is refused. A
+    /// section that needs inserts not received yet waits for them (the
+    /// decoder bounds how many streams may wait, a server's head timeout how
+    /// long).
     async fn fields(&mut self, h: FrameHeader) -> Result<Vec<quark_qpack::Field>, Error> {
-        let limit = LOCAL.max_field_section_size.unwrap_or(u64::MAX);
+        let limit = self.conn.local.max_field_section_size.unwrap_or(u64::MAX);
         if h.len > limit {
             return Err(Error::stream(
                 H3_EXCESSIVE_LOAD,
                 "a field section too large",
             ));
         }
+        let Some(q) = &self.conn.qpack else {
+            let decoded = self
+                .recv
+                .payload_with(h.len, |block| quark_qpack::decode_section(block, limit))
+                .await?;
+            return decoded.map_err(decode_error);
+        };
+        let id = self.id();
+        // A blocked section is copied out of the reader's buffer to wait.
         let decoded = self
             .recv
-            .payload_with(h.len, |block| quark_qpack::decode_section(block, limit))
+            .payload_with(h.len, |block| {
+                let got = q.decode(id, block, limit);
+                got.map(|fields| fields.ok_or_else(|| block.to_vec()))
+            })
             .await?;
-        decoded.map_err(|e| match e {
-            quark_qpack::DecodeError::TooLarge => {
-                Error::stream(H3_EXCESSIVE_LOAD, "a field section too large")
+        let fields = match decoded.map_err(decode_error)? {
+            Ok(fields) => fields,
+            Err(block) => {
+                self.blocked = true;
+                let fields = self.unblock(&block, limit).await?;
+                self.blocked = false;
+                fields
             }
-            e => Error::conn(e.code(), "a field section that does not decode"),
-        })
+        };
+        self.head_decoded = true;
+        self.conn.defer_decoder_flush();
+        Ok(fields)
+    }
+
+    /// Waits for the inserts a blocked field section needs, then decodes it.
+    /// Meanwhile the stream is read ahead (bounded), so a reset ends the
+    /// wait (and the drop sends Stream Cancellation).
+    async fn unblock(
+        &mut self,
+        block: &[u8],
+        limit: u64,
+    ) -> Result<Vec<quark_qpack::Field>, Error> {
+        let id = self.id();
+        let conn = self.conn.clone();
+        let Some(q) = &conn.qpack else {
+            return Err(Error::Usage("no dynamic table"));
+        };
+        loop {
+            let notified = q.inserted.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(fields) = q.decode(id, block, limit).map_err(decode_error)? {
+                return Ok(fields);
+            }
+            if let Some(e) = conn.error() {
+                return Err(e);
+            }
+            tokio::select! {
+                _ = notified => {}
+                e = conn.quic.closed() => return Err(Error::ConnectionLost(e)),
+                r = self.recv.read_ahead(BLOCKED_READ_AHEAD) => r?,
+            }
+        }
     }
 
     /// A frame that is neither HEADERS nor DATA on a request stream.
@@ -353,5 +448,16 @@ impl RequestStream {
     /// The trailing header fields, once the body has been read to its end.
     pub fn trailers(&self) -> Option<&HeaderMap> {
         self.trailers.as_ref()
+    }
+}
+
+/// A field section that does not decode: QPACK_DECOMPRESSION_FAILED on the
+/// connection, except one over our size limit (refused on its stream).
+fn decode_error(e: quark_qpack::DecodeError) -> Error {
+    match e {
+        quark_qpack::DecodeError::TooLarge => {
+            Error::stream(H3_EXCESSIVE_LOAD, "a field section too large")
+        }
+        e => Error::conn(e.code(), "a field section that does not decode"),
     }
 }

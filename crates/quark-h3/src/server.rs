@@ -7,6 +7,7 @@ use quark::Connection;
 use quark_proto::Side;
 use tokio::task::JoinSet;
 
+use crate::config::Config;
 use crate::conn::Conn;
 use crate::error::*;
 use crate::frame::FrameBuf;
@@ -35,10 +36,16 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts HTTP/3 on an accepted connection: opens the control stream.
+    /// Starts HTTP/3 on an accepted connection with the default
+    /// [`Config`]: opens the control stream (and QPACK's).
     pub async fn new(quic: Connection) -> Result<Server, Error> {
+        Server::with_config(quic, &Config::default()).await
+    }
+
+    /// [`new`](Self::new) with `config`.
+    pub async fn with_config(quic: Connection, config: &Config) -> Result<Server, Error> {
         Ok(Server {
-            conn: Conn::start(quic, Side::Server).await?,
+            conn: Conn::start(quic, Side::Server, config).await?,
             heads: JoinSet::new(),
             head_timeout: HEAD_TIMEOUT,
             closed: false,
@@ -96,6 +103,14 @@ impl Server {
     /// request will come from [`accept`](Self::accept) any more.
     pub fn drained(&self) -> bool {
         self.heads.is_empty() && self.conn.state.lock().unwrap().goaway_sent.is_some()
+    }
+
+    /// QPACK dynamic table entries: inserted by our encoder, of those
+    /// acknowledged by the peer, and inserted by the peer's encoder (for
+    /// tests and measurements).
+    #[doc(hidden)]
+    pub fn qpack_inserts(&self) -> (u64, u64, u64) {
+        self.conn.qpack_inserts()
     }
 
     /// The QUIC connection.
@@ -168,7 +183,13 @@ impl RequestStream {
     pub async fn send_response<B>(&mut self, resp: &Response<B>) -> Result<(), Error> {
         let mut section = FrameBuf::new();
         let limit = self.conn.peer_field_limit();
-        crate::message::encode_response(resp, limit, section.payload())?;
-        self.send_headers(section).await
+        let (id, conn) = (self.id(), &self.conn);
+        let mut encode = |f: &[(&[u8], &[u8])], out: &mut Vec<u8>| conn.encode(id, f, out);
+        crate::message::encode_response(resp, limit, section.payload(), &mut encode)?;
+        self.send_headers(section).await?;
+        if !resp.status().is_informational() {
+            self.status_sent = Some(resp.status());
+        }
+        Ok(())
     }
 }

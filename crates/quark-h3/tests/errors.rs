@@ -142,11 +142,52 @@ async fn a_push_stream_from_a_client_is_refused() {
 }
 
 #[tokio::test]
-async fn a_dynamic_table_reference_fails_decompression() {
+async fn an_impossible_insert_count_fails_decompression() {
     let (conn, ..) = raw().await;
-    // Required Insert Count 1: we allowed no dynamic table.
-    request(&conn, &frame_bytes(frame::HEADERS, &[0x02, 0x00, 0x80])).await;
+    // Encoded Required Insert Count 257: above 2 * MaxEntries (2 * 4096 / 32).
+    let block = [0xff, 0x02, 0x00, 0x80];
+    request(&conn, &frame_bytes(frame::HEADERS, &block)).await;
     assert_eq!(close_code(&conn).await, 0x200);
+}
+
+#[tokio::test]
+async fn more_blocked_streams_than_allowed_fail_decompression() {
+    let (conn, ..) = raw().await;
+    // Required Insert Count 1 (encoded 2), never inserted: each stream
+    // blocks; the server allows 16 (its default).
+    let mut streams = Vec::new();
+    for _ in 0..17 {
+        let (mut send, recv) = conn.open_bi().await.unwrap();
+        send.write_all(&frame_bytes(frame::HEADERS, &[0x02, 0x00, 0x80]))
+            .await
+            .unwrap();
+        streams.push((send, recv));
+    }
+    assert_eq!(close_code(&conn).await, 0x200);
+}
+
+#[tokio::test]
+async fn a_table_larger_than_allowed_is_an_encoder_stream_error() {
+    let (conn, ..) = raw().await;
+    // Encoder stream (type 0x02): Set Dynamic Table Capacity 4097.
+    let mut set = vec![0x02, 0x3f];
+    let mut rest = 4097 - 31;
+    while rest >= 0x80 {
+        set.push(0x80 | (rest & 0x7f) as u8);
+        rest >>= 7;
+    }
+    set.push(rest as u8);
+    let _s = uni(&conn, &set, false).await;
+    assert_eq!(close_code(&conn).await, 0x201);
+}
+
+#[tokio::test]
+async fn an_unexpected_acknowledgment_is_a_decoder_stream_error() {
+    let (conn, ..) = raw().await;
+    // Decoder stream (type 0x03): Section Acknowledgment for stream 0,
+    // which had no section with dynamic references.
+    let _s = uni(&conn, &[0x03, 0x80], false).await;
+    assert_eq!(close_code(&conn).await, 0x202);
 }
 
 #[tokio::test]

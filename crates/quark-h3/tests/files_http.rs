@@ -25,7 +25,10 @@ impl Site {
         let served = root.clone();
         tokio::spawn(async move {
             while let Some(conn) = server.accept().await {
-                let options = quark_h3::files::FileOptions { cache_max_age: 60 };
+                let options = quark_h3::files::FileOptions {
+                    cache_max_age: 60,
+                    ..Default::default()
+                };
                 tokio::spawn(quark_h3::files::serve_files(
                     conn,
                     served.clone(),

@@ -20,11 +20,11 @@ use prefix_int::IntError;
 pub(crate) const FIELD_OVERHEAD: u64 = 32;
 
 // First-byte patterns (RFC 9204 Figures 13-17).
-const INDEXED: u8 = 0b1000_0000; // 1T
-const INDEXED_STATIC: u8 = 0b0100_0000; // T bit of an indexed line
-const NAME_REF: u8 = 0b0100_0000; // 01NT
-const NAME_REF_STATIC: u8 = 0b0001_0000; // T bit of a name reference
-const LITERAL_NAME: u8 = 0b0010_0000; // 001NH, H sits above the 3-bit length
+pub(crate) const INDEXED: u8 = 0b1000_0000; // 1T
+pub(crate) const INDEXED_STATIC: u8 = 0b0100_0000; // T bit of an indexed line
+pub(crate) const NAME_REF: u8 = 0b0100_0000; // 01NT
+pub(crate) const NAME_REF_STATIC: u8 = 0b0001_0000; // T bit of a name reference
+pub(crate) const LITERAL_NAME: u8 = 0b0010_0000; // 001NH, H sits above the 3-bit length
 
 /// Appends the encoded field section (RFC 9204 §4.5) for `fields` to `out`:
 /// prefix with Required Insert Count 0 and Delta Base 0; each field as an
@@ -63,7 +63,7 @@ pub(crate) const HUFFMAN_MIN_LEN: usize = 16;
 /// Appends a string literal whose length has an `n`-bit prefix, with the H
 /// flag just above it and `flags` above that. Huffman only for strings of at
 /// least [`HUFFMAN_MIN_LEN`] bytes, and when it saves bytes.
-fn encode_string(out: &mut Vec<u8>, flags: u8, n: u8, s: &[u8]) {
+pub(crate) fn encode_string(out: &mut Vec<u8>, flags: u8, n: u8, s: &[u8]) {
     let h = 1u8 << n;
     let huff_len = match s.len() >= HUFFMAN_MIN_LEN {
         true => huffman::encoded_len(s),
@@ -152,7 +152,7 @@ pub fn decode_section(block: &[u8], max_size: u64) -> Result<Vec<Field>, DecodeE
     Ok(fields)
 }
 
-fn static_ref(index: u64) -> Result<(&'static [u8], &'static [u8]), DecodeError> {
+pub(crate) fn static_ref(index: u64) -> Result<(&'static [u8], &'static [u8]), DecodeError> {
     usize::try_from(index)
         .ok()
         .and_then(static_table::static_entry)
@@ -160,17 +160,17 @@ fn static_ref(index: u64) -> Result<(&'static [u8], &'static [u8]), DecodeError>
 }
 
 /// A cursor over the block that also tracks the size still allowed.
-struct Reader<'a> {
-    buf: &'a [u8],
-    budget: u64,
+pub(crate) struct Reader<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) budget: u64,
 }
 
 impl Reader<'_> {
-    fn peek(&self) -> Result<u8, DecodeError> {
+    pub(crate) fn peek(&self) -> Result<u8, DecodeError> {
         self.buf.first().copied().ok_or(DecodeError::Truncated)
     }
 
-    fn int(&mut self, n: u8) -> Result<u64, DecodeError> {
+    pub(crate) fn int(&mut self, n: u8) -> Result<u64, DecodeError> {
         let (v, used) = prefix_int::decode(self.buf, n).map_err(|e| match e {
             IntError::Truncated => DecodeError::Truncated,
             IntError::Overflow => DecodeError::IntegerOverflow,
@@ -180,14 +180,14 @@ impl Reader<'_> {
     }
 
     /// Takes `n` bytes of the size budget.
-    fn charge(&mut self, n: u64) -> Result<(), DecodeError> {
+    pub(crate) fn charge(&mut self, n: u64) -> Result<(), DecodeError> {
         self.budget = self.budget.checked_sub(n).ok_or(DecodeError::TooLarge)?;
         Ok(())
     }
 
     /// Reads a string literal whose length has an `n`-bit prefix (H flag just
     /// above it) and charges its decoded length to the budget.
-    fn string(&mut self, n: u8) -> Result<Vec<u8>, DecodeError> {
+    pub(crate) fn string(&mut self, n: u8) -> Result<Vec<u8>, DecodeError> {
         let huffman = self.peek()? & (1 << n) != 0;
         let len = self.int(n)?;
         let data = usize::try_from(len)

@@ -1,17 +1,38 @@
-//! # quark-qpack: QPACK field compression for quark's HTTP/3, static table only
+//! # quark-qpack: QPACK field compression for quark's HTTP/3
 //!
-//! [RFC 9204](https://www.rfc-editor.org/rfc/rfc9204) lets an endpoint refuse
-//! the dynamic table: quark leaves `SETTINGS_QPACK_MAX_TABLE_CAPACITY` and
-//! `SETTINGS_QPACK_BLOCKED_STREAMS` at their default, 0, so neither side ever
-//! references one.
-//! What is left is stateless: each field section is encoded with the static
-//! table (Appendix A), prefix integers and string literals, optionally Huffman
-//! coded (RFC 7541 §5), and the peer's encoder and decoder streams only need
-//! checking for instructions that capacity 0 forbids.
+//! [RFC 9204](https://www.rfc-editor.org/rfc/rfc9204) in both directions,
+//! with the dynamic table:
+//!
+//! - [`Encoder`] encodes field sections for one connection. With the peer's
+//!   `SETTINGS_QPACK_MAX_TABLE_CAPACITY` (bounded by our own limit) above 0 it
+//!   inserts fields likely to repeat (`:authority`, `user-agent`, `accept*`,
+//!   long cookies, `content-type`, `server`, `cache-control`, ...; never
+//!   credentials, paths, dates, lengths or validators), references them, and
+//!   writes the encoder stream. It evicts only acknowledged entries no
+//!   unacknowledged section references (§2.1.1), and lets sections reference
+//!   unacknowledged entries only on as many streams as the peer's
+//!   `SETTINGS_QPACK_BLOCKED_STREAMS` allows. It reads the decoder stream.
+//! - [`Decoder`] applies the peer's encoder stream to our table, decodes
+//!   field sections (or reports them blocked until inserts arrive), and
+//!   writes Section Acknowledgment, Stream Cancellation and Insert Count
+//!   Increment on the decoder stream. Table capacity, blocked streams,
+//!   partial instructions and string lengths are bounded by what we
+//!   advertised; violations are typed errors with the RFC's codes.
+//!
+//! With capacity 0 both fall back to the stateless static-only functions
+//! [`encode_section`] and [`decode_section`] (the path HTTP/3 takes when the
+//! dynamic table is off): each section is encoded with the static table
+//! (Appendix A), prefix integers and string literals, optionally Huffman
+//! coded (RFC 7541 §5); [`check_encoder_stream`] and [`check_decoder_stream`]
+//! validate QPACK streams when no dynamic table was allowed.
 //!
 //! | module | what lives there |
 //! |---|---|
-//! | `field` | [`encode_section`], [`decode_section`] |
+//! | `field` | [`encode_section`], [`decode_section`] (static only) |
+//! | `table` | the dynamic table: entries, sizes, eviction, absolute indices |
+//! | `section` | Required Insert Count and Base, dynamic representations |
+//! | `instructions` | encoder and decoder stream instructions |
+//! | `encoder`, `decoder` | [`Encoder`], [`Decoder`] |
 //! | `streams` | [`check_encoder_stream`], [`check_decoder_stream`] |
 //! | `static_table` | [`static_entry`], [`STATIC_TABLE_LEN`] |
 //! | `huffman`, `huffman_table` | the RFC 7541 Appendix B code |
@@ -22,20 +43,29 @@
 //! §4.2), reported as H3_MESSAGE_ERROR rather than a QPACK error.
 //!
 //! Encoding, per field: an Indexed Field Line (static) when name and value
-//! match a static entry; else a Literal Field Line With Name Reference (static,
-//! N = 0) when the name matches; else a Literal Field Line With Literal Name.
-//! String literals of 16 bytes or more are Huffman-coded when that is shorter
-//! (shorter ones go raw: coding them cost more CPU than the bytes saved).
+//! match a static entry; else a dynamic Indexed Field Line when the table has
+//! it (or it is inserted now); else a Literal Field Line With Name Reference
+//! (static, else dynamic) when the name matches; else a Literal Field Line
+//! With Literal Name. String literals of 16 bytes or more are Huffman-coded
+//! when that is shorter (shorter ones go raw: coding them cost more CPU than
+//! the bytes saved).
 
 #![warn(missing_docs)]
 
+mod decoder;
+mod encoder;
 mod field;
 mod huffman;
 mod huffman_table;
+mod instructions;
 mod prefix_int;
+mod section;
 mod static_table;
 mod streams;
+mod table;
 
+pub use decoder::Decoder;
+pub use encoder::Encoder;
 pub use field::{decode_section, encode_section};
 use std::borrow::Cow;
 
@@ -94,6 +124,19 @@ pub enum DecodeError {
     /// The decoded section exceeds the size limit.
     #[error("field section exceeds the size limit")]
     TooLarge,
+    /// An Encoded Required Insert Count no conformant encoder produces.
+    #[error("invalid Required Insert Count")]
+    BadInsertCount,
+    /// A negative Base below 0 (Sign 1 with Delta Base >= Required Insert Count).
+    #[error("invalid Base")]
+    BadBase,
+    /// A dynamic reference at or above the Required Insert Count, or to an
+    /// evicted entry.
+    #[error("reference to a dynamic entry that is not there")]
+    BadDynamicIndex,
+    /// One more blocked stream than our SETTINGS_QPACK_BLOCKED_STREAMS.
+    #[error("more blocked streams than allowed")]
+    TooManyBlocked,
 }
 
 impl DecodeError {

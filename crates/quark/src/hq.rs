@@ -110,11 +110,46 @@ pub async fn serve_connection(conn: Connection, root: PathBuf) {
 /// [`serve_connection`], resetting a request that has not arrived whole
 /// within `limit` ([`REQUEST_TIMEOUT`]).
 pub async fn serve_connection_within(conn: Connection, root: PathBuf, limit: std::time::Duration) {
+    serve_connection_logged(conn, root, limit, None).await
+}
+
+/// One request served, as an access log reports it.
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    /// The requested path; `None` if the request was not `GET /path`.
+    pub path: Option<String>,
+    /// HTTP's status for the outcome: 200 when the file went out whole,
+    /// else the reset code's (400, 403, 404, 408, 500); 0 if the stream
+    /// failed first.
+    pub status: u16,
+    /// File bytes sent.
+    pub bytes: u64,
+    /// From the stream's arrival to the file's last byte written (or the failure).
+    pub elapsed: std::time::Duration,
+}
+
+/// What is called with each [`Served`] request.
+pub type AccessLog = Arc<dyn Fn(&Served) + Send + Sync>;
+
+/// [`serve_connection_within`], calling `log` once per request when it is done.
+pub async fn serve_connection_logged(
+    conn: Connection,
+    root: PathBuf,
+    limit: std::time::Duration,
+    log: Option<AccessLog>,
+) {
     while let Ok((send, recv)) = conn.accept_bi().await {
         let root = root.clone();
+        let log = log.clone();
         conn.spawn(async move {
-            if let Err(e) = serve_stream(send, recv, &root, limit).await {
+            let start = std::time::Instant::now();
+            let mut served = Served::default();
+            if let Err(e) = serve_stream(send, recv, &root, limit, &mut served).await {
                 tracing::debug!(error = %e, "hq request failed");
+            }
+            if let Some(log) = log {
+                served.elapsed = start.elapsed();
+                log(&served);
             }
         });
     }
@@ -142,37 +177,56 @@ async fn serve_stream(
     mut recv: crate::RecvStream,
     root: &Path,
     limit: std::time::Duration,
+    served: &mut Served,
 ) -> Result<(), ServeError> {
     let request = match tokio::time::timeout(limit, recv.read_to_end(MAX_REQUEST)).await {
         Ok(Ok(r)) => r,
         Ok(Err(ReadError::TooLong(_))) => {
+            served.status = 400;
             send.reset(BAD_REQUEST)?;
             return Err(ServeError::Refused(RequestError::Malformed));
         }
         Ok(Err(e)) => return Err(e.into()),
         Err(_) => {
+            served.status = 408;
             let _ = recv.stop(REQUEST_TIMEOUT);
             send.reset(REQUEST_TIMEOUT)?;
             return Err(ServeError::Refused(RequestError::TimedOut));
         }
     };
-    let file = match parse_request(&request).and_then(|p| resolve(root, p)) {
+    let path = parse_request(&request);
+    served.path = path.as_ref().ok().map(|p| p.to_string());
+    let file = match path.and_then(|p| resolve(root, p)) {
         Ok(f) => f,
         Err(e) => {
+            // The reset codes are HTTP's statuses in hex (0x403 for 403).
+            served.status = status_of(e.code());
             send.reset(e.code())?;
             return Err(ServeError::Refused(e));
         }
     };
     let Ok(mut file) = FileSource::open(&file).await else {
+        served.status = 404;
         send.reset(NOT_FOUND)?;
         return Ok(());
     };
+    let left = file.left();
     if let Err(e) = copy(&mut file, &mut send).await {
+        served.status = 500;
+        served.bytes = left - file.left();
         let _ = send.reset(SERVER_ERROR);
         return Err(e);
     }
+    served.bytes = left;
     send.finish()?;
+    served.status = 200;
     Ok(())
+}
+
+/// The HTTP status a reset code stands for (0x404 is 404).
+fn status_of(code: u64) -> u16 {
+    let digits = format!("{code:x}");
+    digits.parse().unwrap_or(0)
 }
 
 /// Send the rest of `file` on `send`, reading only what the stream can take

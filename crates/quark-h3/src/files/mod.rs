@@ -32,13 +32,46 @@ use crate::{Client, Error, Server};
 pub struct FileOptions {
     /// `Cache-Control: max-age` in seconds (0: `no-cache`, revalidate each time).
     pub cache_max_age: u64,
+    /// The HTTP/3 settings of each connection (QPACK's dynamic table, ...).
+    pub h3: crate::Config,
+    /// Called once per request when it is done (an access log).
+    pub access_log: Option<AccessLog>,
+}
+
+/// One request served, as an access log reports it.
+#[derive(Debug, Clone)]
+pub struct Served {
+    /// The request's method.
+    pub method: http::Method,
+    /// The request's path and query.
+    pub path: String,
+    /// The final status sent; `None` if the request failed before one went out.
+    pub status: Option<StatusCode>,
+    /// Body bytes sent.
+    pub bytes: u64,
+    /// From the head's arrival to the response acknowledged (or the failure).
+    pub elapsed: std::time::Duration,
+}
+
+/// What is called with each [`Served`] request.
+#[derive(Clone)]
+pub struct AccessLog(pub std::sync::Arc<dyn Fn(&Served) + Send + Sync>);
+
+impl std::fmt::Debug for AccessLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessLog")
+    }
 }
 
 impl Default for FileOptions {
     /// Five minutes: short enough that a changed site shows soon, long
     /// enough that a page's resources are not revalidated on every load.
     fn default() -> Self {
-        FileOptions { cache_max_age: 300 }
+        FileOptions {
+            cache_max_age: 300,
+            h3: crate::Config::default(),
+            access_log: None,
+        }
     }
 }
 
@@ -66,7 +99,7 @@ pub async fn serve_files(
     options: FileOptions,
     drain: Option<watch::Receiver<bool>>,
 ) {
-    let Ok(mut server) = Server::new(conn.clone()).await else {
+    let Ok(mut server) = Server::with_config(conn.clone(), &options.h3).await else {
         return;
     };
     // A clone to wait on: `drain` itself is held to the end, so the sender
@@ -95,12 +128,26 @@ pub async fn serve_files(
                 let Ok(Some((req, mut stream))) = next else { break };
                 let (root, options) = (root.clone(), options.clone());
                 tasks.spawn_on(async move {
+                    let start = std::time::Instant::now();
+                    let logged = options.access_log.as_ref().map(|_| {
+                        let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+                        (req.method().clone(), path.to_owned())
+                    });
                     match respond::serve_request(req, &mut stream, &root, &options).await {
                         // Held until the client has it all, so a drain's close cuts nothing.
                         Ok(()) => {
                             let _ = stream.acked().await;
                         }
                         Err(e) => tracing::debug!(error = %e, "h3 request failed"),
+                    }
+                    if let (Some(log), Some((method, path))) = (&options.access_log, logged) {
+                        (log.0)(&Served {
+                            method,
+                            path,
+                            status: stream.response_status(),
+                            bytes: stream.body_bytes_sent(),
+                            elapsed: start.elapsed(),
+                        });
                     }
                 }, conn.runtime());
             }

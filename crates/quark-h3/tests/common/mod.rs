@@ -112,28 +112,50 @@ pub(crate) async fn quark_connect(addr: SocketAddr, id: &Identity) -> Connection
         .unwrap()
 }
 
+/// The tests' HTTP/3 settings: QPACK's dynamic table on (4096 bytes, 16
+/// blocked streams), so every test exercises it.
+pub(crate) fn h3_config() -> quark_h3::Config {
+    quark_h3::Config::dynamic_qpack()
+}
+
 /// A quark-h3 client on a fresh quark connection to `addr`, trusting `id`.
 pub(crate) async fn quark_h3_client(addr: SocketAddr, id: &Identity) -> quark_h3::Client {
-    quark_h3::Client::new(quark_connect(addr, id).await)
+    quark_h3::Client::with_config(quark_connect(addr, id).await, &h3_config())
         .await
         .unwrap()
 }
 
 /// Serves every connection `server` accepts with quark-h3 and the two routes.
 pub(crate) fn spawn_quark_h3_server(server: &Endpoint) {
+    spawn_quark_h3_server_stats(server);
+}
+
+/// QPACK insert counts of each connection served (as
+/// `Server::qpack_inserts`), recorded when it ends.
+pub(crate) type QpackStats = Arc<std::sync::Mutex<Vec<(u64, u64, u64)>>>;
+
+/// [`spawn_quark_h3_server`], recording each connection's QPACK inserts.
+pub(crate) fn spawn_quark_h3_server_stats(server: &Endpoint) -> QpackStats {
+    let stats = QpackStats::default();
     let server = server.clone();
+    let recorded = stats.clone();
     tokio::spawn(async move {
         while let Some(conn) = server.accept().await {
+            let recorded = recorded.clone();
             tokio::spawn(async move {
-                let mut h3 = quark_h3::Server::new(conn).await.unwrap();
+                let mut h3 = quark_h3::Server::with_config(conn, &h3_config())
+                    .await
+                    .unwrap();
                 while let Ok(Some((req, stream))) = h3.accept().await {
                     tokio::spawn(async move {
                         let _ = answer(req, stream).await;
                     });
                 }
+                recorded.lock().unwrap().push(h3.qpack_inserts());
             });
         }
     });
+    stats
 }
 
 /// Answers one request. What the peer does wrong (a reset, a stopped stream)
