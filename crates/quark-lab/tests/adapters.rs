@@ -230,6 +230,7 @@ async fn workloads_issue_exact_counts_and_concurrency() {
         "http1",
         "http2+tls",
         "h3",
+        "h3-on-quark",
         "h3-quinn",
     ] {
         let p = pair(proto).await;
@@ -391,6 +392,11 @@ async fn quic_stacks_interoperate_through_the_lab_adapters() {
         ("quic", "s2n-quic"),
         ("s2n-quic", "quinn"),
         ("quinn", "s2n-quic"),
+        // hyperium h3 on quark against h3 on quinn and quark-h3, both ways.
+        ("h3-quinn", "h3-on-quark"),
+        ("h3-on-quark", "h3-quinn"),
+        ("h3", "h3-on-quark"),
+        ("h3-on-quark", "h3"),
     ] {
         let identity = Identity::generate().unwrap();
         let stats = Arc::new(ServerStats::default());

@@ -36,45 +36,43 @@ impl Connection {
         }
     }
 
-    async fn open(&self, dir: Dir) -> Result<StreamId, ConnectionError> {
-        poll_fn(|cx| {
-            let mut state = self.shared.lock();
-            let state = &mut *state;
-            let entry = state.conns.get_mut(&self.handle).expect("connection entry");
-            if let Some(e) = &entry.error {
-                return Poll::Ready(Err(e.clone()));
-            }
-            let conn = state.proto.connection_mut(self.handle).expect("connection");
-            if let Some(id) = conn.open_stream(dir) {
-                // A local stream always has a send half.
-                count_halves(entry, id, dir, true);
-                return Poll::Ready(Ok(id));
-            }
-            // Blocked by the peer's MAX_STREAMS: a STREAMS_BLOCKED goes out.
-            crate::shared::wait_in(&mut entry.wakers.open[dir_index(dir)], cx.waker());
-            state.touch(self.handle);
-            Poll::Pending
-        })
-        .await
+    fn poll_open(&self, cx: &mut Context<'_>, dir: Dir) -> Poll<Result<StreamId, ConnectionError>> {
+        let mut state = self.shared.lock();
+        let state = &mut *state;
+        let entry = state.conns.get_mut(&self.handle).expect("connection entry");
+        if let Some(e) = &entry.error {
+            return Poll::Ready(Err(e.clone()));
+        }
+        let conn = state.proto.connection_mut(self.handle).expect("connection");
+        if let Some(id) = conn.open_stream(dir) {
+            // A local stream always has a send half.
+            count_halves(entry, id, dir, true);
+            return Poll::Ready(Ok(id));
+        }
+        // Blocked by the peer's MAX_STREAMS: a STREAMS_BLOCKED goes out.
+        crate::shared::wait_in(&mut entry.wakers.open[dir_index(dir)], cx.waker());
+        state.touch(self.handle);
+        Poll::Pending
     }
 
-    async fn accept(&self, dir: Dir) -> Result<StreamId, ConnectionError> {
-        poll_fn(|cx| {
-            let mut state = self.shared.lock();
-            let state = &mut *state;
-            let entry = state.conns.get_mut(&self.handle).expect("connection entry");
-            let conn = state.proto.connection_mut(self.handle);
-            if let Some(id) = conn.and_then(|c| c.accept_stream(dir)) {
-                count_halves(entry, id, dir, dir == Dir::Bi);
-                return Poll::Ready(Ok(id));
-            }
-            if let Some(e) = &entry.error {
-                return Poll::Ready(Err(e.clone()));
-            }
-            crate::shared::wait_in(&mut entry.wakers.accept[dir_index(dir)], cx.waker());
-            Poll::Pending
-        })
-        .await
+    fn poll_accept(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Dir,
+    ) -> Poll<Result<StreamId, ConnectionError>> {
+        let mut state = self.shared.lock();
+        let state = &mut *state;
+        let entry = state.conns.get_mut(&self.handle).expect("connection entry");
+        let conn = state.proto.connection_mut(self.handle);
+        if let Some(id) = conn.and_then(|c| c.accept_stream(dir)) {
+            count_halves(entry, id, dir, dir == Dir::Bi);
+            return Poll::Ready(Ok(id));
+        }
+        if let Some(e) = &entry.error {
+            return Poll::Ready(Err(e.clone()));
+        }
+        crate::shared::wait_in(&mut entry.wakers.accept[dir_index(dir)], cx.waker());
+        Poll::Pending
     }
 
     // The halves are made right after `open`/`accept` counted them, with no
@@ -82,32 +80,66 @@ impl Connection {
 
     /// Open a bidirectional stream (waits while the peer's stream limit is reached).
     pub async fn open_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
-        let id = self.open(Dir::Bi).await?;
-        Ok((
-            SendStream::new(self.counted(), id),
-            RecvStream::new(self.counted(), id),
-        ))
+        poll_fn(|cx| self.poll_open_bi(cx)).await
     }
 
     /// Open a unidirectional stream.
     pub async fn open_uni(&self) -> Result<SendStream, ConnectionError> {
-        let id = self.open(Dir::Uni).await?;
-        Ok(SendStream::new(self.counted(), id))
+        poll_fn(|cx| self.poll_open_uni(cx)).await
     }
 
     /// Wait for the peer to open a bidirectional stream.
     pub async fn accept_bi(&self) -> Result<(SendStream, RecvStream), ConnectionError> {
-        let id = self.accept(Dir::Bi).await?;
-        Ok((
-            SendStream::new(self.counted(), id),
-            RecvStream::new(self.counted(), id),
-        ))
+        poll_fn(|cx| self.poll_accept_bi(cx)).await
     }
 
     /// Wait for the peer to open a unidirectional stream.
     pub async fn accept_uni(&self) -> Result<RecvStream, ConnectionError> {
-        let id = self.accept(Dir::Uni).await?;
-        Ok(RecvStream::new(self.counted(), id))
+        poll_fn(|cx| self.poll_accept_uni(cx)).await
+    }
+
+    // The poll forms serve poll-based adapters (h3-quark's traits) without a
+    // boxed future per call. Every task waiting on one is woken.
+
+    /// [`open_bi`](Self::open_bi) as a poll.
+    pub fn poll_open_bi(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(SendStream, RecvStream), ConnectionError>> {
+        self.poll_open(cx, Dir::Bi).map_ok(|id| {
+            (
+                SendStream::new(self.counted(), id),
+                RecvStream::new(self.counted(), id),
+            )
+        })
+    }
+
+    /// [`open_uni`](Self::open_uni) as a poll.
+    pub fn poll_open_uni(&self, cx: &mut Context<'_>) -> Poll<Result<SendStream, ConnectionError>> {
+        self.poll_open(cx, Dir::Uni)
+            .map_ok(|id| SendStream::new(self.counted(), id))
+    }
+
+    /// [`accept_bi`](Self::accept_bi) as a poll.
+    pub fn poll_accept_bi(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(SendStream, RecvStream), ConnectionError>> {
+        self.poll_accept(cx, Dir::Bi).map_ok(|id| {
+            (
+                SendStream::new(self.counted(), id),
+                RecvStream::new(self.counted(), id),
+            )
+        })
+    }
+
+    /// [`accept_uni`](Self::accept_uni) as a poll.
+    pub fn poll_accept_uni(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<RecvStream, ConnectionError>> {
+        self.poll_accept(cx, Dir::Uni)
+            .map_ok(|id| RecvStream::new(self.counted(), id))
     }
 
     /// Close with an application error code and reason.

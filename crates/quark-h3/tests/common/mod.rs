@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod peers;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 

@@ -18,10 +18,6 @@ use super::{
 };
 use crate::wire::{MAX_LEN, Verifier, pattern_chunks};
 
-type ServerStream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
-type ClientStream = h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
-type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
-
 /// The h3-over-quinn adapter.
 #[derive(Debug)]
 pub struct H3Quinn;
@@ -36,9 +32,17 @@ fn verify(v: &mut Verifier, mut chunk: impl Buf) -> Result<(), crate::wire::Wire
     Ok(())
 }
 
-async fn serve_request(resolver: Resolver, stats: &ServerStats) -> anyhow::Result<()> {
+/// Answers one request of the lab's routes through hyperium h3, over any QUIC
+/// layer (h3-quinn here, h3-quark in `h3-on-quark`).
+async fn serve_request<C>(
+    resolver: h3::server::RequestResolver<C, Bytes>,
+    stats: &ServerStats,
+) -> anyhow::Result<()>
+where
+    C: h3::quic::Connection<Bytes>,
+{
     let guard = stats.request();
-    let (req, mut stream): (_, ServerStream) = resolver.resolve_request().await?;
+    let (req, mut stream) = resolver.resolve_request().await?;
     let Some(n) = response_len(req.uri().path()) else {
         stream
             .send_response(http::Response::builder().status(404).body(())?)
@@ -62,18 +66,17 @@ async fn serve_request(resolver: Resolver, stats: &ServerStats) -> anyhow::Resul
     Ok(())
 }
 
-async fn serve_connection(incoming: quinn::Incoming, stats: Arc<ServerStats>) {
-    let Ok(conn) = incoming.await else {
-        stats.error();
-        return;
-    };
+/// Serves an established connection's requests with hyperium h3's server,
+/// concurrently inside this task; shared by `h3-quinn` and `h3-on-quark`.
+pub(crate) async fn serve_h3<C>(quic: C, stats: &ServerStats)
+where
+    C: h3::quic::Connection<Bytes>,
+{
     let _open = stats.connection();
-    let Ok(mut h3) = h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(conn)).await
-    else {
+    let Ok(mut h3) = h3::server::Connection::<_, Bytes>::new(quic).await else {
         stats.error();
         return;
     };
-    let stats = &stats;
     let mut running = FuturesUnordered::new();
     loop {
         tokio::select! {
@@ -88,6 +91,43 @@ async fn serve_connection(incoming: quinn::Incoming, stats: Arc<ServerStats>) {
         }
     }
     while running.next().await.is_some() {}
+}
+
+async fn serve_connection(incoming: quinn::Incoming, stats: Arc<ServerStats>) {
+    let Ok(conn) = incoming.await else {
+        stats.error();
+        return;
+    };
+    serve_h3(h3_quinn::Connection::new(conn), &stats).await;
+}
+
+/// One lab request through hyperium h3's client, over any QUIC layer: the
+/// body sent as pattern chunks, every byte of the response checked.
+pub(crate) async fn h3_request<O>(
+    send: &h3::client::SendRequest<O, Bytes>,
+    base: &str,
+    req: Request,
+) -> anyhow::Result<()>
+where
+    O: h3::quic::OpenStreams<Bytes> + Clone,
+{
+    let head = http_request(base, &req)?;
+    let mut send = send.clone();
+    let mut stream = send.send_request(head).await?;
+    for chunk in pattern_chunks(req.body_len) {
+        stream.send_data(chunk).await?;
+    }
+    stream.finish().await?;
+    let resp = stream.recv_response().await?;
+    if resp.status() != http::StatusCode::OK {
+        bail!("server answered {}", resp.status());
+    }
+    let mut v = Verifier::new(req.response_len);
+    while let Some(chunk) = stream.recv_data().await? {
+        verify(&mut v, chunk)?;
+    }
+    v.finish()?;
+    Ok(())
 }
 
 impl Adapter for H3Quinn {
@@ -154,25 +194,7 @@ struct H3QuinnConn {
 
 impl Connection for H3QuinnConn {
     fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
-        Box::pin(async move {
-            let head = http_request(&self.base, &req)?;
-            let mut send = self.send.clone();
-            let mut stream: ClientStream = send.send_request(head).await?;
-            for chunk in pattern_chunks(req.body_len) {
-                stream.send_data(chunk).await?;
-            }
-            stream.finish().await?;
-            let resp = stream.recv_response().await?;
-            if resp.status() != http::StatusCode::OK {
-                bail!("server answered {}", resp.status());
-            }
-            let mut v = Verifier::new(req.response_len);
-            while let Some(chunk) = stream.recv_data().await? {
-                verify(&mut v, chunk)?;
-            }
-            v.finish()?;
-            Ok(())
-        })
+        Box::pin(h3_request(&self.send, &self.base, req))
     }
 
     fn close(&self) -> BoxFuture<'_, anyhow::Result<()>> {

@@ -21,6 +21,7 @@ use std::time::Instant;
 use rustls_pki_types::CertificateDer;
 
 pub mod h3;
+pub mod h3_on_quark;
 pub mod h3_quinn;
 pub mod hq;
 pub mod http;
@@ -325,6 +326,7 @@ pub fn registry() -> &'static [&'static dyn Adapter] {
         &HTTP2,
         &HTTP2_TLS,
         &H3,
+        &h3_on_quark::H3OnQuark,
         &H3_QUINN,
     ];
     ALL

@@ -174,7 +174,15 @@ pub fn link_unavailable() -> Option<String> {
 pub fn carried_by_relay(proto: &str) -> bool {
     matches!(
         proto,
-        "quic" | "quinn" | "s2n-quic" | "quic-go" | "h3" | "h3-quinn" | "udp" | "quic-dgram"
+        "quic"
+            | "quinn"
+            | "s2n-quic"
+            | "quic-go"
+            | "h3"
+            | "h3-on-quark"
+            | "h3-quinn"
+            | "udp"
+            | "quic-dgram"
     )
 }
 

@@ -1,0 +1,112 @@
+//! `h3-on-quark`: hyperium's `h3` over quark through `h3-quark`, the same h3
+//! client and server code as `h3-quinn` (shared with it) on quark's streams.
+//! Beside `h3` (quark-h3) it shows what h3's own HTTP/3 layer costs on quark,
+//! beside `h3-quinn` what the QUIC stack underneath it does.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::h3::H3_UNI_STREAMS;
+use super::h3_quinn::{h3_request, serve_h3};
+use super::quic::{QuarkEndpoints, breakdown, quark_client_config, serve_quark, server_config};
+use super::tls::SERVER_NAME;
+use super::{
+    Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
+    Server, ServerStats,
+};
+
+/// The h3-over-quark adapter.
+#[derive(Debug)]
+pub struct H3OnQuark;
+
+async fn serve_connection(conn: quark::Connection, stats: Arc<ServerStats>) {
+    serve_h3(h3_quark::Connection::new(conn), &stats).await;
+}
+
+impl Adapter for H3OnQuark {
+    fn name(&self) -> &'static str {
+        "h3-on-quark"
+    }
+
+    fn about(&self) -> &'static str {
+        "hyperium h3 0.0.8 HTTP/3 over quark (h3-quark)"
+    }
+
+    fn busy_poll(&self, window: std::time::Duration) -> bool {
+        super::quic::Quic.busy_poll(window)
+    }
+
+    fn own_workers(&self) -> bool {
+        true
+    }
+
+    fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
+        Box::pin(async move {
+            let config = server_config(&cfg, b"h3", H3_UNI_STREAMS.into())?;
+            serve_quark(cfg, config, serve_connection)
+        })
+    }
+
+    fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
+        Box::pin(async move {
+            let config = quark_client_config(&cfg.cert, cfg.cipher, b"h3", H3_UNI_STREAMS.into())?;
+            let base = format!("https://{SERVER_NAME}:{}", cfg.server.port());
+            let endpoints = QuarkEndpoints::new(&cfg, config)?;
+            Ok(Arc::new(H3OnQuarkClient { endpoints, base }) as Arc<dyn Client>)
+        })
+    }
+}
+
+struct H3OnQuarkClient {
+    endpoints: QuarkEndpoints,
+    base: String,
+}
+
+impl Client for H3OnQuarkClient {
+    fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
+        Box::pin(async move {
+            let conn = self.endpoints.connect().await?;
+            let quic = conn.clone();
+            let (mut driver, send) = h3::client::new(h3_quark::Connection::new(conn)).await?;
+            let driver = tokio::spawn(async move {
+                let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+            });
+            let base = self.base.clone();
+            Ok(Arc::new(H3OnQuarkConn {
+                send,
+                quic,
+                driver,
+                base,
+            }) as Arc<dyn Connection>)
+        })
+    }
+
+    fn wait_idle(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.endpoints.wait_idle())
+    }
+
+    fn cpu_counters(&self) -> Option<CpuCounters> {
+        Some(breakdown())
+    }
+}
+
+struct H3OnQuarkConn {
+    send: h3::client::SendRequest<h3_quark::OpenStreams, Bytes>,
+    quic: quark::Connection,
+    driver: tokio::task::JoinHandle<()>,
+    base: String,
+}
+
+impl Connection for H3OnQuarkConn {
+    fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(h3_request(&self.send, &self.base, req))
+    }
+
+    fn close(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        // H3_NO_ERROR (RFC 9114 §8.1).
+        self.quic.close(0x100, b"done");
+        self.driver.abort();
+        Box::pin(async { Ok(()) })
+    }
+}
