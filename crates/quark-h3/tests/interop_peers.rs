@@ -14,6 +14,7 @@
 mod common;
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use common::peers::*;
 use common::*;
