@@ -622,3 +622,37 @@ fn repeated_cells_keep_every_run_and_report_medians() {
     }
     let _ = std::fs::remove_file(&json);
 }
+
+/// `quic-c` (quark through libquark's C API) runs beside `quic` in one
+/// `quark bench`, with exact server counts and CPU per GB and per request.
+#[test]
+fn quic_c_runs_beside_quic_with_exact_counts() {
+    let json = tmp("quic-c.json");
+    let v = bench_json(
+        &[
+            "-p",
+            "quic,quic-c",
+            "-s",
+            "goodput,persistent",
+            "--sizes",
+            "300KB",
+        ],
+        &["--runs", "2", "--warmup", "1", "--requests", "200"],
+        &json,
+    );
+    for proto in ["quic", "quic-c"] {
+        let g = &cells(&v, "goodput", proto)[0]["metrics"];
+        assert_eq!(g["server_counters"]["requests"], 2, "{proto}");
+        assert_eq!(g["server_counters"]["bytes_out"], 600_000, "{proto}");
+        assert!(
+            g["cpu_s_per_gb"]["total"].as_f64().unwrap() > 0.0,
+            "{proto}"
+        );
+        let p = &cells(&v, "persistent", proto)[0]["metrics"];
+        assert_eq!(p["server_counters"]["requests"], 200, "{proto}");
+        assert_eq!(p["server_counters"]["bytes_out"], 200 * 300_000, "{proto}");
+        assert_eq!(p["server_counters"]["errors"], 0, "{proto}");
+        assert!(p["cpu_s_per_1000_requests"]["total"].as_f64().unwrap() > 0.0);
+    }
+    let _ = std::fs::remove_file(&json);
+}

@@ -20,9 +20,18 @@
 //! failure, and a panic inside is caught and returned as
 //! `QUARK_ERROR_INTERNAL`. Calls block on one tokio runtime the library
 //! makes on first use; do not call them from inside an async runtime's task.
+//!
+//! Rust callers that may not use `unsafe` reach the pointer-taking calls
+//! through [`call`] (slices and C strings, same entry points). The lab's
+//! `quic-c` protocol (`quark bench -p quic,quic-c`) uses it to measure what
+//! this boundary costs: the lab's shared hq-interop workload driven through
+//! these functions only, with non-blocking handles and `quark_ready_fd` as an
+//! event-loop C program would, against `quic` (quark's Rust API) in one run;
+//! CPU per GB and per request in `docs/results/2026-11-29-quic-c/`.
 
 #![warn(missing_docs)]
 
+pub mod call;
 mod conn;
 mod error;
 mod object;

@@ -85,6 +85,11 @@ impl Ready {
         n
     }
 
+    /// A duplicate of the descriptor C polls (for [`crate::call::ready_fd`]).
+    pub(crate) fn dup_fd(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        self.read_end.try_clone().map(Into::into)
+    }
+
     /// The waker a handle leaves with what it waits for.
     pub(crate) fn waker(self: &Arc<Self>, handle: i64) -> Waker {
         Waker::from(Arc::new(Notify {

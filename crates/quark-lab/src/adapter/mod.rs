@@ -26,6 +26,7 @@ pub mod h3_quinn;
 pub mod hq;
 pub mod http;
 pub mod quic;
+pub mod quic_c;
 pub mod quic_dgram;
 pub mod quicgo;
 pub mod quinn;
@@ -284,6 +285,7 @@ pub trait Connection: Send + Sync {
 static TCP: tcp::Tcp = tcp::Tcp { tls: false };
 static TCP_TLS: tcp::Tcp = tcp::Tcp { tls: true };
 static QUIC: quic::Quic = quic::Quic;
+static QUIC_C: quic_c::QuicC = quic_c::QuicC;
 static QUINN: quinn::Quinn = quinn::Quinn;
 static S2N: s2n::S2n = s2n::S2n;
 static HTTP1: http::Http = http::Http {
@@ -318,6 +320,7 @@ pub fn registry() -> &'static [&'static dyn Adapter] {
         &TCP,
         &TCP_TLS,
         &QUIC,
+        &QUIC_C,
         &QUINN,
         &S2N,
         &QUIC_GO,

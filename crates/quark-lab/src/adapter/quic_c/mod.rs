@@ -1,0 +1,377 @@
+//! `quic-c`: quark through libquark's C API (crates/quark-ffi), to measure
+//! what the boundary costs against `quic`. The lab's workload and hq-interop
+//! code is shared with `quic`; only the way to quark differs: every call is
+//! one of libquark's `extern "C"` functions (handles, the handle table,
+//! caught panics, the library's own runtime thread, copies into and out of
+//! the caller's buffers). Like an event-loop C program, every handle is
+//! non-blocking and waits on the endpoint's `quark_ready_fd` ([`ready`]);
+//! only `quark_connect` and `quark_close` of a connection or endpoint, which
+//! block by design, run on blocking threads.
+//!
+//! Differences that come with the C API: each client connection has an
+//! endpoint (a UDP socket) of its own, the server runs on the library's one
+//! runtime thread (no `--server-workers`), and libquark's transport settings
+//! are quark's defaults (the `quic` adapter's `QUARK_TUNE` and `--cc` do not
+//! reach it). quark's CPU breakdown counters are switched as for `quic`.
+
+mod ready;
+mod stream;
+
+use std::ffi::CString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use self::ready::{Ready, check};
+use self::stream::OwnedStream;
+use super::hq::{self, ALPN};
+use super::tls::{Cipher, SERVER_NAME};
+use super::{
+    Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
+    Server, ServerStats,
+};
+
+/// The `quic-c` adapter.
+#[derive(Debug)]
+pub struct QuicC;
+
+fn c_string(s: &str) -> anyhow::Result<CString> {
+    Ok(CString::new(s)?)
+}
+
+/// PEM text for DER `der` (what `quark_listen_pem` and CA files take).
+fn pem(label: &str, der: &[u8]) -> String {
+    const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut text = String::new();
+    for chunk in der.chunks(3) {
+        let n = chunk.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b)) << (8 * (3 - chunk.len()));
+        for i in 0..4 {
+            let c = if i <= chunk.len() {
+                B64[((n >> (18 - 6 * i)) & 63) as usize]
+            } else {
+                b'='
+            };
+            text.push(c as char);
+        }
+    }
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in text.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap_or_default());
+        out.push('\n');
+    }
+    out + &format!("-----END {label}-----\n")
+}
+
+/// libquark's name for the lab's cipher (`quark_connect_with`).
+fn cipher_name(c: Cipher) -> &'static str {
+    match c {
+        Cipher::Aes128Gcm => "aes128",
+        Cipher::Aes256Gcm => "aes256",
+        Cipher::Chacha20 => "chacha20",
+    }
+}
+
+/// Closes a connection or endpoint handle on a blocking thread (the call
+/// blocks by design), once `watcher` (if any) no longer polls its descriptor.
+async fn close_blocking(handle: i64, watcher: Option<JoinHandle<()>>) {
+    if let Some(w) = watcher {
+        ready::stop(w).await;
+    }
+    let _ = tokio::task::spawn_blocking(move || quark_ffi::quark_close(handle)).await;
+}
+
+struct QuicCServer {
+    endpoint: i64,
+    addr: SocketAddr,
+    watcher: Option<JoinHandle<()>>,
+    accept: JoinHandle<()>,
+    /// Tells the connection tasks to close their handles.
+    shutdown: watch::Sender<bool>,
+}
+
+impl Server for QuicCServer {
+    fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn cpu_counters(&self) -> Option<CpuCounters> {
+        Some(super::quic::breakdown())
+    }
+}
+
+impl Drop for QuicCServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+        let _ = self.shutdown.send(true);
+        let (endpoint, watcher) = (self.endpoint, self.watcher.take());
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(close_blocking(endpoint, watcher));
+            }
+            Err(_) => {
+                // No runtime left: nothing polls the descriptor any more.
+                std::thread::spawn(move || quark_ffi::quark_close(endpoint));
+            }
+        }
+    }
+}
+
+async fn serve_connection(
+    conn: i64,
+    ready: Arc<Ready>,
+    stats: Arc<ServerStats>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let _open = stats.connection();
+    if ready.register(conn).is_ok() {
+        let ready = &ready;
+        let stats = &stats;
+        let serve = super::serve::serve_streams(
+            || async move {
+                let s = ready
+                    .retry(conn, || quark_ffi::quark_stream_accept(conn))
+                    .await;
+                // Negative: the connection ended.
+                (s > 0).then(|| OwnedStream::new(s, ready.clone()).ok())?
+            },
+            |s: OwnedStream| async move {
+                // Failures are counted by the request guard.
+                let _ = hq::serve_stream(s.half(), s.half(), stats).await;
+            },
+        );
+        tokio::select! {
+            () = serve => {}
+            _ = shutdown.wait_for(|s| *s) => {}
+        }
+    }
+    ready.unregister(conn);
+    close_blocking(conn, None).await;
+}
+
+fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
+    quark::counters::set_enabled(super::quic::counters_wanted());
+    let cert = c_string(&pem("CERTIFICATE", &cfg.identity.cert))?;
+    let key = c_string(&pem("PRIVATE KEY", cfg.identity.key.secret_pkcs8_der()))?;
+    let alpn = c_string(std::str::from_utf8(ALPN)?)?;
+    let addr = c_string(&cfg.listen.to_string())?;
+    let endpoint = quark_ffi::call::listen_pem(&addr, &cert, &key, &alpn);
+    check("quark_listen_pem", endpoint)
+        .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+    let port = quark_ffi::quark_local_port(endpoint);
+    let ready = Arc::new(Ready::default());
+    let started = check("quark_local_port", i64::from(port))
+        .and_then(|_| ready.register(endpoint))
+        .and_then(|()| ready::watch(endpoint, ready.clone()));
+    let watcher = match started {
+        Ok(w) => w,
+        Err(e) => {
+            quark_ffi::quark_close(endpoint);
+            return Err(e);
+        }
+    };
+    let (shutdown, rx) = watch::channel(false);
+    let stats = cfg.stats;
+    let accept = tokio::spawn(async move {
+        loop {
+            let conn = ready
+                .retry(endpoint, || quark_ffi::quark_accept(endpoint))
+                .await;
+            if conn <= 0 {
+                return;
+            }
+            tokio::spawn(serve_connection(
+                conn,
+                ready.clone(),
+                stats.clone(),
+                rx.clone(),
+            ));
+        }
+    });
+    Ok(Box::new(QuicCServer {
+        endpoint,
+        addr: SocketAddr::new(cfg.listen.ip(), port as u16),
+        watcher: Some(watcher),
+        accept,
+        shutdown,
+    }))
+}
+
+/// What every connection of a client connects with.
+struct Target {
+    addr: CString,
+    name: CString,
+    alpn: CString,
+    ca: CString,
+    ciphers: CString,
+}
+
+struct QuicCClient {
+    target: Arc<Target>,
+    /// The CA file (the server's certificate), removed with the client.
+    ca_file: PathBuf,
+    closing: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl Drop for QuicCClient {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.ca_file);
+    }
+}
+
+impl QuicCClient {
+    fn new(cfg: &ClientConfig) -> anyhow::Result<Self> {
+        quark::counters::set_enabled(super::quic::counters_wanted());
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ca_file =
+            std::env::temp_dir().join(format!("quark-lab-quic-c-{}-{n}.pem", std::process::id()));
+        std::fs::write(&ca_file, pem("CERTIFICATE", &cfg.cert))?;
+        let target = Target {
+            addr: c_string(&cfg.server.to_string())?,
+            name: c_string(SERVER_NAME)?,
+            alpn: c_string(std::str::from_utf8(ALPN)?)?,
+            ca: c_string(&ca_file.to_string_lossy())?,
+            ciphers: c_string(cipher_name(cfg.cipher))?,
+        };
+        Ok(QuicCClient {
+            target: Arc::new(target),
+            ca_file,
+            closing: Arc::default(),
+        })
+    }
+}
+
+impl Client for QuicCClient {
+    fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
+        Box::pin(async move {
+            let t = self.target.clone();
+            // quark_connect blocks until the handshake is done, by design.
+            let conn = tokio::task::spawn_blocking(move || {
+                quark_ffi::call::connect_with(
+                    &t.addr,
+                    &t.name,
+                    &t.alpn,
+                    false,
+                    Some(&t.ca),
+                    Some(&t.ciphers),
+                )
+            })
+            .await?;
+            check("quark_connect_with", conn).context("QUIC handshake")?;
+            let ready = Arc::new(Ready::default());
+            let watcher = ready
+                .register(conn)
+                .and_then(|()| ready::watch(conn, ready.clone()));
+            let watcher = match watcher {
+                Ok(w) => w,
+                Err(e) => {
+                    let _ = tokio::task::spawn_blocking(move || quark_ffi::quark_close(conn)).await;
+                    return Err(e);
+                }
+            };
+            Ok(Arc::new(QuicCConn {
+                conn,
+                ready,
+                watcher: Mutex::new(Some(watcher)),
+                closing: self.closing.clone(),
+            }) as Arc<dyn Connection>)
+        })
+    }
+
+    fn wait_idle(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let pending =
+                std::mem::take(&mut *self.closing.lock().unwrap_or_else(|p| p.into_inner()));
+            for p in pending {
+                let _ = p.await;
+            }
+        })
+    }
+
+    fn cpu_counters(&self) -> Option<CpuCounters> {
+        Some(super::quic::breakdown())
+    }
+}
+
+struct QuicCConn {
+    conn: i64,
+    ready: Arc<Ready>,
+    /// `None` once closing.
+    watcher: Mutex<Option<JoinHandle<()>>>,
+    /// The client's closes under way ([`Client::wait_idle`] waits for them).
+    closing: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl QuicCConn {
+    /// Starts closing (once): `quark_close` waits for what was written to be
+    /// acknowledged and for the close to be sent, so it runs in the
+    /// background like `quic`'s close, and `wait_idle` waits for it.
+    fn begin_close(&self) {
+        let watcher = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some(watcher) = watcher else {
+            return;
+        };
+        self.ready.unregister(self.conn);
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            watcher.abort();
+            let conn = self.conn;
+            std::thread::spawn(move || quark_ffi::quark_close(conn));
+            return;
+        };
+        let task = rt.spawn(close_blocking(self.conn, Some(watcher)));
+        let mut closing = self.closing.lock().unwrap_or_else(|p| p.into_inner());
+        closing.retain(|t| !t.is_finished());
+        closing.push(task);
+    }
+}
+
+impl Drop for QuicCConn {
+    fn drop(&mut self) {
+        self.begin_close();
+    }
+}
+
+impl Connection for QuicCConn {
+    fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async move {
+            let conn = self.conn;
+            let s = self
+                .ready
+                .retry(conn, || quark_ffi::quark_stream_open(conn))
+                .await;
+            let s = OwnedStream::new(check("quark_stream_open", s)?, self.ready.clone())?;
+            hq::request(s.half(), s.half(), req).await
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        self.begin_close();
+        Box::pin(async { Ok(()) })
+    }
+}
+
+impl Adapter for QuicC {
+    fn name(&self) -> &'static str {
+        "quic-c"
+    }
+
+    fn about(&self) -> &'static str {
+        "quark QUIC through libquark's C API (quark-ffi; non-blocking handles, quark_ready_fd), hq-interop"
+    }
+
+    fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
+        Box::pin(async move { serve(cfg) })
+    }
+
+    fn client(&self, cfg: ClientConfig) -> BoxFuture<'static, anyhow::Result<Arc<dyn Client>>> {
+        Box::pin(async move { Ok(Arc::new(QuicCClient::new(&cfg)?) as Arc<dyn Client>) })
+    }
+}

@@ -1,0 +1,161 @@
+//! Waiting for libquark handles the way a C event loop does: every handle is
+//! non-blocking, a call that gives `QUARK_ERROR_AGAIN` waits for its handle
+//! to come off the endpoint's ready list (`quark_ready`), and one task per
+//! endpoint watches the endpoint's descriptor (`quark_ready_fd`, as a
+//! duplicate registered with tokio) and hands each listed handle to whoever
+//! waits for it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use quark_ffi::{QuarkError, call};
+use tokio::io::Interest;
+use tokio::net::UnixStream;
+use tokio::task::JoinHandle;
+
+/// `QUARK_ERROR_AGAIN` as the calls return it.
+pub(crate) const AGAIN: i64 = QuarkError::Again as i64;
+
+/// A negative return code as an error.
+pub(crate) fn check(what: &str, code: i64) -> anyhow::Result<i64> {
+    if code < 0 {
+        anyhow::bail!("{what}: {} ({code})", call::strerror(code));
+    }
+    Ok(code)
+}
+
+#[derive(Default)]
+struct Slot {
+    /// Listed while nobody waited: the next wait returns at once.
+    ready: bool,
+    /// Listings that woke waiters: a waiter returns once it changed.
+    epoch: u64,
+    waiters: Vec<Waker>,
+}
+
+/// The handles of one libquark endpoint that this process waits on. Only
+/// registered handles get a slot (the ones this side opened and has not
+/// closed), so the map is bounded by the open handles.
+#[derive(Default)]
+pub(crate) struct Ready {
+    slots: Mutex<HashMap<i64, Slot>>,
+}
+
+impl Ready {
+    fn lock(&self) -> MutexGuard<'_, HashMap<i64, Slot>> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes `handle` non-blocking and gives it a slot, before its first call
+    /// (a listing for a handle without a slot is dropped).
+    pub(crate) fn register(&self, handle: i64) -> anyhow::Result<()> {
+        self.lock().insert(handle, Slot::default());
+        check(
+            "quark_set_nonblocking",
+            i64::from(quark_ffi::quark_set_nonblocking(handle, 1)),
+        )?;
+        Ok(())
+    }
+
+    pub(crate) fn unregister(&self, handle: i64) {
+        self.lock().remove(&handle);
+    }
+
+    fn notify(&self, handle: i64) {
+        let waiters = match self.lock().get_mut(&handle) {
+            Some(slot) if slot.waiters.is_empty() => {
+                slot.ready = true;
+                return;
+            }
+            Some(slot) => {
+                slot.epoch += 1;
+                std::mem::take(&mut slot.waiters)
+            }
+            None => return,
+        };
+        for w in waiters {
+            w.wake();
+        }
+    }
+
+    /// `seen`: the epoch when this wait started (`None` before its first poll).
+    fn poll_wait(&self, handle: i64, seen: &mut Option<u64>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut slots = self.lock();
+        let Some(slot) = slots.get_mut(&handle) else {
+            // Closed meanwhile: the retried call reports it.
+            return Poll::Ready(());
+        };
+        match *seen {
+            None if std::mem::take(&mut slot.ready) => return Poll::Ready(()),
+            None => *seen = Some(slot.epoch),
+            Some(e) if e != slot.epoch => return Poll::Ready(()),
+            Some(_) => {}
+        }
+        if !slot.waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            slot.waiters.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    /// Runs `call` until it gives something else than `QUARK_ERROR_AGAIN`,
+    /// waiting for `handle` to be listed ready between tries (edge-triggered:
+    /// a call always comes first, so nothing listed before is missed).
+    pub(crate) async fn retry(&self, handle: i64, mut call: impl FnMut() -> i64) -> i64 {
+        loop {
+            let r = call();
+            if r != AGAIN {
+                return r;
+            }
+            let mut seen = None;
+            std::future::poll_fn(|cx| self.poll_wait(handle, &mut seen, cx)).await;
+        }
+    }
+}
+
+/// Watches the ready descriptor of `handle`'s endpoint and hands the listed
+/// handles to `ready`, until the endpoint's handles are gone or it is stopped.
+pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle<()>> {
+    let fd = call::ready_fd(handle).map_err(|e| check("quark_ready_fd", e).unwrap_err())?;
+    // Our own duplicate of the descriptor, so tokio may own it. Non-blocking
+    // is what tokio needs; libquark reads its byte only when one is there.
+    let fd = std::os::unix::net::UnixStream::from(fd);
+    fd.set_nonblocking(true)?;
+    let fd = UnixStream::from_std(fd)?;
+    Ok(tokio::spawn(async move {
+        let mut listed = [0i64; 64];
+        loop {
+            if fd.readable().await.is_err() {
+                return;
+            }
+            let mut gone = false;
+            // Returning WouldBlock once the list is empty (and its byte read)
+            // clears the readiness; a listing since then is a new edge.
+            let _ = fd.try_io(Interest::READABLE, || {
+                loop {
+                    let n = call::ready(handle, &mut listed);
+                    if n < 0 {
+                        gone = true;
+                        break;
+                    }
+                    for &h in &listed[..n as usize] {
+                        ready.notify(h);
+                    }
+                    if (n as usize) < listed.len() {
+                        break;
+                    }
+                }
+                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+            });
+            if gone {
+                return;
+            }
+        }
+    }))
+}
+
+/// Stops a [`watch`] task before its handle is closed.
+pub(crate) async fn stop(task: JoinHandle<()>) {
+    task.abort();
+    let _ = task.await;
+}
