@@ -15,6 +15,7 @@ mod relay;
 mod relay_watch;
 mod report;
 mod serve;
+mod serve_tcp;
 mod timer;
 mod xdp;
 mod zero_rtt;

@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::access_log::{AccessLog, Line};
 use crate::options::{TransportArgs, parse_quic_version};
+use crate::serve_tcp;
 
 /// Serve files over hq-interop (HTTP/0.9 over QUIC) or HTTP/3.
 #[derive(Args, Debug)]
@@ -83,6 +84,13 @@ pub(crate) struct ServeArgs {
     /// after GOAWAY before the server closes anyway, in seconds.
     #[arg(long, default_value_t = 30)]
     pub(crate) drain_timeout: u64,
+    /// With --h3: do not also serve the files over HTTP/1.1 and HTTP/2 on
+    /// TLS at the same TCP port (whose responses advertise HTTP/3 in Alt-Svc).
+    #[arg(long)]
+    pub(crate) no_tcp: bool,
+    /// With --h3: TCP connections served at once (more wait in the backlog).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) tcp_max_connections: u32,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -272,11 +280,18 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let mut term = signal(SignalKind::terminate()).ok();
     tokio::spawn(trim_heap());
+    let tcp = TcpSide {
+        identity: &identity,
+        suites: &suites,
+        files: &files,
+        args: &args,
+    };
     if args.workers > 1 {
-        return serve_workers(config, &args, files, &mut term).await;
+        return serve_workers(config, &args, files.clone(), &mut term, tcp).await;
     }
     let endpoint = Endpoint::with_config(endpoint_config(&args), Some(config), listen)
         .with_context(|| format!("cannot listen on {listen}"))?;
+    let _tcp = tcp.start(endpoint.local_addr()?).await?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({name})",
@@ -303,6 +318,54 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     Ok(())
+}
+
+/// What `--h3`'s TCP listener is made from.
+struct TcpSide<'a> {
+    identity: &'a Identity,
+    suites: &'a [rustls::SupportedCipherSuite],
+    files: &'a Files,
+    args: &'a ServeArgs,
+}
+
+/// Stops the TCP listener when dropped (connections it took end with the process).
+struct Stop(tokio::task::JoinHandle<()>);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl TcpSide<'_> {
+    /// With `--h3` (and not `--no-tcp`): HTTP/1.1 and HTTP/2 over TLS on
+    /// TCP at `quic`'s address and port, advertising HTTP/3 there.
+    async fn start(self, quic: SocketAddr) -> anyhow::Result<Option<Stop>> {
+        if !self.args.h3 || self.args.no_tcp {
+            return Ok(None);
+        }
+        let mut tls = rustls::ServerConfig::builder_with_provider(tls::provider(self.suites))
+            .with_protocol_versions(&[&rustls::version::TLS13])?
+            .with_no_client_auth()
+            .with_single_cert(self.identity.chain.clone(), self.identity.key.clone_key())?;
+        tls.alpn_protocols = serve_tcp::ALPN.iter().map(|a| a.to_vec()).collect();
+        let listener = tokio::net::TcpListener::bind(quic)
+            .await
+            .with_context(|| format!("cannot listen on TCP {quic} (--no-tcp turns it off)"))?;
+        eprintln!("serving HTTP/1.1 and HTTP/2 on TCP {quic}");
+        let files = serve_tcp::TcpFiles {
+            root: self.files.root.clone(),
+            options: self.files.options.clone(),
+            alt_svc: serve_tcp::alt_svc(quic.port()),
+            log: self.files.log.clone(),
+            tls: tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
+            max_connections: self.args.tcp_max_connections as usize,
+        };
+        Ok(Some(Stop(tokio::spawn(serve_tcp::serve(
+            listener,
+            Arc::new(files),
+        )))))
+    }
 }
 
 /// Where to bind: `--listen`, or with `--preferred-address` every address
@@ -343,6 +406,7 @@ async fn serve_workers(
     args: &ServeArgs,
     files: Files,
     term: &mut Option<Signal>,
+    tcp: TcpSide<'_>,
 ) -> anyhow::Result<()> {
     let listen = listen_address(args)?;
     let group = WorkerGroup::bind(
@@ -352,6 +416,7 @@ async fn serve_workers(
         usize::from(args.workers),
     )
     .with_context(|| format!("cannot listen on {listen}"))?;
+    let _tcp = tcp.start(group.local_addr()).await?;
     group.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({}, {} workers)",
