@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 mod access_log;
 mod bench;
 mod get;
+mod get_http;
 mod impair;
 mod lab;
 mod link;
