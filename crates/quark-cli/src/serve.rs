@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use crate::access_log::{AccessLog, Line};
 use crate::options::{TransportArgs, parse_quic_version};
-use crate::serve_tcp;
+use crate::serve_tcp::TcpSide;
 
 /// Serve files over hq-interop (HTTP/0.9 over QUIC) or HTTP/3.
 #[derive(Args, Debug)]
@@ -91,6 +91,14 @@ pub(crate) struct ServeArgs {
     /// With --h3: TCP connections served at once (more wait in the backlog).
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) tcp_max_connections: u32,
+    /// With --h3: seconds a TCP client has for its TLS handshake and for
+    /// each HTTP/1.1 request head (idle keep-alive time included).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) tcp_head_timeout: u64,
+    /// With --h3: a TCP connection that moves no bytes either way for this
+    /// many seconds is dropped (idle, or a client that stopped reading).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) tcp_idle_timeout: u64,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -283,7 +291,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let tcp = TcpSide {
         identity: &identity,
         suites: &suites,
-        files: &files,
+        root: &files.root,
+        options: &files.options,
+        log: files.log.as_ref(),
         args: &args,
     };
     if args.workers > 1 {
@@ -318,54 +328,6 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     Ok(())
-}
-
-/// What `--h3`'s TCP listener is made from.
-struct TcpSide<'a> {
-    identity: &'a Identity,
-    suites: &'a [rustls::SupportedCipherSuite],
-    files: &'a Files,
-    args: &'a ServeArgs,
-}
-
-/// Stops the TCP listener when dropped (connections it took end with the process).
-struct Stop(tokio::task::JoinHandle<()>);
-
-impl Drop for Stop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl TcpSide<'_> {
-    /// With `--h3` (and not `--no-tcp`): HTTP/1.1 and HTTP/2 over TLS on
-    /// TCP at `quic`'s address and port, advertising HTTP/3 there.
-    async fn start(self, quic: SocketAddr) -> anyhow::Result<Option<Stop>> {
-        if !self.args.h3 || self.args.no_tcp {
-            return Ok(None);
-        }
-        let mut tls = rustls::ServerConfig::builder_with_provider(tls::provider(self.suites))
-            .with_protocol_versions(&[&rustls::version::TLS13])?
-            .with_no_client_auth()
-            .with_single_cert(self.identity.chain.clone(), self.identity.key.clone_key())?;
-        tls.alpn_protocols = serve_tcp::ALPN.iter().map(|a| a.to_vec()).collect();
-        let listener = tokio::net::TcpListener::bind(quic)
-            .await
-            .with_context(|| format!("cannot listen on TCP {quic} (--no-tcp turns it off)"))?;
-        eprintln!("serving HTTP/1.1 and HTTP/2 on TCP {quic}");
-        let files = serve_tcp::TcpFiles {
-            root: self.files.root.clone(),
-            options: self.files.options.clone(),
-            alt_svc: serve_tcp::alt_svc(quic.port()),
-            log: self.files.log.clone(),
-            tls: tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
-            max_connections: self.args.tcp_max_connections as usize,
-        };
-        Ok(Some(Stop(tokio::spawn(serve_tcp::serve(
-            listener,
-            Arc::new(files),
-        )))))
-    }
 }
 
 /// Where to bind: `--listen`, or with `--preferred-address` every address

@@ -81,7 +81,11 @@ impl Sender {
         }
         let req = req.body(Empty::new()).unwrap();
         let resp = match self {
-            Sender::H1(s) => s.send_request(req).await.unwrap(),
+            // HTTP/1.1 takes the next request once the last one is done.
+            Sender::H1(s) => {
+                s.ready().await.unwrap();
+                s.send_request(req).await.unwrap()
+            }
             Sender::H2(s) => s.send_request(req).await.unwrap(),
         };
         let (parts, body) = resp.into_parts();
@@ -205,4 +209,55 @@ async fn connections_past_the_limit_wait_for_a_free_slot() {
     drop(first);
     let got = tokio::time::timeout(Duration::from_secs(20), second).await;
     assert_eq!(got.unwrap().unwrap(), b"a");
+}
+
+/// Waits (at most 10 s) for the server to close `io`: EOF or an error.
+async fn closed(mut io: impl tokio::io::AsyncRead + Unpin) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 1024];
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match io.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    });
+    waited.await.expect("the server kept the connection open");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_idle_connections_are_dropped() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempdir("quark-cli", "serve-tcp-slow");
+    std::fs::write(dir.join("a.txt"), b"a").unwrap();
+    let args = ["--h3", "--tcp-head-timeout", "1", "--tcp-idle-timeout", "2"];
+    let server = serve_with(&dir, &dir, &args);
+
+    // No TLS handshake at all.
+    let tcp = TcpStream::connect(("127.0.0.1", server.port))
+        .await
+        .unwrap();
+    closed(tcp).await;
+
+    // A request head that never ends.
+    let mut tls1 = tls(server.port, &server.cert, b"http/1.1").await;
+    tls1.write_all(b"GET /a.txt HTTP/1.1\r\nhost: localhost\r\n")
+        .await
+        .unwrap();
+    closed(tls1).await;
+
+    // An HTTP/2 connection left idle after a request.
+    let io = TokioIo::new(tls(server.port, &server.cert, b"h2").await);
+    let (mut send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+        .await
+        .unwrap();
+    let conn = tokio::spawn(conn);
+    let req = Request::get("https://localhost/a.txt")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let resp = send.send_request(req).await.unwrap();
+    assert_eq!(resp.into_body().collect().await.unwrap().to_bytes(), "a");
+    let ended = tokio::time::timeout(Duration::from_secs(10), conn).await;
+    assert!(ended.is_ok(), "the idle HTTP/2 connection was kept");
 }
