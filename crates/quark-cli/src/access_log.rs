@@ -6,7 +6,8 @@
 //! ```
 //!
 //! (peer address, time the request ended in UTC, request line, status,
-//! body bytes, seconds taken). hq-interop requests show `hq-interop` as the
+//! body bytes, seconds taken). Requests over `--h3`'s TCP listener show
+//! `HTTP/1.1` or `HTTP/2`. hq-interop requests show `hq-interop` as the
 //! protocol and their reset code's status (404 for 0x404); `-` stands for
 //! what is unknown (no status sent, a request that did not parse).
 

@@ -69,6 +69,8 @@ pub(crate) struct GetArgs {
     #[arg(long)]
     pub(crate) no_version_upgrade: bool,
     #[command(flatten)]
+    pub(crate) request: crate::get_http::RequestArgs,
+    #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
 
@@ -147,6 +149,19 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
             other.port
         );
     }
+    let request = args.request.options().await?;
+    if request.is_some() && !args.h3 {
+        bail!("-i, -H, -X, -d and --data-binary need --h3");
+    }
+    // Early data can be replayed (RFC 9110 §9.2.1): safe methods only.
+    if let Some(r) = request.as_ref().filter(|_| args.zero_rtt) {
+        if !r.method.is_safe() {
+            bail!(
+                "--0rtt sends only safe methods (GET, HEAD), not {}",
+                r.method
+            );
+        }
+    }
     let to_stdout = args.output == "-";
     let out_dir = PathBuf::from(&args.output);
     if !to_stdout && !out_dir.is_dir() {
@@ -214,7 +229,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
                 true => format!("[{}]:{}", first.host, first.port),
                 false => format!("{}:{}", first.host, first.port),
             };
-            Via::H3(client, authority.into())
+            Via::H3(client, authority.into(), request.map(Arc::new))
         }
         false => Via::Hq(conn.clone()),
     };
@@ -347,8 +362,12 @@ enum Sink {
 #[derive(Clone)]
 enum Via {
     Hq(Connection),
-    /// The client and the authority (`host:port`) of the URLs.
-    H3(quark_h3::Client, Arc<str>),
+    /// The client, the authority (`host:port`) of the URLs, and `-i`, `-H`, ...
+    H3(
+        quark_h3::Client,
+        Arc<str>,
+        Option<Arc<crate::get_http::RequestOptions>>,
+    ),
 }
 
 impl Via {
@@ -362,7 +381,12 @@ impl Via {
             Via::Hq(conn) => quark::hq::fetch(conn, path, out, progress)
                 .await
                 .map_err(|e| e.describe()),
-            Via::H3(client, authority) => {
+            Via::H3(client, authority, Some(opts)) => {
+                crate::get_http::fetch(client, authority, path, opts, out, progress)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            Via::H3(client, authority, None) => {
                 quark_h3::files::fetch(client, authority, path, out, progress)
                     .await
                     .map_err(|e| e.to_string())

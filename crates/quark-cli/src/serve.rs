@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::access_log::{AccessLog, Line};
 use crate::options::{TransportArgs, parse_quic_version};
+use crate::serve_tcp::TcpSide;
 
 /// Serve files over hq-interop (HTTP/0.9 over QUIC) or HTTP/3.
 #[derive(Args, Debug)]
@@ -83,6 +84,21 @@ pub(crate) struct ServeArgs {
     /// after GOAWAY before the server closes anyway, in seconds.
     #[arg(long, default_value_t = 30)]
     pub(crate) drain_timeout: u64,
+    /// With --h3: do not also serve the files over HTTP/1.1 and HTTP/2 on
+    /// TLS at the same TCP port (whose responses advertise HTTP/3 in Alt-Svc).
+    #[arg(long)]
+    pub(crate) no_tcp: bool,
+    /// With --h3: TCP connections served at once (more wait in the backlog).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) tcp_max_connections: u32,
+    /// With --h3: seconds a TCP client has for its TLS handshake and for
+    /// each HTTP/1.1 request head (idle keep-alive time included).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) tcp_head_timeout: u64,
+    /// With --h3: a TCP connection that moves no bytes either way for this
+    /// many seconds is dropped (idle, or a client that stopped reading).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) tcp_idle_timeout: u64,
     #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
@@ -272,11 +288,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let mut term = signal(SignalKind::terminate()).ok();
     tokio::spawn(trim_heap());
+    let tcp = TcpSide {
+        identity: &identity,
+        suites: &suites,
+        root: &files.root,
+        options: &files.options,
+        log: files.log.as_ref(),
+        args: &args,
+    };
     if args.workers > 1 {
-        return serve_workers(config, &args, files, &mut term).await;
+        return serve_workers(config, &args, files.clone(), &mut term, tcp).await;
     }
     let endpoint = Endpoint::with_config(endpoint_config(&args), Some(config), listen)
         .with_context(|| format!("cannot listen on {listen}"))?;
+    let _tcp = tcp.start(endpoint.local_addr()?).await?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({name})",
@@ -343,6 +368,7 @@ async fn serve_workers(
     args: &ServeArgs,
     files: Files,
     term: &mut Option<Signal>,
+    tcp: TcpSide<'_>,
 ) -> anyhow::Result<()> {
     let listen = listen_address(args)?;
     let group = WorkerGroup::bind(
@@ -352,6 +378,7 @@ async fn serve_workers(
         usize::from(args.workers),
     )
     .with_context(|| format!("cannot listen on {listen}"))?;
+    let _tcp = tcp.start(group.local_addr()).await?;
     group.set_busy_poll(args.transport.busy_poll());
     eprintln!(
         "serving {} on {} ({}, {} workers)",

@@ -11,6 +11,7 @@
 //! with H3_NO_ERROR.
 
 mod cond;
+mod decide;
 mod kind;
 mod range;
 mod respond;
@@ -24,6 +25,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+pub use self::decide::{Answer, FileBody, decide};
 use crate::error::H3_NO_ERROR;
 use crate::{Client, Error, Server};
 
