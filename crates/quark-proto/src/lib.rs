@@ -46,7 +46,7 @@ pub mod varint;
 pub use cid::{ConnectionId, ResetToken};
 pub use config::{ClientConfig, EndpointConfig, MemoryBudget, ServerConfig, TransportConfig};
 pub use connection::{
-    Connection, ConnectionError, ConnectionStats, Event, MigrateError, SendDatagramError,
+    Connection, ConnectionError, ConnectionStats, Event, MigrateError, Priority, SendDatagramError,
     StreamError, StreamEvent, Transmit, ZeroRtt,
 };
 pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
