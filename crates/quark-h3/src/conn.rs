@@ -13,6 +13,7 @@ use quark_proto::varint::put_varint;
 use crate::config::Config;
 use crate::error::*;
 use crate::frame::{self, FrameHeader};
+use crate::priority;
 use crate::qpack::Qpack;
 use crate::reader::FrameReader;
 use crate::settings::Settings;
@@ -48,6 +49,9 @@ pub(crate) struct State {
     /// that it never shrinks).
     max_push_id: Option<u64>,
     pub(crate) error: Option<Error>,
+    /// PRIORITY_UPDATEs received, by request stream ID: they override the
+    /// head's Priority field whenever it is read (bounded; oldest go first).
+    pub(crate) priorities: std::collections::BTreeMap<u64, crate::Priority>,
     control: bool,
     encoder: bool,
     decoder: bool,
@@ -61,7 +65,7 @@ pub(crate) struct Conn(Arc<Inner>);
 pub(crate) struct Inner {
     pub(crate) quic: Connection,
     pub(crate) state: Mutex<State>,
-    control: tokio::sync::Mutex<SendStream>,
+    pub(crate) control: tokio::sync::Mutex<SendStream>,
     pub(crate) side: Side,
     /// The SETTINGS we announced.
     pub(crate) local: Settings,
@@ -268,6 +272,10 @@ impl Conn {
                         return Err(Error::conn(H3_ID_ERROR, "MAX_PUSH_ID went down"));
                     }
                     state.max_push_id = Some(id);
+                }
+                priority::PRIORITY_UPDATE_REQUEST | priority::PRIORITY_UPDATE_PUSH => {
+                    let payload = control_payload(r, h).await?;
+                    self.on_priority_update(h.ty, &payload)?;
                 }
                 // We never promise a push nor allow one: no push ID is valid.
                 frame::CANCEL_PUSH => {

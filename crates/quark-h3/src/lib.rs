@@ -58,6 +58,7 @@ pub mod error;
 pub mod files;
 pub mod frame;
 mod message;
+pub mod priority;
 mod qpack;
 mod reader;
 mod request;
@@ -67,6 +68,7 @@ pub mod settings;
 pub use client::Client;
 pub use config::{Config, QPACK_BLOCKED_STREAMS, QPACK_CAPACITY};
 pub use error::Error;
+pub use priority::Priority;
 pub use request::RequestStream;
 pub use server::Server;
 

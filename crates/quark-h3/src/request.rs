@@ -111,6 +111,27 @@ impl RequestStream {
         self.send.id().0
     }
 
+    /// Changes the response's priority (RFC 9218): a client sends a
+    /// PRIORITY_UPDATE, which the server applies to its response in place of
+    /// the request's Priority field; a server reorders its own response.
+    /// (A request's first priority goes in its `priority` header field:
+    /// [`priority::format`](crate::priority::format) writes one.)
+    pub async fn set_priority(&mut self, p: crate::Priority) -> Result<(), Error> {
+        match self.conn.side {
+            Side::Client => self.conn.send_priority_update(self.id(), p).await,
+            Side::Server => {
+                self.set_send_priority(p);
+                Ok(())
+            }
+        }
+    }
+
+    /// Orders our side of the stream by `p` in the connection's sending.
+    pub(crate) fn set_send_priority(&mut self, p: crate::Priority) {
+        // A stream already finished or reset has nothing left to order.
+        let _ = self.send.set_priority(p.urgency, p.incremental);
+    }
+
     /// Records a connection error (closing the connection) or resets this
     /// stream for a stream error, and passes the error on.
     fn fail(&mut self, e: Error) -> Error {
@@ -330,9 +351,15 @@ impl RequestStream {
     /// A frame that is neither HEADERS nor DATA on a request stream.
     async fn other_frame(&mut self, ty: u64, h: FrameHeader) -> Result<(), Error> {
         match ty {
-            frame::SETTINGS | frame::GOAWAY | frame::MAX_PUSH_ID | frame::CANCEL_PUSH => Err(
-                Error::conn(H3_FRAME_UNEXPECTED, "a control frame on a request stream"),
-            ),
+            frame::SETTINGS
+            | frame::GOAWAY
+            | frame::MAX_PUSH_ID
+            | frame::CANCEL_PUSH
+            | crate::priority::PRIORITY_UPDATE_REQUEST
+            | crate::priority::PRIORITY_UPDATE_PUSH => Err(Error::conn(
+                H3_FRAME_UNEXPECTED,
+                "a control frame on a request stream",
+            )),
             // A client never allowed a push (no MAX_PUSH_ID); a server may
             // not receive one at all (RFC 9114 §7.2.5).
             frame::PUSH_PROMISE if self.conn.side == Side::Client => {

@@ -175,6 +175,10 @@ impl RequestStream {
             }
         };
         self.start_body(req.headers(), false)?;
+        // RFC 9218 §5, §7: the client's priority orders our response.
+        if let Some(p) = self.conn.request_priority(self.id(), req.headers()) {
+            self.set_send_priority(p);
+        }
         Ok(req)
     }
 
