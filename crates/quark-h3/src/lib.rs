@@ -43,6 +43,7 @@
 //! | `qpack` | the connection's QPACK encoder, decoder and their streams |
 //! | `reader` | frames read from a stream (bounded buffers) |
 //! | `message` | HTTP messages to and from field lines, and their rules |
+//! | [`priority`] | RFC 9218: the Priority field, PRIORITY_UPDATE, applying them |
 //! | `conn` | control stream, the peer's unidirectional streams, connection errors |
 //! | `request` | a request stream: HEADERS, DATA, trailers |
 //! | `client`, `server` | the two ends' APIs |
