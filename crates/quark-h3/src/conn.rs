@@ -52,6 +52,8 @@ pub(crate) struct State {
     /// PRIORITY_UPDATEs received, by request stream ID: they override the
     /// head's Priority field whenever it is read (bounded; oldest go first).
     pub(crate) priorities: std::collections::BTreeMap<u64, crate::Priority>,
+    /// CONNECT streams reading HTTP Datagrams.
+    pub(crate) datagram_routes: crate::connect::Routes,
     control: bool,
     encoder: bool,
     decoder: bool,
@@ -112,6 +114,9 @@ impl Conn {
         }));
         let acceptor = conn.clone();
         conn.quic.spawn(async move { acceptor.accept_uni().await });
+        if conn.local.h3_datagram {
+            conn.quic.spawn(conn.clone().serve_datagrams());
+        }
         Ok(conn)
     }
 
@@ -240,6 +245,14 @@ impl Conn {
             ));
         }
         let settings = Settings::decode(&control_payload(r, first).await?)?;
+        // RFC 9297 §2.1.1: H3_DATAGRAM=1 on a connection without QUIC
+        // datagrams (RFC 9221) is H3_SETTINGS_ERROR.
+        if settings.h3_datagram && self.quic.max_datagram_size().is_none() {
+            return Err(Error::conn(
+                H3_SETTINGS_ERROR,
+                "H3_DATAGRAM without QUIC datagrams",
+            ));
+        }
         self.state.lock().unwrap().peer_settings = Some(settings);
         if let Some(q) = &self.qpack {
             q.peer_settings(&settings);

@@ -55,6 +55,7 @@
 mod client;
 mod config;
 mod conn;
+mod connect;
 pub mod error;
 pub mod files;
 pub mod frame;
@@ -68,6 +69,7 @@ pub mod settings;
 
 pub use client::Client;
 pub use config::{Config, QPACK_BLOCKED_STREAMS, QPACK_CAPACITY};
+pub use connect::Protocol;
 pub use error::Error;
 pub use priority::Priority;
 pub use request::RequestStream;

@@ -62,10 +62,16 @@ pub struct RequestStream {
     /// payloads): what an access log reports.
     pub(crate) status_sent: Option<http::StatusCode>,
     data_sent: u64,
+    /// HTTP Datagrams for this (CONNECT) stream, once routed here.
+    pub(crate) datagrams: Option<tokio::sync::mpsc::Receiver<Bytes>>,
 }
 
 impl Drop for RequestStream {
     fn drop(&mut self) {
+        if self.datagrams.is_some() {
+            let id = self.id();
+            self.conn.state.lock().unwrap().datagram_routes.remove(&id);
+        }
         if !self.sent_all {
             let _ = self.send.reset(H3_REQUEST_CANCELLED);
         }
@@ -103,6 +109,7 @@ impl RequestStream {
             blocked: false,
             status_sent: None,
             data_sent: 0,
+            datagrams: None,
         }
     }
 
