@@ -44,6 +44,7 @@
 //! | `reader` | frames read from a stream (bounded buffers) |
 //! | `message` | HTTP messages to and from field lines, and their rules |
 //! | [`priority`] | RFC 9218: the Priority field, PRIORITY_UPDATE, applying them |
+//! | `connect` | Extended CONNECT (RFC 9220) and HTTP Datagrams (RFC 9297), both off by default |
 //! | `conn` | control stream, the peer's unidirectional streams, connection errors |
 //! | `request` | a request stream: HEADERS, DATA, trailers |
 //! | `client`, `server` | the two ends' APIs |
