@@ -47,6 +47,10 @@ pub(crate) struct GetArgs {
     /// With --h3: streams the peer's QPACK encoder may leave blocked.
     #[arg(long, default_value_t = quark_h3::QPACK_BLOCKED_STREAMS)]
     pub(crate) qpack_blocked_streams: u64,
+    /// With --h3: the requests' priority (RFC 9218 Priority header), e.g.
+    /// `u=0` (most urgent) to `u=7`, `,i` for incremental: `u=5,i`.
+    #[arg(long, value_parser = parse_priority, requires = "h3")]
+    pub(crate) priority: Option<quark_h3::Priority>,
     /// Start a 1-RTT key update as soon as the handshake is confirmed (the
     /// interop runner's keyupdate case); quark otherwise updates keys by
     /// itself before their confidentiality limit.
@@ -229,7 +233,20 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
                 true => format!("[{}]:{}", first.host, first.port),
                 false => format!("{}:{}", first.host, first.port),
             };
-            Via::H3(client, authority.into(), request.map(Arc::new))
+            // With -i/-H/-X/-d the request is built from the options: the
+            // priority goes in as its header field, unless -H set one.
+            let request = request.map(|mut opts| {
+                if let Some(p) = args.priority {
+                    let name = http::HeaderName::from_static(quark_h3::priority::PRIORITY);
+                    if !opts.headers.iter().any(|(n, _)| *n == name) {
+                        if let Ok(v) = http::HeaderValue::from_str(&quark_h3::priority::format(p)) {
+                            opts.headers.push((name, v));
+                        }
+                    }
+                }
+                Arc::new(opts)
+            });
+            Via::H3(client, authority.into(), request, args.priority)
         }
         false => Via::Hq(conn.clone()),
     };
@@ -362,11 +379,13 @@ enum Sink {
 #[derive(Clone)]
 enum Via {
     Hq(Connection),
-    /// The client, the authority (`host:port`) of the URLs, and `-i`, `-H`, ...
+    /// The client, the authority (`host:port`) of the URLs, `-i`, `-H`, ...
+    /// and `--priority`.
     H3(
         quark_h3::Client,
         Arc<str>,
         Option<Arc<crate::get_http::RequestOptions>>,
+        Option<quark_h3::Priority>,
     ),
 }
 
@@ -381,16 +400,16 @@ impl Via {
             Via::Hq(conn) => quark::hq::fetch(conn, path, out, progress)
                 .await
                 .map_err(|e| e.describe()),
-            Via::H3(client, authority, Some(opts)) => {
+            Via::H3(client, authority, Some(opts), _) => {
                 crate::get_http::fetch(client, authority, path, opts, out, progress)
                     .await
                     .map_err(|e| e.to_string())
             }
-            Via::H3(client, authority, None) => {
-                quark_h3::files::fetch(client, authority, path, out, progress)
-                    .await
-                    .map_err(|e| e.to_string())
-            }
+            Via::H3(client, authority, None, priority) => quark_h3::files::fetch_prioritized(
+                client, authority, path, *priority, out, progress,
+            )
+            .await
+            .map_err(|e| e.to_string()),
         }
     }
 }
@@ -485,5 +504,39 @@ mod tests {
         assert_eq!(output_name("/a/b.bin"), "b.bin");
         assert_eq!(output_name("/"), "index.html");
         assert_eq!(output_name("/x?y=1"), "x");
+    }
+}
+
+/// `--priority`: `u=N` (urgency 0-7) and/or `i` (incremental), comma
+/// separated, as in the Priority header field (RFC 9218 §4).
+fn parse_priority(s: &str) -> Result<quark_h3::Priority, String> {
+    let mut p = quark_h3::Priority::default();
+    for member in s.split(',').map(str::trim) {
+        match member.strip_prefix("u=").map(str::parse::<u8>) {
+            Some(Ok(u)) if u <= 7 => p.urgency = u,
+            None if member == "i" => p.incremental = true,
+            _ => return Err(format!("{s:?}: expected u=N (0-7) and optionally ,i")),
+        }
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod priority_flag {
+    use super::parse_priority;
+    use quark_h3::Priority;
+
+    #[test]
+    fn urgency_and_incremental() {
+        let p = |urgency, incremental| Priority {
+            urgency,
+            incremental,
+        };
+        assert_eq!(parse_priority("u=0"), Ok(p(0, false)));
+        assert_eq!(parse_priority("u=5,i"), Ok(p(5, true)));
+        assert_eq!(parse_priority("i"), Ok(p(3, true)));
+        for bad in ["u=8", "u=1,", "fast", "u=-1", "U=1"] {
+            assert!(parse_priority(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -54,6 +54,10 @@ impl Client {
         }
         // Checked before a stream is opened; encoded once its ID is known
         // (QPACK tracks dynamic references per stream).
+        if req.extensions().get::<crate::Protocol>().is_some() && !self.extended_connect() {
+            // RFC 9220 §3: only to a server that announced it.
+            return Err(Error::Usage("the server did not enable Extended CONNECT"));
+        }
         let lines = crate::message::request_lines(req, self.conn.peer_field_limit())?;
         let (send, recv) = self.conn.quic.open_bi().await?;
         let mut stream = RequestStream::new(self.conn.clone(), send, FrameReader::new(recv));
@@ -61,6 +65,9 @@ impl Client {
         let mut section = FrameBuf::new();
         self.conn.encode(stream.id(), &lines, section.payload());
         stream.send_headers(section).await?;
+        if req.method() == http::Method::CONNECT {
+            stream.take_datagrams();
+        }
         Ok(stream)
     }
 
@@ -78,6 +85,33 @@ impl Client {
     #[doc(hidden)]
     pub fn qpack_inserts(&self) -> (u64, u64, u64) {
         self.conn.qpack_inserts()
+    }
+
+    /// Whether the server announced Extended CONNECT (RFC 9220), which a
+    /// CONNECT with a [`Protocol`](crate::Protocol) needs; false until its
+    /// SETTINGS came (wait with [`peer_settings`](Self::peer_settings)).
+    pub fn extended_connect(&self) -> bool {
+        let state = self.conn.state.lock().unwrap();
+        state
+            .peer_settings
+            .is_some_and(|s| s.enable_connect_protocol)
+    }
+
+    /// Waits for the server's SETTINGS (they come with its first flight);
+    /// `None` if the connection ends first.
+    pub async fn peer_settings(&self) -> Option<crate::settings::Settings> {
+        loop {
+            if let Some(s) = self.conn.state.lock().unwrap().peer_settings {
+                return Some(s);
+            }
+            if self.conn.error().is_some() {
+                return None;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(2)) => {}
+                _ = self.conn.quic.closed() => return None,
+            }
+        }
     }
 
     /// The QUIC connection.

@@ -19,6 +19,14 @@ pub struct Config {
     /// received (SETTINGS_QPACK_BLOCKED_STREAMS); only announced with a
     /// table. Default [`QPACK_BLOCKED_STREAMS`].
     pub qpack_blocked_streams: u64,
+    /// Accept Extended CONNECT (RFC 9220: SETTINGS_ENABLE_CONNECT_PROTOCOL,
+    /// requests with `:protocol`, see [`Protocol`](crate::Protocol)). A server
+    /// setting. Default off.
+    pub extended_connect: bool,
+    /// HTTP Datagrams (RFC 9297: SETTINGS_H3_DATAGRAM) on CONNECT streams,
+    /// carried in QUIC DATAGRAM frames: the QUIC connection needs
+    /// `TransportConfig::max_datagram_frame_size`. Default off.
+    pub h3_datagram: bool,
 }
 
 /// The dynamic table capacity browsers and most servers announce.
@@ -38,6 +46,8 @@ impl Default for Config {
             max_field_section_size: 64 * 1024,
             qpack_max_table_capacity: 0,
             qpack_blocked_streams: QPACK_BLOCKED_STREAMS,
+            extended_connect: false,
+            h3_datagram: false,
         }
     }
 }
@@ -64,6 +74,8 @@ impl Config {
             } else {
                 0
             },
+            enable_connect_protocol: self.extended_connect,
+            h3_datagram: self.h3_datagram,
         }
     }
 }

@@ -13,6 +13,7 @@ use quark_proto::varint::put_varint;
 use crate::config::Config;
 use crate::error::*;
 use crate::frame::{self, FrameHeader};
+use crate::priority;
 use crate::qpack::Qpack;
 use crate::reader::FrameReader;
 use crate::settings::Settings;
@@ -48,6 +49,11 @@ pub(crate) struct State {
     /// that it never shrinks).
     max_push_id: Option<u64>,
     pub(crate) error: Option<Error>,
+    /// PRIORITY_UPDATEs received, by request stream ID: they override the
+    /// head's Priority field whenever it is read (bounded; oldest go first).
+    pub(crate) priorities: std::collections::BTreeMap<u64, crate::Priority>,
+    /// CONNECT streams reading HTTP Datagrams.
+    pub(crate) datagram_routes: crate::connect::Routes,
     control: bool,
     encoder: bool,
     decoder: bool,
@@ -61,7 +67,7 @@ pub(crate) struct Conn(Arc<Inner>);
 pub(crate) struct Inner {
     pub(crate) quic: Connection,
     pub(crate) state: Mutex<State>,
-    control: tokio::sync::Mutex<SendStream>,
+    pub(crate) control: tokio::sync::Mutex<SendStream>,
     pub(crate) side: Side,
     /// The SETTINGS we announced.
     pub(crate) local: Settings,
@@ -108,6 +114,9 @@ impl Conn {
         }));
         let acceptor = conn.clone();
         conn.quic.spawn(async move { acceptor.accept_uni().await });
+        if conn.local.h3_datagram {
+            conn.quic.spawn(conn.clone().serve_datagrams());
+        }
         Ok(conn)
     }
 
@@ -236,6 +245,14 @@ impl Conn {
             ));
         }
         let settings = Settings::decode(&control_payload(r, first).await?)?;
+        // RFC 9297 §2.1.1: H3_DATAGRAM=1 on a connection without QUIC
+        // datagrams (RFC 9221) is H3_SETTINGS_ERROR.
+        if settings.h3_datagram && self.quic.max_datagram_size().is_none() {
+            return Err(Error::conn(
+                H3_SETTINGS_ERROR,
+                "H3_DATAGRAM without QUIC datagrams",
+            ));
+        }
         self.state.lock().unwrap().peer_settings = Some(settings);
         if let Some(q) = &self.qpack {
             q.peer_settings(&settings);
@@ -268,6 +285,10 @@ impl Conn {
                         return Err(Error::conn(H3_ID_ERROR, "MAX_PUSH_ID went down"));
                     }
                     state.max_push_id = Some(id);
+                }
+                priority::PRIORITY_UPDATE_REQUEST | priority::PRIORITY_UPDATE_PUSH => {
+                    let payload = control_payload(r, h).await?;
+                    self.on_priority_update(h.ty, &payload)?;
                 }
                 // We never promise a push nor allow one: no push ID is valid.
                 frame::CANCEL_PUSH => {

@@ -32,6 +32,8 @@ pub const H3_REQUEST_CANCELLED: u64 = 0x10c;
 pub const H3_REQUEST_INCOMPLETE: u64 = 0x10d;
 /// A malformed message (RFC 9114 §4.1.2).
 pub const H3_MESSAGE_ERROR: u64 = 0x10e;
+/// A malformed HTTP Datagram (RFC 9297 §2.1).
+pub const H3_DATAGRAM_ERROR: u64 = 0x33;
 
 /// What went wrong.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -43,6 +43,8 @@
 //! | `qpack` | the connection's QPACK encoder, decoder and their streams |
 //! | `reader` | frames read from a stream (bounded buffers) |
 //! | `message` | HTTP messages to and from field lines, and their rules |
+//! | [`priority`] | RFC 9218: the Priority field, PRIORITY_UPDATE, applying them |
+//! | `connect` | Extended CONNECT (RFC 9220) and HTTP Datagrams (RFC 9297), both off by default |
 //! | `conn` | control stream, the peer's unidirectional streams, connection errors |
 //! | `request` | a request stream: HEADERS, DATA, trailers |
 //! | `client`, `server` | the two ends' APIs |
@@ -54,10 +56,12 @@
 mod client;
 mod config;
 mod conn;
+mod connect;
 pub mod error;
 pub mod files;
 pub mod frame;
 mod message;
+pub mod priority;
 mod qpack;
 mod reader;
 mod request;
@@ -66,7 +70,9 @@ pub mod settings;
 
 pub use client::Client;
 pub use config::{Config, QPACK_BLOCKED_STREAMS, QPACK_CAPACITY};
+pub use connect::Protocol;
 pub use error::Error;
+pub use priority::Priority;
 pub use request::RequestStream;
 pub use server::Server;
 

@@ -75,7 +75,19 @@ pub(crate) fn request_lines<B>(req: &Request<B>, limit: Option<u64>) -> Result<L
     let uri = req.uri();
     let authority = uri.authority().map(|a| a.as_str().as_bytes());
     let mut fields: Lines = smallvec![(&b":method"[..], req.method().as_str().as_bytes())];
-    if req.method() == Method::CONNECT {
+    let protocol = req.extensions().get::<crate::Protocol>();
+    if let (true, Some(p)) = (req.method() == Method::CONNECT, protocol) {
+        // RFC 9220 §3 (RFC 8441 §4): an Extended CONNECT carries :protocol,
+        // :scheme, :authority and :path.
+        let path = uri.path_and_query().map_or("/", |p| p.as_str()).as_bytes();
+        fields.push((b":protocol", p.0.as_bytes()));
+        fields.push((b":scheme", uri.scheme_str().unwrap_or("https").as_bytes()));
+        fields.push((
+            b":authority",
+            authority.ok_or(malformed("CONNECT without authority"))?,
+        ));
+        fields.push((b":path", path));
+    } else if req.method() == Method::CONNECT {
         fields.push((
             b":authority",
             authority.ok_or(malformed("CONNECT without authority"))?,
@@ -164,6 +176,7 @@ fn once<T>(slot: &mut Option<T>, value: T) -> Result<(), Error> {
 /// authority and path become the URI's own bytes without a copy.
 pub(crate) fn decode_request(mut fields: Vec<Field>) -> Result<Request<()>, Error> {
     let (mut method, mut scheme, mut authority, mut path) = (None, None, None, None);
+    let mut protocol = None;
     let mut n = 0;
     for (i, f) in fields.iter().enumerate() {
         match &f.name[..] {
@@ -171,6 +184,7 @@ pub(crate) fn decode_request(mut fields: Vec<Field>) -> Result<Request<()>, Erro
             b":scheme" => once(&mut scheme, i)?,
             b":authority" => once(&mut authority, i)?,
             b":path" => once(&mut path, i)?,
+            b":protocol" => once(&mut protocol, i)?,
             [b':', ..] => return Err(malformed("an unknown or response pseudo-header field")),
             _ => break,
         }
@@ -179,7 +193,18 @@ pub(crate) fn decode_request(mut fields: Vec<Field>) -> Result<Request<()>, Erro
     let method = method.ok_or(malformed("no :method"))?;
     let method =
         Method::from_bytes(&fields[method].value).map_err(|_| malformed("a bad :method"))?;
-    let uri = if method == Method::CONNECT {
+    let protocol = match protocol {
+        // RFC 9220 §3: :protocol only on CONNECT, which then is an ordinary
+        // request target (:scheme, :authority, :path all required).
+        Some(_) if method != Method::CONNECT => return Err(malformed(":protocol without CONNECT")),
+        Some(_) if authority.is_none() => return Err(malformed("CONNECT without :authority")),
+        Some(i) => Some(
+            String::from_utf8(fields[i].value.to_vec())
+                .map_err(|_| malformed("a bad :protocol"))?,
+        ),
+        None => None,
+    };
+    let uri = if method == Method::CONNECT && protocol.is_none() {
         if scheme.is_some() || path.is_some() {
             return Err(malformed("CONNECT with :scheme or :path"));
         }
@@ -221,6 +246,9 @@ pub(crate) fn decode_request(mut fields: Vec<Field>) -> Result<Request<()>, Erro
     *req.uri_mut() = uri;
     *req.version_mut() = http::Version::HTTP_3;
     *req.headers_mut() = headers(&fields[n..])?;
+    if let Some(p) = protocol {
+        req.extensions_mut().insert(crate::Protocol(p));
+    }
     Ok(req)
 }
 

@@ -62,10 +62,16 @@ pub struct RequestStream {
     /// payloads): what an access log reports.
     pub(crate) status_sent: Option<http::StatusCode>,
     data_sent: u64,
+    /// HTTP Datagrams for this (CONNECT) stream, once routed here.
+    pub(crate) datagrams: Option<tokio::sync::mpsc::Receiver<Bytes>>,
 }
 
 impl Drop for RequestStream {
     fn drop(&mut self) {
+        if self.datagrams.is_some() {
+            let id = self.id();
+            self.conn.state.lock().unwrap().datagram_routes.remove(&id);
+        }
         if !self.sent_all {
             let _ = self.send.reset(H3_REQUEST_CANCELLED);
         }
@@ -103,12 +109,34 @@ impl RequestStream {
             blocked: false,
             status_sent: None,
             data_sent: 0,
+            datagrams: None,
         }
     }
 
     /// The QUIC stream ID.
     pub fn id(&self) -> u64 {
         self.send.id().0
+    }
+
+    /// Changes the response's priority (RFC 9218): a client sends a
+    /// PRIORITY_UPDATE, which the server applies to its response in place of
+    /// the request's Priority field; a server reorders its own response.
+    /// (A request's first priority goes in its `priority` header field:
+    /// [`priority::format`](crate::priority::format) writes one.)
+    pub async fn set_priority(&mut self, p: crate::Priority) -> Result<(), Error> {
+        match self.conn.side {
+            Side::Client => self.conn.send_priority_update(self.id(), p).await,
+            Side::Server => {
+                self.set_send_priority(p);
+                Ok(())
+            }
+        }
+    }
+
+    /// Orders our side of the stream by `p` in the connection's sending.
+    pub(crate) fn set_send_priority(&mut self, p: crate::Priority) {
+        // A stream already finished or reset has nothing left to order.
+        let _ = self.send.set_priority(p.urgency, p.incremental);
     }
 
     /// Records a connection error (closing the connection) or resets this
@@ -330,9 +358,15 @@ impl RequestStream {
     /// A frame that is neither HEADERS nor DATA on a request stream.
     async fn other_frame(&mut self, ty: u64, h: FrameHeader) -> Result<(), Error> {
         match ty {
-            frame::SETTINGS | frame::GOAWAY | frame::MAX_PUSH_ID | frame::CANCEL_PUSH => Err(
-                Error::conn(H3_FRAME_UNEXPECTED, "a control frame on a request stream"),
-            ),
+            frame::SETTINGS
+            | frame::GOAWAY
+            | frame::MAX_PUSH_ID
+            | frame::CANCEL_PUSH
+            | crate::priority::PRIORITY_UPDATE_REQUEST
+            | crate::priority::PRIORITY_UPDATE_PUSH => Err(Error::conn(
+                H3_FRAME_UNEXPECTED,
+                "a control frame on a request stream",
+            )),
             // A client never allowed a push (no MAX_PUSH_ID); a server may
             // not receive one at all (RFC 9114 §7.2.5).
             frame::PUSH_PROMISE if self.conn.side == Side::Client => {

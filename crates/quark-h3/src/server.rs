@@ -174,7 +174,22 @@ impl RequestStream {
                 return Err(e);
             }
         };
+        if req.method() == http::Method::CONNECT {
+            // RFC 9220 §3: :protocol from a client we never offered it to
+            // is malformed.
+            if req.extensions().get::<crate::Protocol>().is_some()
+                && !self.conn.local.enable_connect_protocol
+            {
+                self.cancel(H3_MESSAGE_ERROR);
+                return Err(Error::stream(H3_MESSAGE_ERROR, ":protocol not enabled"));
+            }
+            self.take_datagrams();
+        }
         self.start_body(req.headers(), false)?;
+        // RFC 9218 §5, §7: the client's priority orders our response.
+        if let Some(p) = self.conn.request_priority(self.id(), req.headers()) {
+            self.set_send_priority(p);
+        }
         Ok(req)
     }
 

@@ -11,6 +11,10 @@ pub const QPACK_MAX_TABLE_CAPACITY: u64 = 0x01;
 pub const MAX_FIELD_SECTION_SIZE: u64 = 0x06;
 /// SETTINGS_QPACK_BLOCKED_STREAMS.
 pub const QPACK_BLOCKED_STREAMS: u64 = 0x07;
+/// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 9220 §3, from RFC 8441 §3).
+pub const ENABLE_CONNECT_PROTOCOL: u64 = 0x08;
+/// SETTINGS_H3_DATAGRAM (RFC 9297 §2.1.1).
+pub const H3_DATAGRAM: u64 = 0x33;
 
 /// Most settings we keep track of in one frame; the rest are ignored, but the
 /// frame's length is bounded by the reader (duplicates are found among these).
@@ -26,6 +30,10 @@ pub struct Settings {
     pub qpack_max_table_capacity: u64,
     /// Streams the sender's decoder lets block.
     pub qpack_blocked_streams: u64,
+    /// The sender accepts Extended CONNECT (`:protocol`, RFC 9220).
+    pub enable_connect_protocol: bool,
+    /// The sender accepts HTTP Datagrams (RFC 9297).
+    pub h3_datagram: bool,
 }
 
 impl Settings {
@@ -43,6 +51,15 @@ impl Settings {
             if v != 0 {
                 put_varint(out, id);
                 put_varint(out, v);
+            }
+        }
+        for (id, on) in [
+            (ENABLE_CONNECT_PROTOCOL, self.enable_connect_protocol),
+            (H3_DATAGRAM, self.h3_datagram),
+        ] {
+            if on {
+                put_varint(out, id);
+                put_varint(out, 1);
             }
         }
     }
@@ -77,6 +94,20 @@ impl Settings {
                 MAX_FIELD_SECTION_SIZE => out.max_field_section_size = Some(value),
                 QPACK_MAX_TABLE_CAPACITY => out.qpack_max_table_capacity = value,
                 QPACK_BLOCKED_STREAMS => out.qpack_blocked_streams = value,
+                // RFC 9220 §3 and RFC 9297 §2.1.1: 0 or 1, anything else is
+                // H3_SETTINGS_ERROR.
+                ENABLE_CONNECT_PROTOCOL | H3_DATAGRAM => {
+                    let on = match value {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(Error::conn(H3_SETTINGS_ERROR, "a flag not 0 or 1")),
+                    };
+                    if id == H3_DATAGRAM {
+                        out.h3_datagram = on;
+                    } else {
+                        out.enable_connect_protocol = on;
+                    }
+                }
                 _ => {}
             }
         }
@@ -94,6 +125,8 @@ mod tests {
             max_field_section_size: Some(16 << 10),
             qpack_max_table_capacity: 4096,
             qpack_blocked_streams: 16,
+            enable_connect_protocol: true,
+            h3_datagram: true,
         };
         let mut p = Vec::new();
         s.encode(&mut p);
@@ -116,5 +149,8 @@ mod tests {
             crate::error::H3_FRAME_ERROR
         );
         assert_eq!(Settings::decode(&[]).unwrap(), Settings::default());
+        assert_eq!(code(Settings::decode(&[0x08, 0x02])), H3_SETTINGS_ERROR);
+        assert_eq!(code(Settings::decode(&[0x33, 0x02])), H3_SETTINGS_ERROR);
+        assert!(!Settings::decode(&[0x33, 0x00]).unwrap().h3_datagram);
     }
 }

@@ -12,7 +12,7 @@
 //! | [`packet`] | long/short headers, packet numbers, header protection, packet building |
 //! | [`crypto`] | Initial keys, the TLS handshake (rustls), 1-RTT key updates, keys for a version changed mid-handshake, tokens |
 //! | [`frame`] | every frame's encoding and decoding |
-//! | [`connection`] | the connection state machine: handshake, frames in, packets out, streams, close |
+//! | [`connection`] | the connection state machine: handshake, frames in, packets out, streams (sent in RFC 9218 priority order once any has one), close |
 //! | [`stream`] | send buffers, receive reassembly, per-stream state, flow control |
 //! | [`recovery`] | RTT, loss detection, PTO (RFC 9002) |
 //! | [`cc`] | congestion controllers (NewReno, CUBIC, BBR experimental) |
@@ -46,7 +46,7 @@ pub mod varint;
 pub use cid::{ConnectionId, ResetToken};
 pub use config::{ClientConfig, EndpointConfig, MemoryBudget, ServerConfig, TransportConfig};
 pub use connection::{
-    Connection, ConnectionError, ConnectionStats, Event, MigrateError, SendDatagramError,
+    Connection, ConnectionError, ConnectionStats, Event, MigrateError, Priority, SendDatagramError,
     StreamError, StreamEvent, Transmit, ZeroRtt,
 };
 pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};

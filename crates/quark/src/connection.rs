@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use quark_proto::recovery::EcnState;
-use quark_proto::{ConnectionError, ConnectionHandle, ConnectionStats, Dir, StreamId};
+use quark_proto::{ConnectionError, ConnectionHandle, ConnectionStats, Dir, Priority, StreamId};
 
 use crate::shared::{ConnEntry, SharedRef, State, dir_index};
 use crate::stream::{RecvStream, SendStream};
@@ -171,6 +171,22 @@ impl Connection {
             state.touch(self.handle);
         }
         started
+    }
+
+    /// Set (or with `None` clear) the RFC 9218 priority of stream `id`'s
+    /// sending side: lower urgency is sent first, incremental streams of one
+    /// urgency share round-robin. False if the stream is gone or has no
+    /// sending side here. See [`SendStream::set_priority`](crate::SendStream::set_priority).
+    pub fn set_stream_priority(&self, id: StreamId, priority: Option<Priority>) -> bool {
+        let mut state = self.shared.lock();
+        let ok = state
+            .proto
+            .connection_mut(self.handle)
+            .is_some_and(|c| c.set_stream_priority(id, priority).is_ok());
+        if ok {
+            state.touch(self.handle);
+        }
+        ok
     }
 
     /// Wait until the connection has ended, and say why.

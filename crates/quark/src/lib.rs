@@ -92,7 +92,7 @@ pub use quark_proto::packet::{VERSION_1, VERSION_2};
 pub use quark_proto::recovery::EcnState;
 pub use quark_proto::{
     ClientConfig, ConnectError, ConnectionError, ConnectionStats, Dir, EndpointConfig,
-    MemoryBudget, SendDatagramError, ServerConfig, StreamId, TransportConfig,
+    MemoryBudget, Priority, SendDatagramError, ServerConfig, StreamId, TransportConfig,
 };
 pub use stream::{ReadError, RecvStream, SendStream, WriteError};
 pub use workers::{WorkerGroup, WorkerStats};

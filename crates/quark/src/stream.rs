@@ -7,7 +7,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
-use quark_proto::{ConnectionError, ConnectionHandle, ReadOutcome, StreamError, StreamId};
+use quark_proto::{
+    ConnectionError, ConnectionHandle, Priority, ReadOutcome, StreamError, StreamId,
+};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::connection::ConnRef;
@@ -85,6 +87,28 @@ impl SendStream {
     /// The stream ID.
     pub fn id(&self) -> StreamId {
         self.id
+    }
+
+    /// Set the stream's RFC 9218 priority: urgency 0 (sent first) to 7, and
+    /// whether its data is useful in pieces (`incremental`: it shares the
+    /// connection round-robin with others of its urgency; otherwise streams of
+    /// one urgency go whole, in stream-ID order). Streams without a priority
+    /// go round-robin at urgency 3.
+    pub fn set_priority(&mut self, urgency: u8, incremental: bool) -> Result<(), WriteError> {
+        let priority = Priority {
+            urgency: urgency.min(7),
+            incremental,
+        };
+        let mut state = self.conn.shared.lock();
+        lost(&state, self.conn.handle)?;
+        let conn = state
+            .proto
+            .connection_mut(self.conn.handle)
+            .ok_or(WriteError::ClosedStream)?;
+        conn.set_stream_priority(self.id, Some(priority))
+            .map_err(write_error)?;
+        state.touch(self.conn.handle);
+        Ok(())
     }
 
     /// Write some of `buf`, waiting for flow-control credit or buffer space.

@@ -205,9 +205,25 @@ pub async fn fetch(
     authority: &str,
     path: &str,
     out: &mut (impl AsyncWrite + Unpin),
+    progress: impl FnMut(usize),
+) -> Result<u64, FetchError> {
+    fetch_prioritized(client, authority, path, None, out, progress).await
+}
+
+/// [`fetch`] with a Priority header field (RFC 9218) on the request.
+pub async fn fetch_prioritized(
+    client: &Client,
+    authority: &str,
+    path: &str,
+    priority: Option<crate::Priority>,
+    out: &mut (impl AsyncWrite + Unpin),
     mut progress: impl FnMut(usize),
 ) -> Result<u64, FetchError> {
-    let req = Request::get(format!("https://{authority}{path}")).body(())?;
+    let mut req = Request::get(format!("https://{authority}{path}"));
+    if let Some(p) = priority {
+        req = req.header(crate::priority::PRIORITY, crate::priority::format(p));
+    }
+    let req = req.body(())?;
     let mut stream = client.send_request(&req).await?;
     stream.finish()?;
     let resp = stream.recv_response().await?;

@@ -50,7 +50,7 @@ pub use cids::CidEvent;
 pub use close::ConnectionError;
 pub use datagrams::{DATAGRAM_OVERHEAD, SendDatagramError};
 pub use migration::MigrateError;
-pub use streams::{StreamError, StreamEvent, Streams};
+pub use streams::{Priority, StreamError, StreamEvent, Streams};
 pub use zero_rtt::ZeroRtt;
 
 use crate::cid::ConnectionId;
@@ -742,6 +742,17 @@ impl Connection {
     /// Finish a stream's sending side.
     pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
         self.streams.finish(id)
+    }
+
+    /// Set (or with `None` clear) the RFC 9218 priority of a stream's
+    /// sending side: lower urgency is sent first. Streams without one go
+    /// round-robin at the default urgency (3).
+    pub fn set_stream_priority(
+        &mut self,
+        id: StreamId,
+        priority: Option<Priority>,
+    ) -> Result<(), StreamError> {
+        self.streams.set_priority(id, priority)
     }
 
     /// Reset a stream's sending side.

@@ -8,6 +8,7 @@ mod incoming;
 mod memory;
 mod outgoing;
 mod pending;
+mod sched;
 mod spare;
 
 use std::collections::VecDeque;
@@ -18,6 +19,8 @@ use bytes::Bytes;
 
 use self::budget::{CreditWait, SendBudget};
 use self::pending::Pending;
+pub use self::sched::Priority;
+use self::sched::SendQueue;
 use self::spare::Spare;
 use crate::stream::{
     AutoWindow, FlowClock, ReadError, ReadInto, ReadOutcome, RecvFlow, RecvState, RecvStream,
@@ -69,6 +72,8 @@ pub(crate) struct StreamEntry {
     pub(crate) recv: Option<RecvStream>,
     /// In the queue of streams with data to send.
     queued: bool,
+    /// Set by the application (RFC 9218); `None`: round-robin with the others.
+    priority: Option<Priority>,
     /// Code of the RESET_STREAM we sent (to repeat it if lost).
     reset_code: Option<u64>,
     /// Code of the STOP_SENDING we sent (to repeat it if lost).
@@ -128,7 +133,7 @@ pub struct Streams {
     /// Peer streams that finished and were freed.
     closed_remote: [u64; 2],
     accept_queue: [VecDeque<StreamId>; 2],
-    send_queue: VecDeque<StreamId>,
+    send_queue: SendQueue,
     pub(crate) send_flow: SendFlow,
     pub(crate) recv_flow: RecvFlow,
     /// The connection's latest time and RTT, for the receive windows.
@@ -161,7 +166,7 @@ impl Streams {
             max_remote_sent: limits.max_concurrent,
             closed_remote: [0; 2],
             accept_queue: Default::default(),
-            send_queue: VecDeque::new(),
+            send_queue: SendQueue::default(),
             send_flow: SendFlow::new(0),
             recv_flow: RecvFlow::new(limits.connection_window, limits.connection_window_max),
             clock: None,
@@ -264,7 +269,7 @@ impl Streams {
             self.send_flow.consume(n as u64);
             if n > 0 && !entry.queued {
                 entry.queued = true;
-                self.send_queue.push_back(id);
+                self.send_queue.push(id, entry.priority);
             }
         }
         if n < len && self.send_flow.credit() == 0 {
@@ -302,7 +307,7 @@ impl Streams {
             .finish()?;
         if !entry.queued {
             entry.queued = true;
-            self.send_queue.push_back(id);
+            self.send_queue.push(id, entry.priority);
         }
         // Nothing more will be written: what it waited for, or had set
         // aside, goes back.
@@ -476,6 +481,7 @@ impl Streams {
                 send,
                 recv,
                 queued: false,
+                priority: None,
                 reset_code: None,
                 stop_code: None,
                 readable_signalled: false,
@@ -501,7 +507,7 @@ impl Streams {
         });
         self.map.shrink_to_fit();
         self.spare = Default::default();
-        self.send_queue = VecDeque::new();
+        self.send_queue = SendQueue::default();
         self.pending = Pending::default();
         self.budget = SendBudget::default();
     }

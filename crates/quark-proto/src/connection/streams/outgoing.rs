@@ -5,7 +5,15 @@ use super::{StreamEvent, Streams, dir_index};
 use crate::connection::sent::{Control, SentFrames, StreamChunk};
 use crate::frame::{self, Frame, ResetStream, StopSending};
 use crate::stream::{RecvState, SendState};
-use crate::types::Dir;
+use crate::types::{Dir, StreamId};
+
+/// How a stream's turn at sending ended.
+pub(super) enum Turn {
+    /// Nothing left to send (or the stream is gone): out of the queue.
+    Done,
+    /// More to send; `full`: the packet has no room left.
+    More { full: bool },
+}
 
 /// Worst-case STREAM header for a frame filling `room` bytes: type, ID, an
 /// 8-byte offset, and a length field as long as `room` needs.
@@ -159,57 +167,78 @@ impl Streams {
 
     /// Write STREAM frames while they fit, taking streams round-robin; each
     /// stream fills what it can of the packet before the next one gets a turn.
+    /// Streams with a priority go in RFC 9218's order (`sched.rs`).
     pub(crate) fn write_stream_frames(
         &mut self,
         buf: &mut Vec<u8>,
         max_end: usize,
         sent: &mut SentFrames,
     ) {
-        for _ in 0..self.send_queue.len() {
-            let Some(id) = self.send_queue.pop_front() else {
+        if self.send_queue.levels.is_some() {
+            self.write_prioritized(buf, max_end, sent);
+            return;
+        }
+        for _ in 0..self.send_queue.plain.len() {
+            let Some(id) = self.send_queue.plain.pop_front() else {
                 break;
             };
-            let Some(entry) = self.map.get_mut(&id) else {
-                continue;
-            };
-            let Some(send) = entry.send.as_mut() else {
-                entry.queued = false;
-                continue;
-            };
-            // Sized from the real offset (no range starts beyond what was
-            // written), not the 8-byte worst case: a header reserved too large
-            // leaves datagrams a few bytes short, and a short datagram ends a
-            // GSO batch.
-            let room = max_end.saturating_sub(buf.len());
-            let header = frame::stream_header_len(id, send.written(), room, true);
-            let held_back = send.at_not_sent_limit();
-            while buf.len() + header < max_end {
-                let Some(range) = send.next_range(max_end - buf.len() - header) else {
-                    break;
-                };
-                frame::encode_stream_header(buf, id, range.offset, range.len, range.fin, true);
-                send.copy_range(range.offset, range.len, buf);
-                let chunk = StreamChunk {
-                    id,
-                    offset: range.offset,
-                    len: range.len as u32,
-                    fin: range.fin,
-                };
-                sent.streams.push(chunk);
-            }
-            if held_back && send.is_writable() {
-                // Sending made room under the not-sent limit.
-                self.events.push_back(StreamEvent::Writable(id));
-            }
-            if send.has_pending() {
-                self.send_queue.push_back(id);
-                if buf.len() + header >= max_end {
+            if let Turn::More { full } = self.write_turn(id, buf, max_end, sent) {
+                self.send_queue.plain.push_back(id);
+                if full {
                     break; // packet full; this stream continues in the next one
                 }
-            } else {
-                entry.queued = false;
-                self.maybe_free(id);
             }
+        }
+    }
+
+    /// One stream's turn: STREAM frames of it while they fit.
+    pub(super) fn write_turn(
+        &mut self,
+        id: StreamId,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        sent: &mut SentFrames,
+    ) -> Turn {
+        let Some(entry) = self.map.get_mut(&id) else {
+            return Turn::Done;
+        };
+        let Some(send) = entry.send.as_mut() else {
+            entry.queued = false;
+            return Turn::Done;
+        };
+        // Sized from the real offset (no range starts beyond what was
+        // written), not the 8-byte worst case: a header reserved too large
+        // leaves datagrams a few bytes short, and a short datagram ends a
+        // GSO batch.
+        let room = max_end.saturating_sub(buf.len());
+        let header = frame::stream_header_len(id, send.written(), room, true);
+        let held_back = send.at_not_sent_limit();
+        while buf.len() + header < max_end {
+            let Some(range) = send.next_range(max_end - buf.len() - header) else {
+                break;
+            };
+            frame::encode_stream_header(buf, id, range.offset, range.len, range.fin, true);
+            send.copy_range(range.offset, range.len, buf);
+            let chunk = StreamChunk {
+                id,
+                offset: range.offset,
+                len: range.len as u32,
+                fin: range.fin,
+            };
+            sent.streams.push(chunk);
+        }
+        if held_back && send.is_writable() {
+            // Sending made room under the not-sent limit.
+            self.events.push_back(StreamEvent::Writable(id));
+        }
+        if send.has_pending() {
+            Turn::More {
+                full: buf.len() + header >= max_end,
+            }
+        } else {
+            entry.queued = false;
+            self.maybe_free(id);
+            Turn::Done
         }
     }
 
@@ -264,7 +293,7 @@ impl Streams {
             send.on_lost(chunk.offset, chunk.len as usize, chunk.fin);
             if send.has_pending() && !entry.queued {
                 entry.queued = true;
-                self.send_queue.push_back(chunk.id);
+                self.send_queue.push(chunk.id, entry.priority);
             }
         }
         for ctl in &sent.control {
