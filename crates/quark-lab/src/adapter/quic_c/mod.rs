@@ -4,7 +4,7 @@
 //! one of libquark's `extern "C"` functions (handles, the handle table,
 //! caught panics, the library's own runtime thread, copies into and out of
 //! the caller's buffers). Like an event-loop C program, every handle is
-//! non-blocking and waits on the endpoint's `quark_ready_fd` ([`ready`]);
+//! non-blocking and waits on the endpoint's `quark_ready_fd` (module `ready`);
 //! only `quark_connect` and `quark_close` of a connection or endpoint, which
 //! block by design, run on blocking threads.
 //!
