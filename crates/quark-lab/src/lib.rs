@@ -44,6 +44,7 @@
 //!   memory per connection is (peak RSS − RSS before connecting) / connections.
 
 pub mod adapter;
+pub mod agent;
 pub mod bench;
 pub mod child;
 pub mod html;

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Deserialize;
 
 use crate::adapter::{Cipher, Identity, ServerCounters, find};
+use crate::agent::{Placement, RemoteAgent};
 use crate::child::{ClientArgs, ClientReport, CommonArgs, ServerArgs};
 use crate::metrics::{Machine, Usage};
 use crate::results::{CellResult, Report, RunConfig, SCHEMA_ID, SCHEMA_VERSION, Status};
@@ -95,6 +96,23 @@ pub struct BenchConfig {
     pub client_sockets: usize,
     /// Runs of every cell, the protocols taking turns (see `repeat`).
     pub repeat: u32,
+    /// Sides placed on other hosts' agents (`--server-agent`, `--client-agent`).
+    pub agents: Agents,
+}
+
+/// Where the two sides run: an agent each, or here (`None`).
+#[derive(Debug, Clone, Default)]
+pub struct Agents {
+    /// The server's agent.
+    pub server: Option<RemoteAgent>,
+    /// The client's agent.
+    pub client: Option<RemoteAgent>,
+}
+
+impl Agents {
+    fn any(&self) -> bool {
+        self.server.is_some() || self.client.is_some()
+    }
 }
 
 impl BenchConfig {
@@ -173,7 +191,10 @@ impl BenchConfig {
                 );
             }
         }
-        if self.listen.port() != 0 {
+        if self.agents.any() && net::expand(&self.net)? != [net::LOOPBACK] {
+            bail!("with agents the network is the hosts' own: leave out --net");
+        }
+        if self.listen.port() != 0 && self.agents.server.is_none() {
             // A clear error up front instead of one per cell.
             std::net::TcpListener::bind(self.listen)
                 .with_context(|| format!("port {} is not available", self.listen.port()))?;
@@ -252,11 +273,22 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             server_workers: cfg.server_workers.map(|n| n as u32),
             client_sockets: cfg.client_sockets as u32,
             repeat: cfg.repeat,
+            placement: None,
         },
         results: Vec::new(),
         errors: Vec::new(),
         summary: Vec::new(),
     };
+    if cfg.agents.any() {
+        let p = placement(&cfg.agents).await?;
+        log(&format!(
+            "server on {}, client on {}, path RTT {}",
+            p.server.host,
+            p.client.host,
+            p.rtt_ms.map_or("unknown".into(), |r| format!("{r:.3} ms"))
+        ));
+        report.config.placement = Some(p);
+    }
     let mut exit_code = 0;
     let nets = net::expand(&cfg.net)?;
     let mut infos = Vec::new();
@@ -350,6 +382,9 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                     let mut emulator = None;
                     let before = report.results.len();
                     let res = match &program {
+                        Ok(p) if *p != cfg.exe && cfg.agents.any() => Err(CellError::Failed(
+                            format!("{proto} has its own lab program: agents run only quark's"),
+                        )),
                         Ok(_) => {
                             cell.run(&mut procs, &mut emulator, &mut report.results, &mut log)
                                 .await
@@ -421,6 +456,37 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
     report.summarize();
     save(&cfg, &mut report)?;
     Ok(Outcome { report, exit_code })
+}
+
+/// Reaches each agent (a clear error now rather than in every cell), and
+/// measures the path between the two hosts.
+async fn placement(agents: &Agents) -> anyhow::Result<Placement> {
+    let here = || crate::agent::SideHost {
+        host: crate::agent::hostname(),
+        agent: None,
+    };
+    let mut sides = [here(), here()];
+    for (side, agent) in sides.iter_mut().zip([&agents.server, &agents.client]) {
+        if let Some(a) = agent {
+            let (host, _) = a.ping(3).await?;
+            *side = crate::agent::SideHost {
+                host,
+                agent: Some(a.addr.to_string()),
+            };
+        }
+    }
+    let [server, client] = sides;
+    // Probed at the server agent's address; a local server's address as the
+    // client's host sees it is unknown: no probe then.
+    let rtt_ms = match &agents.server {
+        Some(s) => crate::agent::probe_rtt(agents.client.as_ref(), s.addr).await,
+        None => None,
+    };
+    Ok(Placement {
+        server,
+        client,
+        rtt_ms,
+    })
 }
 
 /// ` @profile` after phase labels when the run has an emulated network.
@@ -537,17 +603,29 @@ impl Cell<'_> {
             server_workers: cfg.server_workers,
         };
         let ns = |side: &str| netns.as_ref().map(|p| format!("{p}-{side}"));
-        procs.spawn_in(
-            ns("a"),
-            server_xdp,
-            Side::Server,
-            "lab-server",
-            &server.to_argv(),
-        )?;
+        if let Some(agent) = &cfg.agents.server {
+            let files = (self.cert, Some(self.key));
+            let argv = server.to_argv();
+            procs
+                .spawn_remote(agent, Side::Server, "lab-server", &argv, files)
+                .await?;
+        } else {
+            procs.spawn_in(
+                ns("a"),
+                server_xdp,
+                Side::Server,
+                "lab-server",
+                &server.to_argv(),
+            )?;
+        }
         let Listening { addr } = procs.expect(Side::Server, "listening").await?;
-        let addr = match addr.ip() {
+        let addr = match (addr.ip(), &cfg.agents.server) {
+            // A wildcard listener on an agent is reached at the agent's address.
+            (ip, Some(a)) if ip.is_unspecified() => SocketAddr::new(a.addr.ip(), addr.port()),
             // A wildcard listener is reached over loopback.
-            ip if ip.is_unspecified() => SocketAddr::new(IpAddr::from([127, 0, 0, 1]), addr.port()),
+            (ip, None) if ip.is_unspecified() => {
+                SocketAddr::new(IpAddr::from([127, 0, 0, 1]), addr.port())
+            }
             _ => addr,
         };
         let addr = if self.net.mode == NetMode::Relay {
@@ -568,13 +646,20 @@ impl Cell<'_> {
             progress_ms: if cfg.progress { 100 } else { 0 },
             client_sockets: cfg.client_sockets,
         };
-        procs.spawn_in(
-            ns("b"),
-            client_xdp,
-            Side::Client,
-            "lab-client",
-            &client.to_argv(),
-        )?;
+        if let Some(agent) = &cfg.agents.client {
+            let argv = client.to_argv();
+            procs
+                .spawn_remote(agent, Side::Client, "lab-client", &argv, (self.cert, None))
+                .await?;
+        } else {
+            procs.spawn_in(
+                ns("b"),
+                client_xdp,
+                Side::Client,
+                "lab-client",
+                &client.to_argv(),
+            )?;
+        }
         for phase in self.phases {
             procs.rearm();
             let _: Ignore = procs.expect(Side::Client, "phase").await?;
