@@ -77,7 +77,8 @@ impl Side {
 enum Proc {
     /// A child process of ours.
     Local {
-        child: Child,
+        // Boxed: the enum stays small (two per cell, so the box costs nothing).
+        child: Box<Child>,
         stdin: Option<ChildStdin>,
         stderr: Arc<Mutex<VecDeque<String>>>,
     },
@@ -192,7 +193,7 @@ impl<'a> Procs<'a> {
         });
         let p = Proc::Local {
             stdin: child.stdin.take(),
-            child,
+            child: Box::new(child),
             stderr: tail,
         };
         match side {
