@@ -121,9 +121,9 @@ pub(crate) struct Args {
     /// Listen port for the servers (0 = any free port).
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// Listen address for the servers.
-    #[arg(long, default_value = "127.0.0.1")]
-    addr: IpAddr,
+    /// Listen address for the servers [default: 127.0.0.1; 0.0.0.0 with --server-agent].
+    #[arg(long)]
+    addr: Option<IpAddr>,
     /// Run every cell's server on this `quark agent` (HOST:PORT); servers
     /// listen on `--addr` there (0.0.0.0: reached at the agent's address).
     #[arg(long, value_name = "HOST:PORT", requires = "token_file")]
@@ -269,7 +269,13 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         quic_version: a.quic_version,
         link_offload: !a.no_link_offload,
         reference,
-        listen: SocketAddr::new(a.addr, a.port),
+        listen: SocketAddr::new(
+            a.addr.unwrap_or(match a.server_agent {
+                Some(_) => IpAddr::from([0, 0, 0, 0]),
+                None => IpAddr::from([127, 0, 0, 1]),
+            }),
+            a.port,
+        ),
         timeout: positive_secs("timeout", a.timeout)?,
         progress: std::io::stderr().is_terminal(),
         command_line: std::env::args().collect(),

@@ -101,7 +101,7 @@ impl Hosts {
             .arg("bench")
             .args(args)
             .args(["--server-agent", SERVER, "--client-agent", CLIENT])
-            .args(["--addr", "0.0.0.0", "--timeout", "30", "--token-file"])
+            .args(["--timeout", "30", "--token-file"])
             .arg(token)
             .arg("--json")
             .arg(json)
@@ -228,6 +228,22 @@ fn bench_cells_run_across_two_agents_and_survive_a_lost_one() {
         stderr(&out)
     );
     assert!(children_of(server_agent).is_empty());
+
+    // A loopback server cannot serve a client on another host: said up front.
+    let out = hosts
+        .bench(
+            &token,
+            &["-p", "quic", "--addr", "127.0.0.1"],
+            &tmp("lo.json"),
+        )
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot reach a loopback server"),
+        "{}",
+        stderr(&out)
+    );
 
     // Goodput cells complete; then the first (long) rps cell loses the server's agent.
     let json = tmp("lost.json");

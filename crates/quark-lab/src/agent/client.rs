@@ -80,8 +80,8 @@ impl RemoteAgent {
         };
         let (r, mut w) = tokio::io::split(tls);
         let mut r = BufReader::new(r);
-        let (theirs, host) = match read_msg(&mut r).await.with_context(fail)? {
-            Some(FromAgent::Hello { nonce, host }) => (hex::decode(nonce)?, host),
+        let theirs = match read_msg(&mut r).await.with_context(fail)? {
+            Some(FromAgent::Hello { nonce }) => hex::decode(nonce)?,
             Some(FromAgent::Refused { message }) => bail!("agent {}: {message}", self.addr),
             _ => bail!("agent {}: no greeting", self.addr),
         };
@@ -92,16 +92,17 @@ impl RemoteAgent {
             proof: hex::encode(proof.as_ref()),
         };
         write_msg(&mut w, &auth).await.with_context(fail)?;
-        match read_msg(&mut r).await {
-            Ok(Some(FromAgent::Welcome { proof })) => {
+        let host = match read_msg(&mut r).await {
+            Ok(Some(FromAgent::Welcome { proof, host })) => {
                 let proof = hex::decode(proof).unwrap_or_default();
                 if !super::verify(&self.token, "agent", &theirs, &ours, &cert_fp, &proof) {
                     bail!("agent {}: it does not know the token", self.addr);
                 }
+                host
             }
             Ok(Some(FromAgent::Refused { message })) => bail!("agent {}: {message}", self.addr),
             _ => bail!("agent {}: refused (wrong token?)", self.addr),
-        }
+        };
         Ok((r, w, host))
     }
 

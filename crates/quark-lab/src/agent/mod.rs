@@ -43,17 +43,17 @@ pub const ALLOWED: &[&str] = &["lab-server", "lab-client"];
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "kebab-case")]
 pub enum FromAgent {
-    /// First message: a fresh nonce and who this is.
+    /// First message: a fresh nonce.
     Hello {
         /// 32 random bytes, hex.
         nonce: String,
-        /// The agent host's name.
-        host: String,
     },
-    /// The driver's proof was right; the agent's own proof.
+    /// The driver's proof was right; the agent's own proof and who it is.
     Welcome {
         /// HMAC, hex.
         proof: String,
+        /// The agent host's name.
+        host: String,
     },
     /// Refused (wrong token, bad request); the session then closes.
     Refused {

@@ -119,7 +119,6 @@ async fn session(
         let ours = super::nonce()?;
         let hello = FromAgent::Hello {
             nonce: hex::encode(ours),
-            host: shared.host.clone(),
         };
         write_msg(&mut w, &hello).await?;
         let Some(ToAgent::Auth { nonce, proof }) = read_msg(&mut r).await? else {
@@ -139,7 +138,8 @@ async fn session(
         }
         let mine = super::proof(token, "agent", &ours, &theirs, fp);
         let proof = hex::encode(mine.as_ref());
-        write_msg(&mut w, &FromAgent::Welcome { proof }).await?;
+        let host = shared.host.clone();
+        write_msg(&mut w, &FromAgent::Welcome { proof, host }).await?;
         anyhow::Ok((r, w))
     })
     .await;
@@ -234,7 +234,7 @@ where
             }
         }
     }
-    let mut child = Command::new(&shared.opts.exe)
+    let spawned = Command::new(&shared.opts.exe)
         .arg(&sub)
         .args(&args)
         .stdin(Stdio::piped())
@@ -242,7 +242,15 @@ where
         .stderr(Stdio::piped())
         .env(crate::child::PARENT_ENV, std::process::id().to_string())
         .kill_on_drop(true)
-        .spawn()?;
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let why = format!("cannot start {}: {e}", shared.opts.exe.display());
+            write_msg(&mut w, &refuse(&why)).await?;
+            return Ok(());
+        }
+    };
     let (Some(stdout), Some(stderr), Some(stdin)) =
         (child.stdout.take(), child.stderr.take(), child.stdin.take())
     else {

@@ -194,6 +194,20 @@ impl BenchConfig {
         if self.agents.any() && net::expand(&self.net)? != [net::LOOPBACK] {
             bail!("with agents the network is the hosts' own: leave out --net");
         }
+        // Sides on two hosts: the server must listen where the client's host reaches it.
+        let remote =
+            |a: &Option<RemoteAgent>| a.as_ref().is_some_and(|a| !a.addr.ip().is_loopback());
+        let (server_remote, client_remote) =
+            (remote(&self.agents.server), remote(&self.agents.client));
+        let ip = self.listen.ip();
+        if (server_remote || client_remote) && ip.is_loopback() {
+            bail!(
+                "--addr {ip}: the client's host cannot reach a loopback server; give an address it can (0.0.0.0 on a server agent)"
+            );
+        }
+        if self.agents.server.is_none() && client_remote && ip.is_unspecified() {
+            bail!("--addr {ip}: give this host's address as the client's agent reaches it");
+        }
         if self.listen.port() != 0 && self.agents.server.is_none() {
             // A clear error up front instead of one per cell.
             std::net::TcpListener::bind(self.listen)
