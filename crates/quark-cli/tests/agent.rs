@@ -245,6 +245,38 @@ fn bench_cells_run_across_two_agents_and_survive_a_lost_one() {
         stderr(&out)
     );
 
+    // A driver killed mid-cell: both agents stop its children and keep serving.
+    let long = [
+        "-p",
+        "tcp",
+        "-s",
+        "rps",
+        "--sizes",
+        "2KB",
+        "--requests",
+        "5000000",
+    ];
+    let mut driver = hosts.bench(&token, &long, &tmp("driver.json"));
+    let start = Instant::now();
+    while children_of(server_agent).is_empty() || children_of(client_agent).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "cell never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = driver.kill();
+    let _ = driver.wait();
+    let start = Instant::now();
+    while !children_of(server_agent).is_empty() || !children_of(client_agent).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "children outlived the driver"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_file(tmp("driver.json"));
+
     // Goodput cells complete; then the first (long) rps cell loses the server's agent.
     let json = tmp("lost.json");
     let run = hosts.bench(

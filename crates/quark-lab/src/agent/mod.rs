@@ -171,6 +171,13 @@ fn nonce() -> std::io::Result<[u8; 32]> {
 pub fn read_token(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     let text = std::fs::read(path)
         .map_err(|e| anyhow::anyhow!("reading token file {}: {e}", path.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+        tracing::warn!(
+            "token file {} is readable by others (chmod 600 it)",
+            path.display()
+        );
+    }
     let token = text.trim_ascii().to_vec();
     if token.len() < MIN_TOKEN {
         anyhow::bail!(
