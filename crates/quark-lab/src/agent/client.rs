@@ -70,7 +70,7 @@ impl RemoteAgent {
             .map_err(|_| anyhow!("connect timed out"))
             .and_then(|r| r.map_err(Into::into))
             .with_context(fail)?;
-        let _ = tcp.set_nodelay(true);
+        super::keepalive(&tcp);
         let connector = tokio_rustls::TlsConnector::from(super::tls::client()?);
         let name = rustls::pki_types::ServerName::from(self.addr.ip());
         let tls = connector.connect(name, tcp).await.with_context(fail)?;

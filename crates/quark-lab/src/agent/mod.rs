@@ -30,6 +30,9 @@ pub use server::{AgentOptions, hostname, serve};
 /// Longest control line: a client's `spawn` carries its phases as JSON.
 pub const MAX_LINE: usize = 1 << 20;
 
+/// Longest line before authentication (the `auth` message is ~200 bytes).
+const MAX_AUTH_LINE: usize = 1024;
+
 /// Shortest token accepted.
 pub const MIN_TOKEN: usize = 16;
 
@@ -188,13 +191,32 @@ pub fn read_token(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     Ok(token)
 }
 
+/// TCP keepalive on a control connection: a peer host that vanishes without
+/// a reset (power, network) is noticed in about 10 s, not at the cell timeout.
+fn keepalive(tcp: &tokio::net::TcpStream) {
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(std::time::Duration::from_secs(4))
+        .with_interval(std::time::Duration::from_secs(2))
+        .with_retries(3);
+    let _ = socket2::SockRef::from(tcp).set_tcp_keepalive(&ka);
+    let _ = tcp.set_nodelay(true);
+}
+
 /// Reads one bounded line and parses it; `None` at end of stream.
 async fn read_msg<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(
     r: &mut BufReader<R>,
 ) -> std::io::Result<Option<T>> {
+    read_bounded(r, MAX_LINE).await
+}
+
+/// Reads one line of at most `max` bytes and parses it; `None` at end of stream.
+async fn read_bounded<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(
+    r: &mut BufReader<R>,
+    max: usize,
+) -> std::io::Result<Option<T>> {
     let mut buf = Vec::new();
     let n = (&mut *r)
-        .take(MAX_LINE as u64 + 1)
+        .take(max as u64 + 1)
         .read_until(b'\n', &mut buf)
         .await?;
     if n == 0 {
@@ -222,6 +244,18 @@ async fn write_msg<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, msg: &T) -> s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn long_or_bad_lines_are_errors() {
+        let long = vec![b'x'; MAX_LINE + 10];
+        let mut r = BufReader::new(&long[..]);
+        assert!(read_msg::<_, ToAgent>(&mut r).await.is_err());
+        let mut r = BufReader::new(&b"{\"t\":\"rm -rf\"}\n"[..]);
+        assert!(read_msg::<_, ToAgent>(&mut r).await.is_err());
+        let mut r = BufReader::new(&b"{\"t\":\"ping\"}\n"[..]);
+        assert!(matches!(read_msg(&mut r).await, Ok(Some(ToAgent::Ping))));
+        assert!(read_msg::<_, ToAgent>(&mut r).await.unwrap().is_none());
+    }
 
     #[test]
     fn proofs_bind_side_nonces_and_certificate() {

@@ -106,7 +106,7 @@ async fn session(
     acceptor: tokio_rustls::TlsAcceptor,
     shared: Arc<Shared>,
 ) -> anyhow::Result<()> {
-    let _ = tcp.set_nodelay(true);
+    super::keepalive(&tcp);
     let authed = tokio::time::timeout(AUTH_TIMEOUT, async {
         let tls = acceptor.accept(tcp).await?;
         let (r, mut w) = tokio::io::split(tls);
@@ -121,7 +121,8 @@ async fn session(
             nonce: hex::encode(ours),
         };
         write_msg(&mut w, &hello).await?;
-        let Some(ToAgent::Auth { nonce, proof }) = read_msg(&mut r).await? else {
+        let auth = super::read_bounded(&mut r, super::MAX_AUTH_LINE).await?;
+        let Some(ToAgent::Auth { nonce, proof }) = auth else {
             anyhow::bail!("no authentication");
         };
         let theirs = hex::decode(&nonce).unwrap_or_default();
