@@ -11,18 +11,19 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Deserialize;
 
 use crate::adapter::{Cipher, Identity, ServerCounters, find};
-use crate::agent::{Placement, RemoteAgent};
 use crate::child::{ClientArgs, ClientReport, CommonArgs, ServerArgs};
 use crate::metrics::{Machine, Usage};
 use crate::results::{CellResult, Report, RunConfig, SCHEMA_ID, SCHEMA_VERSION, Status};
 use crate::scenario::{Params, Scenario};
 use crate::workload::Phase;
 
+mod agents;
 mod merge;
 pub mod net;
 mod procs;
 pub mod repeat;
 
+pub use agents::Agents;
 pub use merge::merge;
 pub use net::{NetInfo, NetMode, NetModeChoice};
 use procs::{CellError, Procs, Side, Signals};
@@ -98,21 +99,6 @@ pub struct BenchConfig {
     pub repeat: u32,
     /// Sides placed on other hosts' agents (`--server-agent`, `--client-agent`).
     pub agents: Agents,
-}
-
-/// Where the two sides run: an agent each, or here (`None`).
-#[derive(Debug, Clone, Default)]
-pub struct Agents {
-    /// The server's agent.
-    pub server: Option<RemoteAgent>,
-    /// The client's agent.
-    pub client: Option<RemoteAgent>,
-}
-
-impl Agents {
-    fn any(&self) -> bool {
-        self.server.is_some() || self.client.is_some()
-    }
 }
 
 impl BenchConfig {
@@ -194,20 +180,7 @@ impl BenchConfig {
         if self.agents.any() && net::expand(&self.net)? != [net::LOOPBACK] {
             bail!("with agents the network is the hosts' own: leave out --net");
         }
-        // Sides on two hosts: the server must listen where the client's host reaches it.
-        let remote =
-            |a: &Option<RemoteAgent>| a.as_ref().is_some_and(|a| !a.addr.ip().is_loopback());
-        let (server_remote, client_remote) =
-            (remote(&self.agents.server), remote(&self.agents.client));
-        let ip = self.listen.ip();
-        if (server_remote || client_remote) && ip.is_loopback() {
-            bail!(
-                "--addr {ip}: the client's host cannot reach a loopback server; give an address it can (0.0.0.0 on a server agent)"
-            );
-        }
-        if self.agents.server.is_none() && client_remote && ip.is_unspecified() {
-            bail!("--addr {ip}: give this host's address as the client's agent reaches it");
-        }
+        self.agents.check(self.listen)?;
         if self.listen.port() != 0 && self.agents.server.is_none() {
             // A clear error up front instead of one per cell.
             std::net::TcpListener::bind(self.listen)
@@ -294,7 +267,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
         summary: Vec::new(),
     };
     if cfg.agents.any() {
-        let p = placement(&cfg.agents).await?;
+        let p = cfg.agents.placement().await?;
         log(&format!(
             "server on {}, client on {}, path RTT {}",
             p.server.host,
@@ -470,37 +443,6 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
     report.summarize();
     save(&cfg, &mut report)?;
     Ok(Outcome { report, exit_code })
-}
-
-/// Reaches each agent (a clear error now rather than in every cell), and
-/// measures the path between the two hosts.
-async fn placement(agents: &Agents) -> anyhow::Result<Placement> {
-    let here = || crate::agent::SideHost {
-        host: crate::agent::hostname(),
-        agent: None,
-    };
-    let mut sides = [here(), here()];
-    for (side, agent) in sides.iter_mut().zip([&agents.server, &agents.client]) {
-        if let Some(a) = agent {
-            let (host, _) = a.ping(3).await?;
-            *side = crate::agent::SideHost {
-                host,
-                agent: Some(a.addr.to_string()),
-            };
-        }
-    }
-    let [server, client] = sides;
-    // Probed at the server agent's address; a local server's address as the
-    // client's host sees it is unknown: no probe then.
-    let rtt_ms = match &agents.server {
-        Some(s) => crate::agent::probe_rtt(agents.client.as_ref(), s.addr).await,
-        None => None,
-    };
-    Ok(Placement {
-        server,
-        client,
-        rtt_ms,
-    })
 }
 
 /// ` @profile` after phase labels when the run has an emulated network.
