@@ -221,6 +221,25 @@ where
         write_msg(&mut w, &refuse("--cert and --key take separate values")).await?;
         return Ok(());
     }
+    // A stack with a lab program of its own (quic-go) runs that program, as
+    // found on this host; the adapter registry names it, never the driver.
+    let proto = args
+        .iter()
+        .position(|a| a == "--proto")
+        .and_then(|i| args.get(i + 1));
+    let program = match proto
+        .and_then(|p| crate::adapter::find(p))
+        .and_then(|a| a.external_child())
+    {
+        None => shared.opts.exe.clone(),
+        Some(x) => match x.locate(&shared.opts.exe) {
+            Ok(p) => p,
+            Err(why) => {
+                write_msg(&mut w, &refuse(&why)).await?;
+                return Ok(());
+            }
+        },
+    };
     let n = super::nonce()?;
     let dir = Dir(std::env::temp_dir().join(format!("quark-agent-{}", hex::encode(&n[..8]))));
     std::fs::create_dir_all(&dir.0)?;
@@ -235,7 +254,7 @@ where
             }
         }
     }
-    let spawned = Command::new(&shared.opts.exe)
+    let spawned = Command::new(&program)
         .arg(&sub)
         .args(&args)
         .stdin(Stdio::piped())
@@ -247,7 +266,7 @@ where
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
-            let why = format!("cannot start {}: {e}", shared.opts.exe.display());
+            let why = format!("cannot start {}: {e}", program.display());
             write_msg(&mut w, &refuse(&why)).await?;
             return Ok(());
         }

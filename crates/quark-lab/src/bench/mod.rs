@@ -361,17 +361,17 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                         net: info,
                     };
                     // The children are quark's, or a program of the stack's own.
-                    let program = adapter
-                        .external_child()
-                        .map_or_else(|| Ok(cfg.exe.clone()), |x| x.locate(&cfg.exe));
+                    // With both sides on agents, each finds its own.
+                    let both_remote = cfg.agents.server.is_some() && cfg.agents.client.is_some();
+                    let program = match adapter.external_child() {
+                        Some(x) if !both_remote => x.locate(&cfg.exe),
+                        _ => Ok(cfg.exe.clone()),
+                    };
                     let exe = program.as_deref().unwrap_or(&cfg.exe);
                     let mut procs = Procs::new(exe, &mut signals, cfg.timeout);
                     let mut emulator = None;
                     let before = report.results.len();
                     let res = match &program {
-                        Ok(p) if *p != cfg.exe && cfg.agents.any() => Err(CellError::Failed(
-                            format!("{proto} has its own lab program: agents run only quark's"),
-                        )),
                         Ok(_) => {
                             cell.run(&mut procs, &mut emulator, &mut report.results, &mut log)
                                 .await
