@@ -5,7 +5,8 @@
 //! in its own server and client process (see [`child`]), driven by the
 //! orchestrator ([`bench`](mod@bench)), which merges both sides' CPU and memory use with
 //! the client's latency samples into results ([`results`]), a table
-//! ([`table`]) and an HTML report ([`html`]).
+//! ([`table`]) and an HTML report ([`html`]). Either side may run on another
+//! host, started and relayed by that host's `quark agent` ([`agent`]).
 //!
 //! # The application protocol
 //!
