@@ -1,13 +1,14 @@
 //! `quark bench`: command-line options → `quark_lab::bench::BenchConfig`.
 
 use std::io::IsTerminal;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use quark_lab::adapter::{Cipher, default_protocols, default_reference, registry};
-use quark_lab::bench::{BenchConfig, NET_PROFILES, NetModeChoice};
+use quark_lab::agent::RemoteAgent;
+use quark_lab::bench::{Agents, BenchConfig, NET_PROFILES, NetModeChoice};
 use quark_lab::scenario::{Overrides, Scenario, default_suite};
 use quark_lab::size::parse_size_list;
 
@@ -120,9 +121,19 @@ pub(crate) struct Args {
     /// Listen port for the servers (0 = any free port).
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// Listen address for the servers.
-    #[arg(long, default_value = "127.0.0.1")]
-    addr: IpAddr,
+    /// Listen address for the servers [default: 127.0.0.1; 0.0.0.0 with --server-agent].
+    #[arg(long)]
+    addr: Option<IpAddr>,
+    /// Run every cell's server on this `quark agent` (HOST:PORT); servers
+    /// listen on `--addr` there (0.0.0.0: reached at the agent's address).
+    #[arg(long, value_name = "HOST:PORT", requires = "token_file")]
+    server_agent: Option<String>,
+    /// Run every cell's client on this `quark agent` (HOST:PORT).
+    #[arg(long, value_name = "HOST:PORT", requires = "token_file")]
+    client_agent: Option<String>,
+    /// The agents' shared token (see `quark agent --help`).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
     /// Seconds any one step of a phase may take before the cell fails.
     #[arg(long, default_value_t = 300.0)]
     timeout: f64,
@@ -258,7 +269,13 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         quic_version: a.quic_version,
         link_offload: !a.no_link_offload,
         reference,
-        listen: SocketAddr::new(a.addr, a.port),
+        listen: SocketAddr::new(
+            a.addr.unwrap_or(match a.server_agent {
+                Some(_) => IpAddr::from([0, 0, 0, 0]),
+                None => IpAddr::from([127, 0, 0, 1]),
+            }),
+            a.port,
+        ),
         timeout: positive_secs("timeout", a.timeout)?,
         progress: std::io::stderr().is_terminal(),
         command_line: std::env::args().collect(),
@@ -267,6 +284,28 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         server_workers: a.server_workers,
         client_sockets: a.client_sockets,
         repeat: a.repeat,
+        agents: agents(a)?,
+    })
+}
+
+/// `--server-agent`, `--client-agent` and their token.
+fn agents(a: &Args) -> anyhow::Result<Agents> {
+    let Some(file) = &a.token_file else {
+        return Ok(Agents::default());
+    };
+    let token = quark_lab::agent::read_token(file)?;
+    let resolve = |s: &Option<String>| -> anyhow::Result<Option<RemoteAgent>> {
+        let Some(s) = s else { return Ok(None) };
+        let addr = s
+            .to_socket_addrs()
+            .map_err(|e| anyhow!("agent address '{s}': {e}"))?
+            .next()
+            .ok_or_else(|| anyhow!("agent address '{s}' resolves to nothing"))?;
+        Ok(Some(RemoteAgent::new(addr, token.clone())))
+    };
+    Ok(Agents {
+        server: resolve(&a.server_agent)?,
+        client: resolve(&a.client_agent)?,
     })
 }
 

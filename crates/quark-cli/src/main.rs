@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 mod access_log;
+mod agent;
 mod bench;
 mod get;
 mod get_http;
@@ -37,6 +38,9 @@ enum Command {
     Get(get::GetArgs),
     /// Measure protocols: goodput, latency, requests/s, CPU and memory.
     Bench(bench::Args),
+    /// Run lab servers and clients for `quark bench` on another host (TLS
+    /// control channel authenticated with a shared token).
+    Agent(agent::Args),
     /// Render a results file again (table, HTML).
     Report(report::Args),
     /// Attack a server class by class and judge whether it stays up (memory,
@@ -98,6 +102,7 @@ fn main() {
         Command::Serve(args) => run_async(serve::run(args)),
         Command::Get(args) => run_async(get::run(args)),
         Command::Bench(args) => bench::run(args),
+        Command::Agent(args) => run_async(agent::run(args)),
         Command::Report(args) => report::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Relay(args) => relay::run(args),

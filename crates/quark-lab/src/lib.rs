@@ -5,7 +5,8 @@
 //! in its own server and client process (see [`child`]), driven by the
 //! orchestrator ([`bench`](mod@bench)), which merges both sides' CPU and memory use with
 //! the client's latency samples into results ([`results`]), a table
-//! ([`table`]) and an HTML report ([`html`]).
+//! ([`table`]) and an HTML report ([`html`]). Either side may run on another
+//! host, started and relayed by that host's `quark agent` ([`agent`]).
 //!
 //! # The application protocol
 //!
@@ -44,6 +45,7 @@
 //!   memory per connection is (peak RSS − RSS before connecting) / connections.
 
 pub mod adapter;
+pub mod agent;
 pub mod bench;
 pub mod child;
 pub mod html;

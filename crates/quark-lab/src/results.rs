@@ -96,6 +96,9 @@ pub struct RunConfig {
     /// Runs of every cell, protocols taking turns (`--repeat`; absent: 1).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub repeat: u32,
+    /// Which host ran each side and the path between them (absent: both here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::agent::Placement>,
 }
 
 fn one() -> u32 {

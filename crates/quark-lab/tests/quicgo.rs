@@ -76,6 +76,7 @@ fn config(scenarios: Vec<(Scenario, Params)>, cipher: Cipher) -> BenchConfig {
         server_workers: None,
         client_sockets: 1,
         repeat: 1,
+        agents: Default::default(),
     }
 }
 

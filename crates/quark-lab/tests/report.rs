@@ -209,6 +209,7 @@ fn fixture() -> Report {
             server_workers: None,
             client_sockets: 1,
             repeat: 1,
+            placement: None,
         },
         results,
         errors: vec!["interrupted by SIGINT; results are partial".into()],

@@ -17,11 +17,13 @@ use crate::results::{CellResult, Report, RunConfig, SCHEMA_ID, SCHEMA_VERSION, S
 use crate::scenario::{Params, Scenario};
 use crate::workload::Phase;
 
+mod agents;
 mod merge;
 pub mod net;
 mod procs;
 pub mod repeat;
 
+pub use agents::Agents;
 pub use merge::merge;
 pub use net::{NetInfo, NetMode, NetModeChoice};
 use procs::{CellError, Procs, Side, Signals};
@@ -95,6 +97,8 @@ pub struct BenchConfig {
     pub client_sockets: usize,
     /// Runs of every cell, the protocols taking turns (see `repeat`).
     pub repeat: u32,
+    /// Sides placed on other hosts' agents (`--server-agent`, `--client-agent`).
+    pub agents: Agents,
 }
 
 impl BenchConfig {
@@ -173,7 +177,11 @@ impl BenchConfig {
                 );
             }
         }
-        if self.listen.port() != 0 {
+        if self.agents.any() && net::expand(&self.net)? != [net::LOOPBACK] {
+            bail!("with agents the network is the hosts' own: leave out --net");
+        }
+        self.agents.check(self.listen)?;
+        if self.listen.port() != 0 && self.agents.server.is_none() {
             // A clear error up front instead of one per cell.
             std::net::TcpListener::bind(self.listen)
                 .with_context(|| format!("port {} is not available", self.listen.port()))?;
@@ -252,11 +260,22 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             server_workers: cfg.server_workers.map(|n| n as u32),
             client_sockets: cfg.client_sockets as u32,
             repeat: cfg.repeat,
+            placement: None,
         },
         results: Vec::new(),
         errors: Vec::new(),
         summary: Vec::new(),
     };
+    if cfg.agents.any() {
+        let p = cfg.agents.placement().await?;
+        log(&format!(
+            "server on {}, client on {}, path RTT {}",
+            p.server.host,
+            p.client.host,
+            p.rtt_ms.map_or("unknown".into(), |r| format!("{r:.3} ms"))
+        ));
+        report.config.placement = Some(p);
+    }
     let mut exit_code = 0;
     let nets = net::expand(&cfg.net)?;
     let mut infos = Vec::new();
@@ -342,9 +361,12 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                         net: info,
                     };
                     // The children are quark's, or a program of the stack's own.
-                    let program = adapter
-                        .external_child()
-                        .map_or_else(|| Ok(cfg.exe.clone()), |x| x.locate(&cfg.exe));
+                    // With both sides on agents, each finds its own.
+                    let both_remote = cfg.agents.server.is_some() && cfg.agents.client.is_some();
+                    let program = match adapter.external_child() {
+                        Some(x) if !both_remote => x.locate(&cfg.exe),
+                        _ => Ok(cfg.exe.clone()),
+                    };
                     let exe = program.as_deref().unwrap_or(&cfg.exe);
                     let mut procs = Procs::new(exe, &mut signals, cfg.timeout);
                     let mut emulator = None;
@@ -537,17 +559,29 @@ impl Cell<'_> {
             server_workers: cfg.server_workers,
         };
         let ns = |side: &str| netns.as_ref().map(|p| format!("{p}-{side}"));
-        procs.spawn_in(
-            ns("a"),
-            server_xdp,
-            Side::Server,
-            "lab-server",
-            &server.to_argv(),
-        )?;
+        if let Some(agent) = &cfg.agents.server {
+            let files = (self.cert, Some(self.key));
+            let argv = server.to_argv();
+            procs
+                .spawn_remote(agent, Side::Server, "lab-server", &argv, files)
+                .await?;
+        } else {
+            procs.spawn_in(
+                ns("a"),
+                server_xdp,
+                Side::Server,
+                "lab-server",
+                &server.to_argv(),
+            )?;
+        }
         let Listening { addr } = procs.expect(Side::Server, "listening").await?;
-        let addr = match addr.ip() {
+        let addr = match (addr.ip(), &cfg.agents.server) {
+            // A wildcard listener on an agent is reached at the agent's address.
+            (ip, Some(a)) if ip.is_unspecified() => SocketAddr::new(a.addr.ip(), addr.port()),
             // A wildcard listener is reached over loopback.
-            ip if ip.is_unspecified() => SocketAddr::new(IpAddr::from([127, 0, 0, 1]), addr.port()),
+            (ip, None) if ip.is_unspecified() => {
+                SocketAddr::new(IpAddr::from([127, 0, 0, 1]), addr.port())
+            }
             _ => addr,
         };
         let addr = if self.net.mode == NetMode::Relay {
@@ -568,13 +602,20 @@ impl Cell<'_> {
             progress_ms: if cfg.progress { 100 } else { 0 },
             client_sockets: cfg.client_sockets,
         };
-        procs.spawn_in(
-            ns("b"),
-            client_xdp,
-            Side::Client,
-            "lab-client",
-            &client.to_argv(),
-        )?;
+        if let Some(agent) = &cfg.agents.client {
+            let argv = client.to_argv();
+            procs
+                .spawn_remote(agent, Side::Client, "lab-client", &argv, (self.cert, None))
+                .await?;
+        } else {
+            procs.spawn_in(
+                ns("b"),
+                client_xdp,
+                Side::Client,
+                "lab-client",
+                &client.to_argv(),
+            )?;
+        }
         for phase in self.phases {
             procs.rearm();
             let _: Ignore = procs.expect(Side::Client, "phase").await?;

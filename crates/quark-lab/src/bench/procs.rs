@@ -15,6 +15,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::agent::{Remote, RemoteAgent};
 use crate::child::PARENT_ENV;
 
 /// Why a cell stopped early.
@@ -73,10 +74,16 @@ impl Side {
     }
 }
 
-struct Proc {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+enum Proc {
+    /// A child process of ours.
+    Local {
+        // Boxed: the enum stays small (two per cell, so the box costs nothing).
+        child: Box<Child>,
+        stdin: Option<ChildStdin>,
+        stderr: Arc<Mutex<VecDeque<String>>>,
+    },
+    /// A child on an agent (`quark agent`), relayed over its control channel.
+    Remote(Remote),
 }
 
 /// A server and a client process and their merged event stream.
@@ -184,14 +191,43 @@ impl<'a> Procs<'a> {
                 }
             }
         });
-        let p = Proc {
+        let p = Proc::Local {
             stdin: child.stdin.take(),
-            child,
+            child: Box::new(child),
             stderr: tail,
         };
         match side {
             Side::Server => self.server = Some(p),
             Side::Client => self.client = Some(p),
+        }
+        Ok(())
+    }
+
+    /// Starts `quark <sub> <args>` as `side` on `agent`, handing it the lab
+    /// certificate (and the key, for servers) to write on its host.
+    pub(super) async fn spawn_remote(
+        &mut self,
+        agent: &RemoteAgent,
+        side: Side,
+        sub: &str,
+        args: &[String],
+        files: (&Path, Option<&Path>),
+    ) -> Result<(), CellError> {
+        let read = |p: &Path| {
+            std::fs::read(p).map_err(|e| CellError::Failed(format!("{}: {e}", p.display())))
+        };
+        let cert = read(files.0)?;
+        let key = files.1.map(read).transpose()?;
+        let tx = self.tx.clone();
+        let remote = agent
+            .spawn(sub, args, &cert, key.as_deref(), move |line| {
+                let _ = tx.send((side, line));
+            })
+            .await
+            .map_err(|e| CellError::Failed(format!("{}: {e:#}", side.name())))?;
+        match side {
+            Side::Server => self.server = Some(Proc::Remote(remote)),
+            Side::Client => self.client = Some(Proc::Remote(remote)),
         }
         Ok(())
     }
@@ -205,12 +241,15 @@ impl<'a> Procs<'a> {
 
     /// Sends a command line to a child.
     pub(super) async fn send(&mut self, side: Side, cmd: &str) -> Result<(), CellError> {
-        let ok = match self.proc(side).and_then(|p| p.stdin.as_mut()) {
-            Some(stdin) => {
+        let ok = match self.proc(side) {
+            Some(Proc::Local {
+                stdin: Some(stdin), ..
+            }) => {
                 stdin.write_all(format!("{cmd}\n").as_bytes()).await.is_ok()
                     && stdin.flush().await.is_ok()
             }
-            None => false,
+            Some(Proc::Remote(r)) => r.send(cmd),
+            _ => false,
         };
         if ok {
             Ok(())
@@ -221,27 +260,35 @@ impl<'a> Procs<'a> {
 
     /// Whether the server process exited (waiting briefly for it to finish dying).
     async fn server_exited(&mut self) -> bool {
-        let Some(p) = self.server.as_mut() else {
-            return false;
-        };
-        tokio::time::timeout(Duration::from_millis(500), p.child.wait())
-            .await
-            .is_ok()
+        match self.server.as_mut() {
+            Some(Proc::Local { child, .. }) => {
+                tokio::time::timeout(Duration::from_millis(500), child.wait())
+                    .await
+                    .is_ok()
+            }
+            Some(Proc::Remote(r)) => r.exit(Duration::from_millis(500)).await.is_some(),
+            None => false,
+        }
     }
 
     /// Describes a child that stopped talking: exit status and its last stderr line.
     async fn died(&mut self, side: Side) -> String {
-        let Some(p) = self.proc(side) else {
-            return format!("{} not running", side.name());
+        let (child, stderr) = match self.proc(side) {
+            None => return format!("{} not running", side.name()),
+            Some(Proc::Remote(r)) => {
+                let why = r.exit(Duration::from_secs(3)).await;
+                let why = why.unwrap_or_else(|| "stopped talking (agent unresponsive)".into());
+                return format!("{} {why}", side.name());
+            }
+            Some(Proc::Local { child, stderr, .. }) => (child, stderr.clone()),
         };
-        let status = match tokio::time::timeout(Duration::from_secs(2), p.child.wait()).await {
+        let status = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
             Ok(Ok(s)) => s.to_string(),
             _ => "still running, killed".to_string(),
         };
         // Let the stderr reader catch up with the child's last words.
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let last = p
-            .stderr
+        let last = stderr
             .lock()
             .ok()
             .and_then(|t| t.back().cloned())
@@ -335,14 +382,20 @@ impl<'a> Procs<'a> {
             .into_iter()
             .flatten()
         {
-            let mut p = p;
-            drop(p.stdin.take());
-            if tokio::time::timeout(Duration::from_secs(2), p.child.wait())
-                .await
-                .is_err()
-            {
-                let _ = p.child.start_kill();
-                let _ = p.child.wait().await;
+            match p {
+                Proc::Local {
+                    mut child, stdin, ..
+                } => {
+                    drop(stdin);
+                    if tokio::time::timeout(Duration::from_secs(2), child.wait())
+                        .await
+                        .is_err()
+                    {
+                        let _ = child.start_kill();
+                        let _ = child.wait().await;
+                    }
+                }
+                Proc::Remote(r) => r.close(false).await,
             }
         }
     }
@@ -353,9 +406,13 @@ impl<'a> Procs<'a> {
             .into_iter()
             .flatten()
         {
-            let mut p = p;
-            let _ = p.child.start_kill();
-            let _ = p.child.wait().await;
+            match p {
+                Proc::Local { mut child, .. } => {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
+                Proc::Remote(r) => r.close(true).await,
+            }
         }
     }
 }
