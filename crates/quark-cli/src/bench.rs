@@ -32,7 +32,7 @@ pub(crate) struct Args {
     /// Concurrent clients on fresh connections (response-time, ephemeral).
     #[arg(long)]
     clients: Option<u32>,
-    /// Long-lived connections (rps, streams).
+    /// Long-lived connections (rps, streams; scale: that one count).
     #[arg(long)]
     connections: Option<u32>,
     /// Requests in flight per connection (parallel).
@@ -59,6 +59,10 @@ pub(crate) struct Args {
     /// UDP payload bytes per datagram.
     #[arg(long)]
     datagram_size: Option<u32>,
+    /// Connection counts for the scale scenario, e.g. `100,1000,5000` (one
+    /// phase each; `--connections N` alone runs just N).
+    #[arg(long, value_delimiter = ',')]
+    scale_connections: Vec<u32>,
     /// Network profiles, run one after the other: `loopback` (no emulation),
     /// `veth` / `veth-xdp` (two namespaces joined by veth, no emulation; quark on
     /// kernel UDP / AF_XDP; root), lan, interop, blackhole, reorder0.1, reorder1
@@ -189,6 +193,7 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         warmup: a.warmup,
         runs: a.runs,
         datagram: a.datagram_size,
+        scale_connections: (!a.scale_connections.is_empty()).then(|| a.scale_connections.clone()),
     };
     let suite = a.scenario.is_empty();
     let scenarios = match a.scenario.as_slice() {

@@ -51,6 +51,7 @@ pub mod child;
 pub mod html;
 pub mod metrics;
 pub mod results;
+pub mod scale;
 pub mod scenario;
 pub mod size;
 pub mod table;

@@ -10,6 +10,7 @@
 //! | `ephemeral` | cloud study | same sizes, 10 000 requests, a new connection per request |
 //! | `parallel` | cloud study | same sizes, 10 000 requests, 100 in flight on one connection |
 //! | `streams` | VPP | 2 connections × 8 streams downloading 1 MiB responses back to back for 5 s |
+//! | `scale` | issue #33 | rps at 100, 1 000 and 5 000 long-lived connections (one phase each), 20 000 requests of 2KB, at least 4 per connection |
 
 use serde::{Deserialize, Serialize};
 
@@ -35,11 +36,13 @@ pub enum Scenario {
     Parallel,
     /// N connections × M streams for a duration.
     Streams,
+    /// `rps` at each of several connection counts.
+    Scale,
 }
 
 impl Scenario {
     /// Every scenario, in report order.
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 8] = [
         Scenario::Goodput,
         Scenario::ResponseTime,
         Scenario::Rps,
@@ -47,6 +50,7 @@ impl Scenario {
         Scenario::Ephemeral,
         Scenario::Parallel,
         Scenario::Streams,
+        Scenario::Scale,
     ];
 
     /// The command-line name.
@@ -59,6 +63,7 @@ impl Scenario {
             Scenario::Ephemeral => "ephemeral",
             Scenario::Parallel => "parallel",
             Scenario::Streams => "streams",
+            Scenario::Scale => "scale",
         }
     }
 
@@ -81,6 +86,7 @@ impl Scenario {
             warmup: 0,
             runs: 1,
             datagram: 1200,
+            scale_connections: vec![],
         };
         match self {
             Scenario::Goodput => Params {
@@ -114,6 +120,12 @@ impl Scenario {
                 sizes: vec![1 << 20],
                 connections: 2,
                 streams: 8,
+                ..base
+            },
+            Scenario::Scale => Params {
+                sizes: vec![2_000],
+                requests: 20_000,
+                scale_connections: vec![100, 1_000, 5_000],
                 ..base
             },
         }
@@ -150,6 +162,9 @@ impl Scenario {
                     self.name()
                 )),
             };
+        }
+        if self == Scenario::Scale {
+            return Ok(crate::scale::phases(p));
         }
         let phases = match self {
             Scenario::Goodput => p
@@ -207,6 +222,7 @@ impl Scenario {
                     chunk: s,
                 })
                 .collect(),
+            Scenario::Scale => unreachable!("handled above"),
         };
         Ok(p.sizes
             .iter()
@@ -249,6 +265,9 @@ pub struct Params {
     pub runs: u32,
     /// Datagram payload size (udp).
     pub datagram: u32,
+    /// Connection counts, one phase each (scale; absent in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scale_connections: Vec<u32>,
 }
 
 /// Command-line overrides of [`Params`]; `None` keeps the default. Each applies
@@ -275,6 +294,8 @@ pub struct Overrides {
     pub runs: Option<u32>,
     /// `--datagram-size`.
     pub datagram: Option<u32>,
+    /// `--scale-connections`.
+    pub scale_connections: Option<Vec<u32>>,
 }
 
 impl Params {
@@ -287,7 +308,7 @@ impl Params {
         }
         if matches!(
             scenario,
-            ResponseTime | Rps | Persistent | Ephemeral | Parallel
+            ResponseTime | Rps | Persistent | Ephemeral | Parallel | Scale
         ) {
             self.requests = o.requests.unwrap_or(self.requests);
         }
@@ -296,6 +317,14 @@ impl Params {
         }
         if matches!(scenario, Rps | Streams) {
             self.connections = o.connections.unwrap_or(self.connections);
+        }
+        if scenario == Scale {
+            // `--connections N` alone asks for that one count.
+            if let Some(list) = o.scale_connections.clone().filter(|l| !l.is_empty()) {
+                self.scale_connections = list;
+            } else if let Some(n) = o.connections {
+                self.scale_connections = vec![n];
+            }
         }
         if scenario == Parallel {
             self.in_flight = o.in_flight.unwrap_or(self.in_flight);

@@ -38,7 +38,7 @@
 //! | `IP_RECVTOS` / `IPV6_RECVTCLASS`, `IP_TOS` / `IPV6_TCLASS` | 2.6 | ECN (RFC 9000 §13.4) |
 //! | `IP_PKTINFO` / `IPV6_RECVPKTINFO`, `IPV6_PKTINFO` | 2.6 | local address per datagram; source address choice |
 //! | `IP_MTU_DISCOVER` / `IPV6_MTU_DISCOVER` = `*_PMTUDISC_PROBE` | 2.6.22 | don't fragment, ignore the route's PMTU (DPLPMTUD, RFC 9000 §14.3) |
-//! | `SO_RCVBUFFORCE` / `SO_SNDBUFFORCE` | 2.6.14 | ~8 MiB buffers beyond `rmem_max` (needs `CAP_NET_ADMIN`; falls back to `SO_RCVBUF`/`SO_SNDBUF`) |
+//! | `SO_RCVBUFFORCE` / `SO_SNDBUFFORCE` | 2.6.14 | 32 MiB receive and 8 MiB send buffers beyond `rmem_max` (needs `CAP_NET_ADMIN`; falls back to `SO_RCVBUF`/`SO_SNDBUF`) |
 //!
 //! Dual-stack IPv6 sockets (bound to `[::]`) talk to IPv4 peers through v4-mapped
 //! addresses; the API only ever shows plain IPv4 addresses for them.

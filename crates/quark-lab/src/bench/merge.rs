@@ -85,6 +85,13 @@ pub fn merge(
             ));
         }
     }
+    if c.cores > 0 && crate::scale::saturated(c.usage.cpu_s(), c.elapsed_s, c.cores) {
+        warnings.push(format!(
+            "client CPU at {:.0} % of its {} core(s): the client may be the bottleneck",
+            100.0 * c.usage.cpu_s() / c.elapsed_s / f64::from(c.cores),
+            c.cores
+        ));
+    }
     if counters.errors > 0 {
         warnings.push(format!(
             "server saw {} failed requests or connections",
@@ -150,6 +157,7 @@ mod tests {
             datagrams_sent: None,
             usage: usage(0.5, 10_000_000, 2_800_000),
             breakdown: None,
+            cores: 1,
         };
         let counters = ServerCounters {
             requests: 1000,

@@ -83,6 +83,7 @@ fn client(args: ClientArgs) -> anyhow::Result<()> {
             let usage = meter.stop();
             drop(ticker);
             let mut report = summarize(measured?, usage);
+            report.cores = client_cores(&args.common);
             report.breakdown = cpu
                 .zip(client.cpu_counters())
                 .and_then(|(a, b)| a.per_unit(&b, report.requests));
@@ -97,6 +98,17 @@ fn client(args: ClientArgs) -> anyhow::Result<()> {
         while cmds.recv().await.is_some() {}
         Ok(())
     })
+}
+
+/// Cores the client's runtime can keep busy: one when pinned to a CPU or
+/// single-threaded, else its threads (at most the machine's cores).
+fn client_cores(common: &super::CommonArgs) -> u32 {
+    let machine = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    if common.cpu.is_some() {
+        1
+    } else {
+        common.threads.clamp(1, machine)
+    }
 }
 
 fn summarize(mut m: Measured, usage: crate::metrics::Usage) -> ClientReport {
@@ -119,5 +131,6 @@ fn summarize(mut m: Measured, usage: crate::metrics::Usage) -> ClientReport {
         datagrams_sent: m.datagrams_sent,
         usage,
         breakdown: None,
+        cores: 0,
     }
 }

@@ -98,6 +98,10 @@ pub struct ClientReport {
     /// The stack's CPU breakdown, when it keeps counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<SideBreakdown>,
+    /// CPU cores the client could use (1 when pinned or single-threaded; 0:
+    /// unknown, from an older client).
+    #[serde(default)]
+    pub cores: u32,
 }
 
 /// Events a client prints.
@@ -316,6 +320,9 @@ fn setup(common: &CommonArgs) -> anyhow::Result<tokio::runtime::Runtime> {
     if let Some(cpu) = common.cpu {
         crate::metrics::pin_to_cpu(cpu)?;
     }
+    // Many connections need many descriptors (TCP: one each).
+    let nofile = crate::scale::raise_nofile();
+    tracing::debug!(nofile, "open-file limit");
     let rt = match common.threads {
         0 | 1 => tokio::runtime::Builder::new_current_thread()
             .enable_all()

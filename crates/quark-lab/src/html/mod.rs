@@ -10,6 +10,7 @@ use crate::size::format_size;
 use crate::table::{fmt_bps, fmt_secs};
 use crate::workload::Workload;
 
+mod scale;
 pub mod svg;
 
 use svg::{Axis, Frame, PALETTE, esc};
@@ -64,6 +65,7 @@ pub fn render(report: &Report) -> String {
     latency_charts(&mut out, &ok, protos, &color);
     out.push_str("<h2>CPU cost</h2>\n");
     cpu_chart(&mut out, &ok, protos, &color);
+    scale::charts(&mut out, &ok, protos, &color);
     out.push_str("<h2>CPU breakdown</h2>\n");
     breakdown_chart(&mut out, &ok);
     out.push_str("<h2>Results</h2>\n<pre>");

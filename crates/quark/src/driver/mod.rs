@@ -8,6 +8,7 @@
 //! takes in those passed to it (see `forward`). The way in is `receive`, the
 //! way out `transmit`; this file holds the round that joins them.
 
+mod fair;
 mod receive;
 mod transmit;
 
@@ -50,6 +51,9 @@ const FLUSH_BYTES: usize = MAX_GSO_BYTES;
 /// one; a smaller buffer (64 000 bytes against a 65 000-byte loopback MTU)
 /// was reallocated, 64 KB copied into fresh pages, once per pooled buffer.
 const SEND_BUF_SIZE: usize = 66 * 1024;
+/// Transmits (each up to a GSO batch) a connection builds per round-robin
+/// pass before the next touched connection's turn (see `fair`).
+const CONN_BUDGET: usize = 1;
 /// Loop iterations before yielding to other tasks.
 const POLL_BUDGET: usize = 32;
 /// Datagrams taken from the group inbox per round.
@@ -97,6 +101,8 @@ pub(crate) struct Driver {
     touched: Vec<ConnectionHandle>,
     /// Connections whose transmit was cut short by a full socket.
     backlog: Vec<ConnectionHandle>,
+    /// Scratch for `transmit`'s round-robin passes (kept to reuse its allocation).
+    again: Vec<ConnectionHandle>,
     /// Scratch for `timers` (kept to reuse its allocation).
     due: Vec<ConnectionHandle>,
     /// The connections' deadlines, earliest first.
@@ -133,6 +139,7 @@ impl Driver {
             pool: Vec::new(),
             touched: Vec::new(),
             backlog: Vec::new(),
+            again: Vec::new(),
             due: Vec::new(),
             deadlines: Deadlines::default(),
             drained: false,

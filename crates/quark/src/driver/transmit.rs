@@ -8,7 +8,8 @@ use quark_proto::{EcnCodepoint, Transmit};
 use quark_udp::Socket;
 use smallvec::SmallVec;
 
-use super::{Driver, FLUSH_BYTES, MAX_GSO_BYTES, SEND_BATCH, SEND_BUF_SIZE};
+use super::fair::{Step, round_robin};
+use super::{CONN_BUDGET, Driver, FLUSH_BYTES, MAX_GSO_BYTES, SEND_BATCH, SEND_BUF_SIZE};
 use crate::shared::State;
 
 impl Driver {
@@ -79,44 +80,51 @@ impl Driver {
             self.queue(t, buf);
             any = true;
         }
-        for i in 0..self.touched.len() {
-            let h = self.touched[i];
-            loop {
-                let full = self.outgoing.len() >= SEND_BATCH || self.outgoing_bytes >= FLUSH_BYTES;
-                if full && !self.flush(cx, socket) {
-                    // Socket full: the rest waits for writability.
-                    self.backlog.extend_from_slice(&self.touched[i..]);
-                    return any;
+        // Round-robin among the touched connections, a transmit (up to one
+        // GSO batch) each per pass: a connection with a full window goes
+        // round again rather than ahead of the others' answers.
+        let touched = std::mem::take(&mut self.touched);
+        let mut again = std::mem::take(&mut self.again);
+        let result = round_robin(&touched, CONN_BUDGET, &mut again, |h| {
+            let full = self.outgoing.len() >= SEND_BATCH || self.outgoing_bytes >= FLUSH_BYTES;
+            if full && !self.flush(cx, socket) {
+                return Step::Blocked;
+            }
+            let Some(conn) = state.proto.connection_mut(h) else {
+                return Step::Empty;
+            };
+            let max = socket
+                .max_gso_segments()
+                .min(MAX_GSO_BYTES / conn.max_datagram_size())
+                .max(1);
+            let mut buf = self
+                .pool
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(SEND_BUF_SIZE));
+            let transmit = conn.poll_transmit(now, max, &mut buf);
+            debug_assert!(
+                buf.capacity() <= SEND_BUF_SIZE,
+                "a send buffer grew to {} bytes",
+                buf.capacity()
+            );
+            match transmit {
+                Some(t) => {
+                    self.queue(t, buf);
+                    any = true;
+                    Step::Built
                 }
-                let Some(conn) = state.proto.connection_mut(h) else {
-                    break;
-                };
-                let max = socket
-                    .max_gso_segments()
-                    .min(MAX_GSO_BYTES / conn.max_datagram_size())
-                    .max(1);
-                let mut buf = self
-                    .pool
-                    .pop()
-                    .unwrap_or_else(|| Vec::with_capacity(SEND_BUF_SIZE));
-                let transmit = conn.poll_transmit(now, max, &mut buf);
-                debug_assert!(
-                    buf.capacity() <= SEND_BUF_SIZE,
-                    "a send buffer grew to {} bytes",
-                    buf.capacity()
-                );
-                match transmit {
-                    Some(t) => {
-                        self.queue(t, buf);
-                        any = true;
-                    }
-                    None => {
-                        self.pool.push(buf);
-                        break;
-                    }
+                None => {
+                    self.pool.push(buf);
+                    Step::Empty
                 }
             }
+        });
+        if let Err(rest) = result {
+            // Socket full: the rest waits for writability.
+            self.backlog.extend_from_slice(&rest);
         }
+        self.touched = touched;
+        self.again = again;
         any
     }
 }
