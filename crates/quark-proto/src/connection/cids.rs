@@ -48,6 +48,11 @@ pub(crate) struct LocalCids {
 }
 
 impl LocalCids {
+    /// Heap held by the table of IDs issued.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        crate::range_set::btree_bytes(self.issued.len(), std::mem::size_of::<(u64, Issued)>())
+    }
+
     /// Starts with the handshake ID, sequence number 0.
     pub(crate) fn new(initial: ConnectionId, reset_token: ResetToken) -> Self {
         let mut issued = BTreeMap::new();
@@ -225,6 +230,17 @@ pub(crate) struct PeerCids {
     retiring: BTreeSet<u64>,
     /// Our active_connection_id_limit.
     limit: u64,
+}
+
+impl PeerCids {
+    /// Heap held by the spare IDs and the retirement bookkeeping.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        use crate::range_set::btree_bytes;
+        btree_bytes(self.spare.len(), std::mem::size_of::<(u64, PeerCid)>())
+            + btree_bytes(self.to_retire.len(), 8)
+            + btree_bytes(self.retiring.len(), 8)
+            + self.seen.heap_bytes()
+    }
 }
 
 impl PeerCids {

@@ -491,6 +491,9 @@ impl Connection {
             //# receiving and processing a packet.
             self.sent_eliciting_since_recv = true;
             self.reset_idle_timer(now);
+        } else if ack_eliciting {
+            // Its record is freed once it is resolved and the connection quiet.
+            self.arm_trim(now);
         }
         //= https://www.rfc-editor.org/rfc/rfc9001#section-4.9.1
         //# a client MUST discard Initial keys when it first sends a Handshake packet

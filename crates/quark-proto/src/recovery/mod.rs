@@ -475,3 +475,30 @@ pub(crate) fn test_epoch() -> Instant {
 
 #[cfg(test)]
 mod tests;
+
+impl<T> Recovery<T> {
+    /// Heap held by the sent-packet records (their slots' capacity, frames
+    /// kept inline), lost-packet history and the congestion controller.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let spaces: usize = self
+            .spaces
+            .iter()
+            .map(|s| s.sent.heap_bytes() + s.lost.heap_bytes())
+            .sum();
+        spaces
+            + std::mem::size_of_val(&*self.cc)
+            + self.spurious_scratch.capacity() * std::mem::size_of::<LostRecord>()
+    }
+
+    /// Give back the capacity of empty records (an idle connection).
+    /// Returns whether all records went (none is left in flight).
+    pub(crate) fn shrink_idle(&mut self) -> bool {
+        let mut all = true;
+        for s in &mut self.spaces {
+            all &= s.sent.shrink_idle();
+            s.lost.shrink_idle();
+        }
+        self.spurious_scratch = Vec::new();
+        all
+    }
+}
