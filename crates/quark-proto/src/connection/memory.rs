@@ -164,9 +164,32 @@ impl Connection {
     }
 
     fn crypto_memory(&self) -> usize {
-        self.spaces
-            .iter()
-            .map(|s| s.crypto_recv.allocated() + s.crypto_send.buffered())
-            .sum()
+        self.spaces.iter().map(|s| s.crypto_memory()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::size_of;
+
+    use super::super::*;
+
+    /// Every established connection carries these inline, idle or not: upper
+    /// bounds so that growth shows up here (issue #30). Measured 2026-11-29.
+    #[test]
+    fn struct_sizes_stay_bounded() {
+        let sizes = [
+            ("Connection", size_of::<Connection>(), 6_700),
+            ("PacketSpace", size_of::<PacketSpace>(), 240),
+            ("Recovery", size_of::<Recovery<SentFrames>>(), 1_220),
+            ("Streams", size_of::<Streams>(), 1_040),
+            ("TlsSession", size_of::<TlsSession>(), 500),
+            ("Migration", size_of::<migration::Migration>(), 270),
+            ("TransportParameters", size_of::<TransportParameters>(), 340),
+        ];
+        for (name, size, bound) in sizes {
+            eprintln!("{name}: {size} bytes (bound {bound})");
+            assert!(size <= bound, "{name} is {size} bytes, over {bound}");
+        }
     }
 }

@@ -267,7 +267,7 @@ impl Connection {
         if space == SpaceId::Data && self.early.is_some() && self.sending_0rtt() {
             return self.room_for_0rtt() && self.streams.wants_to_send();
         }
-        if s.crypto_send.has_pending() {
+        if s.crypto_pending() {
             return true;
         }
         #[cfg(feature = "testing")]
@@ -326,7 +326,7 @@ impl Connection {
         let pad = ready.contains(&SpaceId::Initial)
             && (self.side.is_client() || {
                 let s = &self.spaces[SpaceId::Initial.index()];
-                s.crypto_send.has_pending() || s.probes > 0
+                s.crypto_pending() || s.probes > 0
             });
         for &space in ready {
             if end - buf.len() < MIN_PACKET_ROOM {
