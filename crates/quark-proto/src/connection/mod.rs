@@ -30,6 +30,7 @@ mod qlog;
 mod recv;
 mod send;
 mod sent;
+mod seq_map;
 mod skip;
 mod spaces;
 mod streams;
