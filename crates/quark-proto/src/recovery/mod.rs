@@ -234,7 +234,8 @@ pub struct Recovery<T> {
     episodes: Episodes,
     ecn: EcnValidator,
     /// Delivery-rate sampling, for controllers that want it.
-    delivery: Option<DeliveryRate>,
+    /// Boxed: only controllers that sample the rate (BBR) have one.
+    delivery: Option<Box<DeliveryRate>>,
     /// Reused buffer for the lost packets an ACK turns out to cover.
     spurious_scratch: Vec<LostRecord>,
     stats: RecoveryStats,
@@ -257,7 +258,7 @@ impl<T> Recovery<T> {
         //# senders SHOULD limit bursts to the initial congestion window
         let burst = crate::cc::initial_window(mtu) / mtu;
         let cc = config.cc.build(mtu);
-        let delivery = cc.wants_rate_samples().then(DeliveryRate::default);
+        let delivery = cc.wants_rate_samples().then(Box::<DeliveryRate>::default);
         Recovery {
             spaces: std::array::from_fn(|_| Space::new()),
             rtt: RttEstimator::new(config.initial_rtt),
@@ -340,7 +341,10 @@ impl<T> Recovery<T> {
         self.cc = config.cc.build(mtu);
         self.window = self.cc.window();
         self.pacer = Pacer::new(mtu, crate::cc::initial_window(mtu) / mtu);
-        self.delivery = self.cc.wants_rate_samples().then(DeliveryRate::default);
+        self.delivery = self
+            .cc
+            .wants_rate_samples()
+            .then(Box::<DeliveryRate>::default);
         self.app_limited = false;
         self.pto_count = 0;
         self.ecn.restart();
@@ -487,6 +491,10 @@ impl<T> Recovery<T> {
             .sum();
         spaces
             + std::mem::size_of_val(&*self.cc)
+            + self
+                .delivery
+                .as_ref()
+                .map_or(0, |d| std::mem::size_of_val(&**d))
             + self.spurious_scratch.capacity() * std::mem::size_of::<LostRecord>()
     }
 
