@@ -112,6 +112,10 @@ pub struct TransportConfig {
     /// [`Connection::migrate`](crate::Connection::migrate) (RFC 9000 §9).
     /// Off: disable_active_migration is announced.
     pub active_migration: bool,
+    /// After this long without activity, an established connection gives
+    /// back what only a busy one needs: stream table and kept buffers,
+    /// sent-packet records, scratch space (0: never). Issue #30.
+    pub idle_trim: Duration,
 }
 
 impl Default for TransportConfig {
@@ -149,6 +153,7 @@ impl Default for TransportConfig {
             datagram_receive_buffer: 1024 * 1024,
             datagram_send_buffer: 1024 * 1024,
             active_migration: true,
+            idle_trim: Duration::from_secs(1),
         }
     }
 }

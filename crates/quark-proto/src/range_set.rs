@@ -23,6 +23,11 @@ pub struct RangeSet {
 }
 
 impl RangeSet {
+    /// Heap held (an estimate of the B-tree's nodes).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        btree_bytes(self.rest.len(), std::mem::size_of::<(u64, u64)>())
+    }
+
     /// An empty set.
     pub fn new() -> Self {
         RangeSet::default()
@@ -212,6 +217,12 @@ fn tree_remove(tree: &mut BTreeMap<u64, u64>, start: u64, end: u64) {
             break;
         }
     }
+}
+
+/// Heap of a B-tree map with `len` entries of `entry` bytes: leaves of up to
+/// 11 entries, with a little header each (std's layout, estimated).
+pub(crate) fn btree_bytes(len: usize, entry: usize) -> usize {
+    len.div_ceil(11) * (11 * entry + 16)
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Connection IDs: the ones we issue to the peer (it addresses us with them) and
 //! the ones the peer issues to us (we address it with them). RFC 9000 §5.1.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+use super::seq_map::SeqMap;
 
 use crate::cid::{ConnectionId, ResetToken};
 use crate::crypto::tokens::ResetKey;
@@ -35,7 +37,7 @@ struct Issued {
 
 /// The IDs we issued.
 pub(crate) struct LocalCids {
-    issued: BTreeMap<u64, Issued>,
+    issued: SeqMap<Issued>,
     /// How many of `issued` have `announce` set: asked before every packet, so
     /// counted rather than searched for.
     to_announce: usize,
@@ -48,9 +50,14 @@ pub(crate) struct LocalCids {
 }
 
 impl LocalCids {
+    /// Heap held by the table of IDs issued.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.issued.heap_bytes()
+    }
+
     /// Starts with the handshake ID, sequence number 0.
     pub(crate) fn new(initial: ConnectionId, reset_token: ResetToken) -> Self {
-        let mut issued = BTreeMap::new();
+        let mut issued = SeqMap::new();
         issued.insert(
             0,
             Issued {
@@ -214,7 +221,7 @@ struct PeerCid {
 pub(crate) struct PeerCids {
     active_seq: u64,
     active: PeerCid,
-    spare: BTreeMap<u64, PeerCid>,
+    spare: SeqMap<PeerCid>,
     retire_prior_to: u64,
     /// Sequence numbers received in NEW_CONNECTION_ID frames, live or retired:
     /// a repeated frame for a retired ID is not retired twice.
@@ -228,6 +235,17 @@ pub(crate) struct PeerCids {
 }
 
 impl PeerCids {
+    /// Heap held by the spare IDs and the retirement bookkeeping.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        use crate::range_set::btree_bytes;
+        self.spare.heap_bytes()
+            + btree_bytes(self.to_retire.len(), 8)
+            + btree_bytes(self.retiring.len(), 8)
+            + self.seen.heap_bytes()
+    }
+}
+
+impl PeerCids {
     pub(crate) fn new(initial: ConnectionId, limit: u64) -> Self {
         let mut seen = RangeSet::new();
         seen.insert_one(0);
@@ -237,7 +255,7 @@ impl PeerCids {
                 cid: initial,
                 reset_token: None,
             },
-            spare: BTreeMap::new(),
+            spare: SeqMap::new(),
             retire_prior_to: 0,
             seen,
             to_retire: BTreeSet::new(),
@@ -354,8 +372,9 @@ impl PeerCids {
             self.retire_prior_to = frame.retire_prior_to;
             let stale: Vec<u64> = self
                 .spare
-                .range(..frame.retire_prior_to)
+                .iter()
                 .map(|(s, _)| *s)
+                .take_while(|&s| s < frame.retire_prior_to)
                 .collect();
             let mut dropped = Vec::new();
             for seq in stale {

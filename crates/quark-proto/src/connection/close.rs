@@ -195,8 +195,7 @@ impl Connection {
         self.recovery.shed();
         self.streams.shed();
         for space in &mut self.spaces {
-            space.crypto_send = crate::stream::SendBuffer::new();
-            space.crypto_recv = crate::stream::RecvBuffer::new();
+            space.crypto = None;
         }
         self.acked_scratch = Vec::new();
         self.lost_scratch = Vec::new();

@@ -218,8 +218,8 @@ impl Connection {
         if let Some(largest) = frames.ack_largest {
             s.ack.on_ack_acked(largest);
         }
-        if let Some((offset, len)) = frames.crypto {
-            s.crypto_send.on_ack(offset, len as usize, false);
+        if let (Some((offset, len)), Some(c)) = (frames.crypto, s.crypto.as_mut()) {
+            c.send.on_ack(offset, len as usize, false);
         }
         for ctl in &frames.control {
             if let Control::RetireConnectionId(seq) = *ctl {
@@ -235,10 +235,10 @@ impl Connection {
         if frames.mtu_probe {
             self.mtu.on_probe_failed(pn);
         }
-        if let Some((offset, len)) = frames.crypto {
-            self.spaces[space.index()]
-                .crypto_send
-                .on_lost(offset, len as usize, false);
+        if let (Some((offset, len)), Some(c)) =
+            (frames.crypto, self.spaces[space.index()].crypto.as_mut())
+        {
+            c.send.on_lost(offset, len as usize, false);
         }
         if frames.handshake_done {
             self.handshake_done_pending = true;
@@ -288,9 +288,10 @@ impl Connection {
                     .in_flight(space)
                     .filter_map(|(_, p)| p.data.crypto)
                     .collect();
-                let s = &mut self.spaces[space.index()];
-                for (offset, len) in ranges {
-                    s.crypto_send.on_lost(offset, len as usize, false);
+                if let Some(c) = self.spaces[space.index()].crypto.as_mut() {
+                    for (offset, len) in ranges {
+                        c.send.on_lost(offset, len as usize, false);
+                    }
                 }
             }
             // The probes carry CRYPTO data of earlier spaces declared lost too:
@@ -304,7 +305,7 @@ impl Connection {
                     break;
                 }
                 let e = &mut self.spaces[earlier.index()];
-                if e.keys.is_some() && !e.discarded && e.crypto_send.has_pending() {
+                if e.keys.is_some() && !e.discarded && e.crypto_pending() {
                     e.probes = e.probes.max(1);
                 }
             }

@@ -38,9 +38,9 @@ impl Connection {
     /// TLS took in (for a server: the start of a ClientHello).
     pub(crate) fn client_hello_started(&self) -> bool {
         self.spaces[SpaceId::Initial.index()]
-            .crypto_recv
-            .read_offset()
-            > 0
+            .crypto
+            .as_ref()
+            .is_some_and(|c| c.recv.read_offset() > 0)
     }
 
     /// A CRYPTO frame arrived in `space`.
@@ -53,7 +53,7 @@ impl Connection {
     ) -> Result<(), TransportError> {
         let limit = self.config.crypto_buffer as u64;
         let read_space = self.crypto_read_space();
-        let recv = &mut self.spaces[space.index()].crypto_recv;
+        let recv = &mut self.spaces[space.index()].crypto_mut().recv;
         let end = offset + data.len() as u64;
         //= https://www.rfc-editor.org/rfc/rfc9000#section-7.5
         //# Implementations MUST support buffering at least 4096 bytes of data
@@ -91,7 +91,7 @@ impl Connection {
             let mut fed = false;
             let mut scratch = std::mem::take(&mut self.crypto_scratch);
             loop {
-                let recv = &mut self.spaces[space.index()].crypto_recv;
+                let recv = &mut self.spaces[space.index()].crypto_mut().recv;
                 scratch.resize(recv.readable().min(16 * 1024), 0);
                 let n = recv.read(&mut scratch);
                 if n == 0 {
@@ -125,7 +125,7 @@ impl Connection {
             let change = self.tls.write_handshake_keys(&mut out)?;
             if !out.is_empty() {
                 let space = self.crypto_write_space();
-                self.spaces[space.index()].crypto_send.write(&out);
+                self.spaces[space.index()].crypto_mut().send.write(&out);
             }
             match change {
                 Some(LevelKeys::Handshake(keys)) => {
@@ -179,7 +179,9 @@ impl Connection {
         }
         self.crypto_scratch = Vec::new();
         for space in [SpaceId::Initial, SpaceId::Handshake] {
-            self.spaces[space.index()].crypto_recv = crate::stream::RecvBuffer::new();
+            if let Some(c) = self.spaces[space.index()].crypto.as_mut() {
+                c.recv = crate::stream::RecvBuffer::new();
+            }
         }
     }
 
@@ -316,7 +318,7 @@ impl Connection {
         }
         s.discarded = true;
         s.keys = None;
-        s.crypto_send = crate::stream::SendBuffer::new();
+        s.crypto = None;
         s.probes = 0;
         s.ack = super::spaces::AckState::new();
         let path = self.path_state();

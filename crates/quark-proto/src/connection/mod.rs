@@ -22,6 +22,7 @@ mod close;
 mod datagrams;
 mod frames;
 mod handshake;
+mod memory;
 mod migration;
 mod mtu;
 mod mtu_cache;
@@ -29,6 +30,7 @@ mod qlog;
 mod recv;
 mod send;
 mod sent;
+mod seq_map;
 mod skip;
 mod spaces;
 mod streams;
@@ -49,6 +51,7 @@ use rand::rngs::StdRng;
 pub use cids::CidEvent;
 pub use close::ConnectionError;
 pub use datagrams::{DATAGRAM_OVERHEAD, SendDatagramError};
+pub use memory::MemoryBreakdown;
 pub use migration::MigrateError;
 pub use streams::{Priority, StreamError, StreamEvent, Streams};
 pub use zero_rtt::ZeroRtt;
@@ -558,27 +561,7 @@ impl Connection {
     /// of packets in flight. O(streams): for memory budgets, which ask now
     /// and then, not per packet.
     pub fn memory(&self) -> usize {
-        /// rustls' session with its handshake buffers and transcript.
-        const TLS: usize = 8 * 1024;
-        /// Bytes in flight per byte of sent-packet records (a record with
-        /// its frames is about 100 bytes, a packet at least 1 200).
-        const IN_FLIGHT_PER_RECORD_BYTE: u64 = 12;
-        let tls = if self.tls.is_shed() { 0 } else { TLS };
-        let crypto: usize = self
-            .spaces
-            .iter()
-            .map(|s| s.crypto_recv.allocated() + s.crypto_send.buffered())
-            .sum();
-        let sent = (self.recovery.bytes_in_flight() / IN_FLIGHT_PER_RECORD_BYTE) as usize;
-        let qlog = self.qlog.as_ref().map_or(0, |q| q.memory());
-        std::mem::size_of::<Self>()
-            + tls
-            + crypto
-            + self.streams.memory()
-            + self.datagrams.memory()
-            + sent
-            + self.early_memory()
-            + qlog
+        self.budget_memory()
     }
 
     /// Whether any packet from the peer was authenticated and processed.

@@ -267,7 +267,7 @@ impl Connection {
         if space == SpaceId::Data && self.early.is_some() && self.sending_0rtt() {
             return self.room_for_0rtt() && self.streams.wants_to_send();
         }
-        if s.crypto_send.has_pending() {
+        if s.crypto_pending() {
             return true;
         }
         #[cfg(feature = "testing")]
@@ -326,7 +326,7 @@ impl Connection {
         let pad = ready.contains(&SpaceId::Initial)
             && (self.side.is_client() || {
                 let s = &self.spaces[SpaceId::Initial.index()];
-                s.crypto_send.has_pending() || s.probes > 0
+                s.crypto_pending() || s.probes > 0
             });
         for &space in ready {
             if end - buf.len() < MIN_PACKET_ROOM {
@@ -491,6 +491,9 @@ impl Connection {
             //# receiving and processing a packet.
             self.sent_eliciting_since_recv = true;
             self.reset_idle_timer(now);
+        } else if ack_eliciting {
+            // Its record is freed once it is resolved and the connection quiet.
+            self.arm_trim(now);
         }
         //= https://www.rfc-editor.org/rfc/rfc9001#section-4.9.1
         //# a client MUST discard Initial keys when it first sends a Handshake packet

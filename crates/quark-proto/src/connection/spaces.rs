@@ -19,10 +19,10 @@ pub(crate) struct PacketSpace {
     pub(crate) keys: Option<Keys>,
     /// Next packet number to send.
     pub(crate) next_pn: u64,
-    /// Outgoing handshake bytes.
-    pub(crate) crypto_send: SendBuffer,
-    /// Incoming handshake bytes, reassembled.
-    pub(crate) crypto_recv: RecvBuffer,
+    /// The CRYPTO stream, allocated on first use and dropped with the
+    /// space's keys: an established connection holds only the 1-RTT one,
+    /// and only if it carried data (tickets).
+    pub(crate) crypto: Option<Box<CryptoStreams>>,
     /// What we must acknowledge.
     pub(crate) ack: AckState,
     /// Probe packets requested by a PTO.
@@ -34,13 +34,42 @@ pub(crate) struct PacketSpace {
     pub(crate) discarded: bool,
 }
 
+/// A space's CRYPTO stream, both directions.
+pub(crate) struct CryptoStreams {
+    /// Outgoing handshake bytes.
+    pub(crate) send: SendBuffer,
+    /// Incoming handshake bytes, reassembled.
+    pub(crate) recv: RecvBuffer,
+}
+
 impl PacketSpace {
+    /// The CRYPTO stream, allocated now if it is not yet.
+    pub(crate) fn crypto_mut(&mut self) -> &mut CryptoStreams {
+        self.crypto.get_or_insert_with(|| {
+            Box::new(CryptoStreams {
+                send: SendBuffer::new(),
+                recv: RecvBuffer::new(),
+            })
+        })
+    }
+
+    /// Whether CRYPTO data waits to be sent.
+    pub(crate) fn crypto_pending(&self) -> bool {
+        self.crypto.as_ref().is_some_and(|c| c.send.has_pending())
+    }
+
+    /// Heap held by the CRYPTO stream.
+    pub(crate) fn crypto_memory(&self) -> usize {
+        self.crypto.as_ref().map_or(0, |c| {
+            std::mem::size_of::<CryptoStreams>() + c.recv.allocated() + c.send.buffered()
+        })
+    }
+
     pub(crate) fn new() -> Self {
         PacketSpace {
             keys: None,
             next_pn: 0,
-            crypto_send: SendBuffer::new(),
-            crypto_recv: RecvBuffer::new(),
+            crypto: None,
             ack: AckState::new(),
             probes: 0,
             probe_cursor: 0,

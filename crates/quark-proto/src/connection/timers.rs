@@ -26,9 +26,11 @@ pub(crate) enum Timer {
     PathValidation,
     /// Send the PATH_CHALLENGE again.
     PathChallenge,
+    /// Quiet for `TransportConfig::idle_trim`: give back idle memory.
+    Trim,
 }
 
-const TIMER_COUNT: usize = 7;
+const TIMER_COUNT: usize = 8;
 
 #[derive(Default)]
 pub(crate) struct Timers {
@@ -137,6 +139,9 @@ impl Connection {
                 ack.immediate = true;
             }
         }
+        if self.timers.expired(Timer::Trim, now) {
+            self.trim_idle(now);
+        }
     }
 
     /// Activity happened: push the idle deadline back (RFC 9000 §10.1). Only
@@ -144,8 +149,17 @@ impl Connection {
     /// asked for (`poll_timeout`, `handle_timeout`), once per round.
     pub(crate) fn reset_idle_timer(&mut self, now: Instant) {
         self.idle_since = Some(now);
+        self.arm_trim(now);
         if let Some(interval) = self.config.keep_alive {
             self.timers.set(Timer::KeepAlive, now + interval);
+        }
+    }
+
+    /// Activity: give back idle memory `idle_trim` after the last of it.
+    #[inline]
+    pub(crate) fn arm_trim(&mut self, now: Instant) {
+        if self.handshake_confirmed && !self.config.idle_trim.is_zero() {
+            self.timers.set(Timer::Trim, now + self.config.idle_trim);
         }
     }
 

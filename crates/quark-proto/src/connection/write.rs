@@ -180,7 +180,10 @@ impl Connection {
         //# A probe packet MAY carry retransmitted unacknowledged data when new
         //# data is unavailable, when flow control does not permit new data to
         //# be sent, or to opportunistically reduce loss recovery delay.
-        let crypto = &mut self.spaces[space.index()].crypto_send;
+        let Some(c) = self.spaces[space.index()].crypto.as_mut() else {
+            return;
+        };
+        let crypto = &mut c.send;
         if !crypto.has_pending() {
             let written = usize::try_from(crypto.written()).unwrap_or(usize::MAX);
             crypto.on_lost(0, written, false);
@@ -196,7 +199,10 @@ impl Connection {
         sent: &mut SentFrames,
     ) -> bool {
         let s = &mut self.spaces[space.index()];
-        let crypto = &mut s.crypto_send;
+        let Some(c) = s.crypto.as_mut() else {
+            return false;
+        };
+        let crypto = &mut c.send;
         let room = max_end.saturating_sub(buf.len());
         // No range starts beyond what was written.
         let header = frame::crypto_header_len(crypto.written(), room);

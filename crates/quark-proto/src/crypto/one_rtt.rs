@@ -223,6 +223,22 @@ impl OneRttKeys {
         self.updates += 1;
     }
 
+    /// Heap held by the boxed keys (for memory accounting).
+    pub fn heap_bytes(&self) -> usize {
+        let next = self.next.as_ref().map_or(0, |n| {
+            std::mem::size_of_val(&*n.local) + std::mem::size_of_val(&*n.remote)
+        });
+        std::mem::size_of_val(&*self.local_hp)
+            + std::mem::size_of_val(&*self.remote_hp)
+            + std::mem::size_of_val(&*self.local)
+            + std::mem::size_of_val(&*self.remote)
+            + self
+                .prev_remote
+                .as_ref()
+                .map_or(0, |k| std::mem::size_of_val(&**k))
+            + next
+    }
+
     /// Derive the next phase's keys now, if not done yet.
     pub fn prepare_next(&mut self) {
         self.next_keys();

@@ -234,7 +234,8 @@ pub struct Recovery<T> {
     episodes: Episodes,
     ecn: EcnValidator,
     /// Delivery-rate sampling, for controllers that want it.
-    delivery: Option<DeliveryRate>,
+    /// Boxed: only controllers that sample the rate (BBR) have one.
+    delivery: Option<Box<DeliveryRate>>,
     /// Reused buffer for the lost packets an ACK turns out to cover.
     spurious_scratch: Vec<LostRecord>,
     stats: RecoveryStats,
@@ -257,7 +258,7 @@ impl<T> Recovery<T> {
         //# senders SHOULD limit bursts to the initial congestion window
         let burst = crate::cc::initial_window(mtu) / mtu;
         let cc = config.cc.build(mtu);
-        let delivery = cc.wants_rate_samples().then(DeliveryRate::default);
+        let delivery = cc.wants_rate_samples().then(Box::<DeliveryRate>::default);
         Recovery {
             spaces: std::array::from_fn(|_| Space::new()),
             rtt: RttEstimator::new(config.initial_rtt),
@@ -340,7 +341,10 @@ impl<T> Recovery<T> {
         self.cc = config.cc.build(mtu);
         self.window = self.cc.window();
         self.pacer = Pacer::new(mtu, crate::cc::initial_window(mtu) / mtu);
-        self.delivery = self.cc.wants_rate_samples().then(DeliveryRate::default);
+        self.delivery = self
+            .cc
+            .wants_rate_samples()
+            .then(Box::<DeliveryRate>::default);
         self.app_limited = false;
         self.pto_count = 0;
         self.ecn.restart();
@@ -475,3 +479,34 @@ pub(crate) fn test_epoch() -> Instant {
 
 #[cfg(test)]
 mod tests;
+
+impl<T> Recovery<T> {
+    /// Heap held by the sent-packet records (their slots' capacity, frames
+    /// kept inline), lost-packet history and the congestion controller.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let spaces: usize = self
+            .spaces
+            .iter()
+            .map(|s| s.sent.heap_bytes() + s.lost.heap_bytes())
+            .sum();
+        spaces
+            + std::mem::size_of_val(&*self.cc)
+            + self
+                .delivery
+                .as_ref()
+                .map_or(0, |d| std::mem::size_of_val(&**d))
+            + self.spurious_scratch.capacity() * std::mem::size_of::<LostRecord>()
+    }
+
+    /// Give back the capacity of empty records (an idle connection).
+    /// Returns whether all records went (none is left in flight).
+    pub(crate) fn shrink_idle(&mut self) -> bool {
+        let mut all = true;
+        for s in &mut self.spaces {
+            all &= s.sent.shrink_idle();
+            s.lost.shrink_idle();
+        }
+        self.spurious_scratch = Vec::new();
+        all
+    }
+}

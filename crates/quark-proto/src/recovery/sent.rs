@@ -53,6 +53,32 @@ pub(super) struct SentStore<T> {
 }
 
 impl<T> SentStore<T> {
+    /// Heap held by the slots.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot<T>>()
+    }
+
+    /// An idle connection: forget the records at the front that no longer
+    /// matter (packets not in flight, i.e. ACK-only ones, which a peer need
+    /// never acknowledge), then free the storage if nothing is left.
+    /// Returns whether nothing is left.
+    pub(super) fn shrink_idle(&mut self) -> bool {
+        while let Some(Slot::Sent(p)) = self.slots.front() {
+            if p.in_flight {
+                break;
+            }
+            self.slots.pop_front();
+            self.base += 1;
+            self.compact();
+        }
+        self.compact();
+        if self.slots.is_empty() {
+            self.slots = VecDeque::new();
+            return true;
+        }
+        false
+    }
+
     pub(super) fn new() -> Self {
         SentStore {
             slots: VecDeque::new(),

@@ -42,6 +42,17 @@ pub(super) struct LostHistory {
 }
 
 impl LostHistory {
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.records.capacity() * std::mem::size_of::<LostRecord>()
+    }
+
+    /// Free the storage when empty (an idle connection).
+    pub(super) fn shrink_idle(&mut self) {
+        if self.records.is_empty() {
+            self.records = VecDeque::new();
+        }
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.records.is_empty()
     }

@@ -1,7 +1,10 @@
 //! What a connection's streams hold in memory, for budgets: the part of a
 //! connection's memory a peer can make grow.
 
-use super::Streams;
+use std::collections::VecDeque;
+
+use super::{StreamEntry, StreamEvent, Streams};
+use crate::types::{IdMap, StreamId};
 
 /// A stream's entry in the map, its two halves' fixed parts included (an
 /// estimate: the map's own slack is not counted).
@@ -22,5 +25,51 @@ impl Streams {
             })
             .sum();
         streams + self.spare.iter().map(|s| s.bytes()).sum::<usize>()
+    }
+}
+
+impl Streams {
+    /// Heap held, as allocated: the map's table (with its slack), the
+    /// entries' buffers, the kept rings and the queues. For the memory
+    /// breakdown; O(streams).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let table = self.map.capacity() * (size_of::<(StreamId, StreamEntry)>() + 1);
+        let buffers: usize = self
+            .map
+            .values()
+            .map(|e| {
+                e.recv.as_ref().map_or(0, |r| r.buffer().allocated())
+                    + e.send.as_ref().map_or(0, |s| s.buffered())
+            })
+            .sum();
+        let spare: usize = self.spare.iter().map(|s| s.bytes() + s.stack_bytes()).sum();
+        let queues = (self.accept_queue[0].capacity()
+            + self.accept_queue[1].capacity()
+            + self.send_queue.capacity())
+            * size_of::<StreamId>()
+            + self.events.capacity() * size_of::<StreamEvent>();
+        table + buffers + spare + queues
+    }
+
+    /// With no stream open, give back what only a busy connection needs:
+    /// the map's table, the kept rings, the queues' storage.
+    pub(crate) fn shrink_idle(&mut self) {
+        if !self.map.is_empty() {
+            return;
+        }
+        self.map = IdMap::default();
+        for s in &mut self.spare {
+            s.clear();
+        }
+        for q in &mut self.accept_queue {
+            if q.is_empty() {
+                *q = VecDeque::new();
+            }
+        }
+        self.send_queue.shrink_idle();
+        if self.events.is_empty() {
+            self.events = VecDeque::new();
+        }
     }
 }

@@ -120,6 +120,27 @@ impl SendQueue {
             })
     }
 
+    /// Storage held, counted in stream IDs (the levels' box included): for
+    /// the memory breakdown.
+    pub(super) fn capacity(&self) -> usize {
+        let levels = self.levels.as_ref().map_or(0, |levels| {
+            std::mem::size_of::<[Level; LEVELS]>() / std::mem::size_of::<StreamId>()
+                + levels
+                    .iter()
+                    .map(|l| l.sequential.len() + l.incremental.capacity())
+                    .sum::<usize>()
+        });
+        self.plain.capacity() + levels
+    }
+
+    /// Give back the storage of an empty queue (an idle connection); it is
+    /// made again on the next push.
+    pub(super) fn shrink_idle(&mut self) {
+        if self.is_empty() {
+            *self = SendQueue::default();
+        }
+    }
+
     #[cfg(feature = "testing")]
     pub(super) fn len(&self) -> usize {
         self.plain.len()

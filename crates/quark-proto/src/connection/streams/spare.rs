@@ -94,6 +94,20 @@ impl Spare {
         }
     }
 
+    /// Free every kept buffer and the stack itself (an idle connection).
+    /// The next burst starts from the small bound again.
+    pub(super) fn clear(&mut self) {
+        self.bufs = Vec::new();
+        self.bytes = 0;
+        self.peak = self.out;
+        self.keep_count = 0;
+    }
+
+    /// Heap of the stack itself (the rings are in `bytes`).
+    pub(super) fn stack_bytes(&self) -> usize {
+        self.bufs.capacity() * std::mem::size_of::<VecDeque<u8>>()
+    }
+
     /// Free buffers until at most `count` holding `bytes` remain.
     fn shrink(&mut self, count: usize, bytes: usize) {
         while self.bufs.len() > count || self.bytes > bytes {

@@ -1,0 +1,195 @@
+//! A connection's memory by component (issues #30, #33: small idle
+//! connections), and giving back what an idle connection does not need.
+//!
+//! Inline sizes come from `size_of`; heap parts from the capacities of the
+//! buffers that hold them (B-trees and boxed keys estimated from their
+//! layout). O(streams): for tests and diagnostics, not per packet.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::mem::size_of;
+
+use std::time::Instant;
+
+use super::Connection;
+use super::timers::Timer;
+
+/// Bytes a connection holds, by component. `inline` is the `Connection`
+/// struct itself (the endpoint boxes it), the rest is heap it owns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryBreakdown {
+    /// The `Connection` struct.
+    pub inline: usize,
+    /// rustls' session while it lives (an estimate; dropped after the handshake).
+    pub tls: usize,
+    /// CRYPTO send and receive buffers of the three packet spaces.
+    pub crypto: usize,
+    /// Stream map, reassembly and send buffers, kept rings, stream queues.
+    pub streams: usize,
+    /// Sent-packet records, lost-packet history, congestion controller.
+    pub recovery: usize,
+    /// 1-RTT packet and header-protection keys.
+    pub keys: usize,
+    /// Connection-ID tables, ours and the peer's.
+    pub cids: usize,
+    /// Packet-number ranges to acknowledge.
+    pub acks: usize,
+    /// Scratch vectors reused per batch (ACK processing, sealing, decryption).
+    pub scratch: usize,
+    /// Event, CID-event and PATH_RESPONSE queues.
+    pub queues: usize,
+    /// Unreliable datagrams queued.
+    pub datagrams: usize,
+    /// 0-RTT state.
+    pub early: usize,
+    /// qlog events waiting.
+    pub qlog: usize,
+}
+
+impl MemoryBreakdown {
+    fn rows(&self) -> [(&'static str, usize); 13] {
+        [
+            ("inline", self.inline),
+            ("tls", self.tls),
+            ("crypto", self.crypto),
+            ("streams", self.streams),
+            ("recovery", self.recovery),
+            ("keys", self.keys),
+            ("cids", self.cids),
+            ("acks", self.acks),
+            ("scratch", self.scratch),
+            ("queues", self.queues),
+            ("datagrams", self.datagrams),
+            ("early", self.early),
+            ("qlog", self.qlog),
+        ]
+    }
+
+    /// The sum.
+    pub fn total(&self) -> usize {
+        self.rows().iter().map(|(_, b)| b).sum()
+    }
+}
+
+impl fmt::Display for MemoryBreakdown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (name, bytes) in self.rows() {
+            writeln!(f, "  {name:<10} {bytes:>7}")?;
+        }
+        write!(f, "  {:<10} {:>7}", "total", self.total())
+    }
+}
+
+fn vec_bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity() * size_of::<T>()
+}
+
+fn deque_bytes<T>(v: &VecDeque<T>) -> usize {
+    v.capacity() * size_of::<T>()
+}
+
+/// rustls' session with its handshake buffers and transcript.
+const TLS_ESTIMATE: usize = 8 * 1024;
+/// Bytes in flight per byte of sent-packet records (a record with its frames
+/// is about 100 bytes, a packet at least 1 200).
+const IN_FLIGHT_PER_RECORD_BYTE: u64 = 12;
+
+impl Connection {
+    /// What this connection holds, by component (see [`MemoryBreakdown`]).
+    pub fn memory_breakdown(&self) -> MemoryBreakdown {
+        MemoryBreakdown {
+            inline: size_of::<Self>(),
+            tls: self.tls_memory(),
+            crypto: self.crypto_memory(),
+            streams: self.streams.heap_bytes(),
+            recovery: self.recovery.heap_bytes(),
+            keys: self.one_rtt.as_ref().map_or(0, |k| k.heap_bytes()),
+            cids: self.local_cids.heap_bytes() + self.peer_cids.heap_bytes(),
+            acks: self.spaces.iter().map(|s| s.ack.ranges.heap_bytes()).sum(),
+            scratch: vec_bytes(&self.acked_scratch)
+                + vec_bytes(&self.lost_scratch)
+                + vec_bytes(&self.seal_jobs)
+                + vec_bytes(&self.decrypted_scratch)
+                + vec_bytes(&self.crypto_scratch),
+            queues: deque_bytes(&self.events)
+                + deque_bytes(&self.cid_events)
+                + deque_bytes(&self.path_responses),
+            datagrams: self.datagrams.memory(),
+            early: self.early_memory(),
+            qlog: self.qlog.as_ref().map_or(0, |q| q.memory()),
+        }
+    }
+
+    /// The estimate memory budgets charge (see [`Connection::memory`]):
+    /// what a peer can make grow, cheap enough to ask often.
+    pub(super) fn budget_memory(&self) -> usize {
+        let sent = (self.recovery.bytes_in_flight() / IN_FLIGHT_PER_RECORD_BYTE) as usize;
+        size_of::<Self>()
+            + self.tls_memory()
+            + self.crypto_memory()
+            + self.streams.memory()
+            + self.datagrams.memory()
+            + sent
+            + self.early_memory()
+            + self.qlog.as_ref().map_or(0, |q| q.memory())
+    }
+
+    /// Quiet for a while (`TransportConfig::idle_trim`): give back the
+    /// storage only a busy connection needs. Everything freed here is
+    /// allocated again on first use; what is in use is kept. While packets
+    /// are still in flight (a PMTU probe), it tries again later.
+    pub(super) fn trim_idle(&mut self, now: Instant) {
+        if self.is_closed() {
+            return;
+        }
+        self.streams.shrink_idle();
+        if !self.recovery.shrink_idle() {
+            self.timers.set(Timer::Trim, now + self.config.idle_trim);
+        }
+        self.release_scratch();
+        self.crypto_scratch = Vec::new();
+        if self.events.is_empty() {
+            self.events = VecDeque::new();
+        }
+        if self.cid_events.is_empty() {
+            self.cid_events = VecDeque::new();
+        }
+        if self.path_responses.is_empty() {
+            self.path_responses = VecDeque::new();
+        }
+    }
+
+    fn tls_memory(&self) -> usize {
+        if self.tls.is_shed() { 0 } else { TLS_ESTIMATE }
+    }
+
+    fn crypto_memory(&self) -> usize {
+        self.spaces.iter().map(|s| s.crypto_memory()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::size_of;
+
+    use super::super::*;
+
+    /// Every established connection carries these inline, idle or not: upper
+    /// bounds so that growth shows up here (issue #30). Measured 2026-11-29.
+    #[test]
+    fn struct_sizes_stay_bounded() {
+        let sizes = [
+            ("Connection", size_of::<Connection>(), 6_600),
+            ("PacketSpace", size_of::<PacketSpace>(), 240),
+            ("Recovery", size_of::<Recovery<SentFrames>>(), 1_120),
+            ("Streams", size_of::<Streams>(), 1_040),
+            ("TlsSession", size_of::<TlsSession>(), 500),
+            ("Migration", size_of::<migration::Migration>(), 270),
+            ("TransportParameters", size_of::<TransportParameters>(), 340),
+        ];
+        for (name, size, bound) in sizes {
+            eprintln!("{name}: {size} bytes (bound {bound})");
+            assert!(size <= bound, "{name} is {size} bytes, over {bound}");
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Memory per idle established connection (issues #30, #33): a server
+//! connection that finished its handshake (and served one request, or none),
+//! then went quiet, holds little. Measured with a counting allocator (the heap
+//! the server's connections give back when removed), so this test has its
+//! binary to itself.
+
+mod common;
+
+use std::alloc::System;
+use std::time::Duration;
+
+use common::app::{Echo, run_echo};
+use common::{Sim, payload, seed};
+use quark_proto::{ConnectionHandle, MemoryBreakdown};
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Bytes on the heap now (this binary runs one test on one thread).
+fn heap() -> i64 {
+    let s = GLOBAL.stats();
+    s.bytes_allocated as i64 - s.bytes_deallocated as i64
+}
+
+/// Open `n` connections, each serving one 2 KB request if `request`, let them
+/// go quiet, and return the heap per server connection with the breakdown of
+/// one.
+fn idle_server_heap(seed: u64, n: usize, request: bool) -> (i64, MemoryBreakdown) {
+    let (mut sim, tls) = Sim::pair(seed);
+    let mut servers: Vec<ConnectionHandle> = Vec::new();
+    for i in 0..n {
+        sim.server_handles.clear();
+        let c = sim.connect(&tls);
+        let s = sim.handshake(c);
+        if request {
+            let mut echo = Echo::new(c, vec![payload(2048, i as u8)]);
+            echo.set_server(s);
+            run_echo(&mut sim, &mut echo, 100_000);
+            assert!(echo.done(), "request {i} answered");
+        }
+        servers.push(s);
+    }
+    // Quiet for a while: ACKs settle, PMTU discovery ends, stream state is
+    // gone (within the idle timeout).
+    sim.run_for(Duration::from_secs(10));
+    let conn = sim.server.connection(servers[0]).unwrap();
+    assert!(!conn.is_closed(), "still open");
+    let b = conn.memory_breakdown();
+    let before = heap();
+    for &s in &servers {
+        drop(sim.server.remove(s).unwrap());
+    }
+    let per_conn = (before - heap()) / n as i64;
+    eprintln!(
+        "idle server connection ({}):\n{b}\nheap per connection, measured: {per_conn} bytes",
+        if request {
+            "one request"
+        } else {
+            "handshake only"
+        }
+    );
+    // What the breakdown misses: TLS' kept details (ALPN, server name, the
+    // peer's parameters), allocator rounding.
+    assert!(
+        b.total() as i64 <= per_conn && per_conn <= b.total() as i64 + 1024,
+        "the breakdown ({}) accounts for the measured heap ({per_conn})",
+        b.total()
+    );
+    (per_conn, b)
+}
+
+#[test]
+fn an_idle_server_connection_is_small() {
+    // 20 366 bytes with one request before idle connections gave memory
+    // back and CRYPTO streams went with their keys (issue #30).
+    let (with_request, _) = idle_server_heap(seed(82), 50, true);
+    assert!(with_request < 12 * 1024, "{with_request} bytes");
+    let (handshake_only, _) = idle_server_heap(seed(85), 50, false);
+    assert!(handshake_only < 12 * 1024, "{handshake_only} bytes");
+}
