@@ -62,10 +62,15 @@ pub fn raise_nofile() -> u64 {
 }
 
 /// Whether a side used nearly all the CPU it had (`cores` cores for
-/// `elapsed_s`): then it, not the side measured, set the pace.
+/// `elapsed_s`): then it, not the side measured, set the pace. Intervals
+/// shorter than [`MIN_JUDGED_S`] are not judged: CPU time comes in clock
+/// ticks, so a millisecond's worth reads as 0 % or over 100 %.
 pub fn saturated(cpu_s: f64, elapsed_s: f64, cores: u32) -> bool {
-    elapsed_s > 0.0 && cpu_s >= 0.9 * elapsed_s * f64::from(cores.max(1))
+    elapsed_s >= MIN_JUDGED_S && cpu_s >= 0.9 * elapsed_s * f64::from(cores.max(1))
 }
+
+/// The shortest measured interval whose CPU share is judged.
+pub const MIN_JUDGED_S: f64 = 0.25;
 
 #[cfg(test)]
 mod tests {
