@@ -111,10 +111,11 @@ pub(crate) fn run(
     let script = format!(
         r#"set -e
 ip link set lo up
+: >{d}/serve.err
 {quark} serve --h3 --listen 127.0.0.1:4433 --root {d}/root --cert {d}/cert.pem \
   --key {d}/key.pem --access-log {d}/access.log {serve_args} 2>{d}/serve.err &
 server=$!
-for i in $(seq 100); do grep -q 'HTTP/3)' {d}/serve.err && break; sleep 0.05; done
+for i in $(seq 100); do grep -qs 'HTTP/3)' {d}/serve.err && break; sleep 0.05; done
 HOME={d}/home timeout 40 {chromium} --headless --no-sandbox --disable-gpu \
   --no-first-run --user-data-dir={d}/profile {chromium_args} --dump-dom '{url}' \
   >{d}/dom.html 2>{d}/chromium.err || echo "chromium failed: $?" >&2
