@@ -236,25 +236,34 @@ fn initial_keys_are_directional() {
 //# 0f2496ba
 #[test]
 fn a4_retry() {
-    let expected = hex("ff000000010008f067a5502a4262b5746f6b656e04a265ba2eff4d829058fb3f0f2496ba");
+    check_retry(
+        VERSION_1,
+        "ff000000010008f067a5502a4262b5746f6b656e04a265ba2eff4d829058fb3f0f2496ba",
+    );
+}
+
+/// Builds Appendix A.4's Retry for `version`, compares it with `expected`,
+/// and checks that its integrity tag catches every flipped bit.
+fn check_retry(version: u32, expected: &str) -> Vec<u8> {
     let mut buf = Vec::new();
     let odcid = cid(DCID);
     write_retry(
         &mut buf,
-        VERSION_1,
+        version,
         &ConnectionId::EMPTY,
         &cid("f067a5502a4262b5"),
         &odcid,
         b"token",
         0x0f,
     );
-    assert_eq!(hex::encode(&buf), hex::encode(&expected));
+    assert_eq!(hex::encode(&buf), hex::encode(hex(expected)));
     assert!(retry_integrity_ok(&odcid, &buf));
     for bit in 0..buf.len() * 8 {
         let mut flipped = buf.clone();
         flipped[bit / 8] ^= 1 << (bit % 8);
         assert!(!retry_integrity_ok(&odcid, &flipped), "bit {bit}");
     }
+    buf
 }
 
 //= https://www.rfc-editor.org/rfc/rfc9001#appendix-A.5
@@ -267,13 +276,36 @@ fn a4_retry() {
 //# packet = 4cfe4189655e5cd55c41f69080575d7999c25a5bfb
 #[test]
 fn a5_chacha20_short_header() {
-    let key: [u8; 32] = hex("c6d98ff3441c3fe1b2182094f69caa2ed4b716b65488960a7a984979fb23e1c8")
-        .try_into()
-        .unwrap();
-    let iv: [u8; 12] = hex("e0459b3474bdd0e44a41c144").try_into().unwrap();
-    let hp: [u8; 32] = hex("25a282b9e82f06f21f488917a4fc8f1b73573685608597d0efcb076b0ab7a7a4")
-        .try_into()
-        .unwrap();
+    let (buf, h, plain) = chacha20_short_header(
+        VERSION_1,
+        "c6d98ff3441c3fe1b2182094f69caa2ed4b716b65488960a7a984979fb23e1c8",
+        "e0459b3474bdd0e44a41c144",
+        "25a282b9e82f06f21f488917a4fc8f1b73573685608597d0efcb076b0ab7a7a4",
+        "4cfe4189655e5cd55c41f69080575d7999c25a5bfb",
+    );
+    assert_eq!(
+        buf.len(),
+        21,
+        "the smallest possible packet needs no padding"
+    );
+    assert_eq!(h.header_len, 4);
+    assert!(!h.key_phase && !h.spin && h.reserved_bits_zero);
+    assert_eq!(plain, [0x01]);
+}
+
+/// Appendix A.5's one-byte PING in a short-header packet with packet number
+/// 654360564 under ChaCha20-Poly1305 (`key`, `iv`, `hp` in hex): built and
+/// compared with `expected`, then opened again.
+fn chacha20_short_header(
+    version: u32,
+    key: &str,
+    iv: &str,
+    hp: &str,
+    expected: &str,
+) -> (Vec<u8>, Unprotected, Vec<u8>) {
+    let key: [u8; 32] = hex(key).try_into().unwrap();
+    let iv: [u8; 12] = hex(iv).try_into().unwrap();
+    let hp: [u8; 32] = hex(hp).try_into().unwrap();
     let alg = rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256
         .tls13()
         .unwrap()
@@ -285,7 +317,7 @@ fn a5_chacha20_short_header() {
     let pn = 654_360_564;
     let h = HeaderParams {
         kind: PacketKind::OneRtt,
-        version: VERSION_1,
+        version,
         dst_cid: &ConnectionId::EMPTY,
         src_cid: &ConnectionId::EMPTY,
         token: &[],
@@ -299,17 +331,11 @@ fn a5_chacha20_short_header() {
     let b = PacketBuilder::start(&mut buf, &h, 1500, packet_key.tag_len());
     assert_eq!(b.pn_len, 3);
     buf.push(0x01); // PING
-    let size = b.finish(&mut buf, 0, packet_key.as_ref(), hp_key.as_ref());
-    assert_eq!(size, 21, "the smallest possible packet needs no padding");
-    assert_eq!(
-        hex::encode(&buf),
-        "4cfe4189655e5cd55c41f69080575d7999c25a5bfb"
-    );
+    b.finish(&mut buf, 0, packet_key.as_ref(), hp_key.as_ref());
+    assert_eq!(hex::encode(&buf), expected);
 
     let (pd, h, plain) = unprotect(&buf, 0, Some(pn - 1), packet_key.as_ref(), hp_key.as_ref());
     assert_eq!(pd.ty, HeaderType::Frames(PacketKind::OneRtt));
     assert_eq!(h.pn, pn);
-    assert_eq!(h.header_len, 4);
-    assert!(!h.key_phase && !h.spin && h.reserved_bits_zero);
-    assert_eq!(plain, [0x01]);
+    (buf, h, plain)
 }

@@ -1,8 +1,6 @@
 //! RFC 9369 Appendix A: the QUIC v2 sample packets, byte for byte, both ways.
 //! The plaintexts are RFC 9001's (the parent module's constants).
 
-use rustls::crypto::cipher::{AeadKey, Iv};
-
 use super::*;
 use crate::crypto::initial_keys_for;
 
@@ -148,20 +146,8 @@ fn a3_server_initial_v2() {
 
 #[test]
 fn a4_retry_v2() {
-    let expected = hex(RETRY);
-    let mut buf = Vec::new();
+    let buf = check_retry(VERSION_2, RETRY);
     let odcid = cid(DCID);
-    write_retry(
-        &mut buf,
-        VERSION_2,
-        &ConnectionId::EMPTY,
-        &cid("f067a5502a4262b5"),
-        &odcid,
-        b"token",
-        0x0f,
-    );
-    assert_eq!(hex::encode(&buf), hex::encode(&expected));
-    assert!(retry_integrity_ok(&odcid, &buf));
     let pd = PartialDecode::new(&buf, 0).unwrap();
     assert_eq!((pd.ty, pd.version), (HeaderType::Retry, VERSION_2));
     assert_eq!(&buf[pd.token.clone()], b"token");
@@ -169,11 +155,6 @@ fn a4_retry_v2() {
     let mut as_v1 = buf.clone();
     as_v1[1..5].copy_from_slice(&VERSION_1.to_be_bytes());
     assert!(!retry_integrity_ok(&odcid, &as_v1));
-    for bit in 0..buf.len() * 8 {
-        let mut flipped = buf.clone();
-        flipped[bit / 8] ^= 1 << (bit % 8);
-        assert!(!retry_integrity_ok(&odcid, &flipped), "bit {bit}");
-    }
 }
 
 //= https://www.rfc-editor.org/rfc/rfc9369#appendix-A.5
@@ -184,39 +165,12 @@ fn a4_retry_v2() {
 //# packet = 0x5558b1c60ae7b6b932bc27d786f4bc2bb20f2162ba
 #[test]
 fn a5_chacha20_short_header_v2() {
-    let key: [u8; 32] = hex("3bfcddd72bcf02541d7fa0dd1f5f9eeea817e09a6963a0e6c7df0f9a1bab90f2")
-        .try_into()
-        .unwrap();
-    let iv: [u8; 12] = hex("a6b5bc6ab7dafce30ffff5dd").try_into().unwrap();
-    let hp: [u8; 32] = hex("d659760d2ba434a226fd37b35c69e2da8211d10c4f12538787d65645d5d1b8e2")
-        .try_into()
-        .unwrap();
-    let alg = rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256
-        .tls13()
-        .unwrap()
-        .quic
-        .unwrap();
-    let packet_key = alg.packet_key(AeadKey::from(key), Iv::from(iv));
-    let hp_key = alg.header_protection_key(AeadKey::from(hp));
-
-    let pn = 654_360_564;
-    let mut h = header(
-        PacketKind::OneRtt,
-        &ConnectionId::EMPTY,
-        &ConnectionId::EMPTY,
-        pn,
+    let (_, _, plain) = chacha20_short_header(
+        VERSION_2,
+        "3bfcddd72bcf02541d7fa0dd1f5f9eeea817e09a6963a0e6c7df0f9a1bab90f2",
+        "a6b5bc6ab7dafce30ffff5dd",
+        "d659760d2ba434a226fd37b35c69e2da8211d10c4f12538787d65645d5d1b8e2",
+        "5558b1c60ae7b6b932bc27d786f4bc2bb20f2162ba",
     );
-    h.largest_acked = Some(pn - 0x1_0000);
-    let mut buf = Vec::new();
-    let b = PacketBuilder::start(&mut buf, &h, 1500, packet_key.tag_len());
-    assert_eq!(b.pn_len, 3);
-    buf.push(0x01); // PING
-    b.finish(&mut buf, 0, packet_key.as_ref(), hp_key.as_ref());
-    assert_eq!(
-        hex::encode(&buf),
-        "5558b1c60ae7b6b932bc27d786f4bc2bb20f2162ba"
-    );
-    let (_, h, plain) = unprotect(&buf, 0, Some(pn - 1), packet_key.as_ref(), hp_key.as_ref());
-    assert_eq!(h.pn, pn);
     assert_eq!(plain, [0x01]);
 }
