@@ -67,6 +67,33 @@ fn spawn_ready(mut cmd: Command, ready: &str) -> Proc {
     panic!("{cmd:?} did not print '{ready}'");
 }
 
+/// Starts `quark relay ARGS` and returns it with the address it prints
+/// (`listening ADDR` on stdout); its stderr is collected for `terminate`.
+fn spawn_relay(args: &[&str]) -> (Proc, String) {
+    let mut child = Command::new(QUARK)
+        .arg("relay")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let err = BufReader::new(child.stderr.take().unwrap());
+    let relay = Proc {
+        child,
+        rest: Some(std::thread::spawn(move || {
+            err.lines()
+                .map_while(Result::ok)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })),
+    };
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening ").expect(&line);
+    (relay, addr.to_string())
+}
+
 /// A file of `len` pseudo-random bytes in `root`.
 fn file(root: &Path, len: usize) -> Vec<u8> {
     let data: Vec<u8> = (0..len as u64)
@@ -85,37 +112,19 @@ fn transfer_through_a_lossy_relay_matches() {
     serve.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"]);
     serve.arg(&dir);
     let _server = spawn_ready(serve, "serving ");
-    let mut relay = Command::new(QUARK)
-        .args([
-            "relay",
-            "--listen",
-            "127.0.0.1:0",
-            "--to",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .args(["--delay", "2ms", "--loss", "5%", "--seed", "7"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(relay.stdout.take().unwrap());
-    let err = BufReader::new(relay.stderr.take().unwrap());
-    let relay = Proc {
-        child: relay,
-        rest: Some(std::thread::spawn(move || {
-            err.lines()
-                .map_while(Result::ok)
-                .collect::<Vec<_>>()
-                .join("\n")
-        })),
-    };
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening ")
-        .expect(&line)
-        .to_string();
+    let to = format!("127.0.0.1:{port}");
+    let (relay, addr) = spawn_relay(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--to",
+        &to,
+        "--delay",
+        "2ms",
+        "--loss",
+        "5%",
+        "--seed",
+        "7",
+    ]);
     let relay_port = addr.rsplit(':').next().unwrap();
     let got = Command::new(QUARK)
         .args(["get", &format!("https://localhost:{relay_port}/f.bin")])
@@ -150,33 +159,14 @@ fn datagrams_over_the_mtu_are_dropped() {
             let _ = echo.send_to(&buf[..n], from);
         }
     });
-    let mut relay = Command::new(QUARK)
-        .args(["relay", "--listen", "127.0.0.1:0", "--mtu", "1000", "--to"])
-        .arg(echo_addr.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(relay.stdout.take().unwrap());
-    let err = BufReader::new(relay.stderr.take().unwrap());
-    let relay = Proc {
-        child: relay,
-        rest: Some(std::thread::spawn(move || {
-            err.lines()
-                .map_while(Result::ok)
-                .collect::<Vec<_>>()
-                .join("\n")
-        })),
-    };
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("listening ").expect(&line);
+    let to = echo_addr.to_string();
+    let (relay, addr) = spawn_relay(&["--listen", "127.0.0.1:0", "--mtu", "1000", "--to", &to]);
     let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     socket
         .set_read_timeout(Some(std::time::Duration::from_secs(5)))
         .unwrap();
-    socket.send_to(&[1; 1001], addr).unwrap();
-    socket.send_to(&[2; 1000], addr).unwrap();
+    socket.send_to(&[1; 1001], &addr).unwrap();
+    socket.send_to(&[2; 1000], &addr).unwrap();
     let mut buf = [0u8; 2048];
     let (n, _) = socket.recv_from(&mut buf).expect("the 1000-byte datagram");
     assert_eq!(&buf[..n], &[2; 1000][..]);
@@ -200,30 +190,8 @@ fn a_new_clients_first_datagram_gets_through() {
             let _ = echo.send_to(&buf[..n], from);
         }
     });
-    let mut relay = Command::new(QUARK)
-        .args([
-            "relay",
-            "--listen",
-            "127.0.0.1:0",
-            "--to",
-            &echo_addr.to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(relay.stdout.take().unwrap());
-    let relay = Proc {
-        child: relay,
-        rest: None,
-    };
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening ")
-        .expect(&line)
-        .to_string();
+    let to = echo_addr.to_string();
+    let (relay, addr) = spawn_relay(&["--listen", "127.0.0.1:0", "--to", &to]);
     for client in 0..5u8 {
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         socket
