@@ -118,6 +118,7 @@ func (c *checker) checkWorkload(w workload, imageNames map[string]bool) {
 	}
 	c.checkSpread(src, w, own)
 	c.checkVolumes(src, spec)
+	c.checkSecretModes(src, spec)
 	nonRoot := spec.SecurityContext != nil && spec.SecurityContext.RunAsNonRoot != nil && *spec.SecurityContext.RunAsNonRoot
 	for _, ct := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
 		c.checkContainer(src+" container "+ct.Name, ct, nonRoot, imageNames)
@@ -160,6 +161,27 @@ func (c *checker) checkVolumes(src string, spec corev1.PodSpec) {
 			if !c.claims[v.PersistentVolumeClaim.ClaimName] {
 				c.fail(src, "volume %s: PVC %q not defined", v.Name, v.PersistentVolumeClaim.ClaimName)
 			}
+		}
+	}
+}
+
+// checkSecretModes: Secret files are root's; a non-root pod reads them only
+// through fsGroup and a group-read mode (the kubelet's default is 0644).
+func (c *checker) checkSecretModes(src string, spec corev1.PodSpec) {
+	sc := spec.SecurityContext
+	if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
+		return
+	}
+	for _, v := range spec.Volumes {
+		if v.Secret == nil {
+			continue
+		}
+		mode := int32(0o644)
+		if v.Secret.DefaultMode != nil {
+			mode = *v.Secret.DefaultMode
+		}
+		if mode&0o004 == 0 && (sc.FSGroup == nil || mode&0o040 == 0) {
+			c.fail(src, "volume %s: mode %#o with fsGroup %v is unreadable by user %d", v.Name, mode, sc.FSGroup, *sc.RunAsUser)
 		}
 	}
 }

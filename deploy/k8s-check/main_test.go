@@ -84,6 +84,7 @@ func TestBrokenManifestsAreRejected(t *testing.T) {
 		{"unpinned image", "bench-job.yaml", "image: quark:0.1.0", "image: quark", "not pinned"},
 		{"undefined secret", "agents.yaml", "secretName: quark-agent-token", "secretName: quark-token", `Secret "quark-token"`},
 		{"undefined claim", "tools/results-reader.yaml", "claimName: quark-bench-results", "claimName: results", `PVC "results"`},
+		{"secret unreadable", "agents.yaml", "defaultMode: 0440", "defaultMode: 0400", "unreadable by user 65532"},
 		{"root allowed", "bench-job.yaml", "runAsNonRoot: true", "runAsNonRoot: false", "runAsNonRoot"},
 		{"file not in the kustomization", "kustomization.yaml", "  - serve.yaml\n", "", "serve.yaml is not listed"},
 		{"unknown kustomize option", "kustomization.yaml", "namespace: quark", "namespace: quark\ncommonLabels: {a: b}", "commonLabels"},
