@@ -44,7 +44,9 @@ fi
 # A build context of the binary and an empty /tmp only.
 context=target/deploy-image
 rm -rf "$context"
-mkdir -p "$context/tmp"
+mkdir -p "$context/root/tmp"
+chmod 1777 "$context/root/tmp"
+tar -C "$context/root" --numeric-owner --owner=0 --group=0 --mtime=@0 -cf "$context/rootfs.tar" tmp
 cp "$bin" "$context/quark"
 version=$(quark_version)
 podman build --quiet -f deploy/Containerfile --build-arg VERSION="$version" \

@@ -41,13 +41,20 @@ od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/token"
 od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/wrong"
 podman secret create "$run_id-token" "$work/token" >/dev/null
 podman secret create "$run_id-wrong" "$work/wrong" >/dev/null
-secret() { echo "$1,target=token,uid=65532,gid=65532,mode=0400"; }
+# Under --read-only only podman's tmpfs mounts (/tmp) can take the secret's
+# mount point: the image's root, /run included, is read-only.
+secret() { echo "$1,target=/tmp/token,uid=65532,gid=65532,mode=0400"; }
 
 podman network create --internal "$net" >/dev/null
+# NET_ADMIN (in the container's own network namespace only): the lab's TCP
+# protocols ask for cubic like the papers (`--tcp-cc`), which an unprivileged
+# process gets only when it is in the namespace's allowed list (here the
+# host's default is bbr, allowed "reno bbr").
 for side in a b; do
     podman run -d --name "$run_id-$side" --hostname "quark-agent-$side" \
-        --network "$net" --read-only --secret "$(secret "$run_id-token")" \
-        "$image" agent --listen 0.0.0.0:7878 --token-file /run/secrets/token >/dev/null
+        --network "$net" --read-only --cap-add NET_ADMIN \
+        --secret "$(secret "$run_id-token")" \
+        "$image" agent --listen 0.0.0.0:7878 --token-file /tmp/token >/dev/null
 done
 addr() { podman inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$1"; }
 for side in a b; do
@@ -67,7 +74,7 @@ driver() {
     shift
     podman run --rm --network "$net" --read-only --secret "$(secret "$tok")" \
         -v "$out:/results" "$image" bench --server-agent "$a:7878" \
-        --client-agent "$b:7878" --token-file /run/secrets/token "$@"
+        --client-agent "$b:7878" --token-file /tmp/token "$@"
 }
 
 # The control channel refuses a driver with the wrong token.
