@@ -20,6 +20,7 @@ if ! podman image exists "$image"; then
 fi
 out=${1:-$(mktemp -d)}
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # podman takes a relative path for a volume name
 # The containers run as user 65532; the driver writes its results here.
 chmod 0777 "$out"
 
@@ -36,9 +37,11 @@ trap cleanup EXIT
 
 # A fresh random token per run (and a wrong one), as podman secrets readable
 # only by the containers' user.
-umask 077
-od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/token"
-od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/wrong"
+(
+    umask 077
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/token"
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/wrong"
+)
 podman secret create "$run_id-token" "$work/token" >/dev/null
 podman secret create "$run_id-wrong" "$work/wrong" >/dev/null
 # Under --read-only only podman's tmpfs mounts (/tmp) can take the secret's
@@ -46,12 +49,14 @@ podman secret create "$run_id-wrong" "$work/wrong" >/dev/null
 secret() { echo "$1,target=/tmp/token,uid=65532,gid=65532,mode=0400"; }
 
 podman network create --internal "$net" >/dev/null
+# --init everywhere: catatonit is PID 1, so SIGTERM stops quark (as PID 1 the
+# kernel would drop the signal, which `quark agent` does not handle).
 # NET_ADMIN (in the container's own network namespace only): the lab's TCP
 # protocols ask for cubic like the papers (`--tcp-cc`), which an unprivileged
 # process gets only when it is in the namespace's allowed list (here the
 # host's default is bbr, allowed "reno bbr").
 for side in a b; do
-    podman run -d --name "$run_id-$side" --hostname "quark-agent-$side" \
+    podman run -d --init --name "$run_id-$side" --hostname "quark-agent-$side" \
         --network "$net" --read-only --cap-add NET_ADMIN \
         --secret "$(secret "$run_id-token")" \
         "$image" agent --listen 0.0.0.0:7878 --token-file /tmp/token >/dev/null
@@ -72,7 +77,7 @@ echo "agents: quark-agent-a at $a, quark-agent-b at $b (network $net)"
 driver() {
     local tok=$1
     shift
-    podman run --rm --network "$net" --read-only --secret "$(secret "$tok")" \
+    podman run --rm --init --network "$net" --read-only --secret "$(secret "$tok")" \
         -v "$out:/results" "$image" bench --server-agent "$a:7878" \
         --client-agent "$b:7878" --token-file /tmp/token "$@"
 }
@@ -106,4 +111,23 @@ protos = sorted({c["protocol"] for c in cells})
 print(f"checked: {len(cells)} cells ok ({', '.join(protos)}), server on quark-agent-a, "
       f"client on quark-agent-b, RTT {p['rtt_ms']:.3f} ms")
 PY
+
+# The same image as a file server: `quark serve --h3` in one container, and
+# `quark get` over HTTP/3 from another; the file must arrive byte for byte.
+mkdir -p "$work/www" "$work/got"
+chmod 0755 "$work" "$work/www"
+chmod 0777 "$work/got"
+head -c 3000000 /dev/urandom >"$work/www/blob"
+chmod 0644 "$work/www/blob"
+podman run -d --init --name "$run_id-a" --replace --network "$net" --read-only \
+    -v "$work/www:/srv/www:ro" "$image" serve --h3 --listen 0.0.0.0:4433 \
+    --root /srv/www >/dev/null
+s=$(addr "$run_id-a")
+for _ in $(seq 50); do
+    podman run --rm --init --network "$net" --read-only -v "$work/got:/got" "$image" \
+        get --h3 --insecure --quiet -o /got "https://$s:4433/blob" 2>/dev/null && break
+    sleep 0.2
+done
+cmp "$work/www/blob" "$work/got/blob"
+echo "serve: 3 MB over HTTP/3 from the quark serve container, byte for byte"
 echo "results in $out"
