@@ -9,6 +9,7 @@
 # installs musl-tools (aws-lc's and ring's C parts), podman and runc with apt
 # when run as root. Prints the image name last.
 set -euo pipefail
+# shellcheck source=deploy/podman-env.sh
 source "$(dirname "$0")/podman-env.sh"
 cd "$repo_dir"
 

@@ -11,6 +11,7 @@
 # Env: QUARK_IMAGE (default quark:VERSION), QUARK_BENCH_ARGS (replaces the
 # cell options below).
 set -euo pipefail
+# shellcheck source=deploy/podman-env.sh
 source "$(dirname "$0")/podman-env.sh"
 cd "$repo_dir"
 
