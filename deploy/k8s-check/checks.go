@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -42,7 +43,7 @@ func Check(k *Kustomization, objs, tools []Object) []string {
 	c := &checker{configMaps: map[string]bool{}, secrets: map[string]bool{}, claims: map[string]bool{}}
 	all := append(append([]Object{}, objs...), tools...)
 	var loads []workload
-	var services []Object
+	var services, policies []Object
 	names := map[string]string{}
 	for _, o := range all {
 		meta := o.Obj.(metav1.ObjectMetaAccessor).GetObjectMeta()
@@ -67,6 +68,8 @@ func Check(k *Kustomization, objs, tools []Object) []string {
 			c.claims[v.Name] = true
 		case *corev1.Service:
 			services = append(services, o)
+		case *networkingv1.NetworkPolicy:
+			policies = append(policies, o)
 		case *appsv1.Deployment:
 			loads = append(loads, workload{o.Source, kind, v.Name, v.Spec.Selector, v.Spec.Template})
 		case *appsv1.DaemonSet:
@@ -91,6 +94,9 @@ func Check(k *Kustomization, objs, tools []Object) []string {
 	}
 	for _, s := range services {
 		c.checkService(s.Source, s.Obj.(*corev1.Service), loads)
+	}
+	for _, p := range policies {
+		c.checkPolicy(p.Source, p.Obj.(*networkingv1.NetworkPolicy), loads)
 	}
 	for _, img := range k.Images {
 		if !imageNames[img.Name] {
@@ -323,4 +329,34 @@ func targets(spec corev1.PodSpec, sp corev1.ServicePort) bool {
 		}
 	}
 	return false
+}
+
+// checkPolicy: the policy and each of its pod peers select some workload's
+// pods (a typo there would silently cut a path or guard nothing).
+func (c *checker) checkPolicy(src string, p *networkingv1.NetworkPolicy, loads []workload) {
+	src += " NetworkPolicy/" + p.Name
+	selects := func(ls *metav1.LabelSelector) bool {
+		sel, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			return false
+		}
+		for _, w := range loads {
+			if sel.Matches(labels.Set(w.tmpl.Labels)) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(p.Spec.PodSelector.MatchLabels) == 0 && len(p.Spec.PodSelector.MatchExpressions) == 0 {
+		c.fail(src, "empty podSelector (applies to every pod in the namespace)")
+	} else if !selects(&p.Spec.PodSelector) {
+		c.fail(src, "podSelector matches no workload's pods")
+	}
+	for _, rule := range p.Spec.Ingress {
+		for _, peer := range rule.From {
+			if peer.PodSelector != nil && peer.NamespaceSelector == nil && !selects(peer.PodSelector) {
+				c.fail(src, "ingress peer %v matches no workload's pods", peer.PodSelector.MatchLabels)
+			}
+		}
+	}
 }

@@ -23,6 +23,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
@@ -54,7 +55,7 @@ type Object struct {
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
+		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, networkingv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)
@@ -148,7 +149,7 @@ func decodeDoc(doc []byte) (runtime.Object, error) {
 	}
 	obj, err := scheme.New(gv.WithKind(tm.Kind))
 	if err != nil {
-		return nil, fmt.Errorf("unknown kind %s %s (the checker knows core/v1, apps/v1, batch/v1)", tm.APIVersion, tm.Kind)
+		return nil, fmt.Errorf("unknown kind %s %s (the checker knows core/v1, apps/v1, batch/v1, networking.k8s.io/v1)", tm.APIVersion, tm.Kind)
 	}
 	if err := strict(js, obj); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)

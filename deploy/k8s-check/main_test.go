@@ -58,7 +58,7 @@ func TestRepositoryManifestsAreValid(t *testing.T) {
 		kinds[o.Obj.GetObjectKind().GroupVersionKind().Kind]++
 	}
 	// Two agent Deployments and the server's; their Services; the driver.
-	if kinds["Deployment"] != 3 || kinds["Service"] != 3 || kinds["Job"] != 1 || kinds["PersistentVolumeClaim"] != 1 {
+	if kinds["Deployment"] != 3 || kinds["Service"] != 3 || kinds["Job"] != 1 || kinds["PersistentVolumeClaim"] != 1 || kinds["NetworkPolicy"] != 1 {
 		t.Fatalf("unexpected set of objects: %v", kinds)
 	}
 }
@@ -85,6 +85,7 @@ func TestBrokenManifestsAreRejected(t *testing.T) {
 		{"undefined secret", "agents.yaml", "secretName: quark-agent-token", "secretName: quark-token", `Secret "quark-token"`},
 		{"undefined claim", "tools/results-reader.yaml", "claimName: quark-bench-results", "claimName: results", `PVC "results"`},
 		{"secret unreadable", "agents.yaml", "defaultMode: 0440", "defaultMode: 0400", "unreadable by user 65532"},
+		{"policy peer selects nothing", "agents.yaml", "app.kubernetes.io/name: quark-bench", "app.kubernetes.io/name: quark-benh", "matches no workload"},
 		{"root allowed", "bench-job.yaml", "runAsNonRoot: true", "runAsNonRoot: false", "runAsNonRoot"},
 		{"file not in the kustomization", "kustomization.yaml", "  - serve.yaml\n", "", "serve.yaml is not listed"},
 		{"unknown kustomize option", "kustomization.yaml", "namespace: quark", "namespace: quark\ncommonLabels: {a: b}", "commonLabels"},
