@@ -50,8 +50,8 @@ podman secret create "$run_id-wrong" "$work/wrong" >/dev/null
 secret() { echo "$1,target=/tmp/token,uid=65532,gid=65532,mode=0400"; }
 
 podman network create --internal "$net" >/dev/null
-# --init everywhere: catatonit is PID 1, so SIGTERM stops quark (as PID 1 the
-# kernel would drop the signal, which `quark agent` does not handle).
+# --init everywhere: catatonit is PID 1 and reaps orphaned lab children
+# (quark itself ends on SIGTERM with exit 143).
 # NET_ADMIN (in the container's own network namespace only): the lab's TCP
 # protocols ask for cubic like the papers (`--tcp-cc`), which an unprivileged
 # process gets only when it is in the namespace's allowed list (here the

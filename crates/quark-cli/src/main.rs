@@ -18,6 +18,7 @@ mod relay_watch;
 mod report;
 mod serve;
 mod serve_tcp;
+mod signals;
 mod timer;
 mod xdp;
 mod zero_rtt;
@@ -101,8 +102,14 @@ fn main() {
     let code = match cli.command {
         Command::Serve(args) => run_async(serve::run(args)),
         Command::Get(args) => run_async(get::run(args)),
-        Command::Bench(args) => bench::run(args),
-        Command::Agent(args) => run_async(agent::run(args)),
+        Command::Bench(args) => {
+            signals::exit_on_termination();
+            bench::run(args)
+        }
+        Command::Agent(args) => {
+            signals::exit_on_termination();
+            run_async(agent::run(args))
+        }
         Command::Report(args) => report::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Relay(args) => relay::run(args),

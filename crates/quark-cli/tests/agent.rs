@@ -345,3 +345,40 @@ fn bench_cells_run_across_two_agents_and_survive_a_lost_one() {
     }
     let _ = std::fs::remove_file(&json);
 }
+
+/// In a container the agent is often PID 1, which gets no default action for
+/// SIGTERM: the agent ends itself on it (exit 143, the shell's 128 + 15),
+/// rather than dying of the signal. Needs no root.
+#[test]
+fn agent_exits_143_on_sigterm() {
+    let token = tmp("term-token");
+    std::fs::write(&token, "0123456789abcdef0123456789abcdef").unwrap();
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_quark"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+        .arg(&token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(agent.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("agent listening on "), "{line}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &agent.id().to_string()])
+        .status();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = agent.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = agent.kill();
+            panic!("the agent ignored SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = std::fs::remove_file(&token);
+    assert_eq!(status.code(), Some(143), "{status:?}");
+}
