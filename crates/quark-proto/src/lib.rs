@@ -36,6 +36,7 @@ pub mod error;
 pub mod frame;
 pub mod packet;
 pub mod qlog;
+pub mod quic_lb;
 pub mod range_set;
 pub mod recovery;
 pub mod stream;
