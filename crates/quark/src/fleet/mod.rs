@@ -16,5 +16,8 @@
 mod keys;
 mod tickets;
 
+/// QUIC-LB connection IDs (the core's module, here for finding).
+pub use quark_proto::quic_lb;
+
 pub use keys::{KeyFile, KeyFileError, KeyId, MAX_KEYS_PER_KIND};
 pub use tickets::{SharedTicketer, TICKET_LIFETIME_SECS};
