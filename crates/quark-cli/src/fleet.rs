@@ -107,6 +107,11 @@ pub(crate) fn apply(
     let Some(path) = &args.key_file else {
         return Ok(None);
     };
+    if server.zero_rtt {
+        // Shared tickets are stateless: one could be replayed to each server
+        // of the fleet, and 0-RTT data with it (SECURITY.md).
+        bail!("--0rtt and --key-file together are not supported (replayable early data)");
+    }
     let keys = KeyFile::load(path).with_context(|| format!("--key-file {}", path.display()))?;
     keys.apply(endpoint, server);
     Ok(Some(keys))
