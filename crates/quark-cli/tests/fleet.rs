@@ -185,3 +185,57 @@ fn key_file_errors_are_clear() {
     assert!(!lb.status.success());
     assert!(stderr(&lb).contains("nonce length"), "{}", stderr(&lb));
 }
+
+#[test]
+fn sighup_reloads_rotated_keys() {
+    let dir = tempdir("quark-fleet", "hup");
+    let keys = dir.join("fleet.keys");
+    let made = Command::new(QUARK)
+        .args(["serve", "--root"])
+        .arg(&*dir)
+        .arg("--write-key-file")
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let mut serve = Command::new(QUARK)
+        .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+        .arg(&*dir)
+        .arg("--key-file")
+        .arg(&keys)
+        .args(["--quic-lb-server-id", "0a01"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = mpsc::channel();
+    let err = serve.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let serve = Stop(serve);
+    let next = |prefix: &str| loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no line starting with {prefix:?}"));
+        if line.starts_with(prefix) {
+            return line;
+        }
+    };
+    let serving = next("serving ");
+    assert!(serving.contains("QUIC-LB server ID 0a01"), "{serving}");
+    assert!(serving.contains("token: [1]"), "{serving}");
+    // Rotate: a new current token key 2, key 1 still accepted.
+    let text = std::fs::read_to_string(&keys).unwrap();
+    let rotated = format!("token 2 {}\n{text}", "ab".repeat(32));
+    std::fs::write(&keys, rotated).unwrap();
+    Command::new("kill")
+        .args(["-HUP", &serve.0.id().to_string()])
+        .status()
+        .unwrap();
+    let reloaded = next("reloaded keys");
+    assert!(reloaded.contains("token: [2, 1]"), "{reloaded}");
+    // Keys never appear in the output, only their IDs.
+    assert!(!reloaded.contains("abab"), "{reloaded}");
+}

@@ -13,7 +13,7 @@
 //! lengths, optional AES-128 key); [`CidEncoder`] makes a server's IDs;
 //! [`Decoder`] is the load balancer's side (CID -> server ID). With a key the
 //! block is one AES-128-ECB pass when server ID and nonce fill exactly 16
-//! bytes, else the draft's four-pass Feistel network ([`cipher`]).
+//! bytes, else the draft's four-pass Feistel network (module `cipher`).
 
 mod cipher;
 #[cfg(test)]
