@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 mod access_log;
 mod agent;
 mod bench;
+mod fleet;
 mod get;
 mod get_http;
 mod impair;

@@ -100,6 +100,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) tcp_idle_timeout: u64,
     #[command(flatten)]
+    pub(crate) fleet: crate::fleet::FleetArgs,
+    #[command(flatten)]
     pub(crate) transport: TransportArgs,
 }
 
@@ -241,8 +243,14 @@ async fn terminated(term: &mut Option<Signal>) {
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.fleet.write_key_file {
+        return crate::fleet::write_key_file(path);
+    }
     if !args.root.is_dir() {
         bail!("--root {}: not a directory", args.root.display());
+    }
+    if args.fleet.processes > 1 {
+        return crate::fleet::launch(&args, listen_address(&args)?).await;
     }
     let identity = match (&args.cert, &args.key) {
         (Some(cert), Some(key)) => Identity::from_pem_files(cert, key)?,
@@ -267,6 +275,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     config.memory = quark::MemoryBudget::new(args.max_memory as usize);
     let listen = listen_address(&args)?;
     config.preferred_address = args.preferred_address;
+    let mut endpoint_config = endpoint_config(&args);
+    let keys = crate::fleet::apply(&args.fleet, args.workers, &mut endpoint_config, &mut config)?;
     let files = Files {
         root: args.root.canonicalize()?,
         h3: args.h3,
@@ -297,14 +307,38 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         args: &args,
     };
     if args.workers > 1 {
-        return serve_workers(config, &args, files.clone(), &mut term, tcp).await;
+        return serve_workers(
+            endpoint_config,
+            config,
+            &args,
+            files.clone(),
+            &mut term,
+            tcp,
+        )
+        .await;
     }
-    let endpoint = Endpoint::with_config(endpoint_config(&args), Some(config), listen)
-        .with_context(|| format!("cannot listen on {listen}"))?;
+    let base = config.clone();
+    let lb = endpoint_config.quic_lb.as_ref().map(|lb| lb.server_id());
+    let endpoint = match crate::fleet::inherited_socket(&args.fleet)? {
+        Some(socket) => Endpoint::with_socket(endpoint_config, Some(config), socket)?,
+        None => Endpoint::with_config(endpoint_config, Some(config), listen)
+            .with_context(|| format!("cannot listen on {listen}"))?,
+    };
+    if keys.is_some() {
+        crate::fleet::reload_on_sighup(&args.fleet, endpoint.clone(), base);
+    }
     let _tcp = tcp.start(endpoint.local_addr()?).await?;
     endpoint.set_busy_poll(args.transport.busy_poll());
+    let fleet = match (lb, &keys) {
+        (None, None) => String::new(),
+        (lb, keys) => format!(
+            ", QUIC-LB server ID {}, keys {}",
+            lb.map_or("-".into(), |id| format!("{id:?}")),
+            keys.as_ref().map_or("own".into(), |k| format!("{k:?}"))
+        ),
+    };
     eprintln!(
-        "serving {} on {} ({name})",
+        "serving {} on {} ({name}{fleet})",
         args.root.display(),
         endpoint.local_addr()?
     );
@@ -364,6 +398,7 @@ async fn trim_heap() {
 
 /// `--workers N`: every connection is served on the worker thread that owns it.
 async fn serve_workers(
+    endpoint_config: EndpointConfig,
     config: quark::ServerConfig,
     args: &ServeArgs,
     files: Files,
@@ -371,13 +406,8 @@ async fn serve_workers(
     tcp: TcpSide<'_>,
 ) -> anyhow::Result<()> {
     let listen = listen_address(args)?;
-    let group = WorkerGroup::bind(
-        endpoint_config(args),
-        config,
-        listen,
-        usize::from(args.workers),
-    )
-    .with_context(|| format!("cannot listen on {listen}"))?;
+    let group = WorkerGroup::bind(endpoint_config, config, listen, usize::from(args.workers))
+        .with_context(|| format!("cannot listen on {listen}"))?;
     let _tcp = tcp.start(group.local_addr()).await?;
     group.set_busy_poll(args.transport.busy_poll());
     eprintln!(

@@ -188,6 +188,10 @@ pub struct EndpointConfig {
     /// (`<odcid hex>_<server|client>.sqlog`). When set, each connection
     /// records qlog events (see [`crate::qlog`]); the core itself writes nothing.
     pub qlog_dir: Option<PathBuf>,
+    /// Issue QUIC-LB connection IDs naming this server (one of a fleet behind
+    /// a CID-aware load balancer, see [`crate::quic_lb`]). Overrides `cid_len`
+    /// with the configuration's length, and `worker` tagging.
+    pub quic_lb: Option<Arc<crate::quic_lb::CidEncoder>>,
 }
 
 impl Default for EndpointConfig {
@@ -202,6 +206,7 @@ impl Default for EndpointConfig {
             max_stateless_responses: 256,
             worker: None,
             qlog_dir: None,
+            quic_lb: None,
         }
     }
 }
@@ -249,11 +254,19 @@ impl Worker {
 pub struct CidGenerator {
     len: usize,
     worker: Option<(Worker, Arc<hmac::Key>)>,
+    quic_lb: Option<Arc<crate::quic_lb::CidEncoder>>,
 }
 
 impl CidGenerator {
     /// The generator an endpoint with `config` uses.
     pub fn new(config: &EndpointConfig) -> Self {
+        if let Some(lb) = &config.quic_lb {
+            return CidGenerator {
+                len: lb.cid_len(),
+                worker: None,
+                quic_lb: Some(lb.clone()),
+            };
+        }
         let len = config.cid_len.min(MAX_CID_LEN);
         // Tagging needs at least one byte to mask the tag with.
         let worker = config.worker.filter(|_| len >= 2).map(|w| {
@@ -264,7 +277,11 @@ impl CidGenerator {
                 Arc::new(hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref())),
             )
         });
-        CidGenerator { len, worker }
+        CidGenerator {
+            len,
+            worker,
+            quic_lb: None,
+        }
     }
 
     /// Length of the IDs made.
@@ -280,6 +297,9 @@ impl CidGenerator {
     /// A fresh connection ID.
     pub fn generate<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> ConnectionId {
         let Some((w, key)) = &self.worker else {
+            if let Some(lb) = &self.quic_lb {
+                return lb.generate(rng);
+            }
             return ConnectionId::random(rng, self.len);
         };
         let mut bytes = [0u8; MAX_CID_LEN];
@@ -339,6 +359,9 @@ pub struct ServerConfig {
     pub retry: bool,
     /// Secret for address-validation tokens.
     pub token_key: [u8; 32],
+    /// Earlier token secrets: tokens they sealed are still accepted (key
+    /// rotation across a fleet), new ones are sealed with `token_key`.
+    pub previous_token_keys: Vec<[u8; 32]>,
     /// How long a Retry token stays valid.
     pub retry_token_lifetime: Duration,
     /// Connections accepted at most (further Initials are refused).
@@ -445,6 +468,7 @@ impl ServerConfig {
             transport: Arc::new(TransportConfig::default()),
             retry: false,
             token_key,
+            previous_token_keys: Vec::new(),
             retry_token_lifetime: Duration::from_secs(15),
             max_connections: 100_000,
             handshakes: HandshakeLimits::default(),

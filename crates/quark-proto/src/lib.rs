@@ -18,6 +18,7 @@
 //! | [`cc`] | congestion controllers (NewReno, CUBIC, BBR experimental) |
 //! | [`transport_params`] | transport parameters |
 //! | [`qlog`] | qlog events, serialised for the runtime to write (off by default) |
+//! | [`quic_lb`] | QUIC-LB connection IDs (draft-ietf-quic-load-balancers): server IDs a load balancer reads, and its decoder; set with `EndpointConfig::quic_lb` |
 //! | [`cpu`] | counters for the per-packet CPU breakdown (off by default) |
 //! | [`range_set`] | the range set behind ACK frames and stream bookkeeping |
 //! | [`varint`], [`coding`], [`cid`], [`types`], [`error`] | shared vocabulary |
@@ -36,6 +37,7 @@ pub mod error;
 pub mod frame;
 pub mod packet;
 pub mod qlog;
+pub mod quic_lb;
 pub mod range_set;
 pub mod recovery;
 pub mod stream;

@@ -66,6 +66,7 @@ mod backend;
 mod checksum;
 pub mod heap;
 pub mod netns;
+pub mod reuseport;
 mod socket;
 pub mod stats;
 mod sys;

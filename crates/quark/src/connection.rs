@@ -235,6 +235,12 @@ impl Connection {
         self.inspect(|c| c.is_0rtt_accepted()).unwrap_or(false)
     }
 
+    /// Whether the handshake resumed a TLS session from a ticket (so a
+    /// ticket one server issued was accepted by this one, in a fleet).
+    pub fn is_resumed(&self) -> bool {
+        self.inspect(|c| c.is_resumed()).unwrap_or(false)
+    }
+
     /// The peer's address.
     pub fn remote_address(&self) -> SocketAddr {
         self.inspect(|c| c.remote_address())

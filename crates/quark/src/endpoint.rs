@@ -193,6 +193,16 @@ impl Endpoint {
         state.accept_wakers.drain(..).for_each(|w| w.wake());
     }
 
+    /// Accept new connections with `config` from now on (connections already
+    /// there keep theirs): e.g. rotated token and ticket keys (a fleet's
+    /// key file reloaded). Does nothing once the endpoint is closed.
+    pub fn set_server_config(&self, config: ServerConfig) {
+        let mut state = self.shared.lock();
+        if !state.closed {
+            state.proto.set_server_config(Some(Arc::new(config)));
+        }
+    }
+
     /// Close every connection with `code` and stop accepting new ones.
     pub fn close(&self, code: u64, reason: &[u8]) {
         let mut state = self.shared.lock();

@@ -71,6 +71,7 @@ mod deadlines;
 mod driver;
 pub mod endpoint;
 mod events;
+pub mod fleet;
 mod forward;
 pub mod guide;
 pub mod hq;

@@ -87,6 +87,18 @@ impl Identity {
     pub fn cert_pem(&self) -> String {
         pem_encode("CERTIFICATE", &self.cert)
     }
+
+    /// The private key in PEM form (PKCS#8 as made by [`Identity::self_signed`]),
+    /// e.g. for a launcher to hand one identity to several server processes.
+    /// Keep it secret: write it only to files only the server can read.
+    pub fn key_pem(&self) -> String {
+        let label = match &self.key {
+            PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
+            PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
+            _ => "PRIVATE KEY",
+        };
+        pem_encode(label, self.key.secret_der())
+    }
 }
 
 fn file_error(path: &Path, e: impl std::fmt::Display) -> TlsError {

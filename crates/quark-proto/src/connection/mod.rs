@@ -530,6 +530,11 @@ impl Connection {
         self.tls.cipher_suite()
     }
 
+    /// Whether the handshake resumed a TLS session (a session ticket).
+    pub fn is_resumed(&self) -> bool {
+        self.tls.is_resumed()
+    }
+
     /// The peer's transport parameters, once known.
     pub fn peer_params(&self) -> Option<&TransportParameters> {
         self.peer_params.as_ref()

@@ -50,6 +50,8 @@ struct Kept {
     peer_certificates: Option<Vec<rustls::pki_types::CertificateDer<'static>>>,
     /// The session went at the end of the handshake: the connection lives on.
     after_handshake: bool,
+    /// The handshake resumed a session (a ticket was accepted).
+    resumed: bool,
 }
 
 /// One piece of rustls' output.
@@ -419,6 +421,14 @@ impl TlsSession {
         }
     }
 
+    /// Whether the handshake resumed a session from a ticket (either side).
+    pub fn is_resumed(&self) -> bool {
+        match &self.conn {
+            Some(conn) => conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            None => self.kept.resumed,
+        }
+    }
+
     /// The connection closed: drop rustls's state (the handshake's buffers and
     /// transcript, the peer's certificates), keeping the negotiated ALPN, server
     /// name and cipher suite for the getters.
@@ -435,6 +445,7 @@ impl TlsSession {
                 Connection::Client(_) => None,
             },
             cipher: conn.negotiated_cipher_suite(),
+            resumed: conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
         };
         self.pending = VecDeque::new();
     }

@@ -55,6 +55,17 @@ impl ResetKey {
 /// not, since the next connection comes from a new port), and it is authenticated too.
 pub struct TokenKey {
     key: LessSafeKey,
+    /// Rotated-out keys, still accepted for opening (at most a few: each
+    /// costs a trial decryption of a token that fails under the newer ones).
+    previous: Vec<LessSafeKey>,
+}
+
+/// Previous token keys tried at most.
+pub const MAX_PREVIOUS_TOKEN_KEYS: usize = 8;
+
+fn aead_key(secret: &[u8; 32]) -> LessSafeKey {
+    let key = UnboundKey::new(&AES_256_GCM, secret).expect("AES-256 takes a 32-byte key");
+    LessSafeKey::new(key)
 }
 
 /// The contents of a valid token.
@@ -88,10 +99,26 @@ fn aad(kind: u8, addr: SocketAddr) -> [u8; 19] {
 impl TokenKey {
     /// A key from 32 secret bytes. Use a secret independent of the [`ResetKey`]'s.
     pub fn new(secret: &[u8; 32]) -> Self {
-        let key = UnboundKey::new(&AES_256_GCM, secret).expect("AES-256 takes a 32-byte key");
+        Self::with_previous(secret, &[])
+    }
+
+    /// A key that seals with `secret` and also opens tokens sealed with any of
+    /// `previous` (the first [`MAX_PREVIOUS_TOKEN_KEYS`]): a fleet rotating
+    /// its key keeps accepting the tokens it gave out before.
+    pub fn with_previous(secret: &[u8; 32], previous: &[[u8; 32]]) -> Self {
         TokenKey {
-            key: LessSafeKey::new(key),
+            key: aead_key(secret),
+            previous: previous
+                .iter()
+                .take(MAX_PREVIOUS_TOKEN_KEYS)
+                .map(aead_key)
+                .collect(),
         }
+    }
+
+    /// The key a server configuration names (current and previous secrets).
+    pub fn from_config(config: &crate::config::ServerConfig) -> Self {
+        Self::with_previous(&config.token_key, &config.previous_token_keys)
     }
 
     /// Seal a token for `addr`. `nonce` must be unique per token (random 12 bytes).
@@ -140,12 +167,18 @@ impl TokenKey {
         if sealed.len() < TAG_LEN || sealed.len() > 64 + TAG_LEN {
             return None;
         }
-        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().ok()?;
         let mut buf = sealed.to_vec();
-        let plain = self
-            .key
-            .open_in_place(nonce, Aad::from(aad(kind, addr)), &mut buf)
-            .ok()?;
+        let plain = std::iter::once(&self.key)
+            .chain(&self.previous)
+            .find_map(|key| {
+                buf.copy_from_slice(sealed);
+                let nonce = Nonce::assume_unique_for_key(nonce);
+                key.open_in_place(nonce, Aad::from(aad(kind, addr)), &mut buf)
+                    .ok()
+                    .map(|plain| plain.len())
+            })
+            .map(|len| &buf[..len])?;
 
         let mut r = Reader::new(plain);
         let secs = u64::from_be_bytes(r.array().ok()?);
@@ -202,6 +235,22 @@ mod tests {
         // HMAC-SHA256("\x01"*32, 010203) truncated to 16 bytes, via ring's own HMAC
         let full = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, &[1; 32]), &[1, 2, 3]);
         assert_eq!(k.token(&a).0, full.as_ref()[..16]);
+    }
+
+    #[test]
+    fn rotated_keys_still_open_old_tokens() {
+        let (old, new) = ([1; 32], [2; 32]);
+        let from = addr("192.0.2.1:4433");
+        let c = retry_contents();
+        let t = TokenKey::new(&old).seal(from, &c, [3; 12]);
+        let rotated = TokenKey::with_previous(&new, &[old]);
+        assert_eq!(rotated.open(from, &t), Some(c.clone()));
+        // New tokens use the new key: a server that knows only the old one refuses them.
+        let t2 = rotated.seal(from, &c, [4; 12]);
+        assert_eq!(TokenKey::new(&old).open(from, &t2), None);
+        assert_eq!(TokenKey::new(&new).open(from, &t2), Some(c));
+        // Dropped from the list: refused.
+        assert_eq!(TokenKey::new(&new).open(from, &t), None);
     }
 
     #[test]

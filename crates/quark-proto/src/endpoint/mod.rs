@@ -125,11 +125,19 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint; with `server`, it accepts connections.
     pub fn new(config: Arc<EndpointConfig>, server: Option<Arc<ServerConfig>>) -> Self {
+        // QUIC-LB IDs have their configuration's length: parse short headers by it.
+        let config = match &config.quic_lb {
+            Some(lb) if lb.cid_len() != config.cid_len => Arc::new(EndpointConfig {
+                cid_len: lb.cid_len(),
+                ..(*config).clone()
+            }),
+            _ => config,
+        };
         let rng = match config.rng_seed {
             Some(seed) => StdRng::seed_from_u64(seed),
             None => StdRng::from_os_rng(),
         };
-        let token_key = server.as_ref().map(|s| TokenKey::new(&s.token_key));
+        let token_key = server.as_ref().map(|s| TokenKey::from_config(s));
         Endpoint {
             reset_key: Arc::new(ResetKey::new(&config.reset_key)),
             cids: CidGenerator::new(&config),
@@ -153,7 +161,7 @@ impl Endpoint {
 
     /// Start accepting connections (or change how).
     pub fn set_server_config(&mut self, server: Option<Arc<ServerConfig>>) {
-        self.token_key = server.as_ref().map(|s| TokenKey::new(&s.token_key));
+        self.token_key = server.as_ref().map(|s| TokenKey::from_config(s));
         self.server = server;
     }
 

@@ -18,6 +18,7 @@ const BPF_LINK_CREATE: libc::c_int = 28;
 
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
+const BPF_PROG_TYPE_SOCKET_FILTER: u32 = 1;
 /// `enum bpf_attach_type`: BPF_XDP.
 const BPF_XDP: u32 = 37;
 
@@ -139,17 +140,27 @@ pub(crate) fn update(map: BorrowedFd<'_>, key: u32, value: u32) -> io::Result<()
 /// Loads an XDP program. A verifier refusal comes back as an error carrying the
 /// verifier's log.
 pub(crate) fn load_xdp(insns: &[Insn]) -> io::Result<OwnedFd> {
-    // The licence of this program (quark's own); bpf_redirect_map is not
+    load(BPF_PROG_TYPE_XDP, BPF_XDP, "quark_xdp", insns)
+}
+
+/// Loads a socket-filter program (for `SO_ATTACH_REUSEPORT_EBPF`, its return
+/// value picks the socket of the reuseport group).
+pub(crate) fn load_socket_filter(insns: &[Insn]) -> io::Result<OwnedFd> {
+    load(BPF_PROG_TYPE_SOCKET_FILTER, 0, "quark_steer", insns)
+}
+
+fn load(prog_type: u32, attach_type: u32, prog_name: &str, insns: &[Insn]) -> io::Result<OwnedFd> {
+    // The licence of this program (quark's own); the helpers used are not
     // GPL-only, so any string is accepted.
     const LICENSE: &[u8] = b"MIT\0";
     let mut log = vec![0u8; 64 * 1024];
     let mut attr = ProgLoad {
-        prog_type: BPF_PROG_TYPE_XDP,
+        prog_type,
         insn_cnt: insns.len() as u32,
         insns: insns.as_ptr() as u64,
         license: LICENSE.as_ptr() as u64,
-        prog_name: name("quark_xdp"),
-        expected_attach_type: BPF_XDP,
+        prog_name: name(prog_name),
+        expected_attach_type: attach_type,
         ..ProgLoad::default()
     };
     match bpf(BPF_PROG_LOAD, &mut attr) {
@@ -166,7 +177,7 @@ pub(crate) fn load_xdp(insns: &[Insn]) -> io::Result<OwnedFd> {
                 Ok(fd) => Ok(owned(fd)),
                 Err(_) => Err(io::Error::new(
                     error.kind(),
-                    format!("the verifier refused the XDP program ({error}):\n{text}"),
+                    format!("the verifier refused the {prog_name} program ({error}):\n{text}"),
                 )),
             }
         }

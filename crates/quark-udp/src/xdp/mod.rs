@@ -65,12 +65,12 @@
 //! they cross); generic XDP works too. [`XdpSocket::mode`] says what the kernel
 //! granted: "native XDP, copy mode" by default.
 
-mod bpf;
+pub(crate) mod bpf;
 mod config;
 mod neigh;
 mod netdev;
 mod open;
-mod program;
+pub(crate) mod program;
 mod ring;
 mod rx;
 mod tx;

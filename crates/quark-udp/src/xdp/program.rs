@@ -75,7 +75,8 @@ const REDIRECT_MAP: i32 = 51;
 /// The verdict that hands a packet to the kernel's stack.
 pub(crate) const XDP_PASS: i32 = 2;
 
-const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+/// One instruction from its fields (also used by `crate::reuseport`).
+pub(crate) const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
     Insn {
         code,
         regs: (src << 4) | dst,
