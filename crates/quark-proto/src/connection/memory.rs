@@ -44,10 +44,12 @@ pub struct MemoryBreakdown {
     pub early: usize,
     /// qlog events waiting.
     pub qlog: usize,
+    /// The random generator, while in use.
+    pub rng: usize,
 }
 
 impl MemoryBreakdown {
-    fn rows(&self) -> [(&'static str, usize); 13] {
+    fn rows(&self) -> [(&'static str, usize); 14] {
         [
             ("inline", self.inline),
             ("tls", self.tls),
@@ -62,6 +64,7 @@ impl MemoryBreakdown {
             ("datagrams", self.datagrams),
             ("early", self.early),
             ("qlog", self.qlog),
+            ("rng", self.rng),
         ]
     }
 
@@ -104,6 +107,7 @@ impl Connection {
             streams: self.streams.heap_bytes(),
             recovery: self.recovery.heap_bytes(),
             keys: self.one_rtt.as_ref().map_or(0, |k| k.heap_bytes()),
+            rng: self.rng.heap_bytes(),
             cids: self.local_cids.heap_bytes() + self.peer_cids.heap_bytes(),
             acks: self.spaces.iter().map(|s| s.ack.ranges.heap_bytes()).sum(),
             scratch: vec_bytes(&self.acked_scratch)
@@ -148,6 +152,10 @@ impl Connection {
         }
         self.release_scratch();
         self.crypto_scratch = Vec::new();
+        self.rng.park();
+        if let Some(keys) = self.one_rtt.as_mut() {
+            keys.park_next();
+        }
         if self.events.is_empty() {
             self.events = VecDeque::new();
         }
@@ -191,5 +199,54 @@ mod tests {
             eprintln!("{name}: {size} bytes (bound {bound})");
             assert!(size <= bound, "{name} is {size} bytes, over {bound}");
         }
+    }
+}
+
+#[cfg(test)]
+mod size_dump {
+    use std::mem::size_of;
+
+    use super::super::*;
+
+    #[test]
+    fn dump_sizes() {
+        macro_rules! s { ($($t:ty),*) => { $(eprintln!("{:>6} {}", size_of::<$t>(), stringify!($t));)* } }
+        s!(
+            Connection,
+            versions::Negotiation,
+            State,
+            TlsSession,
+            [PacketSpace; 3],
+            Option<OneRttKeys>,
+            Recovery<SentFrames>,
+            Path,
+            MtuDiscovery,
+            migration::Migration,
+            LocalCids,
+            PeerCids,
+            VecDeque<CidEvent>,
+            lazy_rng::LazyRng,
+            Streams,
+            datagrams::Datagrams,
+            TransportParameters,
+            Option<TransportParameters>,
+            ConnectionId,
+            Vec<u8>,
+            Option<ConnectionId>,
+            AckPolicy,
+            AckFrequencyState,
+            Timers,
+            ConnectionStats,
+            skip::Skipped,
+            ZeroRtt,
+            Option<Instant>,
+            crate::recovery::Pacer,
+            crate::recovery::RttEstimator,
+            crate::recovery::RecoveryStats,
+            StreamLimits,
+            streams::Priority,
+            crate::config::CidGenerator,
+            spaces::AckState
+        );
     }
 }

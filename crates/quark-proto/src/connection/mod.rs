@@ -22,6 +22,7 @@ mod close;
 mod datagrams;
 mod frames;
 mod handshake;
+mod lazy_rng;
 mod memory;
 mod migration;
 mod mtu;
@@ -45,8 +46,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 
 pub use cids::CidEvent;
 pub use close::ConnectionError;
@@ -268,7 +267,7 @@ pub struct Connection {
     reset_key: Arc<ResetKey>,
     cid_len: usize,
     cid_gen: crate::config::CidGenerator,
-    rng: StdRng,
+    rng: lazy_rng::LazyRng,
     streams: Streams,
     /// Unreliable datagrams queued (RFC 9221).
     datagrams: datagrams::Datagrams,
@@ -374,7 +373,7 @@ impl Connection {
             ));
         }
         let reset_token = p.shared.reset_key.token(&p.local_cid);
-        let mut rng = StdRng::seed_from_u64(p.shared.rng_seed);
+        let mut rng = lazy_rng::LazyRng::new(p.shared.rng_seed);
         let skipped = skip::Skipped::new(&mut rng);
         let mut tls = p.tls;
         if p.side.is_server() && !p.zero_rtt {
