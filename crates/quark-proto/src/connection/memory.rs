@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use super::Connection;
 use super::timers::Timer;
+use crate::types::SpaceId;
 
 /// Bytes a connection holds, by component. `inline` is the `Connection`
 /// struct itself (the endpoint boxes it), the rest is heap it owns.
@@ -153,6 +154,10 @@ impl Connection {
         self.release_scratch();
         self.crypto_scratch = Vec::new();
         self.rng.park();
+        if let Some(c) = self.spaces[SpaceId::Data.index()].crypto.as_mut() {
+            // Tickets sent and acknowledged: only the offsets matter now.
+            c.send.shrink_empty();
+        }
         if let Some(keys) = self.one_rtt.as_mut() {
             keys.park_next();
         }
