@@ -188,70 +188,25 @@ mod tests {
     use super::super::*;
 
     /// Every established connection carries these inline, idle or not: upper
-    /// bounds so that growth shows up here (issue #30). Measured 2026-11-29.
+    /// bounds so that growth shows up here (issue #30). Measured 2026-11-29
+    /// (x86_64): Connection 6 576 before boxing the rarely used parts, 5 296
+    /// after.
     #[test]
     fn struct_sizes_stay_bounded() {
         let sizes = [
-            ("Connection", size_of::<Connection>(), 6_600),
+            ("Connection", size_of::<Connection>(), 5_320),
             ("PacketSpace", size_of::<PacketSpace>(), 240),
             ("Recovery", size_of::<Recovery<SentFrames>>(), 1_120),
-            ("Streams", size_of::<Streams>(), 1_040),
-            ("TlsSession", size_of::<TlsSession>(), 500),
-            ("Migration", size_of::<migration::Migration>(), 270),
+            ("Streams", size_of::<Streams>(), 820),
+            ("TlsSession", size_of::<TlsSession>(), 160),
+            ("Migration", size_of::<migration::Migration>(), 128),
+            ("OneRttKeys", size_of::<OneRttKeys>(), 360),
+            ("LazyRng", size_of::<lazy_rng::LazyRng>(), 40),
             ("TransportParameters", size_of::<TransportParameters>(), 340),
         ];
         for (name, size, bound) in sizes {
             eprintln!("{name}: {size} bytes (bound {bound})");
             assert!(size <= bound, "{name} is {size} bytes, over {bound}");
         }
-    }
-}
-
-#[cfg(test)]
-mod size_dump {
-    use std::mem::size_of;
-
-    use super::super::*;
-
-    #[test]
-    fn dump_sizes() {
-        macro_rules! s { ($($t:ty),*) => { $(eprintln!("{:>6} {}", size_of::<$t>(), stringify!($t));)* } }
-        s!(
-            Connection,
-            versions::Negotiation,
-            State,
-            TlsSession,
-            [PacketSpace; 3],
-            Option<OneRttKeys>,
-            Recovery<SentFrames>,
-            Path,
-            MtuDiscovery,
-            migration::Migration,
-            LocalCids,
-            PeerCids,
-            VecDeque<CidEvent>,
-            lazy_rng::LazyRng,
-            Streams,
-            datagrams::Datagrams,
-            TransportParameters,
-            Option<TransportParameters>,
-            ConnectionId,
-            Vec<u8>,
-            Option<ConnectionId>,
-            AckPolicy,
-            AckFrequencyState,
-            Timers,
-            ConnectionStats,
-            skip::Skipped,
-            ZeroRtt,
-            Option<Instant>,
-            crate::recovery::Pacer,
-            crate::recovery::RttEstimator,
-            crate::recovery::RecoveryStats,
-            StreamLimits,
-            streams::Priority,
-            crate::config::CidGenerator,
-            spaces::AckState
-        );
     }
 }

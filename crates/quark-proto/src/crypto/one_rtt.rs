@@ -139,12 +139,12 @@ impl OneRttKeys {
         }
         let which = self.select(pn, key_phase);
         let key = match which {
-            Which::Current => &self.remote,
+            Which::Current => self.remote.as_ref(),
             //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3
             //# An endpoint MAY generate new keys as part of packet processing
             Which::Next => self.next_keys(),
             Which::Previous | Which::PreviousOutOfOrder => match &self.prev_remote {
-                Some(key) => key,
+                Some(key) => key.as_ref(),
                 None => return Err(OneRttError::Decrypt),
             },
         };
@@ -260,9 +260,9 @@ impl OneRttKeys {
     }
 
     /// The next phase's receive key, derived now if not done yet.
-    fn next_keys(&mut self) -> &Box<dyn PacketKey> {
+    fn next_keys(&mut self) -> &dyn PacketKey {
         let secrets = &self.secrets;
-        self.next.get_or_insert_with(|| secrets.peek_next_remote())
+        &**self.next.get_or_insert_with(|| secrets.peek_next_remote())
     }
 
     /// Idle: give back the next receive key; it is derived again before the

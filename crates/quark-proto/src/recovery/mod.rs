@@ -510,26 +510,3 @@ impl<T> Recovery<T> {
         all
     }
 }
-
-#[cfg(test)]
-mod size_dump {
-    #[test]
-    fn dump_recovery_sizes() {
-        use std::mem::size_of;
-        type F = u64;
-        macro_rules! s { ($($t:ty),*) => { $(eprintln!("{:>6} {}", size_of::<$t>(), stringify!($t));)* } }
-        s!(
-            super::Space<F>,
-            super::SentStore<F>,
-            super::LostHistory,
-            super::Reordering,
-            super::Episodes,
-            super::EcnValidator,
-            super::Pacer,
-            super::RttEstimator,
-            super::RecoveryStats,
-            Vec<super::LostRecord>,
-            Box<dyn super::Controller>
-        );
-    }
-}

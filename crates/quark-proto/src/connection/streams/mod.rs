@@ -565,23 +565,3 @@ impl Streams {
         }
     }
 }
-
-#[cfg(test)]
-mod size_dump {
-    #[test]
-    fn dump_stream_sizes() {
-        use std::mem::size_of;
-        macro_rules! s { ($($t:ty),*) => { $(eprintln!("{:>6} {}", size_of::<$t>(), stringify!($t));)* } }
-        s!(
-            super::StreamLimits,
-            super::SendQueue,
-            super::SendFlow,
-            super::RecvFlow,
-            Option<super::FlowClock>,
-            super::Pending,
-            super::Spare,
-            super::SendBudget,
-            std::collections::VecDeque<crate::types::StreamId>
-        );
-    }
-}
