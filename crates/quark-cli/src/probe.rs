@@ -118,6 +118,12 @@ fn probe(args: Args) -> anyhow::Result<bool> {
             cost.rss.1 as f64 / 1048576.0,
             cost.per_connection / 1024.0
         );
+        println!(
+            "  client (this probe) RSS {:.1} -> {:.1} MiB, {:.1} KiB per connection",
+            cost.client_rss.0 as f64 / 1048576.0,
+            cost.client_rss.1 as f64 / 1048576.0,
+            cost.client_per_connection / 1024.0
+        );
         if let Some(path) = &args.json {
             std::fs::write(path, serde_json::to_vec_pretty(&cost)?)?;
         }

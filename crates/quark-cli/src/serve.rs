@@ -206,14 +206,26 @@ impl Files {
             (options, self.drain.subscribe())
         });
         let hq_log = self.log.clone().map(|log| hq_log(log, peer));
+        // Each protocol's future boxed: the task holds only the one in use,
+        // not room for the larger (HTTP/3's was ~1.5 KB in every idle hq
+        // connection's task; issue #30).
         async move {
             match h3 {
                 Some((options, drain)) => {
-                    quark_h3::files::serve_files(conn, root, options, Some(drain)).await
+                    Box::pin(quark_h3::files::serve_files(
+                        conn,
+                        root,
+                        options,
+                        Some(drain),
+                    ))
+                    .await
                 }
                 None => {
                     let limit = quark::hq::REQUEST_TIME_LIMIT;
-                    quark::hq::serve_connection_logged(conn, root, limit, hq_log).await
+                    Box::pin(quark::hq::serve_connection_logged(
+                        conn, root, limit, hq_log,
+                    ))
+                    .await
                 }
             }
         }

@@ -18,6 +18,11 @@ pub struct IdleCost {
     pub rss: (u64, u64),
     /// Growth per connection, in bytes.
     pub per_connection: f64,
+    /// This process's RSS (the clients' side: quark-proto client connections
+    /// on a bare endpoint, no runtime) before and with them.
+    pub client_rss: (u64, u64),
+    /// The clients' growth per connection, in bytes.
+    pub client_per_connection: f64,
 }
 
 /// Open `n` connections to `target` in waves of `wave` (so handshakes stay
@@ -27,6 +32,7 @@ pub fn idle_cost(target: &Target, n: usize, wave: usize) -> anyhow::Result<IdleC
         .pid
         .ok_or_else(|| anyhow::anyhow!("the server's pid is needed (--server-pid)"))?;
     let before = rss(pid).ok_or_else(|| anyhow::anyhow!("cannot read the RSS of pid {pid}"))?;
+    let client_before = rss(std::process::id()).unwrap_or(0);
     let transport = TransportConfig {
         max_idle_timeout: Duration::from_secs(600),
         keep_alive: Some(Duration::from_secs(20)),
@@ -42,9 +48,12 @@ pub fn idle_cost(target: &Target, n: usize, wave: usize) -> anyhow::Result<IdleC
     // Let the handshakes' leftovers (tickets, ACKs) settle.
     peers.pump(Duration::from_secs(2))?;
     let with = rss(pid).ok_or_else(|| anyhow::anyhow!("the server went away"))?;
+    let client_with = rss(std::process::id()).unwrap_or(0);
     Ok(IdleCost {
         connections: n,
         rss: (before, with),
         per_connection: (with as f64 - before as f64) / n as f64,
+        client_rss: (client_before, client_with),
+        client_per_connection: (client_with as f64 - client_before as f64) / n as f64,
     })
 }

@@ -64,7 +64,9 @@ impl ConnWakers {
 
 /// Per-connection bookkeeping beside the protocol state.
 pub(crate) struct ConnEntry {
-    pub(crate) wakers: ConnWakers,
+    /// Boxed: the connection table holds entries inline, with a hash
+    /// table's slack, and the wakers (~290 bytes) are most of an entry.
+    pub(crate) wakers: Box<ConnWakers>,
     /// Handshake finished.
     pub(crate) connected: bool,
     /// Why it ended.
@@ -89,7 +91,7 @@ pub(crate) struct ConnEntry {
 impl ConnEntry {
     pub(crate) fn new(incoming: bool) -> Self {
         ConnEntry {
-            wakers: ConnWakers::default(),
+            wakers: Box::default(),
             connected: false,
             error: None,
             drained: false,

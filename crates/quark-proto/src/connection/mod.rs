@@ -22,6 +22,7 @@ mod close;
 mod datagrams;
 mod frames;
 mod handshake;
+mod lazy_rng;
 mod memory;
 mod migration;
 mod mtu;
@@ -45,8 +46,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 
 pub use cids::CidEvent;
 pub use close::ConnectionError;
@@ -245,6 +244,15 @@ pub(crate) struct ConnectionParams {
     pub(crate) preferred_cid: Option<(IpAddr, ConnectionId, crate::cid::ResetToken)>,
 }
 
+/// The parts of our transport parameters a connection consults later.
+struct LocalParams {
+    /// We accept ACK_FREQUENCY (RFC 9330 min_ack_delay).
+    min_ack_delay: Option<u64>,
+    /// We accept DATAGRAM frames up to this size (RFC 9221).
+    max_datagram_frame_size: Option<u64>,
+    ack_delay_exponent: u8,
+}
+
 /// A QUIC connection.
 pub struct Connection {
     side: Side,
@@ -268,11 +276,13 @@ pub struct Connection {
     reset_key: Arc<ResetKey>,
     cid_len: usize,
     cid_gen: crate::config::CidGenerator,
-    rng: StdRng,
+    rng: lazy_rng::LazyRng,
     streams: Streams,
     /// Unreliable datagrams queued (RFC 9221).
     datagrams: datagrams::Datagrams,
-    local_params: TransportParameters,
+    /// What the connection reads of our transport parameters after sending
+    /// them (the whole set, 336 bytes, went to TLS and qlog at the start).
+    local_params: LocalParams,
     peer_params: Option<TransportParameters>,
     /// DCID of the client's first Initial (and after a Retry, the original one).
     orig_dst_cid: ConnectionId,
@@ -374,7 +384,7 @@ impl Connection {
             ));
         }
         let reset_token = p.shared.reset_key.token(&p.local_cid);
-        let mut rng = StdRng::seed_from_u64(p.shared.rng_seed);
+        let mut rng = lazy_rng::LazyRng::new(p.shared.rng_seed);
         let skipped = skip::Skipped::new(&mut rng);
         let mut tls = p.tls;
         if p.side.is_server() && !p.zero_rtt {
@@ -413,7 +423,11 @@ impl Connection {
             rng,
             streams: Streams::new(p.side, limits),
             datagrams: datagrams::Datagrams::default(),
-            local_params: p.local_params,
+            local_params: LocalParams {
+                min_ack_delay: p.local_params.min_ack_delay,
+                max_datagram_frame_size: p.local_params.max_datagram_frame_size,
+                ack_delay_exponent: p.local_params.ack_delay_exponent,
+            },
             peer_params: None,
             orig_dst_cid: p.initial_dcid,
             token: p.token,
@@ -461,7 +475,7 @@ impl Connection {
             config,
         };
         conn.reset_idle_timer(now);
-        conn.qlog_start(now);
+        conn.qlog_start(now, &p.local_params);
         if let Some((ip, cid, token)) = p.preferred_cid {
             conn.migration.preferred_local = Some((ip, cid));
             conn.local_cids.add_preferred(cid, token);

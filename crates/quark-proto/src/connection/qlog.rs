@@ -5,6 +5,7 @@ use std::time::Instant;
 use super::Connection;
 use super::close::State;
 use crate::qlog::{Metrics, PacketInfo, space_kind};
+use crate::transport_params::TransportParameters;
 use crate::types::{PacketKind, SpaceId};
 
 impl Connection {
@@ -35,10 +36,10 @@ impl Connection {
     }
 
     /// The first events: our transport parameters and the first state.
-    pub(super) fn qlog_start(&mut self, now: Instant) {
+    pub(super) fn qlog_start(&mut self, now: Instant, local_params: &TransportParameters) {
         let side = self.side;
         if let Some(q) = self.qlog.as_mut() {
-            q.parameters_set(now, true, &self.local_params);
+            q.parameters_set(now, true, local_params);
             let state = if side.is_client() {
                 "attempted"
             } else {

@@ -61,7 +61,7 @@ impl PacketSpace {
     /// Heap held by the CRYPTO stream.
     pub(crate) fn crypto_memory(&self) -> usize {
         self.crypto.as_ref().map_or(0, |c| {
-            std::mem::size_of::<CryptoStreams>() + c.recv.allocated() + c.send.buffered()
+            std::mem::size_of::<CryptoStreams>() + c.recv.allocated() + c.send.allocated()
         })
     }
 

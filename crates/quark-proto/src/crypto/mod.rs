@@ -59,6 +59,7 @@ pub fn rustls_side(side: Side) -> rustls::Side {
 /// The 1-RTT secrets behind key updates: rustls' own, or ours when the
 /// connection moved to a version the TLS session was not started in
 /// ([`relabel`]).
+#[derive(Clone)]
 pub enum NextSecrets {
     /// From rustls (`KeyChange::OneRtt`).
     Tls(Secrets),
@@ -73,6 +74,11 @@ impl NextSecrets {
             NextSecrets::Tls(s) => s.next_packet_keys(),
             NextSecrets::Relabeled(s) => s.next_packet_keys(),
         }
+    }
+
+    /// The packet key for receiving in the next phase, without moving on.
+    pub fn peek_next_remote(&self) -> Box<dyn PacketKey> {
+        self.clone().next_packet_keys().remote
     }
 }
 

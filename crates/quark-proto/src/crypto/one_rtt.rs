@@ -13,11 +13,14 @@
 //! while a packet waits, so a forged Key Phase bit costs the receiver one failed
 //! decryption, like any other forged packet; and a connection that ends sooner
 //! never pays for them). A packet that needs them before that has them derived on
-//! the spot (§6.3 allows it). Not done here, because it needs frame-level knowledge
+//! the spot (§6.3 allows it). Only the next *receive* key is kept ahead: the send
+//! key is needed only once the update happens, when it is derived (no timing
+//! signal: that follows a packet that authenticated). An idle connection gives
+//! the next receive key back (`park_next`) and derives it again when its next
+//! packet arrives, whatever that packet's Key Phase bit, so the derivation
+//! reveals nothing about the bit. Not done here, because it needs frame-level knowledge
 //! or a clock: waiting for handshake confirmation before the first update (§6.1),
 //! and the ACK-in-old-keys check of §6.2's last paragraph; the connection owns those.
-
-use rustls::quic::PacketKeySet;
 
 use crate::crypto::{HeaderProtectionKey, Keys, NextSecrets, PacketKey};
 use crate::error::TransportError;
@@ -29,9 +32,12 @@ pub struct OneRttKeys {
     /// Keys of the current phase.
     local: Box<dyn PacketKey>,
     remote: Box<dyn PacketKey>,
-    /// Keys of the next phase, once derived (see `prepare_next`).
-    next: Option<PacketKeySet>,
-    /// Secrets for the phase after `next`.
+    /// Receive key of the next phase, once derived (see `prepare_next`).
+    next: Option<Box<dyn PacketKey>>,
+    /// The next key was given back while idle: derive it before the next
+    /// packet is opened.
+    parked: bool,
+    /// Secrets of the next phase (`next` is derived from a copy).
     secrets: NextSecrets,
     /// Receive key of the previous phase, until `discard_previous`.
     prev_remote: Option<Box<dyn PacketKey>>,
@@ -81,6 +87,7 @@ impl OneRttKeys {
             local: keys.local.packet,
             remote: keys.remote.packet,
             next: None,
+            parked: false,
             secrets: next,
             prev_remote: None,
             phase: false,
@@ -122,14 +129,22 @@ impl OneRttKeys {
         header: &[u8],
         payload: &mut [u8],
     ) -> Result<usize, OneRttError> {
+        if self.parked {
+            //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3
+            //# Endpoints are generally expected to have current and next
+            //# receive packet protection keys available.
+            // Derived before the Key Phase bit is looked at: same cost for all.
+            self.parked = false;
+            self.next_keys();
+        }
         let which = self.select(pn, key_phase);
         let key = match which {
-            Which::Current => &self.remote,
+            Which::Current => self.remote.as_ref(),
             //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3
             //# An endpoint MAY generate new keys as part of packet processing
-            Which::Next => &self.next_keys().remote,
+            Which::Next => self.next_keys(),
             Which::Previous | Which::PreviousOutOfOrder => match &self.prev_remote {
-                Some(key) => key,
+                Some(key) => key.as_ref(),
                 None => return Err(OneRttError::Decrypt),
             },
         };
@@ -208,11 +223,10 @@ impl OneRttKeys {
     //# The endpoint toggles the value of the Key Phase bit and uses the
     //# updated key and IV to protect all subsequent packets.
     fn roll(&mut self) {
-        let secrets = &mut self.secrets;
-        let next = self
-            .next
-            .take()
-            .unwrap_or_else(|| secrets.next_packet_keys());
+        // Both keys again: the send key was never kept ahead.
+        let next = self.secrets.next_packet_keys();
+        self.next = None;
+        self.parked = false;
         self.local = next.local;
         self.prev_remote = Some(std::mem::replace(&mut self.remote, next.remote));
         self.phase = !self.phase;
@@ -225,9 +239,10 @@ impl OneRttKeys {
 
     /// Heap held by the boxed keys (for memory accounting).
     pub fn heap_bytes(&self) -> usize {
-        let next = self.next.as_ref().map_or(0, |n| {
-            std::mem::size_of_val(&*n.local) + std::mem::size_of_val(&*n.remote)
-        });
+        let next = self
+            .next
+            .as_ref()
+            .map_or(0, |k| std::mem::size_of_val(&**k));
         std::mem::size_of_val(&*self.local_hp)
             + std::mem::size_of_val(&*self.remote_hp)
             + std::mem::size_of_val(&*self.local)
@@ -244,10 +259,18 @@ impl OneRttKeys {
         self.next_keys();
     }
 
-    /// The next phase's keys, derived now if not done yet.
-    fn next_keys(&mut self) -> &PacketKeySet {
-        let secrets = &mut self.secrets;
-        self.next.get_or_insert_with(|| secrets.next_packet_keys())
+    /// The next phase's receive key, derived now if not done yet.
+    fn next_keys(&mut self) -> &dyn PacketKey {
+        let secrets = &self.secrets;
+        &**self.next.get_or_insert_with(|| secrets.peek_next_remote())
+    }
+
+    /// Idle: give back the next receive key; it is derived again before the
+    /// next packet is opened.
+    pub fn park_next(&mut self) {
+        if self.next.take().is_some() {
+            self.parked = true;
+        }
     }
 
     /// Whether the next phase's keys are derived.
@@ -445,6 +468,40 @@ mod tests {
         assert_eq!(recv(&mut s, &p2), Ok(2));
         assert_eq!((c.updates(), s.updates()), (2, 2));
         assert!(!c.key_phase() && !s.key_phase());
+    }
+
+    #[test]
+    fn parked_next_key_comes_back_with_the_next_packet() {
+        let (mut c, mut s) = pair(TLS13_AES_128_GCM_SHA256);
+        let p0 = send(&mut c, 0);
+        assert_eq!(recv(&mut s, &p0), Ok(0));
+        let a = send(&mut s, 0);
+        recv(&mut c, &a).unwrap();
+        c.on_ack(0);
+        s.prepare_next();
+        let held = s.heap_bytes();
+        s.park_next();
+        assert!(
+            !s.has_next() && s.heap_bytes() < held,
+            "idle: next key given back"
+        );
+        // Any packet brings it back before its phase bit is looked at.
+        let p1 = send(&mut c, 1);
+        assert_eq!(recv(&mut s, &p1), Ok(1));
+        assert!(s.has_next() && !s.key_phase());
+        s.park_next();
+        // An update after parking still opens, and both sides agree after it.
+        assert!(c.initiate_update());
+        let p2 = send(&mut c, 2);
+        assert_eq!(recv(&mut s, &p2), Ok(2));
+        assert!(s.key_phase() && !s.has_next());
+        let r = send(&mut s, 1);
+        assert_eq!(recv(&mut c, &r), Ok(1));
+        // Parking with nothing derived changes nothing.
+        c.park_next();
+        let p3 = send(&mut c, 3);
+        assert_eq!(recv(&mut s, &p3), Ok(3));
+        assert!(!s.has_next(), "no derivation without a parked key");
     }
 
     #[test]

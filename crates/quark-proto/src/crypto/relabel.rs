@@ -293,6 +293,7 @@ fn directional(suite: Suite, secret: &[u8], version: u32) -> DirectionalKeys {
 }
 
 /// The 1-RTT secrets of the phase after the current keys, for key updates.
+#[derive(Clone)]
 pub struct Secrets {
     suite: Suite,
     version: u32,

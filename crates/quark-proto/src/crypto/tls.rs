@@ -32,8 +32,10 @@ pub struct TlsSession {
     /// change, looking like Initial data). Draining after every input keeps each
     /// byte at its level.
     pending: VecDeque<Step>,
-    /// The peer's parameters, decoded on first request.
-    peer_params: OnceLock<Result<TransportParameters, TransportError>>,
+    /// The peer's parameters, decoded on first request. Boxed and dropped
+    /// by `shed_after_handshake` (the connection keeps its own copy): 340
+    /// bytes an idle connection need not carry twice.
+    peer_params: OnceLock<Box<Result<TransportParameters, TransportError>>>,
     /// A client that may move to another version (RFC 9368): its traffic
     /// secrets, and the version whose labels its keys must now use.
     relabel: Option<Box<(Arc<Capture>, Option<u32>)>>,
@@ -341,7 +343,7 @@ impl TlsSession {
         our_side: Side,
     ) -> Result<Option<TransportParameters>, TransportError> {
         let Some(conn) = &self.conn else {
-            return self.peer_params.get().cloned().transpose();
+            return self.peer_params.get().map(|p| (**p).clone()).transpose();
         };
         let Some(raw) = conn.quic_transport_parameters() else {
             return Ok(None);
@@ -351,10 +353,11 @@ impl TlsSession {
         if conn.is_handshaking() {
             return TransportParameters::decode(our_side.peer(), raw).map(Some);
         }
-        self.peer_params
-            .get_or_init(|| TransportParameters::decode(our_side.peer(), raw))
-            .clone()
-            .map(Some)
+        (**self
+            .peer_params
+            .get_or_init(|| Box::new(TransportParameters::decode(our_side.peer(), raw))))
+        .clone()
+        .map(Some)
     }
 
     /// 0-RTT packet keys (RFC 9001 §4.6.1): for a client resuming a session
@@ -452,9 +455,10 @@ impl TlsSession {
 
     /// A server's handshake is over and its output collected (tickets
     /// included): nothing more passes through TLS, so its state goes (about
-    /// 5 KB per connection), keeping what the getters report and the peer's
-    /// parameters. Returns whether it went (not while handshaking, nor with
-    /// output still pending).
+    /// 5 KB per connection), keeping what the getters report. The peer's
+    /// parameters are checked here and then forgotten: `peer_params` reports
+    /// `Ok(None)` afterwards (the connection holds them). Returns whether it
+    /// went (not while handshaking, nor with output still pending).
     pub fn shed_after_handshake(&mut self, our_side: Side) -> bool {
         if self.is_handshaking() || !self.pending.is_empty() || self.conn.is_none() {
             return false;
@@ -469,6 +473,7 @@ impl TlsSession {
             .and_then(|c| c.peer_certificates())
             .map(<[_]>::to_vec);
         self.shed();
+        self.peer_params.take();
         self.kept.peer_certificates = certs;
         self.kept.after_handshake = true;
         true

@@ -62,7 +62,7 @@ impl Connection {
         };
         let left = std::mem::replace(&mut self.path, new);
         let old = left.remote;
-        self.migration.prev = Some(left);
+        self.migration.prev = Some(Box::new(left));
         self.stats.migrations += 1;
         tracing::debug!(%old, %remote, "to the server's preferred address");
         if !same_host(old, remote) {

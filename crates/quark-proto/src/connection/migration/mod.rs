@@ -72,12 +72,14 @@ struct OffPath {
 #[derive(Default)]
 pub(crate) struct Migration {
     /// The validated path before the last change of address.
-    pub(super) prev: Option<Path>,
+    /// Boxed, as `validation` and `off_path`: every idle connection carries
+    /// this struct and few ever migrate (issue #30).
+    pub(super) prev: Option<Box<Path>>,
     /// Client: the server's preferred address, to move to once the
     /// handshake is confirmed (RFC 9000 §9.6).
     pub(super) preferred: Option<SocketAddr>,
-    validation: Option<Validation>,
-    off_path: Option<OffPath>,
+    validation: Option<Box<Validation>>,
+    off_path: Option<Box<OffPath>>,
     /// Server: our preferred address (IP) and its connection ID: once the
     /// client sends there with that ID, we answer from there.
     pub(crate) preferred_local: Option<(IpAddr, crate::cid::ConnectionId)>,
@@ -199,12 +201,12 @@ impl Connection {
                 .as_ref()
                 .is_some_and(|p| p.remote == remote);
             // One answer waits at a time, within 3x what the address sent.
-            self.migration.off_path = Some(OffPath {
+            self.migration.off_path = Some(Box::new(OffPath {
                 remote,
                 response: Some(data),
                 challenge: None,
                 budget: if known { u64::MAX } else { 3 * bytes },
-            });
+            }));
         }
     }
 
@@ -221,9 +223,9 @@ impl Connection {
             // The peer's newest packets come from the path we left: it was
             // validated, so it needs no new validation (§9.3.3).
             let prev = self.migration.prev.take().expect("previous path");
-            let left = std::mem::replace(&mut self.path, prev);
+            let left = std::mem::replace(&mut self.path, *prev);
             if left.validated {
-                self.migration.prev = Some(left);
+                self.migration.prev = Some(Box::new(left));
             }
             self.migration.validation = None;
             self.path.bytes_received += bytes;
@@ -239,7 +241,7 @@ impl Connection {
             };
             let left = std::mem::replace(&mut self.path, new);
             if left.validated {
-                self.migration.prev = Some(left);
+                self.migration.prev = Some(Box::new(left));
             }
             tracing::debug!(%old, %remote, "peer moved");
             self.start_validation(now);
@@ -248,12 +250,12 @@ impl Connection {
             //# previously active path using a PATH_CHALLENGE frame.
             if let Some(prev) = &self.migration.prev {
                 let data: [u8; 8] = self.rng.random();
-                self.migration.off_path = Some(OffPath {
+                self.migration.off_path = Some(Box::new(OffPath {
                     remote: prev.remote,
                     response: None,
                     challenge: Some(data),
                     budget: u64::MAX,
-                });
+                }));
             }
         }
         if !same_host(old, remote) {
@@ -293,10 +295,10 @@ impl Connection {
         let initial_pto = 3 * self.config.initial_rtt;
         self.timers
             .set(Timer::PathValidation, now + 3 * pto.max(initial_pto));
-        self.migration.validation = Some(Validation {
+        self.migration.validation = Some(Box::new(Validation {
             sent: [None; CHALLENGES_KEPT],
             due: true,
-        });
+        }));
     }
 
     /// A PATH_CHALLENGE for the path in use, if one is due: written into the
@@ -375,7 +377,7 @@ impl Connection {
         let old = self.path.remote;
         tracing::debug!(failed = %old, back = %prev.remote, "path validation failed");
         let remote = prev.remote;
-        self.path = prev;
+        self.path = *prev;
         if !same_host(old, remote) {
             self.reset_path_state();
         }

@@ -49,7 +49,7 @@ impl Streams {
             + self.send_queue.capacity())
             * size_of::<StreamId>()
             + self.events.capacity() * size_of::<StreamEvent>();
-        table + buffers + spare + queues
+        table + buffers + spare + queues + self.pending.heap_bytes()
     }
 
     /// With no stream open, give back what only a busy connection needs:
@@ -68,6 +68,7 @@ impl Streams {
             }
         }
         self.send_queue.shrink_idle();
+        self.pending.shrink_idle();
         if self.events.is_empty() {
             self.events = VecDeque::new();
         }

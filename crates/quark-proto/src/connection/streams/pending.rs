@@ -12,8 +12,14 @@ use crate::types::StreamId;
 /// Streams owed one kind of frame, first queued first sent, each at most once.
 /// `V` is what the frame carries beyond the stream ID when it is not read from
 /// the stream at send time (STREAM_DATA_BLOCKED's limit); queuing a stream that
-/// is already queued replaces it.
+/// is already queued replaces it. Boxed on first use and given back by
+/// `shrink_idle` when empty: four of these sat in every idle connection
+/// (~70 bytes each; issue #30).
 pub(super) struct StreamQueue<V> {
+    inner: Option<Box<Queue<V>>>,
+}
+
+struct Queue<V> {
     /// Queuing order. May still hold streams forgotten since; `members` says
     /// which entries count.
     order: VecDeque<StreamId>,
@@ -22,66 +28,94 @@ pub(super) struct StreamQueue<V> {
 
 impl<V> Default for StreamQueue<V> {
     fn default() -> Self {
-        StreamQueue {
-            order: VecDeque::new(),
-            members: IdMap::default(),
-        }
+        StreamQueue { inner: None }
     }
 }
 
 impl<V: Copy> StreamQueue<V> {
     /// Queue `id` unless it is queued already (then its value becomes `value`).
     pub(super) fn push(&mut self, id: StreamId, value: V) {
-        match self.members.entry(id) {
+        let q = self.inner.get_or_insert_with(|| {
+            Box::new(Queue {
+                order: VecDeque::new(),
+                members: IdMap::default(),
+            })
+        });
+        match q.members.entry(id) {
             Entry::Occupied(mut e) => *e.get_mut() = value,
             Entry::Vacant(e) => {
                 e.insert(value);
-                self.order.push_back(id);
+                q.order.push_back(id);
             }
         }
     }
 
     /// The first stream queued, with its value.
     pub(super) fn front(&mut self) -> Option<(StreamId, V)> {
-        while let Some(&id) = self.order.front() {
-            if let Some(&value) = self.members.get(&id) {
+        let q = self.inner.as_mut()?;
+        while let Some(&id) = q.order.front() {
+            if let Some(&value) = q.members.get(&id) {
                 return Some((id, value));
             }
-            self.order.pop_front(); // forgotten
+            q.order.pop_front(); // forgotten
         }
         None
     }
 
     /// Take the stream `front` returned off the queue.
     pub(super) fn pop_front(&mut self) {
-        if let Some(id) = self.order.pop_front() {
-            self.members.remove(&id);
+        if let Some(q) = self.inner.as_mut()
+            && let Some(id) = q.order.pop_front()
+        {
+            q.members.remove(&id);
         }
     }
 
     /// `id`'s stream is gone: it is owed nothing any more.
     pub(super) fn forget(&mut self, id: StreamId) {
+        let Some(q) = self.inner.as_mut() else {
+            return;
+        };
         // Most streams are freed with nothing queued: skip the hashing.
-        if self.members.is_empty() || self.members.remove(&id).is_none() {
+        if q.members.is_empty() || q.members.remove(&id).is_none() {
             return;
         }
         // Forgotten entries stay in `order` until they reach the front; sweep
         // them once they outnumber the live ones (amortised O(1) per forget).
-        if self.order.len() > 2 * self.members.len() + 16 {
-            let members = &self.members;
-            self.order.retain(|id| members.contains_key(id));
+        if q.order.len() > 2 * q.members.len() + 16 {
+            let members = &q.members;
+            q.order.retain(|id| members.contains_key(id));
         }
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.members.is_empty()
+        self.inner.as_ref().is_none_or(|q| q.members.is_empty())
+    }
+
+    /// Idle: give the storage back if nothing is queued.
+    pub(super) fn shrink_idle(&mut self) {
+        if self.is_empty() {
+            self.inner = None;
+        }
+    }
+
+    /// Heap held (for the memory breakdown).
+    pub(super) fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.inner.as_ref().map_or(0, |q| {
+            size_of::<Queue<V>>()
+                + q.order.capacity() * size_of::<StreamId>()
+                + q.members.capacity() * (size_of::<(StreamId, V)>() + 1)
+        })
     }
 
     /// Streams queued, and the length of the queuing order (forgotten
     /// entries included).
     #[cfg(any(test, feature = "testing"))]
     pub(super) fn lengths(&self) -> (usize, usize) {
-        (self.members.len(), self.order.len())
+        self.inner
+            .as_ref()
+            .map_or((0, 0), |q| (q.members.len(), q.order.len()))
     }
 }
 
@@ -103,6 +137,22 @@ pub(super) struct Pending {
 }
 
 impl Pending {
+    /// Idle: the empty queues give their storage back.
+    pub(super) fn shrink_idle(&mut self) {
+        self.max_stream_data.shrink_idle();
+        self.stream_data_blocked.shrink_idle();
+        self.reset.shrink_idle();
+        self.stop.shrink_idle();
+    }
+
+    /// Heap held by the queues (for the memory breakdown).
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.max_stream_data.heap_bytes()
+            + self.stream_data_blocked.heap_bytes()
+            + self.reset.heap_bytes()
+            + self.stop.heap_bytes()
+    }
+
     /// A stream was freed: drop what it was owed (a freed stream needs no more
     /// frames: its credit, reset and stop request are moot).
     pub(super) fn forget(&mut self, id: StreamId) {

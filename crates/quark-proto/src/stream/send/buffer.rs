@@ -246,6 +246,17 @@ impl SendBuffer {
         self.acked_end = end;
     }
 
+    /// Give back the storage if nothing is held (an idle connection's
+    /// CRYPTO stream); it is allocated again by the next write.
+    pub fn shrink_empty(&mut self) {
+        self.data.shrink_empty();
+    }
+
+    /// Bytes of storage allocated (for memory accounting).
+    pub fn allocated(&self) -> usize {
+        self.data.capacity()
+    }
+
     /// The byte storage, for reuse by another stream.
     pub fn into_storage(self) -> VecDeque<u8> {
         self.data.into_ring()

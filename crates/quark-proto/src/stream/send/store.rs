@@ -205,8 +205,16 @@ impl Store {
         *self = Store::default();
     }
 
+    /// Nothing held: give the ring's memory back (it grows again on the
+    /// next push). For a buffer that lives on idle, as the 1-RTT CRYPTO one.
+    pub(super) fn shrink_empty(&mut self) {
+        if self.len == 0 && self.ring.is_empty() && self.runs.is_empty() {
+            self.ring = VecDeque::new();
+            self.runs = VecDeque::new();
+        }
+    }
+
     /// The ring's capacity.
-    #[cfg(test)]
     pub(super) fn capacity(&self) -> usize {
         self.ring.capacity()
     }
