@@ -124,10 +124,10 @@ impl RequestStream {
     /// The response's head; interim (1xx) responses are skipped.
     pub async fn recv_response(&mut self) -> Result<Response<()>, Error> {
         loop {
-            let Some(fields) = self.recv_fields().await? else {
+            let Some(mut fields) = self.recv_fields().await? else {
                 return Err(Error::stream(H3_REQUEST_INCOMPLETE, "no response"));
             };
-            let resp = crate::message::decode_response(&fields);
+            let resp = crate::message::decode_response(&mut fields);
             let resp = match resp {
                 Ok(r) => r,
                 Err(e) => {

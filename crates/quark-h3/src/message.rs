@@ -139,10 +139,10 @@ pub(crate) fn encode_trailers(
 }
 
 /// Regular fields (those after the pseudo-header fields, or trailers) into a
-/// header map, by the same rules.
-pub(crate) fn headers(fields: &[Field]) -> Result<HeaderMap, Error> {
+/// header map, by the same rules. Decoded values are taken out of `fields`.
+pub(crate) fn headers(fields: &mut [Field]) -> Result<HeaderMap, Error> {
     let mut map = HeaderMap::with_capacity(fields.len());
-    for f in fields {
+    for f in fields.iter_mut() {
         if f.name.first() == Some(&b':') {
             return Err(malformed("a pseudo-header field after a regular one"));
         }
@@ -153,12 +153,10 @@ pub(crate) fn headers(fields: &[Field]) -> Result<HeaderMap, Error> {
             return Err(malformed("a connection-specific header field"));
         }
         let name = HeaderName::from_bytes(&f.name).map_err(|_| malformed("a bad field name"))?;
-        // A value from the static table is shared, not copied.
-        let value = match &f.value {
-            Cow::Borrowed(v) => HeaderValue::from_maybe_shared(Bytes::from_static(v)),
-            Cow::Owned(v) => HeaderValue::from_bytes(v),
-        }
-        .map_err(|_| malformed("a bad field value"))?;
+        // Neither copied: a static table value is shared, a decoded one is
+        // already a buffer of its own (a copy was a malloc per field).
+        let value = HeaderValue::from_maybe_shared(take_value(f))
+            .map_err(|_| malformed("a bad field value"))?;
         map.append(name, value);
     }
     Ok(map)
@@ -230,7 +228,7 @@ pub(crate) fn decode_request(mut fields: Vec<Field>) -> Result<Request<()>, Erro
         parts.scheme = Some(Scheme::try_from(&fields[scheme].value[..]).map_err(target)?);
         parts.authority = Some(
             match (authority, host) {
-                (Some(i), _) => Authority::from_maybe_shared(take_value(&mut fields, i)),
+                (Some(i), _) => Authority::from_maybe_shared(take_value(&mut fields[i])),
                 // The Host field stays among the headers: copied.
                 (None, Some(h)) => Authority::try_from(&fields[n + h].value[..]),
                 (None, None) => return Err(malformed("no :authority or host")),
@@ -238,14 +236,14 @@ pub(crate) fn decode_request(mut fields: Vec<Field>) -> Result<Request<()>, Erro
             .map_err(target)?,
         );
         parts.path_and_query =
-            Some(PathAndQuery::from_maybe_shared(take_value(&mut fields, path)).map_err(target)?);
+            Some(PathAndQuery::from_maybe_shared(take_value(&mut fields[path])).map_err(target)?);
         Uri::from_parts(parts).map_err(|_| malformed("a bad request target"))?
     };
     let mut req = Request::new(());
     *req.method_mut() = method;
     *req.uri_mut() = uri;
     *req.version_mut() = http::Version::HTTP_3;
-    *req.headers_mut() = headers(&fields[n..])?;
+    *req.headers_mut() = headers(&mut fields[n..])?;
     if let Some(p) = protocol {
         req.extensions_mut().insert(crate::Protocol(p));
     }
@@ -254,15 +252,15 @@ pub(crate) fn decode_request(mut fields: Vec<Field>) -> Result<Request<()>, Erro
 
 /// Field `i`'s value, taken out of the section as shared bytes: a decoded
 /// value is already a buffer of its own, a static one is static.
-fn take_value(fields: &mut [Field], i: usize) -> Bytes {
-    match std::mem::take(&mut fields[i].value) {
+fn take_value(field: &mut Field) -> Bytes {
+    match std::mem::take(&mut field.value) {
         Cow::Borrowed(v) => Bytes::from_static(v),
         Cow::Owned(v) => Bytes::from(v),
     }
 }
 
 /// A response (final or interim) from its decoded field section.
-pub(crate) fn decode_response(fields: &[Field]) -> Result<Response<()>, Error> {
+pub(crate) fn decode_response(fields: &mut [Field]) -> Result<Response<()>, Error> {
     let mut status = None;
     let mut n = 0;
     for f in fields.iter().take_while(|f| f.name.first() == Some(&b':')) {
@@ -283,7 +281,7 @@ pub(crate) fn decode_response(fields: &[Field]) -> Result<Response<()>, Error> {
     let mut resp = Response::new(());
     *resp.status_mut() = status;
     *resp.version_mut() = http::Version::HTTP_3;
-    *resp.headers_mut() = headers(&fields[n..])?;
+    *resp.headers_mut() = headers(&mut fields[n..])?;
     Ok(resp)
 }
 
@@ -428,7 +426,7 @@ mod tests {
 
     #[test]
     fn responses_need_one_valid_status() {
-        let r = decode_response(&fields(&[(":status", "204"), ("server", "quark")])).unwrap();
+        let r = decode_response(&mut fields(&[(":status", "204"), ("server", "quark")])).unwrap();
         assert_eq!(r.status(), 204);
         for bad in [
             &[][..],
@@ -438,7 +436,7 @@ mod tests {
             &[(":status", "200"), (":path", "/")],
         ] {
             assert_eq!(
-                code(decode_response(&fields(bad))),
+                code(decode_response(&mut fields(bad))),
                 H3_MESSAGE_ERROR,
                 "{bad:?}"
             );

@@ -453,8 +453,8 @@ impl RequestStream {
     /// (or reserved) types may come, and are skipped (RFC 9114 §4.1, §9);
     /// DATA or HEADERS is H3_FRAME_UNEXPECTED.
     async fn read_trailers(&mut self, h: FrameHeader) -> Result<(), Error> {
-        let fields = self.fields(h).await?;
-        let trailers = crate::message::headers(&fields)?;
+        let mut fields = self.fields(h).await?;
+        let trailers = crate::message::headers(&mut fields)?;
         self.trailers = Some(trailers);
         self.end_body()?;
         self.state = Recv::Body(0);
