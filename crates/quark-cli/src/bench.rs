@@ -44,7 +44,8 @@ pub(crate) struct Args {
     /// Seconds to run timed scenarios (streams).
     #[arg(long)]
     duration: Option<f64>,
-    /// Unmeasured runs first (goodput) or warm-up requests.
+    /// Unmeasured runs first (goodput) or warm-up requests (scale: per
+    /// connection, all connections at once; default 2).
     #[arg(long)]
     warmup: Option<u32>,
     /// Measured runs per size (goodput; the thesis used 30).

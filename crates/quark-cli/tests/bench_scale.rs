@@ -58,6 +58,7 @@ fn scale_runs_each_connection_count_for_quic_and_tcp_tls() {
             assert_eq!(m["server_counters"]["peak_connections"], conns);
             assert_eq!(m["latency_s"]["count"], requests);
             assert!(m["memory_per_connection_bytes"]["server"].is_number());
+            assert!(m["idle_memory_per_connection_bytes"]["server"].is_number());
             assert!(m["cpu_s_per_1000_requests"]["server"].as_f64().unwrap() > 0.0);
         }
     }
@@ -67,6 +68,7 @@ fn scale_runs_each_connection_count_for_quic_and_tcp_tls() {
         "scale-p99",
         "scale-p999",
         "scale-mem-server",
+        "scale-mem-idle-server",
         "scale-cpu-client",
     ] {
         let at = page

@@ -266,6 +266,10 @@ pub struct Metrics {
     /// (Peak RSS − RSS before connecting) / peak connections, per side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_per_connection_bytes: Option<Sides>,
+    /// (RSS at the interval start − RSS before connecting) / peak
+    /// connections, per side: the connections open, idle after setup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_memory_per_connection_bytes: Option<Sides>,
     /// Datagram accounting (datagram protocols).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datagrams: Option<Datagrams>,

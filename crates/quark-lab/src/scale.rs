@@ -11,6 +11,15 @@ use crate::workload::{Phase, Workload};
 /// would sit idle and the phase would measure the busy few.
 pub const MIN_REQUESTS_PER_CONNECTION: u64 = 4;
 
+/// Unmeasured requests per connection before the measurement (`--warmup`
+/// counts per connection in this scenario), all connections at once as in
+/// the measured phase. Without them the measurement starts with every
+/// connection's RTT estimate from an unloaded path (the handshake's): its
+/// first requests wait in queues far longer than its PTO (~26 ms), and at
+/// 5 000 connections each side fired 5-7 PTOs per connection, two probes
+/// each, tripling the packets of a 4-request phase (NOTES.md, issue #33).
+pub const WARMUP_PER_CONNECTION: u32 = 2;
+
 /// One `rps`-like phase per connection count and response size, labelled
 /// `N conns` (`N conns SIZE` when several sizes are asked).
 pub fn phases(p: &Params) -> Vec<Phase> {
@@ -30,7 +39,7 @@ pub fn phases(p: &Params) -> Vec<Phase> {
                     requests: p.requests.max(u64::from(n) * MIN_REQUESTS_PER_CONNECTION),
                     response_len: s,
                     body_len: 0,
-                    warmup: u64::from(p.warmup),
+                    warmup: u64::from(p.warmup) * u64::from(n),
                 },
             });
         }

@@ -10,7 +10,7 @@
 //! | `ephemeral` | cloud study | same sizes, 10 000 requests, a new connection per request |
 //! | `parallel` | cloud study | same sizes, 10 000 requests, 100 in flight on one connection |
 //! | `streams` | VPP | 2 connections × 8 streams downloading 1 MiB responses back to back for 5 s |
-//! | `scale` | issue #33 | rps at 100, 1 000 and 5 000 long-lived connections (one phase each), 20 000 requests of 2KB, at least 4 per connection |
+//! | `scale` | issue #33 | rps at 100, 1 000 and 5 000 long-lived connections (one phase each), 20 000 requests of 2KB, at least 4 per connection, after 2 unmeasured ones per connection (`--warmup`, per connection here) |
 
 use serde::{Deserialize, Serialize};
 
@@ -126,6 +126,8 @@ impl Scenario {
                 sizes: vec![2_000],
                 requests: 20_000,
                 scale_connections: vec![100, 1_000, 5_000],
+                // Per connection (see `scale::phases`).
+                warmup: crate::scale::WARMUP_PER_CONNECTION,
                 ..base
             },
         }

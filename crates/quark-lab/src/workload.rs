@@ -226,14 +226,23 @@ pub async fn prepare(client: &Arc<dyn Client>, w: &Workload) -> anyhow::Result<P
             ..
         } => {
             p.open(client, connections).await?;
-            for i in 0..warmup {
-                let c = &p.conns[i as usize % p.conns.len()];
-                c.request(Request {
-                    response_len,
-                    body_len,
-                })
-                .await
-                .context("warm-up")?;
+            // Every connection at once, as the measurement will run them: the
+            // RTT estimates (and so the PTOs) then reflect the loaded path.
+            let n = p.conns.len() as u64;
+            let warm = p.conns.iter().enumerate().map(|(i, c)| async move {
+                let mine = warmup / n + u64::from((i as u64) < warmup % n);
+                for _ in 0..mine {
+                    c.request(Request {
+                        response_len,
+                        body_len,
+                    })
+                    .await
+                    .context("warm-up")?;
+                }
+                anyhow::Ok(())
+            });
+            for r in futures_util::future::join_all(warm).await {
+                r?;
             }
         }
         Workload::Streams { connections, .. } => p.open(client, connections).await?,

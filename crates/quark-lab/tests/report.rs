@@ -17,6 +17,7 @@ fn usage(cpu: f64) -> Usage {
         peak_rss_bytes: 12 << 20,
         peak_rss_scope: "interval".into(),
         rss_baseline_bytes: 9 << 20,
+        rss_start_bytes: Some(10 << 20),
     }
 }
 
@@ -62,6 +63,7 @@ fn metrics(goodput: f64, cpu_per_gb: f64, samples: &mut [u64]) -> Metrics {
             server: 2e4,
             total: 3e4,
         }),
+        idle_memory_per_connection_bytes: None,
         datagrams: None,
         breakdown: None,
         warnings: vec![],

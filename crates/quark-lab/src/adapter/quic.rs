@@ -181,6 +181,40 @@ async fn serve_connection(conn: quark::Connection, stats: Arc<ServerStats>) {
         },
     )
     .await;
+    dump_stats("server", &conn);
+}
+
+/// With `QUARK_LAB_CONN_STATS=DIR`, appends a connection's protocol counters
+/// to `DIR/SIDE-PID.txt` when it ends: a diagnostic for the scale scenario
+/// (how many packets, PTOs and losses a connection's requests cost).
+fn dump_stats(side: &str, conn: &quark::Connection) {
+    use std::io::Write;
+    let Some(dir) = std::env::var_os("QUARK_LAB_CONN_STATS") else {
+        return;
+    };
+    let s = conn.stats();
+    let path = std::path::Path::new(&dir).join(format!("{side}-{}.txt", std::process::id()));
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(
+            f,
+            "dgram_in={} dgram_out={} pkt_in={} pkt_out={} dropped={} acks_in={} acks_out={} lost={} ptos={} spurious={} mtu_probes={}",
+            s.datagrams_in,
+            s.datagrams_out,
+            s.packets_in,
+            s.packets_out,
+            s.packets_dropped,
+            s.acks_in,
+            s.acks_out,
+            s.packets_lost,
+            s.ptos,
+            s.spurious_losses,
+            s.mtu_probes
+        );
+    }
 }
 
 impl Adapter for Quic {
@@ -355,6 +389,7 @@ impl Connection for QuicConn {
     }
 
     fn close(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        dump_stats("client", &self.0);
         self.0.close(0, b"done");
         Box::pin(async { Ok(()) })
     }

@@ -54,6 +54,21 @@ pub fn merge(
             total: client + server,
         }
     });
+    let idle = |u: &Usage, conns: u64| {
+        u.rss_start_bytes
+            .map(|s| s.saturating_sub(u.rss_baseline_bytes) as f64 / conns.max(1) as f64)
+    };
+    let idle_memory_per_connection_bytes = (!datagram && c.peak_connections > 1)
+        .then(|| {
+            let client = idle(&c.usage, c.peak_connections)?;
+            let server = idle(server, counters.peak_connections)?;
+            Some(Sides {
+                client,
+                server,
+                total: client + server,
+            })
+        })
+        .flatten();
     let datagrams = c.datagrams_sent.map(|sent| {
         let received = counters.datagrams;
         let lost = sent.saturating_sub(received);
@@ -119,6 +134,7 @@ pub fn merge(
         cpu_s_per_gb,
         cpu_s_per_1000_requests,
         memory_per_connection_bytes,
+        idle_memory_per_connection_bytes,
         datagrams,
         breakdown: None,
         warnings,
@@ -136,6 +152,7 @@ mod tests {
             peak_rss_bytes: peak,
             peak_rss_scope: "interval".into(),
             rss_baseline_bytes: base,
+            rss_start_bytes: Some(base + (peak - base) / 2),
         }
     }
 
@@ -187,6 +204,9 @@ mod tests {
         assert_eq!(m.cpu_s_per_1000_requests.unwrap().server, 1.5);
         let mem = m.memory_per_connection_bytes.unwrap();
         assert_eq!((mem.client, mem.server), (50_000.0, 10_000.0));
+        // Idle: the RSS at the start is halfway from the baseline to the peak.
+        let idle = m.idle_memory_per_connection_bytes.unwrap();
+        assert_eq!((idle.client, idle.server), (25_000.0, 5_000.0));
         assert!(m.warnings.is_empty(), "{:?}", m.warnings);
         // Goodput times the downloads only.
         let g = merge(Scenario::Goodput, &w, &c, &usage(1.0, 0, 0), &counters);

@@ -14,7 +14,7 @@ type Format = fn(f64) -> String;
 type Chart = (&'static str, &'static str, &'static str, Pick, bool, Format);
 
 /// What is charted.
-const CHARTS: [Chart; 8] = [
+const CHARTS: [Chart; 9] = [
     (
         "scale-rps",
         "Requests per second vs connections",
@@ -68,6 +68,14 @@ const CHARTS: [Chart; 8] = [
         "Server memory per connection (peak RSS delta / connections)",
         "bytes",
         |m| m.memory_per_connection_bytes.map(|s| s.server),
+        false,
+        fmt_bytes,
+    ),
+    (
+        "scale-mem-idle-server",
+        "Server memory per idle connection (RSS with the connections open, before the requests)",
+        "bytes",
+        |m| m.idle_memory_per_connection_bytes.map(|s| s.server),
         false,
         fmt_bytes,
     ),

@@ -21,6 +21,10 @@ pub struct Usage {
     pub peak_rss_scope: String,
     /// Resident set size before the workload's connections were opened.
     pub rss_baseline_bytes: u64,
+    /// Resident set size at the interval start: the workload's connections
+    /// open and idle (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_start_bytes: Option<u64>,
 }
 
 impl Usage {
@@ -37,6 +41,7 @@ pub struct UsageMeter {
     sys: Duration,
     scope: &'static str,
     baseline: u64,
+    at_start: u64,
 }
 
 impl UsageMeter {
@@ -48,12 +53,14 @@ impl UsageMeter {
             Ok(()) => "interval",
             Err(_) => "process",
         };
+        let at_start = current_rss();
         let (user, sys, _) = rusage();
         UsageMeter {
             user,
             sys,
             scope,
             baseline,
+            at_start,
         }
     }
 
@@ -70,6 +77,7 @@ impl UsageMeter {
             peak_rss_bytes: peak,
             peak_rss_scope: self.scope.to_string(),
             rss_baseline_bytes: self.baseline,
+            rss_start_bytes: Some(self.at_start),
         }
     }
 }

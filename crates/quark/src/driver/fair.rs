@@ -35,8 +35,12 @@ pub(crate) fn round_robin<H: Copy>(
             Step::Built => again.push(h),
             Step::Empty => {}
             Step::Blocked => {
-                let mut rest = std::mem::take(again);
-                rest.extend_from_slice(&conns[i..]);
+                // The blocked one and those not yet polled go before the ones
+                // served in this pass: else a busy connection served first
+                // takes what room the socket frees, round after round, and
+                // the blocked one never gets its turn.
+                let mut rest = conns[i..].to_vec();
+                rest.append(again);
                 return Err(rest);
             }
         }
@@ -139,11 +143,12 @@ mod tests {
         // then blocked at 12; 13 still has to say it is empty, 10 has more.
         assert_eq!(rest, [12, 13, 10]);
         assert_eq!(left, [1, 0, 4, 0]);
-        // Blocked in the first pass: the blocked one and every later one.
+        // Blocked in the first pass: the blocked one and every later one,
+        // then those served before it.
         let rest = round_robin(&conns, 4, &mut Vec::new(), |h| {
             if h == 12 { Step::Blocked } else { Step::Built }
         })
         .unwrap_err();
-        assert_eq!(rest, [10, 11, 12, 13]);
+        assert_eq!(rest, [12, 13, 10, 11]);
     }
 }

@@ -9,6 +9,8 @@
 //! way out `transmit`; this file holds the round that joins them.
 
 mod fair;
+#[cfg(test)]
+mod fair_sim;
 mod receive;
 mod transmit;
 
