@@ -32,12 +32,23 @@ use crate::object::lock;
 /// a backstop).
 const FOREIGN_NAP: Duration = Duration::from_millis(50);
 
-/// A waker that sets a flag and unparks the thread blocked on it, if any.
+/// A waker that sets a flag and unparks the thread blocked on it, if any;
+/// the driver's also calls the caller's hook (`quark_on_work`).
 #[derive(Default)]
 pub(crate) struct Flag {
     set: AtomicBool,
     sleeper: Mutex<Option<Thread>>,
     has_sleeper: AtomicBool,
+    hook: Mutex<Option<Hook>>,
+    has_hook: AtomicBool,
+}
+
+/// Who else to tell that the endpoint has work.
+pub(crate) enum Hook {
+    /// A C callback and its argument (an address, passed back unchanged).
+    C(extern "C" fn(*mut std::ffi::c_void), usize),
+    /// A Rust task (`call::on_work`).
+    Waker(Waker),
 }
 
 impl Flag {
@@ -60,6 +71,13 @@ impl Wake for Flag {
         if self.has_sleeper.load(Ordering::SeqCst) {
             if let Some(t) = lock(&self.sleeper).as_ref() {
                 t.unpark();
+            }
+        }
+        if self.has_hook.load(Ordering::Acquire) {
+            match lock(&self.hook).as_ref() {
+                Some(Hook::C(cb, arg)) => cb(*arg as *mut std::ffi::c_void),
+                Some(Hook::Waker(w)) => w.wake_by_ref(),
+                None => {}
             }
         }
     }
@@ -143,6 +161,12 @@ impl Driven {
             handle,
             rt,
         })
+    }
+
+    /// Call `hook` whenever the endpoint gets work for `quark_process`.
+    pub(crate) fn set_hook(&self, hook: Option<Hook>) {
+        self.flag.has_hook.store(hook.is_some(), Ordering::Release);
+        *lock(&self.flag.hook) = hook;
     }
 
     /// The descriptor the caller polls (`quark_ready_fd`).

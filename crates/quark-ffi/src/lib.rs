@@ -15,6 +15,7 @@
 //! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
 //! | `quark_listen_flags` / `quark_listen_pem_flags` / `quark_connect_flags` | the same with options: `QUARK_FLAG_CALLER_DRIVEN` |
 //! | `quark_process` | caller-driven mode: run the endpoint's I/O and timers on the calling thread |
+//! | `quark_on_work` | caller-driven mode: a callback when the endpoint gets work for `quark_process` |
 //!
 //! Handles are positive `int64_t`s indexing a table with generation
 //! counters: a closed or stale handle gives `QUARK_ERROR_BAD_HANDLE`, never
@@ -55,7 +56,7 @@ pub use conn::{
 pub use error::{QuarkError, quark_strerror};
 pub use options::{
     QUARK_FLAG_CALLER_DRIVEN, quark_connect_flags, quark_listen_flags, quark_listen_pem_flags,
-    quark_process,
+    quark_on_work, quark_process,
 };
 pub use ready::{quark_ready, quark_ready_fd};
 pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};

@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use quark::{Endpoint, EndpointConfig, ServerConfig};
 
-use crate::driven::{Driven, reactor};
+use std::task::Waker;
+
+use crate::driven::{Driven, Hook, reactor};
 use crate::error::QuarkError;
 use crate::object::{LINGER, Object, entry};
 use crate::ready::Ready;
@@ -173,4 +175,37 @@ pub extern "C" fn quark_process(handle: i64, timeout_ms: i32) -> i64 {
         let d = h.ready.as_driven().ok_or(QuarkError::WrongKind)?;
         d.process(timeout_ms).map(i64::from)
     })
+}
+
+/// Have `cb(arg)` called whenever `handle`'s caller-driven endpoint gets
+/// work for `quark_process`: a call gave it some (a write, a read that frees
+/// flow-control credit, a close), or, for an endpoint made inside a Rust
+/// tokio runtime, its socket or timer became ready. For event loops that
+/// run the endpoint from another task than the one making the calls. `cb`
+/// runs on whichever thread caused the work, often inside a libquark call:
+/// it must only signal (set a flag, wake a loop), never call libquark.
+/// NULL `cb` removes it. Returns 0 or a negative error
+/// (`QUARK_ERROR_WRONG_KIND` for a threaded endpoint).
+///
+/// Thread safety: safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_on_work(
+    handle: i64,
+    cb: Option<extern "C" fn(*mut std::ffi::c_void)>,
+    arg: *mut std::ffi::c_void,
+) -> i32 {
+    crate::object::entry_status(|| {
+        let h = table::get(handle)?;
+        let d = h.ready.as_driven().ok_or(QuarkError::WrongKind)?;
+        d.set_hook(cb.map(|cb| Hook::C(cb, arg as usize)));
+        Ok(())
+    })
+}
+
+/// `quark_on_work` for a Rust task: wake `waker` instead of a C callback.
+pub(crate) fn on_work_waker(handle: i64, waker: Waker) -> Result<(), QuarkError> {
+    let h = table::get(handle)?;
+    let d = h.ready.as_driven().ok_or(QuarkError::WrongKind)?;
+    d.set_hook(Some(Hook::Waker(waker)));
+    Ok(())
 }

@@ -2,15 +2,18 @@
 //! what the boundary costs against `quic`. The lab's workload and hq-interop
 //! code is shared with `quic`; only the way to quark differs: every call is
 //! one of libquark's `extern "C"` functions (handles, the handle table,
-//! caught panics, the library's own runtime thread, copies into and out of
-//! the caller's buffers). Like an event-loop C program, every handle is
-//! non-blocking and waits on the endpoint's `quark_ready_fd` (module `ready`);
-//! only `quark_connect` and `quark_close` of a connection or endpoint, which
-//! block by design, run on blocking threads.
+//! caught panics, copies into and out of the caller's buffers). Every
+//! endpoint is caller-driven (`QUARK_FLAG_CALLER_DRIVEN`): this runtime's
+//! thread runs quark's I/O and timers inside `quark_process`, no library
+//! thread in between. Like an event-loop C program, every handle is
+//! non-blocking and waits on the endpoint's `quark_ready_fd` (module
+//! `ready`); only `quark_connect` and `quark_close` of a connection or
+//! endpoint, which block by design (driving the endpoint while they wait),
+//! run on blocking threads.
 //!
 //! Differences that come with the C API: each client connection has an
-//! endpoint (a UDP socket) of its own, the server runs on the library's one
-//! runtime thread (no `--server-workers`), and libquark's transport settings
+//! endpoint (a UDP socket) of its own, the server is one endpoint on one
+//! thread (no `--server-workers`), and libquark's transport settings
 //! are quark's defaults (the `quic` adapter's `QUARK_TUNE` and `--cc` do not
 //! reach it). quark's CPU breakdown counters are switched as for `quic`.
 
@@ -34,6 +37,9 @@ use super::{
     Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
     Server, ServerStats,
 };
+
+/// Every endpoint is caller-driven: this runtime's threads run it.
+const DRIVEN: u32 = quark_ffi::QUARK_FLAG_CALLER_DRIVEN;
 
 /// The `quic-c` adapter.
 #[derive(Debug)]
@@ -158,8 +164,8 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
     let key = c_string(&pem("PRIVATE KEY", cfg.identity.key.secret_pkcs8_der()))?;
     let alpn = c_string(std::str::from_utf8(ALPN)?)?;
     let addr = c_string(&cfg.listen.to_string())?;
-    let endpoint = quark_ffi::call::listen_pem(&addr, &cert, &key, &alpn);
-    check("quark_listen_pem", endpoint)
+    let endpoint = quark_ffi::call::listen_pem_flags(&addr, &cert, &key, &alpn, DRIVEN);
+    check("quark_listen_pem_flags", endpoint)
         .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
     let port = quark_ffi::quark_local_port(endpoint);
     let ready = Arc::new(Ready::default());
@@ -251,17 +257,18 @@ impl Client for QuicCClient {
             let t = self.target.clone();
             // quark_connect blocks until the handshake is done, by design.
             let conn = tokio::task::spawn_blocking(move || {
-                quark_ffi::call::connect_with(
+                quark_ffi::call::connect_flags(
                     &t.addr,
                     &t.name,
                     &t.alpn,
                     false,
                     Some(&t.ca),
                     Some(&t.ciphers),
+                    DRIVEN,
                 )
             })
             .await?;
-            check("quark_connect_with", conn).context("QUIC handshake")?;
+            check("quark_connect_flags", conn).context("QUIC handshake")?;
             let ready = Arc::new(Ready::default());
             let watcher = ready
                 .register(conn)
