@@ -239,17 +239,31 @@ int64_t quark_connect_flags(const char *addr,
                             const char *ciphers,
                             uint32_t flags);
 
-// Run the work of `handle`'s caller-driven endpoint on this thread: unless
-// a call since the last round gave it work, wait up to `timeout_ms`
-// milliseconds (0: not at all, -1: no limit) for a datagram or a timer;
-// then receive, fire due timers, send, and put the handles whose waits
-// ended on the ready list (`quark_ready`). Returns 1 when more work is
-// pending (handle the ready list, then call again without waiting: the
-// endpoint may be holding its answer for yours), 0 when idle, or a
-// negative error (`QUARK_ERROR_WRONG_KIND` for a threaded endpoint).
+// Run the work of `handle`'s caller-driven endpoint on this thread: send
+// what calls since the last time wrote; then, unless that listed a handle
+// ready or `timeout_ms` is 0, wait up to `timeout_ms` milliseconds (-1: no
+// limit) for a datagram or a timer, and receive, fire due timers, send,
+// and put the handles whose waits ended on the ready list (`quark_ready`).
+// Returns 1 when more work is pending (handle the ready list, then call
+// again with timeout 0: the endpoint may be holding its answer for
+// yours), 0 when idle, or a negative error (`QUARK_ERROR_WRONG_KIND` for a
+// threaded endpoint).
 //
 // Thread safety: safe from any thread; calls on one endpoint serialise.
 int64_t quark_process(int64_t handle, int32_t timeout_ms);
+
+// Have `cb(arg)` called whenever `handle`'s caller-driven endpoint gets
+// work for `quark_process`: a call gave it some (a write, a read that frees
+// flow-control credit, a close), or, for an endpoint made inside a Rust
+// tokio runtime, its socket or timer became ready. For event loops that
+// run the endpoint from another task than the one making the calls. `cb`
+// runs on whichever thread caused the work, often inside a libquark call:
+// it must only signal (set a flag, wake a loop), never call libquark.
+// NULL `cb` removes it. Returns 0 or a negative error
+// (`QUARK_ERROR_WRONG_KIND` for a threaded endpoint).
+//
+// Thread safety: safe from any thread.
+int32_t quark_on_work(int64_t handle, void (*cb)(void*), void *arg);
 
 // A file descriptor that polls readable (poll / epoll / select) while any
 // handle of `handle`'s endpoint is on its ready list. Every handle of one
@@ -257,6 +271,11 @@ int64_t quark_process(int64_t handle, int32_t timeout_ms);
 // a connection made by `quark_connect` has an endpoint of its own. The
 // descriptor belongs to the library: do not read or close it; it stays
 // valid until the endpoint's last handle is closed.
+//
+// A caller-driven endpoint (`QUARK_FLAG_CALLER_DRIVEN`) gives instead an
+// epoll descriptor that polls readable when its UDP socket has datagrams
+// or its timer expired: then call `quark_process`, which fills the ready
+// list. Its readiness does not follow the ready list.
 //
 // Thread safety: safe from any thread.
 int32_t quark_ready_fd(int64_t handle);

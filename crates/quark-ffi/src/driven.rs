@@ -188,43 +188,71 @@ impl Driven {
         unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), 2, timeout_ms) };
     }
 
-    /// `quark_process`: unless the driver already has work, wait up to
-    /// `timeout_ms` for the socket or timer; then run one round of the
-    /// driver. Returns whether it wants another round soon.
-    pub(crate) fn process(&self, timeout_ms: i32) -> Result<bool, QuarkError> {
+    /// `quark_process`: run the work calls gave the driver since its last
+    /// round; then, unless that left more to do, `woke()` says the caller
+    /// has something to handle, or `timeout_ms` is 0, wait up to
+    /// `timeout_ms` (-1: no limit) for the socket or the timer and run
+    /// another round. Returns whether the driver wants another round soon.
+    ///
+    /// Waiting even after a round with work matters: a write retried while
+    /// the peer's window is closed gives the driver work (it may owe a
+    /// *_BLOCKED frame) every time, and a loop that retries its handles
+    /// before each wait would never sleep.
+    pub(crate) fn process(
+        &self,
+        timeout_ms: i32,
+        woke: impl Fn() -> bool,
+    ) -> Result<bool, QuarkError> {
         let mut drive = lock(&self.drive);
-        let busy = self.flag.is_set();
-        // A round the driver asked for right after one that turned the
-        // reactor needs no new readiness: skip that system call then, but
-        // only then, or calls that keep giving the driver work (a write
-        // retried while the peer's window is closed) would hide the socket
-        // from it (the window update never read).
-        let turn = !busy || !self.turned.swap(false, Ordering::Relaxed);
-        if turn && let Some(rt) = &self.rt {
-            if !busy && timeout_ms != 0 {
-                self.wait(timeout_ms);
+        if self.flag.is_set() {
+            // A round with work right after one that turned the reactor
+            // needs no new readiness: skip that system call then, but only
+            // then, or calls that keep giving the driver work would hide the
+            // socket from it (a window update never read).
+            if !self.turned.swap(false, Ordering::Relaxed) {
+                self.turn();
             }
-            // Turn the reactor once (no wait): socket and timer readiness
-            // reach the driver's wakers.
+            let more = self.round(&mut drive);
+            if more || timeout_ms == 0 || woke() {
+                return Ok(more);
+            }
+        }
+        if timeout_ms != 0 {
+            match &self.rt {
+                Some(_) => self.wait(timeout_ms),
+                None => {
+                    // Another runtime's reactor wakes the driver's flag.
+                    let nap = u64::try_from(timeout_ms).map_or(FOREIGN_NAP, Duration::from_millis);
+                    self.sleep_foreign(nap.min(FOREIGN_NAP), None);
+                }
+            }
+        }
+        self.turn();
+        Ok(self.round(&mut drive))
+    }
+
+    /// Turn the private runtime's reactor once, without waiting: socket and
+    /// timer readiness reach the driver's wakers.
+    fn turn(&self) {
+        if let Some(rt) = &self.rt {
             rt.block_on(tokio::task::yield_now());
             self.turned.store(true, Ordering::Relaxed);
         }
-        if !busy && self.rt.is_none() && timeout_ms != 0 {
-            // Another runtime's reactor wakes the driver's flag.
-            let nap = u64::try_from(timeout_ms).map_or(FOREIGN_NAP, Duration::from_millis);
-            self.sleep_foreign(nap.min(FOREIGN_NAP), None);
-        }
+    }
+
+    /// One poll of the driver; whether it wants another soon.
+    fn round(&self, drive: &mut Option<Drive>) -> bool {
         let Some(d) = drive.as_mut() else {
-            return Ok(false);
+            return false;
         };
         let _guard = self.enter();
         self.flag.take();
         match d.poll(&mut Context::from_waker(&self.waker)) {
             Poll::Ready(()) => {
                 *drive = None;
-                Ok(false)
+                false
             }
-            Poll::Pending => Ok(self.flag.is_set()),
+            Poll::Pending => self.flag.is_set(),
         }
     }
 
@@ -264,10 +292,10 @@ impl Driven {
             if self.rt.is_none() && !more {
                 // Another runtime's reactor wakes the driver's flag: sleep on it.
                 self.sleep_foreign(left.unwrap_or(FOREIGN_NAP).min(FOREIGN_NAP), Some(&me));
-                more = self.process(0).ok()?;
+                more = self.process(0, || false).ok()?;
                 continue;
             }
-            more = self.process(timeout_ms).ok()?;
+            more = self.process(timeout_ms, || me.is_set()).ok()?;
         }
     }
 

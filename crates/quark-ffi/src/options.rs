@@ -158,14 +158,15 @@ pub unsafe extern "C" fn quark_connect_flags(
     }
 }
 
-/// Run the work of `handle`'s caller-driven endpoint on this thread: unless
-/// a call since the last round gave it work, wait up to `timeout_ms`
-/// milliseconds (0: not at all, -1: no limit) for a datagram or a timer;
-/// then receive, fire due timers, send, and put the handles whose waits
-/// ended on the ready list (`quark_ready`). Returns 1 when more work is
-/// pending (handle the ready list, then call again without waiting: the
-/// endpoint may be holding its answer for yours), 0 when idle, or a
-/// negative error (`QUARK_ERROR_WRONG_KIND` for a threaded endpoint).
+/// Run the work of `handle`'s caller-driven endpoint on this thread: send
+/// what calls since the last time wrote; then, unless that listed a handle
+/// ready or `timeout_ms` is 0, wait up to `timeout_ms` milliseconds (-1: no
+/// limit) for a datagram or a timer, and receive, fire due timers, send,
+/// and put the handles whose waits ended on the ready list (`quark_ready`).
+/// Returns 1 when more work is pending (handle the ready list, then call
+/// again with timeout 0: the endpoint may be holding its answer for
+/// yours), 0 when idle, or a negative error (`QUARK_ERROR_WRONG_KIND` for a
+/// threaded endpoint).
 ///
 /// Thread safety: safe from any thread; calls on one endpoint serialise.
 #[unsafe(no_mangle)]
@@ -173,7 +174,8 @@ pub extern "C" fn quark_process(handle: i64, timeout_ms: i32) -> i64 {
     entry(|| {
         let h = table::get(handle)?;
         let d = h.ready.as_driven().ok_or(QuarkError::WrongKind)?;
-        d.process(timeout_ms).map(i64::from)
+        d.process(timeout_ms, || h.ready.has_listed())
+            .map(i64::from)
     })
 }
 

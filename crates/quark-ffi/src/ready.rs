@@ -106,6 +106,11 @@ impl Ready {
         }
     }
 
+    /// Whether any handle is listed.
+    pub(crate) fn has_listed(&self) -> bool {
+        !self.lock().order.is_empty()
+    }
+
     /// Move up to `out.len()` ready handles into `out`; how many.
     fn drain(&self, out: &mut [i64]) -> usize {
         let mut inner = self.lock();
@@ -167,6 +172,11 @@ impl Wake for Notify {
 /// a connection made by `quark_connect` has an endpoint of its own. The
 /// descriptor belongs to the library: do not read or close it; it stays
 /// valid until the endpoint's last handle is closed.
+///
+/// A caller-driven endpoint (`QUARK_FLAG_CALLER_DRIVEN`) gives instead an
+/// epoll descriptor that polls readable when its UDP socket has datagrams
+/// or its timer expired: then call `quark_process`, which fills the ready
+/// list. Its readiness does not follow the ready list.
 ///
 /// Thread safety: safe from any thread.
 #[unsafe(no_mangle)]
