@@ -6,13 +6,13 @@
 //! listed handle to whoever waits for it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
 use quark_ffi::{QuarkError, call};
 use tokio::io::Interest;
 use tokio::net::UnixStream;
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 /// `QUARK_ERROR_AGAIN` as the calls return it.
@@ -135,7 +135,15 @@ pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle
     Ok(tokio::spawn(async move {
         let mut listed = [0i64; 64];
         loop {
+            // What the descriptor says now, the rounds below take in (and a
+            // datagram usually wakes this task through both it and
+            // `quark_on_work`): an event since is a new edge.
+            let _ = fd.try_io(Interest::READABLE, || {
+                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+            });
             loop {
+                // Work given before this round, the round does.
+                work.pending.store(false, Ordering::SeqCst);
                 let more = quark_ffi::quark_process(handle, 0);
                 if more < 0 {
                     return;
@@ -164,30 +172,46 @@ pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle
                     if r.is_err() {
                         return;
                     }
-                    // Clear the readiness seen: an event since is a new edge.
-                    let _ = fd.try_io(Interest::READABLE, || {
-                        Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
-                    });
                 }
-                () = work.notify.notified() => {}
+                () = std::future::poll_fn(|cx| work.poll_wait(cx)) => {}
             }
         }
     }))
 }
 
-/// The waker `quark_on_work` calls: a permit for the watcher.
+/// The waker `quark_on_work` calls: the endpoint has work for the watcher.
 #[derive(Default)]
 struct WorkFlag {
-    notify: Notify,
+    pending: AtomicBool,
+    waiter: Mutex<Option<Waker>>,
+}
+
+impl WorkFlag {
+    fn poll_wait(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.pending.swap(false, Ordering::SeqCst) {
+            return Poll::Ready(());
+        }
+        *self.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(cx.waker().clone());
+        // Set between the check and the registration: not lost.
+        if self.pending.swap(false, Ordering::SeqCst) {
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
 }
 
 impl Wake for WorkFlag {
     fn wake(self: Arc<Self>) {
-        self.notify.notify_one();
+        self.wake_by_ref();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        self.notify.notify_one();
+        if !self.pending.swap(true, Ordering::SeqCst) {
+            let waiter = self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(w) = waiter {
+                w.wake();
+            }
+        }
     }
 }
 
