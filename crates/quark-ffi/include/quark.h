@@ -71,6 +71,34 @@ typedef int32_t QuarkError;
 extern "C" {
 #endif // __cplusplus
 
+// Bind a client endpoint on `addr` ("0.0.0.0:0" for any port) with
+// `flags` (as `quark_listen_flags`), for `quark_connect_on`. Returns an
+// endpoint handle; closing it closes its connections.
+//
+// Thread safety: safe from any thread; does not block on the network.
+//
+// # Safety
+// `addr` is a NUL-terminated string valid for the call.
+int64_t quark_client(const char *addr, uint32_t flags);
+
+// As `quark_connect_with`, on `endpoint` (from `quark_client` or
+// `quark_listen*`) instead of an endpoint of its own: the connection
+// shares the endpoint's socket and ready list. Blocks until the handshake
+// completes (on a caller-driven endpoint, driving it meanwhile).
+//
+// Thread safety: safe from any thread; connects on one endpoint may run
+// at once from several threads.
+//
+// # Safety
+// As `quark_connect_with`.
+int64_t quark_connect_on(int64_t endpoint,
+                         const char *addr,
+                         const char *server_name,
+                         const char *alpn,
+                         int32_t insecure,
+                         const char *ca_pem_path,
+                         const char *ciphers);
+
 // Bind a server endpoint on `addr` ("127.0.0.1:4433", port 0 for any) with
 // the PEM certificate chain and key in the named files, offering the
 // comma-separated ALPN list `alpn`. Returns an endpoint handle.

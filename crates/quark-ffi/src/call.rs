@@ -110,6 +110,37 @@ pub fn connect_flags(
     }
 }
 
+/// `quark_client`.
+pub fn client(addr: &CStr, flags: u32) -> i64 {
+    // SAFETY: a NUL-terminated string borrowed for the call.
+    unsafe { crate::quark_client(addr.as_ptr(), flags) }
+}
+
+/// `quark_connect_on` (`None` for a NULL `ca_pem_path` or `ciphers`).
+pub fn connect_on(
+    endpoint: i64,
+    addr: &CStr,
+    server_name: &CStr,
+    alpn: &CStr,
+    insecure: bool,
+    ca_pem_path: Option<&CStr>,
+    ciphers: Option<&CStr>,
+) -> i64 {
+    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: as `connect_with`.
+    unsafe {
+        crate::quark_connect_on(
+            endpoint,
+            addr.as_ptr(),
+            server_name.as_ptr(),
+            alpn.as_ptr(),
+            i32::from(insecure),
+            ptr(ca_pem_path),
+            ptr(ciphers),
+        )
+    }
+}
+
 /// `quark_on_work` for a Rust task: `waker` is woken whenever the
 /// caller-driven endpoint of `handle` gets work for `quark_process`.
 pub fn on_work(handle: i64, waker: std::task::Waker) -> Result<(), i64> {

@@ -28,7 +28,7 @@ fn alpn_list(alpn: &str) -> Result<Vec<&[u8]>, QuarkError> {
     Ok(list)
 }
 
-fn resolve(addr: &str) -> Result<SocketAddr, QuarkError> {
+pub(crate) fn resolve(addr: &str) -> Result<SocketAddr, QuarkError> {
     addr.to_socket_addrs()
         .map_err(|_| QuarkError::Inval)?
         .next()
@@ -267,24 +267,8 @@ pub(crate) unsafe fn connect(
 ) -> i64 {
     entry(|| {
         // SAFETY: the caller's contract above.
-        let (addr, name, alpn, ca, ciphers) = unsafe {
-            (
-                c_str(addr)?,
-                c_str(server_name)?,
-                c_str(alpn)?,
-                c_str_opt(ca_pem_path)?,
-                c_str_opt(ciphers)?,
-            )
-        };
-        let addr = resolve(addr)?;
-        let verify = match (insecure != 0, ca) {
-            (true, _) => tls::Verify::Insecure,
-            (false, Some(ca)) => tls::Verify::CaFile(ca.into()),
-            (false, None) => return Err(QuarkError::Inval),
-        };
-        let suites = cipher_list(ciphers.unwrap_or(""))?;
-        let config = tls::client_config_with(verify, &alpn_list(alpn)?, &suites)
-            .map_err(|_| QuarkError::Tls)?;
+        let (addr, name, config) =
+            unsafe { client_args(addr, server_name, alpn, insecure, ca_pem_path, ciphers)? };
         let local: SocketAddr = if addr.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
         } else {
@@ -328,6 +312,41 @@ pub(crate) unsafe fn connect(
             Ready::new()?,
         )
     })
+}
+
+/// The peer's address, the server name and the TLS configuration of a
+/// connect call.
+///
+/// # Safety
+/// As `quark_connect_with`.
+pub(crate) unsafe fn client_args<'a>(
+    addr: *const c_char,
+    server_name: *const c_char,
+    alpn: *const c_char,
+    insecure: i32,
+    ca_pem_path: *const c_char,
+    ciphers: *const c_char,
+) -> Result<(SocketAddr, &'a str, quark::ClientConfig), QuarkError> {
+    // SAFETY: the caller's contract above.
+    let (addr, name, alpn, ca, ciphers) = unsafe {
+        (
+            c_str(addr)?,
+            c_str(server_name)?,
+            c_str(alpn)?,
+            c_str_opt(ca_pem_path)?,
+            c_str_opt(ciphers)?,
+        )
+    };
+    let addr = resolve(addr)?;
+    let verify = match (insecure != 0, ca) {
+        (true, _) => tls::Verify::Insecure,
+        (false, Some(ca)) => tls::Verify::CaFile(ca.into()),
+        (false, None) => return Err(QuarkError::Inval),
+    };
+    let suites = cipher_list(ciphers.unwrap_or(""))?;
+    let config =
+        tls::client_config_with(verify, &alpn_list(alpn)?, &suites).map_err(|_| QuarkError::Tls)?;
+    Ok((addr, name, config))
 }
 
 /// Cipher suites from a comma-separated list of names; empty means all.

@@ -15,6 +15,7 @@
 //! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
 //! | `quark_listen_flags` / `quark_listen_pem_flags` / `quark_connect_flags` | the same with options: `QUARK_FLAG_CALLER_DRIVEN` |
 //! | `quark_process` | caller-driven mode: run the endpoint's I/O and timers on the calling thread |
+//! | `quark_client` / `quark_connect_on` | a client endpoint shared by many connections (one socket) |
 //! | `quark_on_work` | caller-driven mode: a callback when the endpoint gets work for `quark_process` |
 //!
 //! Handles are positive `int64_t`s indexing a table with generation
@@ -39,6 +40,7 @@
 #![warn(missing_docs)]
 
 pub mod call;
+mod client;
 mod conn;
 mod driven;
 mod error;
@@ -48,6 +50,7 @@ mod ready;
 mod stream;
 mod table;
 
+pub use client::{quark_client, quark_connect_on};
 pub use conn::{
     quark_accept, quark_close, quark_connect, quark_connect_with, quark_listen, quark_listen_pem,
     quark_local_port, quark_set_nonblocking, quark_stream_accept, quark_stream_accept_uni,

@@ -440,3 +440,69 @@ fn nonblocking_calls_wait_for_quark_process() {
     };
     assert_eq!(bad, QuarkError::Inval as i64);
 }
+
+/// Two connections on one caller-driven client endpoint (`quark_client`,
+/// `quark_connect_on`) against a threaded server: one socket, both echoes
+/// byte-exact.
+#[test]
+fn connections_share_a_caller_driven_client_endpoint() {
+    let (ep, port) = listen(0);
+    let server = std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        for _ in 0..2 {
+            let conn = quark_accept(ep);
+            conns.push(conn);
+            assert!(conn > 0, "accept: {conn}");
+            let s = quark_stream_accept(conn);
+            assert!(s > 0, "stream accept: {s}");
+            let mut all = Vec::new();
+            let mut buf = vec![0u8; 10_000];
+            loop {
+                match read(s, &mut buf) {
+                    0 => break,
+                    n if n > 0 => all.extend_from_slice(&buf[..n as usize]),
+                    e => panic!("read: {e}"),
+                }
+            }
+            assert_eq!(write(s, &all), all.len() as i64);
+            assert_eq!(quark_stream_shutdown(s), 0);
+            quark_close(s);
+        }
+        // Until the client closes each connection.
+        for conn in conns {
+            assert_eq!(quark_stream_accept(conn), QuarkError::Closed as i64);
+            assert_eq!(quark_close(conn), 0);
+        }
+        assert_eq!(quark_close(ep), 0);
+    });
+    // SAFETY: a NUL-terminated string that lives across the call.
+    let client = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), DRIVEN) };
+    assert!(client > 0, "client: {client}");
+    let addr = c(&format!("127.0.0.1:{port}"));
+    let connect_on = || {
+        // SAFETY: NUL-terminated strings that live across the call; NULL CA
+        // and ciphers.
+        let conn = unsafe {
+            quark_connect_on(
+                client,
+                addr.as_ptr(),
+                c("localhost").as_ptr(),
+                c("test").as_ptr(),
+                1,
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert!(conn > 0, "connect_on: {conn}");
+        conn
+    };
+    let (a, b) = (connect_on(), connect_on());
+    assert_eq!(quark_ready_fd(a), quark_ready_fd(client), "one endpoint");
+    let (x, y) = (payload(150_000), payload(70_001));
+    assert_eq!(sha(&echo_client(a, &x)), sha(&x));
+    assert_eq!(sha(&echo_client(b, &y)), sha(&y));
+    assert_eq!(quark_close(a), 0);
+    assert_eq!(quark_close(b), 0);
+    assert_eq!(quark_close(client), 0);
+    server.join().unwrap();
+}
