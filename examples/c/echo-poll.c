@@ -1,16 +1,23 @@
 /* echo-poll: the echo server as one non-blocking event loop on poll(2).
  *
- *   echo-poll 127.0.0.1:4433 cert.pem key.pem [CONNECTIONS]
+ *   echo-poll 127.0.0.1:4433 cert.pem key.pem [CONNECTIONS [driven]]
  *
  * Like echo-server (ALPN "quark-echo", every bidirectional stream gets back
  * what was sent on it), but serves many connections and streams at once from
  * one thread: every handle is non-blocking, and when nothing can advance the
  * loop sleeps in poll() on quark_ready_fd() until quark_ready() lists a
  * handle that can. Exits after CONNECTIONS connections have ended (default:
- * never). */
+ * never; -1 for never when giving "driven").
+ *
+ * With "driven" the endpoint is caller-driven (QUARK_FLAG_CALLER_DRIVEN):
+ * no library thread, this loop runs quark itself. Each turn starts with
+ * quark_process(endpoint, 0), which sends what the last turn's calls wrote
+ * and takes in what arrived; when nothing can advance, quark_process(
+ * endpoint, -1) sleeps until a datagram or a timer instead of poll(). */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "quark.h"
 
@@ -73,11 +80,13 @@ static int serve(struct stream *s) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: echo-poll ADDR CERT_PEM KEY_PEM [CONNECTIONS]\n");
+        fprintf(stderr, "usage: echo-poll ADDR CERT_PEM KEY_PEM [CONNECTIONS [driven]]\n");
         return 2;
     }
     long want = argc > 4 ? atol(argv[4]) : -1, ended = 0, wakeups = 0;
-    int64_t endpoint = quark_listen(argv[1], argv[2], argv[3], "quark-echo");
+    int driven = argc > 5 && strcmp(argv[5], "driven") == 0;
+    int64_t endpoint = quark_listen_flags(argv[1], argv[2], argv[3], "quark-echo",
+                                          driven ? QUARK_FLAG_CALLER_DRIVEN : 0);
     check("listen", endpoint);
     check("nonblocking", quark_set_nonblocking(endpoint, 1));
     struct pollfd pfd = {.fd = quark_ready_fd(endpoint), .events = POLLIN};
@@ -87,6 +96,11 @@ int main(int argc, char **argv) {
 
     while (want < 0 || ended < want) {
         int progress = 0;
+        if (driven) { /* run the endpoint: send, receive, timers */
+            int64_t more = quark_process(endpoint, 0);
+            check("process", more);
+            progress = more > 0;
+        }
         int64_t h = quark_accept(endpoint);
         check("accept", h);
         if (h > 0) {
@@ -120,7 +134,10 @@ int main(int argc, char **argv) {
         if (progress) continue;
         /* Nothing can advance: sleep until a handle is ready. This loop
          * retries every handle, so the list itself is only drained. */
-        if (poll(&pfd, 1, -1) < 0) return 1;
+        if (driven)
+            check("process", quark_process(endpoint, -1));
+        else if (poll(&pfd, 1, -1) < 0)
+            return 1;
         int64_t ready[64];
         while (quark_ready(endpoint, ready, 64) == 64) {}
         wakeups++;

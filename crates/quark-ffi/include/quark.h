@@ -9,6 +9,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Flag for `quark_listen_flags` / `quark_connect_flags`: the caller's thread
+// drives the endpoint (no library thread). Nothing happens on the endpoint
+// (no datagram received or sent, no timer fired) except inside calls on its
+// handles: `quark_process`, and blocking calls while they wait. Use:
+// make every handle non-blocking, then loop: `quark_process(h, timeout)`,
+// `quark_ready` and retry the listed handles' calls. `quark_ready_fd` is an
+// epoll descriptor holding the endpoint's UDP socket and timer, for a
+// caller's own poll / epoll: poll it only after `quark_process` returned 0
+// and no call was made since; it does not signal the ready list (which
+// fills only inside `quark_process`).
+//
+// Thread safety: the endpoint's calls may come from any thread but are
+// meant for one at a time (they serialise on the endpoint); a blocking call
+// drives the endpoint, so another thread's `quark_process` waits for it.
+#define QUARK_FLAG_CALLER_DRIVEN 1
+
 // Why a call failed. Every call returns one of these (all negative) on
 // failure, so `ret < 0` is the test for an error.
 enum QuarkError
@@ -54,6 +70,34 @@ typedef int32_t QuarkError;
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// Bind a client endpoint on `addr` ("0.0.0.0:0" for any port) with
+// `flags` (as `quark_listen_flags`), for `quark_connect_on`. Returns an
+// endpoint handle; closing it closes its connections.
+//
+// Thread safety: safe from any thread; does not block on the network.
+//
+// # Safety
+// `addr` is a NUL-terminated string valid for the call.
+int64_t quark_client(const char *addr, uint32_t flags);
+
+// As `quark_connect_with`, on `endpoint` (from `quark_client` or
+// `quark_listen*`) instead of an endpoint of its own: the connection
+// shares the endpoint's socket and ready list. Blocks until the handshake
+// completes (on a caller-driven endpoint, driving it meanwhile).
+//
+// Thread safety: safe from any thread; connects on one endpoint may run
+// at once from several threads.
+//
+// # Safety
+// As `quark_connect_with`.
+int64_t quark_connect_on(int64_t endpoint,
+                         const char *addr,
+                         const char *server_name,
+                         const char *alpn,
+                         int32_t insecure,
+                         const char *ca_pem_path,
+                         const char *ciphers);
 
 // Bind a server endpoint on `addr` ("127.0.0.1:4433", port 0 for any) with
 // the PEM certificate chain and key in the named files, offering the
@@ -182,12 +226,84 @@ int32_t quark_close(int64_t handle);
 // Thread safety: safe from any thread.
 const char *quark_strerror(int32_t code);
 
+// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` or 0; other
+// bits give `QUARK_ERROR_INVAL`).
+//
+// Thread safety: safe from any thread; does not block on the network.
+//
+// # Safety
+// As `quark_listen`.
+int64_t quark_listen_flags(const char *addr,
+                           const char *cert_pem_path,
+                           const char *key_pem_path,
+                           const char *alpn,
+                           uint32_t flags);
+
+// As `quark_listen_pem`, with `flags` (as `quark_listen_flags`).
+//
+// Thread safety: safe from any thread; does not block on the network.
+//
+// # Safety
+// As `quark_listen_pem`.
+int64_t quark_listen_pem_flags(const char *addr,
+                               const char *cert_pem,
+                               const char *key_pem,
+                               const char *alpn,
+                               uint32_t flags);
+
+// As `quark_connect_with`, with `flags` (as `quark_listen_flags`). With
+// `QUARK_FLAG_CALLER_DRIVEN` the handshake runs on the calling thread,
+// which blocks until it completes.
+//
+// Thread safety: safe from any thread.
+//
+// # Safety
+// As `quark_connect_with`.
+int64_t quark_connect_flags(const char *addr,
+                            const char *server_name,
+                            const char *alpn,
+                            int32_t insecure,
+                            const char *ca_pem_path,
+                            const char *ciphers,
+                            uint32_t flags);
+
+// Run the work of `handle`'s caller-driven endpoint on this thread: send
+// what calls since the last time wrote; then, unless that listed a handle
+// ready or `timeout_ms` is 0, wait up to `timeout_ms` milliseconds (-1: no
+// limit) for a datagram or a timer, and receive, fire due timers, send,
+// and put the handles whose waits ended on the ready list (`quark_ready`).
+// Returns 1 when more work is pending (handle the ready list, then call
+// again with timeout 0: the endpoint may be holding its answer for
+// yours), 0 when idle, or a negative error (`QUARK_ERROR_WRONG_KIND` for a
+// threaded endpoint).
+//
+// Thread safety: safe from any thread; calls on one endpoint serialise.
+int64_t quark_process(int64_t handle, int32_t timeout_ms);
+
+// Have `cb(arg)` called whenever `handle`'s caller-driven endpoint gets
+// work for `quark_process`: a call gave it some (a write, a read that frees
+// flow-control credit, a close), or, for an endpoint made inside a Rust
+// tokio runtime, its socket or timer became ready. For event loops that
+// run the endpoint from another task than the one making the calls. `cb`
+// runs on whichever thread caused the work, often inside a libquark call:
+// it must only signal (set a flag, wake a loop), never call libquark.
+// NULL `cb` removes it. Returns 0 or a negative error
+// (`QUARK_ERROR_WRONG_KIND` for a threaded endpoint).
+//
+// Thread safety: safe from any thread.
+int32_t quark_on_work(int64_t handle, void (*cb)(void*), void *arg);
+
 // A file descriptor that polls readable (poll / epoll / select) while any
 // handle of `handle`'s endpoint is on its ready list. Every handle of one
 // endpoint (its connections and their streams) gives the same descriptor;
 // a connection made by `quark_connect` has an endpoint of its own. The
 // descriptor belongs to the library: do not read or close it; it stays
 // valid until the endpoint's last handle is closed.
+//
+// A caller-driven endpoint (`QUARK_FLAG_CALLER_DRIVEN`) gives instead an
+// epoll descriptor that polls readable when its UDP socket has datagrams
+// or its timer expired: then call `quark_process`, which fills the ready
+// list. Its readiness does not follow the ready list.
 //
 // Thread safety: safe from any thread.
 int32_t quark_ready_fd(int64_t handle);

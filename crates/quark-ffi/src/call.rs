@@ -65,6 +65,88 @@ pub fn connect_with(
     }
 }
 
+/// `quark_listen_pem_flags`.
+pub fn listen_pem_flags(
+    addr: &CStr,
+    cert_pem: &CStr,
+    key_pem: &CStr,
+    alpn: &CStr,
+    flags: u32,
+) -> i64 {
+    // SAFETY: every pointer is a NUL-terminated string borrowed for the call.
+    unsafe {
+        crate::quark_listen_pem_flags(
+            addr.as_ptr(),
+            cert_pem.as_ptr(),
+            key_pem.as_ptr(),
+            alpn.as_ptr(),
+            flags,
+        )
+    }
+}
+
+/// `quark_connect_flags` (`None` for a NULL `ca_pem_path` or `ciphers`).
+pub fn connect_flags(
+    addr: &CStr,
+    server_name: &CStr,
+    alpn: &CStr,
+    insecure: bool,
+    ca_pem_path: Option<&CStr>,
+    ciphers: Option<&CStr>,
+    flags: u32,
+) -> i64 {
+    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: as `connect_with`.
+    unsafe {
+        crate::quark_connect_flags(
+            addr.as_ptr(),
+            server_name.as_ptr(),
+            alpn.as_ptr(),
+            i32::from(insecure),
+            ptr(ca_pem_path),
+            ptr(ciphers),
+            flags,
+        )
+    }
+}
+
+/// `quark_client`.
+pub fn client(addr: &CStr, flags: u32) -> i64 {
+    // SAFETY: a NUL-terminated string borrowed for the call.
+    unsafe { crate::quark_client(addr.as_ptr(), flags) }
+}
+
+/// `quark_connect_on` (`None` for a NULL `ca_pem_path` or `ciphers`).
+pub fn connect_on(
+    endpoint: i64,
+    addr: &CStr,
+    server_name: &CStr,
+    alpn: &CStr,
+    insecure: bool,
+    ca_pem_path: Option<&CStr>,
+    ciphers: Option<&CStr>,
+) -> i64 {
+    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: as `connect_with`.
+    unsafe {
+        crate::quark_connect_on(
+            endpoint,
+            addr.as_ptr(),
+            server_name.as_ptr(),
+            alpn.as_ptr(),
+            i32::from(insecure),
+            ptr(ca_pem_path),
+            ptr(ciphers),
+        )
+    }
+}
+
+/// `quark_on_work` for a Rust task: `waker` is woken whenever the
+/// caller-driven endpoint of `handle` gets work for `quark_process`.
+pub fn on_work(handle: i64, waker: std::task::Waker) -> Result<(), i64> {
+    crate::options::on_work_waker(handle, waker).map_err(|e| e as i64)
+}
+
 /// The descriptor of `quark_ready_fd`, duplicated: the caller owns (and
 /// closes) the copy, so an async runtime can register it safely (tokio's
 /// `AsyncFd` or `UnixStream::from_std`) and it never refers to another file

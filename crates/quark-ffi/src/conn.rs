@@ -11,6 +11,7 @@ use crate::error::QuarkError;
 use crate::object::{
     Conn, Handle, LINGER, Object, Stream, c_str, c_str_opt, entry, entry_status, runtime,
 };
+use crate::options::{caller_driven, close_driven, driven_endpoint};
 use crate::ready::Ready;
 use crate::table;
 
@@ -27,7 +28,7 @@ fn alpn_list(alpn: &str) -> Result<Vec<&[u8]>, QuarkError> {
     Ok(list)
 }
 
-fn resolve(addr: &str) -> Result<SocketAddr, QuarkError> {
+pub(crate) fn resolve(addr: &str) -> Result<SocketAddr, QuarkError> {
     addr.to_socket_addrs()
         .map_err(|_| QuarkError::Inval)?
         .next()
@@ -49,6 +50,21 @@ pub unsafe extern "C" fn quark_listen(
     key_pem_path: *const c_char,
     alpn: *const c_char,
 ) -> i64 {
+    // SAFETY: the caller's contract above.
+    unsafe { listen_files(addr, cert_pem_path, key_pem_path, alpn, 0) }
+}
+
+/// `quark_listen` with `flags`.
+///
+/// # Safety
+/// As `quark_listen`.
+pub(crate) unsafe fn listen_files(
+    addr: *const c_char,
+    cert_pem_path: *const c_char,
+    key_pem_path: *const c_char,
+    alpn: *const c_char,
+    flags: u32,
+) -> i64 {
     entry(|| {
         // SAFETY: the caller's contract above.
         let (addr, cert, key, alpn) = unsafe {
@@ -62,7 +78,7 @@ pub unsafe extern "C" fn quark_listen(
         let addr = resolve(addr)?;
         let identity = tls::Identity::from_pem_files(Path::new(cert), Path::new(key))
             .map_err(|_| QuarkError::Tls)?;
-        bind_server(addr, &identity, alpn)
+        bind_server(addr, &identity, alpn, flags)
     })
 }
 
@@ -80,6 +96,21 @@ pub unsafe extern "C" fn quark_listen_pem(
     key_pem: *const c_char,
     alpn: *const c_char,
 ) -> i64 {
+    // SAFETY: the caller's contract above.
+    unsafe { listen_pem(addr, cert_pem, key_pem, alpn, 0) }
+}
+
+/// `quark_listen_pem` with `flags`.
+///
+/// # Safety
+/// As `quark_listen_pem`.
+pub(crate) unsafe fn listen_pem(
+    addr: *const c_char,
+    cert_pem: *const c_char,
+    key_pem: *const c_char,
+    alpn: *const c_char,
+    flags: u32,
+) -> i64 {
     entry(|| {
         // SAFETY: the caller's contract above.
         let (addr, cert, key, alpn) = unsafe {
@@ -91,7 +122,7 @@ pub unsafe extern "C" fn quark_listen_pem(
             )
         };
         let identity = identity_from_pem(cert.as_bytes(), key.as_bytes())?;
-        bind_server(resolve(addr)?, &identity, alpn)
+        bind_server(resolve(addr)?, &identity, alpn, flags)
     })
 }
 
@@ -110,8 +141,17 @@ fn identity_from_pem(cert: &[u8], key: &[u8]) -> Result<tls::Identity, QuarkErro
     })
 }
 
-fn bind_server(addr: SocketAddr, identity: &tls::Identity, alpn: &str) -> Result<i64, QuarkError> {
+fn bind_server(
+    addr: SocketAddr,
+    identity: &tls::Identity,
+    alpn: &str,
+    flags: u32,
+) -> Result<i64, QuarkError> {
     let config = tls::server_config(identity, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
+    if caller_driven(flags)? {
+        let (endpoint, ready) = driven_endpoint(Some(config), addr)?;
+        return table::insert(Object::Endpoint(endpoint), ready);
+    }
     let _guard = runtime()?.enter();
     let endpoint = Endpoint::server(config, addr).map_err(|_| QuarkError::Io)?;
     table::insert(Object::Endpoint(endpoint), Ready::new()?)
@@ -208,31 +248,53 @@ pub unsafe extern "C" fn quark_connect_with(
     ca_pem_path: *const c_char,
     ciphers: *const c_char,
 ) -> i64 {
+    // SAFETY: the caller's contract above.
+    unsafe { connect(addr, server_name, alpn, insecure, ca_pem_path, ciphers, 0) }
+}
+
+/// `quark_connect_with` with `flags`.
+///
+/// # Safety
+/// As `quark_connect_with`.
+pub(crate) unsafe fn connect(
+    addr: *const c_char,
+    server_name: *const c_char,
+    alpn: *const c_char,
+    insecure: i32,
+    ca_pem_path: *const c_char,
+    ciphers: *const c_char,
+    flags: u32,
+) -> i64 {
     entry(|| {
         // SAFETY: the caller's contract above.
-        let (addr, name, alpn, ca, ciphers) = unsafe {
-            (
-                c_str(addr)?,
-                c_str(server_name)?,
-                c_str(alpn)?,
-                c_str_opt(ca_pem_path)?,
-                c_str_opt(ciphers)?,
-            )
-        };
-        let addr = resolve(addr)?;
-        let verify = match (insecure != 0, ca) {
-            (true, _) => tls::Verify::Insecure,
-            (false, Some(ca)) => tls::Verify::CaFile(ca.into()),
-            (false, None) => return Err(QuarkError::Inval),
-        };
-        let suites = cipher_list(ciphers.unwrap_or(""))?;
-        let config = tls::client_config_with(verify, &alpn_list(alpn)?, &suites)
-            .map_err(|_| QuarkError::Tls)?;
+        let (addr, name, config) =
+            unsafe { client_args(addr, server_name, alpn, insecure, ca_pem_path, ciphers)? };
         let local: SocketAddr = if addr.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
         } else {
             ([0u16; 8], 0).into()
         };
+        if caller_driven(flags)? {
+            let (endpoint, ready) = driven_endpoint(None, local)?;
+            let d = ready.as_driven().ok_or(QuarkError::Internal)?;
+            let connecting = {
+                let _guard = d.enter();
+                endpoint
+                    .connect(config, addr, name)
+                    .map_err(|_| QuarkError::Connect)?
+            };
+            let conn = d
+                .block_on(connecting, None)
+                .ok_or(QuarkError::Connect)?
+                .map_err(|_| QuarkError::Connect)?;
+            return table::insert(
+                Object::Connection(Conn {
+                    conn,
+                    own_endpoint: Some(endpoint),
+                }),
+                ready,
+            );
+        }
         let rt = runtime()?;
         let endpoint = {
             let _guard = rt.enter();
@@ -250,6 +312,41 @@ pub unsafe extern "C" fn quark_connect_with(
             Ready::new()?,
         )
     })
+}
+
+/// The peer's address, the server name and the TLS configuration of a
+/// connect call.
+///
+/// # Safety
+/// As `quark_connect_with`.
+pub(crate) unsafe fn client_args<'a>(
+    addr: *const c_char,
+    server_name: *const c_char,
+    alpn: *const c_char,
+    insecure: i32,
+    ca_pem_path: *const c_char,
+    ciphers: *const c_char,
+) -> Result<(SocketAddr, &'a str, quark::ClientConfig), QuarkError> {
+    // SAFETY: the caller's contract above.
+    let (addr, name, alpn, ca, ciphers) = unsafe {
+        (
+            c_str(addr)?,
+            c_str(server_name)?,
+            c_str(alpn)?,
+            c_str_opt(ca_pem_path)?,
+            c_str_opt(ciphers)?,
+        )
+    };
+    let addr = resolve(addr)?;
+    let verify = match (insecure != 0, ca) {
+        (true, _) => tls::Verify::Insecure,
+        (false, Some(ca)) => tls::Verify::CaFile(ca.into()),
+        (false, None) => return Err(QuarkError::Inval),
+    };
+    let suites = cipher_list(ciphers.unwrap_or(""))?;
+    let config =
+        tls::client_config_with(verify, &alpn_list(alpn)?, &suites).map_err(|_| QuarkError::Tls)?;
+    Ok((addr, name, config))
 }
 
 /// Cipher suites from a comma-separated list of names; empty means all.
@@ -372,6 +469,10 @@ pub extern "C" fn quark_set_nonblocking(handle: i64, on: i32) -> i32 {
 pub extern "C" fn quark_close(handle: i64) -> i32 {
     entry_status(|| {
         let handle = table::remove(handle)?;
+        if let Some(d) = handle.ready.as_driven() {
+            close_driven(d, &handle.object);
+            return Ok(());
+        }
         let rt = runtime()?;
         match &handle.object {
             Object::Stream(_) => {}

@@ -13,13 +13,21 @@
 //! | `quark_stream_open_uni` / `quark_stream_accept_uni` | a unidirectional stream (write-only / read-only) |
 //! | `quark_set_nonblocking` | `O_NONBLOCK`: `QUARK_ERROR_AGAIN` instead of waiting |
 //! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
+//! | `quark_listen_flags` / `quark_listen_pem_flags` / `quark_connect_flags` | the same with options: `QUARK_FLAG_CALLER_DRIVEN` |
+//! | `quark_process` | caller-driven mode: run the endpoint's I/O and timers on the calling thread |
+//! | `quark_client` / `quark_connect_on` | a client endpoint shared by many connections (one socket) |
+//! | `quark_on_work` | caller-driven mode: a callback when the endpoint gets work for `quark_process` |
 //!
 //! Handles are positive `int64_t`s indexing a table with generation
 //! counters: a closed or stale handle gives `QUARK_ERROR_BAD_HANDLE`, never
 //! undefined behaviour. Every call returns a negative `QuarkError` on
 //! failure, and a panic inside is caught and returned as
-//! `QUARK_ERROR_INTERNAL`. Calls block on one tokio runtime the library
-//! makes on first use; do not call them from inside an async runtime's task.
+//! `QUARK_ERROR_INTERNAL`. By default calls block on one tokio runtime the
+//! library makes on first use (its thread drives every endpoint); do not
+//! call them from inside an async runtime's task. An endpoint made with
+//! `QUARK_FLAG_CALLER_DRIVEN` has no library thread: the caller's thread
+//! runs it inside `quark_process` (module `driven`), so no call crosses
+//! threads.
 //!
 //! Rust callers that may not use `unsafe` reach the pointer-taking calls
 //! through [`call`] (slices and C strings, same entry points). The lab's
@@ -32,18 +40,26 @@
 #![warn(missing_docs)]
 
 pub mod call;
+mod client;
 mod conn;
+mod driven;
 mod error;
 mod object;
+mod options;
 mod ready;
 mod stream;
 mod table;
 
+pub use client::{quark_client, quark_connect_on};
 pub use conn::{
     quark_accept, quark_close, quark_connect, quark_connect_with, quark_listen, quark_listen_pem,
     quark_local_port, quark_set_nonblocking, quark_stream_accept, quark_stream_accept_uni,
     quark_stream_open, quark_stream_open_uni,
 };
 pub use error::{QuarkError, quark_strerror};
+pub use options::{
+    QUARK_FLAG_CALLER_DRIVEN, quark_connect_flags, quark_listen_flags, quark_listen_pem_flags,
+    quark_on_work, quark_process,
+};
 pub use ready::{quark_ready, quark_ready_fd};
 pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};

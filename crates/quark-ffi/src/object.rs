@@ -98,12 +98,17 @@ impl Handle {
     /// `QUARK_ERROR_AGAIN` if it would wait, leaving the handle's waker to
     /// put it on the ready list when it can go on (`ready.rs`). Dropping a pending accept or
     /// read loses nothing: what arrives stays queued for the next call.
+    /// A caller-driven endpoint's handle runs the endpoint on the caller's
+    /// thread while it waits (`driven.rs`).
     pub(crate) fn run<F: Future>(&self, fut: F) -> Result<F::Output, QuarkError> {
-        let rt = runtime()?;
-        if !self.is_nonblocking() {
-            return Ok(rt.block_on(fut));
-        }
-        let _guard = rt.enter();
+        let _guard = match self.ready.as_driven() {
+            Some(d) if !self.is_nonblocking() => {
+                return d.block_on(fut, None).ok_or(QuarkError::Closed);
+            }
+            Some(d) => d.enter(),
+            None if !self.is_nonblocking() => return Ok(runtime()?.block_on(fut)),
+            None => runtime()?.enter(),
+        };
         let mut fut = std::pin::pin!(fut);
         match fut.as_mut().poll(&mut Context::from_waker(&self.waker)) {
             Poll::Ready(v) => Ok(v),

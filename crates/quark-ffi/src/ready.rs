@@ -11,11 +11,12 @@
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Wake, Waker};
 
+use crate::driven::Driven;
 use crate::error::QuarkError;
 use crate::object::entry;
 use crate::table;
@@ -23,9 +24,21 @@ use crate::table;
 /// The ready list of one endpoint and the descriptor that signals it.
 pub(crate) struct Ready {
     inner: Mutex<Inner>,
-    /// What C polls (`quark_ready_fd`).
-    read_end: UnixStream,
-    write_end: UnixStream,
+    signal: Signal,
+}
+
+/// What makes the descriptor C polls readable.
+enum Signal {
+    /// Threaded mode: a byte in a socket pair while the list is not empty;
+    /// C polls `read_end`.
+    Pair {
+        read_end: UnixStream,
+        write_end: UnixStream,
+    },
+    /// Caller-driven mode: the list fills only inside the caller's own calls
+    /// (`quark_process`), so nothing signals it; C polls the endpoint's
+    /// socket and timer.
+    Driven(Box<Driven>),
 }
 
 #[derive(Default)]
@@ -43,9 +56,35 @@ impl Ready {
         let (read_end, write_end) = UnixStream::pair().map_err(|_| QuarkError::Io)?;
         Ok(Arc::new(Ready {
             inner: Mutex::new(Inner::default()),
-            read_end,
-            write_end,
+            signal: Signal::Pair {
+                read_end,
+                write_end,
+            },
         }))
+    }
+
+    /// The ready list of a caller-driven endpoint.
+    pub(crate) fn driven(driven: Driven) -> Arc<Self> {
+        Arc::new(Ready {
+            inner: Mutex::new(Inner::default()),
+            signal: Signal::Driven(Box::new(driven)),
+        })
+    }
+
+    /// The endpoint's caller-driven part, if it is caller-driven.
+    pub(crate) fn as_driven(&self) -> Option<&Driven> {
+        match &self.signal {
+            Signal::Driven(d) => Some(d),
+            Signal::Pair { .. } => None,
+        }
+    }
+
+    /// The descriptor C polls.
+    fn raw_fd(&self) -> RawFd {
+        match &self.signal {
+            Signal::Pair { read_end, .. } => read_end.as_raw_fd(),
+            Signal::Driven(d) => d.fd(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -59,10 +98,17 @@ impl Ready {
             return;
         }
         inner.order.push(handle);
-        if !inner.signalled {
+        if let Signal::Pair { write_end, .. } = &self.signal
+            && !inner.signalled
+        {
             // One byte at most is ever pending, so the write cannot block.
-            inner.signalled = (&self.write_end).write_all(&[1]).is_ok();
+            inner.signalled = (&*write_end).write_all(&[1]).is_ok();
         }
+    }
+
+    /// Whether any handle is listed.
+    pub(crate) fn has_listed(&self) -> bool {
+        !self.lock().order.is_empty()
     }
 
     /// Move up to `out.len()` ready handles into `out`; how many.
@@ -75,10 +121,13 @@ impl Ready {
         for h in &out[..n] {
             inner.listed.remove(h);
         }
-        if inner.order.is_empty() && inner.signalled {
+        if let Signal::Pair { read_end, .. } = &self.signal
+            && inner.order.is_empty()
+            && inner.signalled
+        {
             // The byte was written under this lock: the read finds it at once.
             let mut byte = [0u8; 1];
-            if (&self.read_end).read_exact(&mut byte).is_ok() {
+            if (&*read_end).read_exact(&mut byte).is_ok() {
                 inner.signalled = false;
             }
         }
@@ -87,7 +136,10 @@ impl Ready {
 
     /// A duplicate of the descriptor C polls (for [`crate::call::ready_fd`]).
     pub(crate) fn dup_fd(&self) -> std::io::Result<std::os::fd::OwnedFd> {
-        self.read_end.try_clone().map(Into::into)
+        // SAFETY: the descriptor stays open while `self` lives, and the
+        // borrow ends with the duplicate made.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(self.raw_fd()) };
+        fd.try_clone_to_owned()
     }
 
     /// The waker a handle leaves with what it waits for.
@@ -121,10 +173,15 @@ impl Wake for Notify {
 /// descriptor belongs to the library: do not read or close it; it stays
 /// valid until the endpoint's last handle is closed.
 ///
+/// A caller-driven endpoint (`QUARK_FLAG_CALLER_DRIVEN`) gives instead an
+/// epoll descriptor that polls readable when its UDP socket has datagrams
+/// or its timer expired: then call `quark_process`, which fills the ready
+/// list. Its readiness does not follow the ready list.
+///
 /// Thread safety: safe from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_ready_fd(handle: i64) -> i32 {
-    entry(|| Ok(i64::from(table::get(handle)?.ready.read_end.as_raw_fd()))) as i32
+    entry(|| Ok(i64::from(table::get(handle)?.ready.raw_fd()))) as i32
 }
 
 /// Take up to `cap` handles off the ready list of `handle`'s endpoint into

@@ -1,7 +1,7 @@
 //! Stream reads, writes and shutdown.
 
 use crate::error::QuarkError;
-use crate::object::{Handle, Object, Stream, entry, entry_status, lock, runtime};
+use crate::object::{Handle, Object, Stream, entry, entry_status, lock};
 use crate::table;
 
 fn stream_of(handle: &Handle) -> Result<&Stream, QuarkError> {
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn quark_stream_write(stream: i64, buf: *const u8, len: us
             let n = handle.run(std::future::poll_fn(|cx| send.poll_write_buf(cx, buf)))??;
             return Ok(n as i64);
         }
-        runtime()?.block_on(send.write_all(buf))?;
+        handle.run(send.write_all(buf))??;
         Ok(len as i64)
     })
 }

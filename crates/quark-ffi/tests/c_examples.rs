@@ -117,6 +117,11 @@ fn python_quark_get_downloads_a_file() {
 /// Start the C echo program `name` for `connections` connections with a
 /// fresh self-signed certificate; returns it, its port and the certificate.
 fn start_echo(name: &str, connections: &str) -> (std::process::Child, u16, PathBuf) {
+    start_echo_with(name, &[connections])
+}
+
+/// `start_echo` with the arguments after the key file.
+fn start_echo_with(name: &str, extra: &[&str]) -> (std::process::Child, u16, PathBuf) {
     let bin = examples();
     let dir = scratch(name);
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
@@ -124,12 +129,8 @@ fn start_echo(name: &str, connections: &str) -> (std::process::Child, u16, PathB
     std::fs::write(&cert, ck.cert.pem()).unwrap();
     std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
     let mut child = Command::new(bin.join(name))
-        .args([
-            "127.0.0.1:0".as_ref(),
-            cert.as_os_str(),
-            key.as_os_str(),
-            connections.as_ref(),
-        ])
+        .args(["127.0.0.1:0".as_ref(), cert.as_os_str(), key.as_os_str()])
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -191,6 +192,23 @@ fn c_echo_server_echoes_to_a_rust_client() {
 #[test]
 fn c_echo_poll_serves_connections_at_once() {
     let (mut child, port, cert) = start_echo("echo-poll", "3");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let clients: Vec<_> = (0..3)
+            .map(|_| tokio::spawn(echo_client(port, cert.clone(), &[0, 5, 300_001, 123_456])))
+            .collect();
+        for c in clients {
+            c.await.unwrap();
+        }
+    });
+    assert!(wait(&mut child, Duration::from_secs(30)).success());
+}
+
+/// The same loop on a caller-driven endpoint: the C program's own thread runs
+/// quark inside `quark_process` (no library thread).
+#[test]
+fn c_echo_poll_caller_driven_serves_connections_at_once() {
+    let (mut child, port, cert) = start_echo_with("echo-poll", &["3", "driven"]);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let clients: Vec<_> = (0..3)

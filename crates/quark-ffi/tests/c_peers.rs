@@ -196,7 +196,8 @@ fn c_examples_under_valgrind() {
             &["--cipher", "chacha20"],
         );
     }
-    echo_poll_with(bin, MEMCHECK, tls::cipher_suite("chacha20").ok());
+    echo_poll_with(bin, MEMCHECK, tls::cipher_suite("chacha20").ok(), false);
+    echo_poll_with(bin, MEMCHECK, tls::cipher_suite("chacha20").ok(), true);
 }
 
 #[test]
@@ -211,12 +212,18 @@ fn c_examples_with_address_sanitizer() {
     for (name, digest) in files.iter().filter(|(n, _)| n != "50m") {
         get(&bin, &[], &server, name, digest, &[]);
     }
-    echo_poll_with(&bin, &[], None);
+    echo_poll_with(&bin, &[], None, false);
+    echo_poll_with(&bin, &[], None, true);
 }
 
-/// `echo-poll` (maybe under `wrapper`) serving two Rust client connections
-/// at once, then exiting cleanly.
-fn echo_poll_with(bin: &Path, wrapper: &[&str], suite: Option<rustls::SupportedCipherSuite>) {
+/// `echo-poll` (maybe under `wrapper`, caller-driven with `driven`) serving
+/// two Rust client connections at once, then exiting cleanly.
+fn echo_poll_with(
+    bin: &Path,
+    wrapper: &[&str],
+    suite: Option<rustls::SupportedCipherSuite>,
+    driven: bool,
+) {
     let dir = scratch("poll-cert");
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
@@ -238,6 +245,7 @@ fn echo_poll_with(bin: &Path, wrapper: &[&str], suite: Option<rustls::SupportedC
             key.as_os_str(),
             "2".as_ref(),
         ])
+        .args(driven.then_some("driven"))
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

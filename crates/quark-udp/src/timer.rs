@@ -125,6 +125,14 @@ impl PreciseTimer {
     }
 }
 
+/// The timerfd itself: readable once the armed deadline has passed (for a
+/// caller that waits on it in its own `poll`/`epoll`).
+impl AsRawFd for PreciseTimer {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.get_ref().as_raw_fd()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,18 @@ impl Endpoint {
         socket: Socket,
         worker: Option<(Link, Inbox)>,
     ) -> (Self, tokio::task::JoinHandle<()>) {
+        let (endpoint, driver) = Self::build(config, server, socket, worker);
+        (endpoint, tokio::spawn(driver))
+    }
+
+    /// An endpoint and its driver, not yet polled by anyone (`start` spawns
+    /// it; [`crate::Drive`] leaves it to the caller). Inside a tokio runtime.
+    pub(crate) fn build(
+        config: EndpointConfig,
+        server: Option<ServerConfig>,
+        socket: Socket,
+        worker: Option<(Link, Inbox)>,
+    ) -> (Self, Driver) {
         let mut config = config;
         config.qlog_dir = crate::qlog::dir(config.qlog_dir.take());
         let qlog = config
@@ -101,7 +113,7 @@ impl Endpoint {
             worker,
             qlog,
         });
-        let driver = tokio::spawn(Driver::new(shared.clone(), inbox));
+        let driver = Driver::new(shared.clone(), inbox);
         (Endpoint { shared }, driver)
     }
 

@@ -30,6 +30,7 @@
 //! | `datagram` | unreliable datagrams on a `Connection` (RFC 9221): send, send with backpressure, read |
 //! | `wakeup` | the driver's alarm: a `timerfd` (tokio's wheel only if the kernel refuses one) |
 //! | `driver` | the task that moves datagrams between the socket and the protocol core |
+//! | [`Drive`] | an endpoint's driver polled by the caller instead of a task (`Endpoint::caller_driven`) |
 //! | `events` | protocol events to task wake-ups (readable, writable, connected, ...) |
 //! | `forward` | datagrams passed between workers when the kernel put them on the wrong one |
 //!
@@ -68,6 +69,7 @@ pub mod connection;
 pub mod counters;
 mod datagram;
 mod deadlines;
+mod drive;
 mod driver;
 pub mod endpoint;
 mod events;
@@ -86,6 +88,7 @@ pub mod workers;
 mod tests;
 
 pub use connection::{Connecting, Connection};
+pub use drive::Drive;
 pub use endpoint::Endpoint;
 pub use qlog::QLOGDIR_ENV;
 pub use quark_proto::cc::CcAlgorithm;

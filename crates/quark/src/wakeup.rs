@@ -103,6 +103,12 @@ impl Wakeup {
         self.wheel(cx, at);
     }
 
+    /// The timerfd's descriptor (`None` when the wheel takes everything).
+    pub(crate) fn timer_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.precise.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
     fn wheel(&mut self, cx: &mut Context<'_>, at: Instant) {
         let coarse = self
             .coarse

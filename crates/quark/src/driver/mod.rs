@@ -152,6 +152,12 @@ impl Driver {
         }
     }
 
+    /// The timerfd that wakes the driver at its next deadline, if the kernel
+    /// gave one (`crate::Drive` lets a caller poll it).
+    pub(crate) fn timer_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.wakeup.timer_fd()
+    }
+
     fn touch(&mut self, state: &mut State, h: ConnectionHandle) {
         if let Some(entry) = state.conns.get_mut(&h) {
             if !entry.touched {

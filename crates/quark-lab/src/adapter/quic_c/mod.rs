@@ -2,15 +2,19 @@
 //! what the boundary costs against `quic`. The lab's workload and hq-interop
 //! code is shared with `quic`; only the way to quark differs: every call is
 //! one of libquark's `extern "C"` functions (handles, the handle table,
-//! caught panics, the library's own runtime thread, copies into and out of
-//! the caller's buffers). Like an event-loop C program, every handle is
-//! non-blocking and waits on the endpoint's `quark_ready_fd` (module `ready`);
-//! only `quark_connect` and `quark_close` of a connection or endpoint, which
-//! block by design, run on blocking threads.
+//! caught panics, copies into and out of the caller's buffers). Every
+//! endpoint is caller-driven (`QUARK_FLAG_CALLER_DRIVEN`): this runtime's
+//! thread runs quark's I/O and timers inside `quark_process`, no library
+//! thread in between. Like an event-loop C program, every handle is
+//! non-blocking and waits on the endpoint's `quark_ready_fd` (module
+//! `ready`); only `quark_connect` and `quark_close` of a connection or
+//! endpoint, which block by design (driving the endpoint while they wait),
+//! run on blocking threads.
 //!
-//! Differences that come with the C API: each client connection has an
-//! endpoint (a UDP socket) of its own, the server runs on the library's one
-//! runtime thread (no `--server-workers`), and libquark's transport settings
+//! Differences that come with the C API: the client's connections share one
+//! client endpoint (`quark_client` / `quark_connect_on`, one UDP socket as
+//! `quic`'s), the server is one endpoint on one thread (no
+//! `--server-workers`), and libquark's transport settings
 //! are quark's defaults (the `quic` adapter's `QUARK_TUNE` and `--cc` do not
 //! reach it). quark's CPU breakdown counters are switched as for `quic`.
 
@@ -20,6 +24,7 @@ mod stream;
 use std::ffi::CString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
@@ -34,6 +39,9 @@ use super::{
     Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
     Server, ServerStats,
 };
+
+/// Every endpoint is caller-driven: this runtime's threads run it.
+const DRIVEN: u32 = quark_ffi::QUARK_FLAG_CALLER_DRIVEN;
 
 /// The `quic-c` adapter.
 #[derive(Debug)]
@@ -158,8 +166,8 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
     let key = c_string(&pem("PRIVATE KEY", cfg.identity.key.secret_pkcs8_der()))?;
     let alpn = c_string(std::str::from_utf8(ALPN)?)?;
     let addr = c_string(&cfg.listen.to_string())?;
-    let endpoint = quark_ffi::call::listen_pem(&addr, &cert, &key, &alpn);
-    check("quark_listen_pem", endpoint)
+    let endpoint = quark_ffi::call::listen_pem_flags(&addr, &cert, &key, &alpn, DRIVEN);
+    check("quark_listen_pem_flags", endpoint)
         .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
     let port = quark_ffi::quark_local_port(endpoint);
     let ready = Arc::new(Ready::default());
@@ -211,6 +219,11 @@ struct Target {
 
 struct QuicCClient {
     target: Arc<Target>,
+    /// The client endpoint every connection shares (`quark_client`), like
+    /// `quic`'s one client socket.
+    endpoint: i64,
+    ready: Arc<Ready>,
+    watcher: Option<JoinHandle<()>>,
     /// The CA file (the server's certificate), removed with the client.
     ca_file: PathBuf,
     closing: Arc<Mutex<Vec<JoinHandle<()>>>>,
@@ -219,10 +232,29 @@ struct QuicCClient {
 impl Drop for QuicCClient {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.ca_file);
+        let (endpoint, watcher) = (self.endpoint, self.watcher.take());
+        let closing = std::mem::take(&mut *self.closing.lock().unwrap_or_else(|p| p.into_inner()));
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    for c in closing {
+                        let _ = c.await;
+                    }
+                    close_blocking(endpoint, watcher).await;
+                });
+            }
+            Err(_) => {
+                if let Some(w) = watcher {
+                    w.abort();
+                }
+                std::thread::spawn(move || quark_ffi::quark_close(endpoint));
+            }
+        }
     }
 }
 
 impl QuicCClient {
+    /// Inside the lab's runtime: the endpoint runs on it.
     fn new(cfg: &ClientConfig) -> anyhow::Result<Self> {
         quark::counters::set_enabled(super::quic::counters_wanted());
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -237,8 +269,26 @@ impl QuicCClient {
             ca: c_string(&ca_file.to_string_lossy())?,
             ciphers: c_string(cipher_name(cfg.cipher))?,
         };
+        let local = if cfg.server.is_ipv4() {
+            "0.0.0.0:0"
+        } else {
+            "[::]:0"
+        };
+        let endpoint = quark_ffi::call::client(&c_string(local)?, DRIVEN);
+        check("quark_client", endpoint)?;
+        let ready = Arc::new(Ready::default());
+        let watcher = match ready::watch(endpoint, ready.clone()) {
+            Ok(w) => w,
+            Err(e) => {
+                quark_ffi::quark_close(endpoint);
+                return Err(e);
+            }
+        };
         Ok(QuicCClient {
             target: Arc::new(target),
+            endpoint,
+            ready,
+            watcher: Some(watcher),
             ca_file,
             closing: Arc::default(),
         })
@@ -249,9 +299,11 @@ impl Client for QuicCClient {
     fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
         Box::pin(async move {
             let t = self.target.clone();
-            // quark_connect blocks until the handshake is done, by design.
+            let endpoint = self.endpoint;
+            // quark_connect_on blocks until the handshake is done, by design.
             let conn = tokio::task::spawn_blocking(move || {
-                quark_ffi::call::connect_with(
+                quark_ffi::call::connect_on(
+                    endpoint,
                     &t.addr,
                     &t.name,
                     &t.alpn,
@@ -261,22 +313,15 @@ impl Client for QuicCClient {
                 )
             })
             .await?;
-            check("quark_connect_with", conn).context("QUIC handshake")?;
-            let ready = Arc::new(Ready::default());
-            let watcher = ready
-                .register(conn)
-                .and_then(|()| ready::watch(conn, ready.clone()));
-            let watcher = match watcher {
-                Ok(w) => w,
-                Err(e) => {
-                    let _ = tokio::task::spawn_blocking(move || quark_ffi::quark_close(conn)).await;
-                    return Err(e);
-                }
-            };
+            check("quark_connect_on", conn).context("QUIC handshake")?;
+            if let Err(e) = self.ready.register(conn) {
+                let _ = tokio::task::spawn_blocking(move || quark_ffi::quark_close(conn)).await;
+                return Err(e);
+            }
             Ok(Arc::new(QuicCConn {
                 conn,
-                ready,
-                watcher: Mutex::new(Some(watcher)),
+                ready: self.ready.clone(),
+                closed: AtomicBool::new(false),
                 closing: self.closing.clone(),
             }) as Arc<dyn Connection>)
         })
@@ -300,8 +345,8 @@ impl Client for QuicCClient {
 struct QuicCConn {
     conn: i64,
     ready: Arc<Ready>,
-    /// `None` once closing.
-    watcher: Mutex<Option<JoinHandle<()>>>,
+    /// Closing has begun.
+    closed: AtomicBool,
     /// The client's closes under way ([`Client::wait_idle`] waits for them).
     closing: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
@@ -311,22 +356,16 @@ impl QuicCConn {
     /// acknowledged and for the close to be sent, so it runs in the
     /// background like `quic`'s close, and `wait_idle` waits for it.
     fn begin_close(&self) {
-        let watcher = self
-            .watcher
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        let Some(watcher) = watcher else {
+        if self.closed.swap(true, std::sync::atomic::Ordering::Relaxed) {
             return;
-        };
+        }
         self.ready.unregister(self.conn);
+        let conn = self.conn;
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            watcher.abort();
-            let conn = self.conn;
             std::thread::spawn(move || quark_ffi::quark_close(conn));
             return;
         };
-        let task = rt.spawn(close_blocking(self.conn, Some(watcher)));
+        let task = rt.spawn(close_blocking(conn, None));
         let mut closing = self.closing.lock().unwrap_or_else(|p| p.into_inner());
         closing.retain(|t| !t.is_finished());
         closing.push(task);

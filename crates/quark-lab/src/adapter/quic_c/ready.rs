@@ -1,13 +1,14 @@
 //! Waiting for libquark handles the way a C event loop does: every handle is
 //! non-blocking, a call that gives `QUARK_ERROR_AGAIN` waits for its handle
 //! to come off the endpoint's ready list (`quark_ready`), and one task per
-//! endpoint watches the endpoint's descriptor (`quark_ready_fd`, as a
-//! duplicate registered with tokio) and hands each listed handle to whoever
-//! waits for it.
+//! endpoint runs the caller-driven endpoint (`quark_process`) when its
+//! descriptor (`quark_ready_fd`) or `quark_on_work` says so, and hands each
+//! listed handle to whoever waits for it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 
 use quark_ffi::{QuarkError, call};
 use tokio::io::Interest;
@@ -113,30 +114,44 @@ impl Ready {
     }
 }
 
-/// Watches the ready descriptor of `handle`'s endpoint and hands the listed
-/// handles to `ready`, until the endpoint's handles are gone or it is stopped.
+/// Runs `handle`'s caller-driven endpoint on this runtime and hands the
+/// listed handles to `ready`, until the endpoint's handles are gone or it is
+/// stopped. It sleeps on the endpoint's descriptor (`quark_ready_fd`: its
+/// socket and timer, as a duplicate registered with tokio) and on
+/// `quark_on_work`, which says when a call gave the endpoint work (or the
+/// runtime's reactor saw its socket or timer ready); then it calls
+/// `quark_process` and drains `quark_ready` until the endpoint is idle,
+/// letting the woken tasks make their calls in between.
 pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle<()>> {
     let fd = call::ready_fd(handle).map_err(|e| check("quark_ready_fd", e).unwrap_err())?;
-    // Our own duplicate of the descriptor, so tokio may own it. Non-blocking
-    // is what tokio needs; libquark reads its byte only when one is there.
+    // Our own duplicate of the descriptor (an epoll set), so tokio may own
+    // it; wrapped as a stream only to reach tokio's readiness, never read.
     let fd = std::os::unix::net::UnixStream::from(fd);
     fd.set_nonblocking(true)?;
     let fd = UnixStream::from_std(fd)?;
+    let work = Arc::new(WorkFlag::default());
+    call::on_work(handle, Waker::from(work.clone()))
+        .map_err(|e| check("quark_on_work", e).unwrap_err())?;
     Ok(tokio::spawn(async move {
         let mut listed = [0i64; 64];
         loop {
-            if fd.readable().await.is_err() {
-                return;
-            }
-            let mut gone = false;
-            // Returning WouldBlock once the list is empty (and its byte read)
-            // clears the readiness; a listing since then is a new edge.
+            // What the descriptor says now, the rounds below take in (and a
+            // datagram usually wakes this task through both it and
+            // `quark_on_work`): an event since is a new edge.
             let _ = fd.try_io(Interest::READABLE, || {
+                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+            });
+            loop {
+                // Work given before this round, the round does.
+                work.pending.store(false, Ordering::SeqCst);
+                let more = quark_ffi::quark_process(handle, 0);
+                if more < 0 {
+                    return;
+                }
                 loop {
                     let n = call::ready(handle, &mut listed);
                     if n < 0 {
-                        gone = true;
-                        break;
+                        return;
                     }
                     for &h in &listed[..n as usize] {
                         ready.notify(h);
@@ -145,13 +160,74 @@ pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle
                         break;
                     }
                 }
-                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
-            });
-            if gone {
-                return;
+                if more == 0 {
+                    break;
+                }
+                // The endpoint holds its answer for the tasks just woken:
+                // let them make their calls first.
+                behind_woken().await;
+            }
+            tokio::select! {
+                r = fd.readable() => {
+                    if r.is_err() {
+                        return;
+                    }
+                }
+                () = std::future::poll_fn(|cx| work.poll_wait(cx)) => {}
             }
         }
     }))
+}
+
+/// Runs again once the tasks already woken have run: rescheduled at the
+/// back of the run queue. Not `tokio::task::yield_now`, which waits for the
+/// reactor too: one more `epoll_wait` per request.
+async fn behind_woken() {
+    let mut again = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut again, true) {
+            return Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
+}
+
+/// The waker `quark_on_work` calls: the endpoint has work for the watcher.
+#[derive(Default)]
+struct WorkFlag {
+    pending: AtomicBool,
+    waiter: Mutex<Option<Waker>>,
+}
+
+impl WorkFlag {
+    fn poll_wait(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.pending.swap(false, Ordering::SeqCst) {
+            return Poll::Ready(());
+        }
+        *self.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(cx.waker().clone());
+        // Set between the check and the registration: not lost.
+        if self.pending.swap(false, Ordering::SeqCst) {
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
+}
+
+impl Wake for WorkFlag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.pending.swap(true, Ordering::SeqCst) {
+            let waiter = self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(w) = waiter {
+                w.wake();
+            }
+        }
+    }
 }
 
 /// Stops a [`watch`] task before its handle is closed.
