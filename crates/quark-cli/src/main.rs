@@ -37,7 +37,7 @@ enum Command {
     /// Fetch URLs over hq-interop, in parallel on one connection.
     Get(get::GetArgs),
     /// Measure protocols: goodput, latency, requests/s, CPU and memory.
-    Bench(bench::Args),
+    Bench(Box<bench::Args>),
     /// Run lab servers and clients for `quark bench` on another host (TLS
     /// control channel authenticated with a shared token).
     Agent(agent::Args),
@@ -101,7 +101,7 @@ fn main() {
     let code = match cli.command {
         Command::Serve(args) => run_async(serve::run(args)),
         Command::Get(args) => run_async(get::run(args)),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => bench::run(*args),
         Command::Agent(args) => run_async(agent::run(args)),
         Command::Report(args) => report::run(args),
         Command::Probe(args) => probe::run(args),
