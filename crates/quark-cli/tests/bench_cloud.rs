@@ -153,3 +153,80 @@ fn cloud_flags_are_checked() {
         assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// A `quark agent` on loopback; killed on drop.
+struct Agent(std::process::Child, String);
+
+impl Agent {
+    fn start(token: &std::path::Path) -> Agent {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quark"))
+            .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+            .arg(token)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("agent listening on ")
+            .unwrap_or_else(|| panic!("{line}"))
+            .to_string();
+        Agent(child, addr)
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The same command through two agents (here both on loopback, so no root):
+/// one placement, named by `--placement-label`, with the agents' probed RTT.
+#[test]
+fn cloud_study_runs_unchanged_through_agents() {
+    let dir = tempdir("quark-e2e", "cloud-agents");
+    let token = dir.join("token");
+    std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let (server, client) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.join("agents.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_quark"))
+        .args(["bench", "--experiment", "cloud", "--quick"])
+        .args(["-p", "tcp,tcp+tls", "--sizes", "2KiB", "--requests", "20"])
+        .args(["--server-agent", &server.1, "--client-agent", &client.1])
+        .args(["--addr", "127.0.0.1", "--placement-label", "two-agents"])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cloud = &v["cloud"];
+    let placements = cloud["placements"].as_array().unwrap();
+    assert_eq!(placements.len(), 1);
+    assert_eq!(placements[0]["name"], "two-agents");
+    assert_eq!(placements[0]["emulated"], false);
+    assert!(placements[0]["rtt_ms"].is_number());
+    let rows = cloud["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3 * 2);
+    for r in rows {
+        assert_eq!(r["placement"], "two-agents");
+        assert_eq!(r["status"], "ok", "{r}");
+    }
+    for c in v["results"].as_array().unwrap() {
+        assert_eq!(c["metrics"]["server_counters"]["bytes_out"], 20 * 2048);
+    }
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("[two-agents] net loopback (real hosts)"),
+        "{table}"
+    );
+}
