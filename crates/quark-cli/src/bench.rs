@@ -339,6 +339,13 @@ fn cloud_plan(a: &Args, overrides: &Overrides) -> anyhow::Result<Option<cloud::P
         }
         return Ok(None);
     };
+    if let Some(s) = a
+        .scenario
+        .iter()
+        .find(|s| !cloud::SCENARIOS.iter().any(|c| c.name() == s.as_str()))
+    {
+        bail!("--experiment cloud runs persistent, ephemeral and parallel: not '{s}'");
+    }
     if a.net != ["loopback"] {
         bail!("--experiment cloud sets the network from --placements: leave out --net");
     }

@@ -136,6 +136,10 @@ fn cloud_flags_are_checked() {
             "leave out --net",
         ),
         (
+            &["--experiment", "cloud", "-s", "persistent,goodput"][..],
+            "not 'goodput'",
+        ),
+        (
             &["--experiment", "cloud", "--placements", "moon"][..],
             "unknown placement",
         ),

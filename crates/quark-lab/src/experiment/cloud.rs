@@ -32,6 +32,12 @@ pub const PROTOCOLS: [&str; 9] = [
     "http2+tls",
     "h3",
 ];
+/// The study's client kinds.
+pub const SCENARIOS: [Scenario; 3] = [
+    Scenario::Persistent,
+    Scenario::Ephemeral,
+    Scenario::Parallel,
+];
 /// What every row's ratios compare with (same placement, scenario, size).
 pub const REFERENCE: &str = "tcp+tls";
 /// The study's instance, m6i.xlarge, on demand in us-east-1: $0.192 an hour
@@ -158,14 +164,10 @@ pub fn plan(o: &CloudOptions, user: &Overrides) -> anyhow::Result<Plan> {
         ov.requests.get_or_insert(QUICK_REQUESTS);
         ov.in_flight.get_or_insert(QUICK_IN_FLIGHT);
     }
-    let scenarios = [
-        Scenario::Persistent,
-        Scenario::Ephemeral,
-        Scenario::Parallel,
-    ]
-    .into_iter()
-    .map(|s| (s, s.defaults().with(s, &ov)))
-    .collect();
+    let scenarios = SCENARIOS
+        .into_iter()
+        .map(|s| (s, s.defaults().with(s, &ov)))
+        .collect();
     let placements: Vec<PlacementInfo> = if o.agents {
         vec![PlacementInfo {
             name: o.placement_label.clone().unwrap_or_else(|| "agents".into()),
@@ -278,6 +280,13 @@ pub struct CloudValues {
     pub latency_p90_s: f64,
     /// 99th percentile.
     pub latency_p99_s: f64,
+    /// Connection setup percentiles, seconds (ephemeral: a connection per
+    /// request, whose request time above starts after the handshake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_p50_s: Option<f64>,
+    /// See `connect_p50_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_p90_s: Option<f64>,
     /// Payload (requests + responses) bits per second over the interval.
     pub throughput_bps: f64,
     /// Client + server CPU seconds per request.
@@ -311,6 +320,9 @@ pub fn update(report: &mut Report) {
         let Some(placement) = placement_of(section, r) else {
             continue;
         };
+        if !SCENARIOS.iter().any(|s| s.name() == r.scenario) {
+            continue;
+        }
         let size_bytes = match &r.workload {
             Some(Workload::Fresh { response_len, .. })
             | Some(Workload::Persistent { response_len, .. }) => *response_len,
@@ -359,6 +371,8 @@ fn values(r: &CellResult, price: f64) -> Option<CloudValues> {
         latency_p50_s: l.p50,
         latency_p90_s: l.p90,
         latency_p99_s: l.p99,
+        connect_p50_s: m.connect_s.as_ref().map(|c| c.p50),
+        connect_p90_s: m.connect_s.as_ref().map(|c| c.p90),
         throughput_bps: m.goodput_bps,
         cpu_s_per_request: cpu_per_request,
         cpu_s_per_gb,

@@ -9,13 +9,14 @@ use crate::size::format_size;
 use crate::table::{fmt_bps, fmt_bytes, fmt_secs};
 
 /// The header of every block.
-pub const HEADER: [&str; 12] = [
+pub const HEADER: [&str; 13] = [
     "scenario",
     "protocol",
     "size",
     "p50",
     "p90",
     "p99",
+    "connect p90",
     "throughput",
     "CPU ms/req",
     "CPU s/GB",
@@ -38,6 +39,7 @@ pub fn cells(r: &CloudRow) -> Vec<String> {
             row.push(fmt_secs(v.latency_p50_s));
             row.push(fmt_secs(v.latency_p90_s));
             row.push(fmt_secs(v.latency_p99_s));
+            row.push(v.connect_p90_s.map_or("-".into(), fmt_secs));
             row.push(fmt_bps(v.throughput_bps));
             row.push(format!("{:.3}", v.cpu_s_per_request * 1e3));
             row.push(format!("{:.2}", v.cpu_s_per_gb));

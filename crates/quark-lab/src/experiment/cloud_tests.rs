@@ -93,6 +93,8 @@ fn row(placement: &str, protocol: &str, p90: f64, cpu: f64) -> CloudRow {
             latency_p50_s: p90 / 2.0,
             latency_p90_s: p90,
             latency_p99_s: p90 * 2.0,
+            connect_p50_s: None,
+            connect_p90_s: None,
             throughput_bps: 1e9,
             cpu_s_per_request: cpu,
             cpu_s_per_gb: 1.0,
