@@ -9,6 +9,7 @@ use anyhow::{anyhow, bail};
 use quark_lab::adapter::{Cipher, default_protocols, default_reference, registry};
 use quark_lab::agent::RemoteAgent;
 use quark_lab::bench::{Agents, BenchConfig, NET_PROFILES, NetModeChoice};
+use quark_lab::experiment::cloud::{self, REFERENCE};
 use quark_lab::scenario::{Overrides, Scenario, default_suite};
 use quark_lab::size::parse_size_list;
 
@@ -148,6 +149,31 @@ pub(crate) struct Args {
     /// Write an HTML report with charts to this file.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// Run an experiment's whole matrix: `cloud` is seed 004's study (the nine
+    /// protocols × persistent / ephemeral / parallel × 2-512 KiB × placements,
+    /// with p50/p90/p99, throughput, CPU per request and per GB, memory and a
+    /// CPU cost; ratios against tcp+tls). `-p`, `--sizes`, `--requests` narrow it.
+    #[arg(long, value_name = "NAME", value_parser = ["cloud"])]
+    experiment: Option<String>,
+    /// Placements of `--experiment cloud`: same-host (loopback), same-zone
+    /// (veth between two namespaces), cross-zone (the namespaces joined through
+    /// quark's emulator, 1.5 ms RTT, delay only). Namespaces need root.
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "same-host,same-zone,cross-zone"
+    )]
+    placements: String,
+    /// With agents, the placement's name in the results (e.g. `cross-zone-aws`).
+    #[arg(long, value_name = "NAME")]
+    placement_label: Option<String>,
+    /// USD per vCPU-hour for `--experiment cloud`'s cost [default: 0.048, AWS
+    /// m6i.xlarge on demand in us-east-1, $0.192/h for 4 vCPUs, the seed's instance].
+    #[arg(long, value_name = "USD")]
+    vcpu_hour_price: Option<f64>,
+    /// `--experiment cloud` in brief: 2 and 128 KiB, 100 requests, 20 in flight.
+    #[arg(long)]
+    quick: bool,
     /// List protocols and scenarios and exit.
     #[arg(long)]
     list: bool,
@@ -196,8 +222,14 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         datagram: a.datagram_size,
         scale_connections: (!a.scale_connections.is_empty()).then(|| a.scale_connections.clone()),
     };
-    let suite = a.scenario.is_empty();
+    let cloud = cloud_plan(a, &overrides)?;
+    let protocols = match (&cloud, a.proto.is_empty()) {
+        (Some(plan), true) => plan.protocols.clone(),
+        _ => protocols,
+    };
+    let suite = a.scenario.is_empty() && cloud.is_none();
     let scenarios = match a.scenario.as_slice() {
+        [] if cloud.is_some() => cloud.as_ref().map_or(vec![], |p| p.scenarios.clone()),
         [] => default_suite(),
         [all] if all == "all" => Scenario::ALL.iter().map(|&s| (s, s.defaults())).collect(),
         list => list
@@ -245,6 +277,9 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         }
     }
     let reference = match &a.reference {
+        None if cloud.is_some() && protocols.iter().any(|p| p == REFERENCE) => {
+            REFERENCE.to_string()
+        }
         Some(r) if !protocols.contains(r) => {
             bail!("reference protocol '{r}' is not among the protocols run")
         }
@@ -259,7 +294,9 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         protocols,
         scenarios,
         suite,
-        net: a.net.join(","),
+        net: cloud
+            .as_ref()
+            .map_or_else(|| a.net.join(","), |p| p.net.clone()),
         net_mode: NetModeChoice::parse(&a.net_mode).ok_or_else(|| {
             anyhow!(
                 "unknown --net-mode '{}' (available: auto, link, relay)",
@@ -291,7 +328,40 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         client_sockets: a.client_sockets,
         repeat: a.repeat,
         agents: agents(a)?,
+        cloud: cloud.map(|p| p.section),
     })
+}
+
+/// `--experiment cloud` turned into the run, or `None` without it.
+fn cloud_plan(a: &Args, overrides: &Overrides) -> anyhow::Result<Option<cloud::Plan>> {
+    let Some(_) = &a.experiment else {
+        if a.quick || a.vcpu_hour_price.is_some() || a.placement_label.is_some() {
+            bail!("--quick, --vcpu-hour-price and --placement-label go with --experiment cloud");
+        }
+        return Ok(None);
+    };
+    if let Some(s) = a
+        .scenario
+        .iter()
+        .find(|s| !cloud::SCENARIOS.iter().any(|c| c.name() == s.as_str()))
+    {
+        bail!("--experiment cloud runs persistent, ephemeral and parallel: not '{s}'");
+    }
+    if a.net != ["loopback"] {
+        bail!("--experiment cloud sets the network from --placements: leave out --net");
+    }
+    let agents = a.server_agent.is_some() || a.client_agent.is_some();
+    if a.placement_label.is_some() && !agents {
+        bail!("--placement-label names real hosts' placement: it goes with the agents");
+    }
+    let opts = cloud::CloudOptions {
+        placements: cloud::Placement::parse_list(&a.placements)?,
+        vcpu_hour_price: a.vcpu_hour_price.unwrap_or(cloud::DEFAULT_VCPU_HOUR_PRICE),
+        quick: a.quick,
+        placement_label: a.placement_label.clone(),
+        agents,
+    };
+    Ok(Some(cloud::plan(&opts, overrides)?))
 }
 
 /// `--server-agent`, `--client-agent` and their token.

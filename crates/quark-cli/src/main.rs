@@ -39,7 +39,7 @@ enum Command {
     /// Fetch URLs over hq-interop, in parallel on one connection.
     Get(get::GetArgs),
     /// Measure protocols: goodput, latency, requests/s, CPU and memory.
-    Bench(bench::Args),
+    Bench(Box<bench::Args>),
     /// Run lab servers and clients for `quark bench` on another host (TLS
     /// control channel authenticated with a shared token).
     Agent(agent::Args),
@@ -105,7 +105,7 @@ fn main() {
         Command::Get(args) => run_async(get::run(args)),
         Command::Bench(args) => {
             signals::exit_on_termination();
-            bench::run(args)
+            bench::run(*args)
         }
         Command::Agent(args) => {
             signals::exit_on_termination();

@@ -16,7 +16,10 @@ pub(crate) struct Args {
 
 fn load(args: &Args) -> anyhow::Result<Report> {
     let text = std::fs::read_to_string(&args.file)?;
-    Report::from_json(&text)
+    let mut report = Report::from_json(&text)?;
+    // Files from before a column was added get it from their cells.
+    quark_lab::experiment::cloud::update(&mut report);
+    Ok(report)
 }
 
 /// Runs `quark report`; returns the exit code.

@@ -48,6 +48,7 @@ pub mod adapter;
 pub mod agent;
 pub mod bench;
 pub mod child;
+pub mod experiment;
 pub mod html;
 pub mod metrics;
 pub mod results;

@@ -46,6 +46,9 @@ pub struct Report {
     pub errors: Vec<String>,
     /// One line per protocol with ratios to the reference.
     pub summary: Vec<ProtocolSummary>,
+    /// The cloud study's rows (`--experiment cloud`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud: Option<crate::experiment::cloud::CloudSection>,
 }
 
 /// Run-wide settings.

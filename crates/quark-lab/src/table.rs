@@ -139,6 +139,9 @@ pub fn render(report: &Report) -> String {
         );
     }
     out.push_str(&summary(report));
+    if let Some(cloud) = &report.cloud {
+        out.push_str(&crate::experiment::cloud_table::render(cloud));
+    }
     // Figures compare only within one kind of build: name it when it is not
     // the plain release build that the README's command makes.
     if let Some(build) = report.versions.get("build").filter(|b| *b != "release") {

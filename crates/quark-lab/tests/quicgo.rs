@@ -77,6 +77,7 @@ fn config(scenarios: Vec<(Scenario, Params)>, cipher: Cipher) -> BenchConfig {
         client_sockets: 1,
         repeat: 1,
         agents: Default::default(),
+        cloud: None,
     }
 }
 

@@ -216,6 +216,7 @@ fn fixture() -> Report {
         results,
         errors: vec!["interrupted by SIGINT; results are partial".into()],
         summary: vec![],
+        cloud: None,
     };
     report.summarize();
     report

@@ -99,6 +99,8 @@ pub struct BenchConfig {
     pub repeat: u32,
     /// Sides placed on other hosts' agents (`--server-agent`, `--client-agent`).
     pub agents: Agents,
+    /// The experiment's results section (`--experiment cloud`), rows empty.
+    pub cloud: Option<crate::experiment::cloud::CloudSection>,
 }
 
 impl BenchConfig {
@@ -265,6 +267,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
         results: Vec::new(),
         errors: Vec::new(),
         summary: Vec::new(),
+        cloud: cfg.cloud.clone(),
     };
     if cfg.agents.any() {
         let p = cfg.agents.placement().await?;
@@ -460,6 +463,7 @@ fn net_field(info: &NetInfo) -> Option<String> {
 
 fn save(cfg: &BenchConfig, report: &mut Report) -> anyhow::Result<()> {
     report.finished_unix_s = unix_now();
+    crate::experiment::cloud::update(report);
     if let Some(path) = &cfg.json {
         let text = serde_json::to_string_pretty(report)?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;

@@ -66,6 +66,9 @@ pub fn render(report: &Report) -> String {
     out.push_str("<h2>CPU cost</h2>\n");
     cpu_chart(&mut out, &ok, protos, &color);
     scale::charts(&mut out, &ok, protos, &color);
+    if let Some(cloud) = &report.cloud {
+        crate::experiment::cloud_html::section(&mut out, cloud);
+    }
     out.push_str("<h2>CPU breakdown</h2>\n");
     breakdown_chart(&mut out, &ok);
     out.push_str("<h2>Results</h2>\n<pre>");
