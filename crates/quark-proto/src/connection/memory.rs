@@ -154,6 +154,7 @@ impl Connection {
         self.release_scratch();
         self.crypto_scratch = Vec::new();
         self.rng.park();
+        self.spaces.release_early();
         if let Some(c) = self.spaces[SpaceId::Data.index()].crypto.as_mut() {
             // Tickets sent and acknowledged: only the offsets matter now.
             c.send.shrink_empty();

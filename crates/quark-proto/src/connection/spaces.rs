@@ -1,6 +1,8 @@
 //! Per packet-number-space state: keys, packet numbers, the CRYPTO stream and
 //! what we owe the peer in ACK frames.
 
+use std::ops::{Index, IndexMut};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use crate::crypto::Keys;
@@ -34,6 +36,85 @@ pub(crate) struct PacketSpace {
     pub(crate) discarded: bool,
 }
 
+/// The three packet spaces. Initial and Handshake share one box, dropped once
+/// both are discarded (RFC 9001 §4.9): an established connection keeps only
+/// the Application space, inline, so the 1-RTT path stays a field access.
+pub(crate) struct Spaces {
+    data: PacketSpace,
+    early: Option<Box<[PacketSpace; 2]>>,
+}
+
+/// What a dropped Initial or Handshake space reads as.
+static DISCARDED: LazyLock<PacketSpace> = LazyLock::new(PacketSpace::discarded);
+
+impl Spaces {
+    pub(crate) fn new() -> Self {
+        Spaces {
+            data: PacketSpace::new(),
+            early: Some(Box::new([PacketSpace::new(), PacketSpace::new()])),
+        }
+    }
+
+    /// Free the Initial and Handshake spaces if both are discarded.
+    pub(crate) fn release_early(&mut self) {
+        if self
+            .early
+            .as_ref()
+            .is_some_and(|e| e.iter().all(|s| s.discarded))
+        {
+            self.early = None;
+        }
+    }
+
+    /// Whether the Initial and Handshake spaces are still held.
+    #[cfg(test)]
+    pub(crate) fn holds_early(&self) -> bool {
+        self.early.is_some()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &PacketSpace> {
+        self.early
+            .iter()
+            .flat_map(|e| e.iter())
+            .chain(std::iter::once(&self.data))
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut PacketSpace> {
+        self.early
+            .iter_mut()
+            .flat_map(|e| e.iter_mut())
+            .chain(std::iter::once(&mut self.data))
+    }
+}
+
+impl Index<usize> for Spaces {
+    type Output = PacketSpace;
+
+    fn index(&self, i: usize) -> &PacketSpace {
+        if i == SpaceId::Data.index() {
+            return &self.data;
+        }
+        match &self.early {
+            Some(e) => &e[i],
+            None => &DISCARDED,
+        }
+    }
+}
+
+impl IndexMut<usize> for Spaces {
+    fn index_mut(&mut self, i: usize) -> &mut PacketSpace {
+        if i == SpaceId::Data.index() {
+            return &mut self.data;
+        }
+        // Rare: a write to a space already gone. It comes back discarded
+        // and goes again at the next discard or idle trim.
+        let e = self
+            .early
+            .get_or_insert_with(|| Box::new([PacketSpace::discarded(), PacketSpace::discarded()]));
+        &mut e[i]
+    }
+}
+
 /// A space's CRYPTO stream, both directions.
 pub(crate) struct CryptoStreams {
     /// Outgoing handshake bytes.
@@ -63,6 +144,14 @@ impl PacketSpace {
         self.crypto.as_ref().map_or(0, |c| {
             std::mem::size_of::<CryptoStreams>() + c.recv.allocated() + c.send.allocated()
         })
+    }
+
+    /// A space whose keys were dropped for good.
+    fn discarded() -> Self {
+        PacketSpace {
+            discarded: true,
+            ..PacketSpace::new()
+        }
     }
 
     pub(crate) fn new() -> Self {
