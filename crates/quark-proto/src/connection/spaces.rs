@@ -319,3 +319,32 @@ impl AckState {
         }
     }
 }
+
+#[cfg(test)]
+mod spaces_tests {
+    use super::*;
+
+    #[test]
+    fn early_spaces_go_once_both_are_discarded() {
+        let mut s = Spaces::new();
+        s[SpaceId::Data.index()].next_pn = 9;
+        s[SpaceId::Initial.index()].discarded = true;
+        s.release_early();
+        assert!(s.holds_early(), "Handshake still in use");
+        s[SpaceId::Handshake.index()].discarded = true;
+        s.release_early();
+        assert!(!s.holds_early());
+        // Dropped spaces read as discarded, without keys.
+        for id in [SpaceId::Initial, SpaceId::Handshake] {
+            assert!(s[id.index()].discarded && s[id.index()].keys.is_none());
+        }
+        assert_eq!(s[SpaceId::Data.index()].next_pn, 9);
+        assert_eq!(s.iter().count(), 1);
+        // A late write brings them back, discarded; the next trim drops them.
+        s[SpaceId::Initial.index()].probes = 1;
+        assert!(s.holds_early() && s[SpaceId::Initial.index()].discarded);
+        assert_eq!(s.iter_mut().count(), 3);
+        s.release_early();
+        assert!(!s.holds_early());
+    }
+}
