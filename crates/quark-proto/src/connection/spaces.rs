@@ -25,6 +25,10 @@ pub(crate) struct PacketSpace {
     /// space's keys: an established connection holds only the 1-RTT one,
     /// and only if it carried data (tickets).
     pub(crate) crypto: Option<Box<CryptoStreams>>,
+    /// Where the CRYPTO stream's two directions ended when it was parked
+    /// (send, receive): an idle connection whose tickets were acknowledged
+    /// keeps only these.
+    crypto_parked: [u64; 2],
     /// What we must acknowledge.
     pub(crate) ack: AckState,
     /// Probe packets requested by a PTO.
@@ -126,12 +130,28 @@ pub(crate) struct CryptoStreams {
 impl PacketSpace {
     /// The CRYPTO stream, allocated now if it is not yet.
     pub(crate) fn crypto_mut(&mut self) -> &mut CryptoStreams {
+        let [send, recv] = self.crypto_parked;
         self.crypto.get_or_insert_with(|| {
             Box::new(CryptoStreams {
-                send: SendBuffer::new(),
-                recv: RecvBuffer::new(),
+                send: SendBuffer::resumed_at(send),
+                recv: RecvBuffer::resumed_at(recv),
             })
         })
+    }
+
+    /// Keep only the CRYPTO stream's offsets if nothing in it is in flight,
+    /// unacknowledged or unread; otherwise only give back empty storage.
+    pub(crate) fn park_crypto(&mut self) {
+        let Some(c) = self.crypto.as_mut() else {
+            return;
+        };
+        match (c.send.all_acked_at(), c.recv.all_read_at()) {
+            (Some(send), Some(recv)) => {
+                self.crypto_parked = [send, recv];
+                self.crypto = None;
+            }
+            _ => c.send.shrink_empty(),
+        }
     }
 
     /// Whether CRYPTO data waits to be sent.
@@ -159,6 +179,7 @@ impl PacketSpace {
             keys: None,
             next_pn: 0,
             crypto: None,
+            crypto_parked: [0; 2],
             ack: AckState::new(),
             probes: 0,
             probe_cursor: 0,
@@ -346,5 +367,30 @@ mod spaces_tests {
         assert_eq!(s.iter_mut().count(), 3);
         s.release_early();
         assert!(!s.holds_early());
+    }
+
+    #[test]
+    fn a_parked_crypto_stream_comes_back_at_its_offsets() {
+        let mut s = PacketSpace::new();
+        let c = s.crypto_mut();
+        c.send.write(&[7; 300]);
+        c.recv.insert(0, &[1; 40]);
+        let r = c.send.next_range(1000).unwrap();
+        assert_eq!((r.offset, r.len), (0, 300));
+        // In flight and unread: only empty storage may go.
+        s.park_crypto();
+        assert!(s.crypto.is_some());
+        let c = s.crypto_mut();
+        c.send.on_ack(0, 300, false);
+        c.recv.read(&mut [0; 64]);
+        s.park_crypto();
+        assert!(s.crypto.is_none(), "only the offsets are kept");
+        let c = s.crypto_mut();
+        assert_eq!(c.recv.read_offset(), 40);
+        assert!(!c.send.has_pending());
+        c.send.write(&[8; 10]);
+        let r = c.send.next_range(1000).unwrap();
+        assert_eq!((r.offset, r.len), (300, 10), "new tickets go on from 300");
+        assert_eq!(c.recv.insert(40, &[2; 5]), 5);
     }
 }
