@@ -194,7 +194,7 @@ impl Connection {
         self.tls.shed();
         self.recovery.shed();
         self.streams.shed();
-        for space in &mut self.spaces {
+        for space in self.spaces.iter_mut() {
             space.crypto = None;
         }
         self.acked_scratch = Vec::new();

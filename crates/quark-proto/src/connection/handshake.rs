@@ -326,6 +326,7 @@ impl Connection {
         self.recovery.discard_space(space, now, &path, &mut dropped);
         dropped.clear();
         self.lost_scratch = dropped;
+        self.spaces.release_early();
         if space == SpaceId::Initial && self.side.is_server() {
             // Retransmitted Initials with the original DCID no longer need routing.
             self.cid_events

@@ -72,7 +72,9 @@ use mtu::MtuDiscovery;
 pub(crate) use mtu::PathMtu;
 pub(crate) use mtu_cache::MtuCache;
 use sent::SentFrames;
-use spaces::{AckPolicy, PacketSpace};
+#[cfg(test)]
+use spaces::PacketSpace;
+use spaces::{AckPolicy, Spaces};
 use streams::StreamLimits;
 use timers::Timers;
 
@@ -262,7 +264,7 @@ pub struct Connection {
     state: State,
     config: Arc<TransportConfig>,
     tls: TlsSession,
-    spaces: [PacketSpace; 3],
+    spaces: Spaces,
     one_rtt: Option<OneRttKeys>,
     recovery: Recovery<SentFrames>,
     path: Path,
@@ -369,7 +371,7 @@ impl Connection {
                 config.max_concurrent_uni_streams,
             ],
         };
-        let mut spaces = [PacketSpace::new(), PacketSpace::new(), PacketSpace::new()];
+        let mut spaces = Spaces::new();
         spaces[SpaceId::Initial.index()].keys = Some(crate::crypto::initial_keys_for(
             p.version,
             &p.initial_dcid,

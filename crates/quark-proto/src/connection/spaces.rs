@@ -1,6 +1,8 @@
 //! Per packet-number-space state: keys, packet numbers, the CRYPTO stream and
 //! what we owe the peer in ACK frames.
 
+use std::ops::{Index, IndexMut};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use crate::crypto::Keys;
@@ -23,6 +25,10 @@ pub(crate) struct PacketSpace {
     /// space's keys: an established connection holds only the 1-RTT one,
     /// and only if it carried data (tickets).
     pub(crate) crypto: Option<Box<CryptoStreams>>,
+    /// Where the CRYPTO stream's two directions ended when it was parked
+    /// (send, receive): an idle connection whose tickets were acknowledged
+    /// keeps only these.
+    crypto_parked: [u64; 2],
     /// What we must acknowledge.
     pub(crate) ack: AckState,
     /// Probe packets requested by a PTO.
@@ -32,6 +38,85 @@ pub(crate) struct PacketSpace {
     pub(crate) probe_cursor: u64,
     /// The space's keys were dropped for good.
     pub(crate) discarded: bool,
+}
+
+/// The three packet spaces. Initial and Handshake share one box, dropped once
+/// both are discarded (RFC 9001 §4.9): an established connection keeps only
+/// the Application space, inline, so the 1-RTT path stays a field access.
+pub(crate) struct Spaces {
+    data: PacketSpace,
+    early: Option<Box<[PacketSpace; 2]>>,
+}
+
+/// What a dropped Initial or Handshake space reads as.
+static DISCARDED: LazyLock<PacketSpace> = LazyLock::new(PacketSpace::discarded);
+
+impl Spaces {
+    pub(crate) fn new() -> Self {
+        Spaces {
+            data: PacketSpace::new(),
+            early: Some(Box::new([PacketSpace::new(), PacketSpace::new()])),
+        }
+    }
+
+    /// Free the Initial and Handshake spaces if both are discarded.
+    pub(crate) fn release_early(&mut self) {
+        if self
+            .early
+            .as_ref()
+            .is_some_and(|e| e.iter().all(|s| s.discarded))
+        {
+            self.early = None;
+        }
+    }
+
+    /// Whether the Initial and Handshake spaces are still held.
+    #[cfg(test)]
+    pub(crate) fn holds_early(&self) -> bool {
+        self.early.is_some()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &PacketSpace> {
+        self.early
+            .iter()
+            .flat_map(|e| e.iter())
+            .chain(std::iter::once(&self.data))
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut PacketSpace> {
+        self.early
+            .iter_mut()
+            .flat_map(|e| e.iter_mut())
+            .chain(std::iter::once(&mut self.data))
+    }
+}
+
+impl Index<usize> for Spaces {
+    type Output = PacketSpace;
+
+    fn index(&self, i: usize) -> &PacketSpace {
+        if i == SpaceId::Data.index() {
+            return &self.data;
+        }
+        match &self.early {
+            Some(e) => &e[i],
+            None => &DISCARDED,
+        }
+    }
+}
+
+impl IndexMut<usize> for Spaces {
+    fn index_mut(&mut self, i: usize) -> &mut PacketSpace {
+        if i == SpaceId::Data.index() {
+            return &mut self.data;
+        }
+        // Rare: a write to a space already gone. It comes back discarded
+        // and goes again at the next discard or idle trim.
+        let e = self
+            .early
+            .get_or_insert_with(|| Box::new([PacketSpace::discarded(), PacketSpace::discarded()]));
+        &mut e[i]
+    }
 }
 
 /// A space's CRYPTO stream, both directions.
@@ -45,12 +130,28 @@ pub(crate) struct CryptoStreams {
 impl PacketSpace {
     /// The CRYPTO stream, allocated now if it is not yet.
     pub(crate) fn crypto_mut(&mut self) -> &mut CryptoStreams {
+        let [send, recv] = self.crypto_parked;
         self.crypto.get_or_insert_with(|| {
             Box::new(CryptoStreams {
-                send: SendBuffer::new(),
-                recv: RecvBuffer::new(),
+                send: SendBuffer::resumed_at(send),
+                recv: RecvBuffer::resumed_at(recv),
             })
         })
+    }
+
+    /// Keep only the CRYPTO stream's offsets if nothing in it is in flight,
+    /// unacknowledged or unread; otherwise only give back empty storage.
+    pub(crate) fn park_crypto(&mut self) {
+        let Some(c) = self.crypto.as_mut() else {
+            return;
+        };
+        match (c.send.all_acked_at(), c.recv.all_read_at()) {
+            (Some(send), Some(recv)) => {
+                self.crypto_parked = [send, recv];
+                self.crypto = None;
+            }
+            _ => c.send.shrink_empty(),
+        }
     }
 
     /// Whether CRYPTO data waits to be sent.
@@ -65,11 +166,20 @@ impl PacketSpace {
         })
     }
 
+    /// A space whose keys were dropped for good.
+    fn discarded() -> Self {
+        PacketSpace {
+            discarded: true,
+            ..PacketSpace::new()
+        }
+    }
+
     pub(crate) fn new() -> Self {
         PacketSpace {
             keys: None,
             next_pn: 0,
             crypto: None,
+            crypto_parked: [0; 2],
             ack: AckState::new(),
             probes: 0,
             probe_cursor: 0,
@@ -228,5 +338,59 @@ impl AckState {
         } else {
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod spaces_tests {
+    use super::*;
+
+    #[test]
+    fn early_spaces_go_once_both_are_discarded() {
+        let mut s = Spaces::new();
+        s[SpaceId::Data.index()].next_pn = 9;
+        s[SpaceId::Initial.index()].discarded = true;
+        s.release_early();
+        assert!(s.holds_early(), "Handshake still in use");
+        s[SpaceId::Handshake.index()].discarded = true;
+        s.release_early();
+        assert!(!s.holds_early());
+        // Dropped spaces read as discarded, without keys.
+        for id in [SpaceId::Initial, SpaceId::Handshake] {
+            assert!(s[id.index()].discarded && s[id.index()].keys.is_none());
+        }
+        assert_eq!(s[SpaceId::Data.index()].next_pn, 9);
+        assert_eq!(s.iter().count(), 1);
+        // A late write brings them back, discarded; the next trim drops them.
+        s[SpaceId::Initial.index()].probes = 1;
+        assert!(s.holds_early() && s[SpaceId::Initial.index()].discarded);
+        assert_eq!(s.iter_mut().count(), 3);
+        s.release_early();
+        assert!(!s.holds_early());
+    }
+
+    #[test]
+    fn a_parked_crypto_stream_comes_back_at_its_offsets() {
+        let mut s = PacketSpace::new();
+        let c = s.crypto_mut();
+        c.send.write(&[7; 300]);
+        c.recv.insert(0, &[1; 40]);
+        let r = c.send.next_range(1000).unwrap();
+        assert_eq!((r.offset, r.len), (0, 300));
+        // In flight and unread: only empty storage may go.
+        s.park_crypto();
+        assert!(s.crypto.is_some());
+        let c = s.crypto_mut();
+        c.send.on_ack(0, 300, false);
+        c.recv.read(&mut [0; 64]);
+        s.park_crypto();
+        assert!(s.crypto.is_none(), "only the offsets are kept");
+        let c = s.crypto_mut();
+        assert_eq!(c.recv.read_offset(), 40);
+        assert!(!c.send.has_pending());
+        c.send.write(&[8; 10]);
+        let r = c.send.next_range(1000).unwrap();
+        assert_eq!((r.offset, r.len), (300, 10), "new tickets go on from 300");
+        assert_eq!(c.recv.insert(40, &[2; 5]), 5);
     }
 }

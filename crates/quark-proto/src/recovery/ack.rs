@@ -1,5 +1,6 @@
 //! Processing an ACK frame (RFC 9002 §5.1, §6.1, A.7, B.5, B.7).
 
+use super::Space;
 use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
@@ -40,14 +41,21 @@ impl<T> Recovery<T> {
         let first_new = acked.len();
         let mut spurious = std::mem::take(&mut self.spurious_scratch);
         spurious.clear();
-        if !self.spaces[space.index()].lost.is_empty() {
+        if self
+            .spaces
+            .get(space.index())
+            .is_some_and(|s| !s.lost.is_empty())
+        {
             // Losses older than this were real; forget them.
             let horizon = self.lost_horizon(path);
             if let Some(before) = now.checked_sub(horizon) {
-                self.spaces[space.index()].lost.expire(before);
+                self.spaces
+                    .get_mut(space.index(), Space::new)
+                    .lost
+                    .expire(before);
             }
         }
-        let sp = &mut self.spaces[space.index()];
+        let sp = self.spaces.get_mut(space.index(), Space::new);
         let prior_largest = sp.largest_acked;
         let mut largest: Option<u64> = None;
         // Ranges arrive highest first and disjoint; anything else is clipped below
@@ -118,7 +126,7 @@ impl<T> Recovery<T> {
         };
         let (newest_pn, newest_sent) = newly.newest;
         summary.largest_newly_acked = Some(newest_pn);
-        let sp = &mut self.spaces[space.index()];
+        let sp = self.spaces.get_mut(space.index(), Space::new);
         sp.latest_acked_sent = Some(
             sp.latest_acked_sent
                 .map_or(newly.latest_sent, |t| t.max(newly.latest_sent)),
@@ -165,7 +173,10 @@ impl<T> Recovery<T> {
 
         // The reordering thresholds decay per Data round trip, only once raised.
         if space == SpaceId::Data && self.reorder.raised() {
-            let largest_sent = self.spaces[space.index()].sent.next_pn().saturating_sub(1);
+            let largest_sent = self
+                .spaces
+                .get(space.index())
+                .map_or(0, |s| s.sent.next_pn().saturating_sub(1));
             self.reorder.on_data_ack(largest, largest_sent);
         }
 

@@ -1,5 +1,6 @@
 //! Loss detection (RFC 9002 §6.1, A.10) and the congestion reaction to it (§7.6, B.8).
 
+use super::Space;
 use std::time::{Duration, Instant};
 
 use super::rtt::GRANULARITY;
@@ -51,7 +52,7 @@ impl<T> Recovery<T> {
         let loss_delay = self.loss_delay();
         let (packet_threshold, first_sample) = (self.reorder.packet(), self.first_rtt_sample);
         let first_lost = lost.len();
-        let sp = &mut self.spaces[space.index()];
+        let sp = self.spaces.get_mut(space.index(), Space::new);
         //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.10
         //# assert(largest_acked_packet[pn_space] != infinite)
         //# loss_time[pn_space] = 0
@@ -116,7 +117,7 @@ impl<T> Recovery<T> {
             self.rtt.reset_min();
         }
         // Remember the losses, to recognise them if they are acknowledged later.
-        let sp = &mut self.spaces[space.index()];
+        let sp = self.spaces.get_mut(space.index(), Space::new);
         for (pn, p) in &lost[first_lost..] {
             if p.in_flight && !p.mtu_probe {
                 sp.lost.push(LostRecord {
@@ -198,7 +199,7 @@ impl<T> Recovery<T> {
         !SpaceId::ALL
             .into_iter()
             .filter(|&s| s != space)
-            .filter_map(|s| self.spaces[s.index()].latest_acked_sent)
+            .filter_map(|s| self.spaces.get(s.index())?.latest_acked_sent)
             .any(|t| t > first && t < last)
     }
 }

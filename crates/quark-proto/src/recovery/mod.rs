@@ -17,6 +17,7 @@ mod reorder;
 pub mod rtt;
 mod send;
 mod sent;
+mod space_set;
 mod spurious;
 mod timer;
 
@@ -33,6 +34,7 @@ use delivery::{DeliveryRate, DeliveryStamp};
 use ecn::EcnValidator;
 use reorder::Reordering;
 use sent::SentStore;
+use space_set::SpaceSet;
 use spurious::{Episodes, LostHistory, LostRecord};
 
 /// Recovery settings.
@@ -215,7 +217,7 @@ impl<T> Space<T> {
 /// [`update_timer`](Self::update_timer) and then `on_timeout` if the timer is already
 /// due (RFC 9002 A.6).
 pub struct Recovery<T> {
-    spaces: [Space<T>; 3],
+    spaces: SpaceSet<Space<T>>,
     rtt: RttEstimator,
     /// When the first RTT sample was taken (A.3 first_rtt_sample).
     first_rtt_sample: Option<Instant>,
@@ -260,7 +262,7 @@ impl<T> Recovery<T> {
         let cc = config.cc.build(mtu);
         let delivery = cc.wants_rate_samples().then(Box::<DeliveryRate>::default);
         Recovery {
-            spaces: std::array::from_fn(|_| Space::new()),
+            spaces: SpaceSet::new(Space::new),
             rtt: RttEstimator::new(config.initial_rtt),
             first_rtt_sample: None,
             pto_count: 0,
@@ -318,13 +320,14 @@ impl<T> Recovery<T> {
         //# loss_time[pn_space] = 0
         //# pto_count = 0
         //# SetLossDetectionTimer()
-        let sp = &mut self.spaces[space.index()];
+        let sp = self.spaces.get_mut(space.index(), Space::new);
         // The space is over for good: its stores' capacity goes too (a
         // handshake's records, about 2 KB an idle connection kept).
         sp.sent.drain_for_good(dropped);
         sp.lost = LostHistory::default();
         sp.time_of_last_ack_eliciting = None;
         sp.loss_time = None;
+        self.spaces.discarded(space.index());
         self.pto_count = 0;
         self.set_timer(now, path);
     }
@@ -355,7 +358,7 @@ impl<T> Recovery<T> {
     /// what each packet carried, most of a closed connection's memory) and stop
     /// the loss timer. The RTT estimate stays for the closing period's length.
     pub fn shed(&mut self) {
-        for sp in &mut self.spaces {
+        for sp in self.spaces.iter_mut() {
             sp.sent = SentStore::new();
             sp.lost = LostHistory::default();
             sp.loss_time = None;
@@ -413,19 +416,22 @@ impl<T> Recovery<T> {
 
     /// Largest packet number the peer acknowledged in `space`.
     pub fn largest_acked(&self, space: SpaceId) -> Option<u64> {
-        self.spaces[space.index()].largest_acked
+        self.spaces.get(space.index())?.largest_acked
     }
 
     /// Ack-eliciting packets still unacknowledged in `space`.
     pub fn has_ack_eliciting_in_flight(&self, space: SpaceId) -> bool {
-        self.spaces[space.index()].sent.ack_eliciting_in_flight() > 0
+        self.spaces
+            .get(space.index())
+            .is_some_and(|s| s.sent.ack_eliciting_in_flight() > 0)
     }
 
     /// Iterate over packets still in flight in `space` (to pick probe contents).
     pub fn in_flight(&self, space: SpaceId) -> impl Iterator<Item = (u64, &SentPacket<T>)> + '_ {
-        self.spaces[space.index()]
-            .sent
-            .iter()
+        self.spaces
+            .get(space.index())
+            .into_iter()
+            .flat_map(|s| s.sent.iter())
             .filter(|(_, p)| p.in_flight)
     }
 
@@ -502,7 +508,7 @@ impl<T> Recovery<T> {
     /// Returns whether all records went (none is left in flight).
     pub(crate) fn shrink_idle(&mut self) -> bool {
         let mut all = true;
-        for s in &mut self.spaces {
+        for s in self.spaces.iter_mut() {
             all &= s.sent.shrink_idle();
             s.lost.shrink_idle();
         }

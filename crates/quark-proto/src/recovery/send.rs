@@ -1,6 +1,7 @@
 //! The sending side: recording sent packets (RFC 9002 A.5), the congestion window
 //! and pacer gates, and application-limited periods (§7.8).
 
+use super::Space;
 use std::time::Instant;
 
 use super::{PathState, Recovery, SendFlags, SentPacket};
@@ -56,7 +57,7 @@ impl<T> Recovery<T> {
                 .map(|d| d.on_sent(now, prior_in_flight == 0)),
             data,
         };
-        let sp = &mut self.spaces[space.index()];
+        let sp = self.spaces.get_mut(space.index(), Space::new);
         let recorded = sp.sent.push(pn, packet);
         debug_assert!(recorded, "packet numbers must increase");
         if !recorded {
@@ -76,7 +77,9 @@ impl<T> Recovery<T> {
         //#   OnPacketSentCC(sent_bytes)
         //#   SetLossDetectionTimer()
         if flags.ack_eliciting {
-            self.spaces[space.index()].time_of_last_ack_eliciting = Some(now);
+            self.spaces
+                .get_mut(space.index(), Space::new)
+                .time_of_last_ack_eliciting = Some(now);
         }
         self.cc
             .on_packet_sent(now, u64::from(size), prior_in_flight);

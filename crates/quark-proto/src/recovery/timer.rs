@@ -21,7 +21,7 @@ impl<T> Recovery<T> {
     fn earliest_loss_time(&self) -> Option<(Instant, SpaceId)> {
         SpaceId::ALL
             .into_iter()
-            .filter_map(|s| self.spaces[s.index()].loss_time.map(|t| (t, s)))
+            .filter_map(|s| self.spaces.get(s.index())?.loss_time.map(|t| (t, s)))
             .min_by_key(|&(t, _)| t)
     }
 
@@ -57,7 +57,9 @@ impl<T> Recovery<T> {
         }
         let mut best: Option<(Instant, SpaceId)> = None;
         for space in SpaceId::ALL {
-            let sp = &self.spaces[space.index()];
+            let Some(sp) = self.spaces.get(space.index()) else {
+                continue;
+            };
             if sp.sent.ack_eliciting_in_flight() == 0 {
                 continue;
             }

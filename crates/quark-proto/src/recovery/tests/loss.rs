@@ -23,7 +23,7 @@ fn packet_threshold_declares_loss() {
     assert_eq!((h.acked_pns(), h.lost_pns()), (vec![4], vec![1]));
     assert_eq!(h.r.stats().lost_packets, 2);
     // Packet 2 waits for the time threshold.
-    assert!(h.r.spaces[2].loss_time.is_some());
+    assert!(h.r.spaces.get(2).unwrap().loss_time.is_some());
 }
 
 #[test]
@@ -117,7 +117,11 @@ fn acked_and_lost_packets_come_back_exactly_once() {
     assert_eq!(seen.len() as u64, sent);
     assert_eq!(h.r.bytes_in_flight(), 0);
     assert!(!h.r.has_ack_eliciting_in_flight(SpaceId::Data));
-    assert_eq!(h.r.spaces[2].sent.tracked(), 0, "store compacted");
+    assert_eq!(
+        h.r.spaces.get(2).unwrap().sent.tracked(),
+        0,
+        "store compacted"
+    );
 }
 
 #[test]
@@ -131,7 +135,7 @@ fn ack_work_is_bounded_by_new_information() {
     h.ack(200, SpaceId::Data, &[4001..=9999, 0..=3999]).unwrap();
     assert_eq!(h.acked.len(), 9999);
     assert_eq!(h.lost_pns(), vec![4000]);
-    assert_eq!(h.r.spaces[2].sent.tracked(), 0);
+    assert_eq!(h.r.spaces.get(2).unwrap().sent.tracked(), 0);
     h.ack(201, SpaceId::Data, &[4001..=9999, 0..=3999]).unwrap();
     assert!(h.acked.is_empty() && h.lost.is_empty());
 }

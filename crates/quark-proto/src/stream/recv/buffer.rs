@@ -115,6 +115,24 @@ impl RecvBuffer {
         }
     }
 
+    /// An empty buffer where every byte before `offset` was received and
+    /// read: a CRYPTO stream taken up again after
+    /// [`all_read_at`](Self::all_read_at).
+    pub fn resumed_at(offset: u64) -> Self {
+        RecvBuffer {
+            read_offset: offset,
+            max_offset: offset,
+            ..Self::default()
+        }
+    }
+
+    /// Where the stream ends if everything received was read; only its
+    /// offset is then worth keeping.
+    pub fn all_read_at(&self) -> Option<u64> {
+        (self.data.is_empty() && self.pending.is_empty() && self.max_offset == self.read_offset)
+            .then_some(self.read_offset)
+    }
+
     /// The contiguous byte storage, for reuse by another stream.
     pub fn into_storage(self) -> VecDeque<u8> {
         self.data

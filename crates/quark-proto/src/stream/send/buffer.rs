@@ -74,6 +74,28 @@ impl SendBuffer {
         }
     }
 
+    /// An empty buffer whose next byte is at `offset`, every byte before it
+    /// acknowledged: a CRYPTO stream taken up again after
+    /// [`all_acked_at`](Self::all_acked_at).
+    pub fn resumed_at(offset: u64) -> Self {
+        SendBuffer {
+            acked_end: offset,
+            sent_end: offset,
+            ..Self::new()
+        }
+    }
+
+    /// Where the stream ends if everything written is acknowledged (no FIN,
+    /// not cleared); only its offset is then worth keeping.
+    pub fn all_acked_at(&self) -> Option<u64> {
+        (self.data.is_empty()
+            && self.lost.is_empty()
+            && self.fin == Fin::None
+            && !self.cleared
+            && self.sent_end == self.acked_end)
+            .then_some(self.acked_end)
+    }
+
     /// Append bytes (no limit here; callers bound what they accept). Writing after
     /// [`finish`](Self::finish) or [`clear`](Self::clear) is a caller bug; the bytes are
     /// ignored.
