@@ -103,10 +103,8 @@ fn main() {
     let code = match cli.command {
         Command::Serve(args) => run_async(serve::run(args)),
         Command::Get(args) => run_async(get::run(args)),
-        Command::Bench(args) => {
-            signals::exit_on_termination();
-            bench::run(*args)
-        }
+        // The orchestrator handles SIGINT / SIGTERM itself (keeping partial results).
+        Command::Bench(args) => bench::run(*args),
         Command::Agent(args) => {
             signals::exit_on_termination();
             run_async(agent::run(args))

@@ -1,7 +1,7 @@
 //! Ending on SIGTERM / SIGINT for commands that have no shutdown of their own.
 //!
-//! In a container `quark agent` or `quark bench` is often PID 1, and the
-//! kernel gives PID 1 no default action for signals it does not handle:
+//! In a container `quark agent` is often PID 1, and the kernel gives PID 1
+//! no default action for signals it does not handle:
 //! `podman stop` would wait out its grace period and then kill. Children
 //! (lab servers and clients) read their stdin and exit when it closes.
 
