@@ -80,6 +80,11 @@ impl Adapter for Udp {
                         udp_rr::Part::parse(udp_rr::REQUEST_MAGIC, d),
                     ) {
                         (Ok(Some(h)), Some((p, _))) => {
+                            // Ids count from 0 per client "connection": its
+                            // first request is the server's view of it opening.
+                            if p.id == 0 {
+                                drop(stats.connection());
+                            }
                             udp_rr_serve::respond(&sock, from, p.id, h, &stats)
                         }
                         (Ok(_), _) => {}
