@@ -54,26 +54,31 @@ fn quick_cloud_study_fills_every_cell_in_three_placements() {
     // Every measured cell moved exactly what was asked, as both sides counted.
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 3 * 3 * PROTOCOLS.len() * 2);
-    // udp is not paced: parallel requests through the emulator's TUN queue
-    // may lose datagrams, and such a cell fails saying so.
-    let udp_loss = |c: &serde_json::Value| {
-        c["protocol"] == "udp"
-            && c["label"].as_str().unwrap().contains("@rtt")
-            && c["status"] == "error"
-            && c["error"].as_str().unwrap().contains("udp response lost")
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["complete"], true);
+    // udp is not paced: parallel requests through the emulator's TUN queue may
+    // lose datagrams. A lost request is not retried; the cell says how many.
+    let lost = |c: &serde_json::Value| -> u64 {
+        let w = c["metrics"]["warnings"].as_array().into_iter().flatten();
+        let w = w.filter_map(|w| w.as_str()?.split_once(" requests lost datagrams"));
+        w.map(|(n, _)| n.parse::<u64>().unwrap()).sum()
     };
-    let lost: Vec<String> = results
-        .iter()
-        .filter(|c| udp_loss(c))
-        .map(|c| format!("{} {}", c["scenario"], c["label"]))
-        .collect();
-    eprintln!("udp cells that lost datagrams: {lost:?}");
-    // A failed cell fails the run: only udp's loss may.
-    let code = if lost.is_empty() { 0 } else { 1 };
-    assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
-    assert_eq!(v["complete"], lost.is_empty());
-    for c in results.iter().filter(|c| !udp_loss(c)) {
+    for c in results {
         assert_eq!(c["status"], "ok", "{c}");
+        let label = c["label"].as_str().unwrap();
+        if c["protocol"] == "udp" && label.contains("@rtt") && lost(c) > 0 {
+            eprintln!(
+                "udp {} {label}: {} of {REQUESTS} lost",
+                c["scenario"],
+                lost(c)
+            );
+            assert_eq!(
+                c["metrics"]["requests"].as_u64().unwrap() + lost(c),
+                REQUESTS
+            );
+            continue;
+        }
+        assert_eq!(lost(c), 0, "{c}");
         let m = &c["metrics"];
         let size = c["workload"]["response_len"].as_u64().unwrap();
         assert_eq!(m["requests"], REQUESTS, "{}", c["label"]);
@@ -106,9 +111,6 @@ fn quick_cloud_study_fills_every_cell_in_three_placements() {
                                 && r["size_bytes"] == size
                         })
                         .unwrap_or_else(|| panic!("no row {p} {s} {proto} {size}"));
-                    if row["status"] != "ok" {
-                        continue;
-                    }
                     let values = &row["values"];
                     let p90 = values["latency_p90_s"].as_f64().unwrap();
                     assert!(p90 > 0.0 && p90 >= values["latency_p50_s"].as_f64().unwrap());

@@ -177,6 +177,19 @@ async fn a_udp_response_that_never_comes_fails_with_its_loss() {
         .await
         .unwrap_err();
     assert!(format!("{e:#}").contains("lost 3 of 3 datagrams"), "{e:#}");
+    // A workload counts lost requests and goes on.
+    let w = Workload::Fresh {
+        requests: 3,
+        workers: 3,
+        response_len: 10,
+        body_len: 0,
+        warmup: 0,
+    };
+    let prepared = prepare(&client, &w).await.unwrap();
+    let m = run(&client, &w, &prepared, &Arc::new(AtomicU64::new(0)))
+        .await
+        .unwrap();
+    assert_eq!((m.requests, m.lost, m.latency_ns.len()), (0, 3, 0));
 }
 
 #[tokio::test]

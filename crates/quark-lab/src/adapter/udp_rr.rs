@@ -37,6 +37,17 @@ pub const TIMEOUT: Duration = Duration::from_secs(2);
 /// client's 512 KiB requests arrive at the server all at once, unpaced.
 const SOCKET_BUFFER: usize = 32 << 20;
 
+/// A request whose response did not all arrive within [`TIMEOUT`]: UDP does
+/// not retransmit, so the workload counts it as lost and goes on.
+#[derive(Debug, thiserror::Error)]
+#[error("udp response lost {missing} of {total} datagrams (no retransmission)")]
+pub struct Lost {
+    /// Datagrams that did not arrive.
+    pub missing: usize,
+    /// Datagrams in the response.
+    pub total: u32,
+}
+
 /// Grows a socket's buffers: beyond `rmem_max`/`wmem_max` with
 /// `CAP_NET_ADMIN`, else up to them (a smaller limit is not an error).
 pub fn grow_buffers(sock: &impl std::os::fd::AsFd) {
@@ -215,10 +226,13 @@ impl UdpConn {
         while seen.missing() > 0 {
             let n = match tokio::time::timeout_at(deadline, sock.recv(&mut buf)).await {
                 Ok(n) => n.context("udp recv")?,
-                Err(_) => bail!(
-                    "udp response lost {} of {total} datagrams (no retransmission)",
-                    seen.missing()
-                ),
+                Err(_) => {
+                    return Err(Lost {
+                        missing: seen.missing(),
+                        total,
+                    }
+                    .into());
+                }
             };
             let (p, payload) =
                 Part::parse(RESPONSE_MAGIC, &buf[..n]).context("not a udp response datagram")?;
