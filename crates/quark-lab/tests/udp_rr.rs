@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use quark_lab::adapter::udp_rr::{CHUNK, DATAGRAM, grow_buffers};
+use quark_lab::adapter::udp_rr::{CHUNK, DATAGRAM, SOCKET_BUFFER, grow_buffers};
 use quark_lab::adapter::{
     Cipher, Client, ClientConfig, Identity, Request, ServeConfig, Server, ServerStats, find,
 };
@@ -100,7 +100,7 @@ async fn udp_server_response_hashes_to_the_pattern() {
     let p = pair().await;
     let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     // Room for the whole response before the test reads it.
-    grow_buffers(&sock);
+    grow_buffers(&sock, SOCKET_BUFFER);
     sock.connect(p.addr).await.unwrap();
     let len: u64 = 512 << 10;
     // A request by hand: header datagram only (no body), id 42.

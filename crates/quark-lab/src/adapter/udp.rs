@@ -58,7 +58,7 @@ impl Adapter for Udp {
             let sock = UdpSocket::bind(cfg.listen)
                 .await
                 .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
-            udp_rr::grow_buffers(&sock);
+            udp_rr::grow_buffers(&sock, udp_rr::SERVER_RECV_BUFFER);
             let sock = Arc::new(sock);
             let addr = sock.local_addr()?;
             let stats = cfg.stats;

@@ -33,9 +33,12 @@ pub const DATAGRAM: usize = 1_472;
 pub const CHUNK: usize = DATAGRAM - DGRAM_HEADER;
 /// How long a client waits for the rest of a response before counting it lost.
 pub const TIMEOUT: Duration = Duration::from_secs(2);
-/// Socket buffers asked for, as quark's own sockets (quark-udp): a parallel
-/// client's 512 KiB requests arrive at the server all at once, unpaced.
-const SOCKET_BUFFER: usize = 32 << 20;
+/// Socket buffers asked for, as quark's own sockets (quark-udp).
+pub const SOCKET_BUFFER: usize = 32 << 20;
+/// The server's receive buffer: a parallel client's 100 requests of 512 KiB
+/// arrive at once, unpaced, about 80 MB as the kernel charges them (loopback,
+/// 2.3 KB per datagram). Memory is only used while datagrams wait.
+pub const SERVER_RECV_BUFFER: usize = 128 << 20;
 
 /// A request whose response did not all arrive within [`TIMEOUT`]: UDP does
 /// not retransmit, so the workload counts it as lost and goes on.
@@ -50,11 +53,11 @@ pub struct Lost {
 
 /// Grows a socket's buffers: beyond `rmem_max`/`wmem_max` with
 /// `CAP_NET_ADMIN`, else up to them (a smaller limit is not an error).
-pub fn grow_buffers(sock: &impl std::os::fd::AsFd) {
+pub fn grow_buffers(sock: &impl std::os::fd::AsFd, recv: usize) {
     use nix::sys::socket::{setsockopt, sockopt};
     let s = socket2::SockRef::from(sock);
-    if setsockopt(sock, sockopt::RcvBufForce, &SOCKET_BUFFER).is_err() {
-        let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
+    if setsockopt(sock, sockopt::RcvBufForce, &recv).is_err() {
+        let _ = s.set_recv_buffer_size(recv);
     }
     if setsockopt(sock, sockopt::SndBufForce, &SOCKET_BUFFER).is_err() {
         let _ = s.set_send_buffer_size(SOCKET_BUFFER);
@@ -190,7 +193,7 @@ pub(crate) struct UdpConn {
 impl UdpConn {
     async fn socket(&self) -> anyhow::Result<UdpSocket> {
         let sock = UdpSocket::bind(super::client_bind(self.server)).await?;
-        grow_buffers(&sock);
+        grow_buffers(&sock, SOCKET_BUFFER);
         sock.connect(self.server).await?;
         Ok(sock)
     }
