@@ -10,7 +10,8 @@ use std::process::Command;
 
 use common::{stderr, tempdir};
 
-const PROTOCOLS: [&str; 3] = ["tcp", "tcp+tls", "quic"];
+// udp: request/response in datagrams, no retransmission (none lost here).
+const PROTOCOLS: [&str; 4] = ["udp", "tcp", "tcp+tls", "quic"];
 const PLACEMENTS: [&str; 3] = ["same-host", "same-zone", "cross-zone"];
 const SCENARIOS: [&str; 3] = ["persistent", "ephemeral", "parallel"];
 const SIZES: [u64; 2] = [2 << 10, 128 << 10];
@@ -41,22 +42,43 @@ fn quick_cloud_study_fills_every_cell_in_three_placements() {
         .arg(&html)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = std::fs::read_to_string(&json).unwrap();
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|_| panic!("{}", stderr(&out)));
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../../quark-lab/schema/results-v1.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:#?}");
-    assert_eq!(v["complete"], true);
     assert_eq!(v["config"]["reference"], "tcp+tls");
 
     // Every measured cell moved exactly what was asked, as both sides counted.
     let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), 3 * 3 * 3 * 2);
+    assert_eq!(results.len(), 3 * 3 * PROTOCOLS.len() * 2);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["complete"], true);
+    // udp is not paced: parallel requests through the emulator's TUN queue may
+    // lose datagrams. A lost request is not retried; the cell says how many.
+    let lost = |c: &serde_json::Value| -> u64 {
+        let w = c["metrics"]["warnings"].as_array().into_iter().flatten();
+        let w = w.filter_map(|w| w.as_str()?.split_once(" requests lost datagrams"));
+        w.map(|(n, _)| n.parse::<u64>().unwrap()).sum()
+    };
     for c in results {
         assert_eq!(c["status"], "ok", "{c}");
+        let label = c["label"].as_str().unwrap();
+        if c["protocol"] == "udp" && label.contains("@rtt") && lost(c) > 0 {
+            eprintln!(
+                "udp {} {label}: {} of {REQUESTS} lost",
+                c["scenario"],
+                lost(c)
+            );
+            assert_eq!(
+                c["metrics"]["requests"].as_u64().unwrap() + lost(c),
+                REQUESTS
+            );
+            continue;
+        }
+        assert_eq!(lost(c), 0, "{c}");
         let m = &c["metrics"];
         let size = c["workload"]["response_len"].as_u64().unwrap();
         assert_eq!(m["requests"], REQUESTS, "{}", c["label"]);

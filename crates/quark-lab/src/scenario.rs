@@ -133,6 +133,25 @@ impl Scenario {
         }
     }
 
+    /// The phases `adapter`'s client runs for this scenario: a datagram adapter
+    /// that serves requests (`udp`) blasts for goodput and streams and runs
+    /// the request/response scenarios as the stream adapters do (not scale).
+    pub fn phases_for(
+        self,
+        p: &Params,
+        adapter: &dyn crate::adapter::Adapter,
+    ) -> Result<Vec<Phase>, String> {
+        let blast = matches!(
+            self,
+            Scenario::Goodput | Scenario::Streams | Scenario::Scale
+        );
+        let kind = match adapter.kind() {
+            Kind::Datagram if adapter.serves_requests() && !blast => Kind::Stream,
+            k => k,
+        };
+        self.phases(p, kind)
+    }
+
     /// The phases a client runs for this scenario, or why the protocol cannot run it.
     pub fn phases(self, p: &Params, kind: Kind) -> Result<Vec<Phase>, String> {
         let label = |s: u64| format_size(s);

@@ -134,6 +134,13 @@ pub struct Measured {
     pub peak_connections: u64,
     /// Datagrams sent (datagram workloads).
     pub datagrams_sent: Option<u64>,
+    /// Requests lost for good (udp: no retransmission), not in `requests`.
+    pub lost: u64,
+}
+
+/// Whether a request's error is a loss to count rather than the phase's end.
+fn lost(e: &anyhow::Error) -> bool {
+    e.is::<crate::adapter::udp_rr::Lost>()
 }
 
 /// State set up by [`prepare`] and used by [`run`].
@@ -274,6 +281,7 @@ struct TaskOut {
     bytes_out: u64,
     requests: u64,
     datagrams: u64,
+    lost: u64,
 }
 
 impl TaskOut {
@@ -328,14 +336,18 @@ pub async fn run(
                 set.spawn(async move {
                     while tickets.fetch_add(1, Relaxed) < requests {
                         gauge.inc();
-                        let (c, l) = fresh_request(
-                            &*client,
-                            Request {
-                                response_len,
-                                body_len,
-                            },
-                        )
-                        .await?;
+                        let req = Request {
+                            response_len,
+                            body_len,
+                        };
+                        let (c, l) = match fresh_request(&*client, req).await {
+                            Err(e) if lost(&e) => {
+                                gauge.dec();
+                                out.lost += 1;
+                                continue;
+                            }
+                            r => r?,
+                        };
                         gauge.dec();
                         out.connect.push(c);
                         out.latency.push(l);
@@ -369,11 +381,18 @@ pub async fn run(
                         while tickets.fetch_add(1, Relaxed) < requests {
                             gauge.inc();
                             let t = Instant::now();
-                            conn.request(Request {
+                            let req = Request {
                                 response_len,
                                 body_len,
-                            })
-                            .await?;
+                            };
+                            match conn.request(req).await {
+                                Err(e) if lost(&e) => {
+                                    gauge.dec();
+                                    out.lost += 1;
+                                    continue;
+                                }
+                                r => r?,
+                            }
                             out.latency.push(t.elapsed().as_nanos() as u64);
                             gauge.dec();
                             out.requests += 1;
@@ -475,6 +494,7 @@ pub async fn run(
         m.bytes_in += out.bytes_in;
         m.bytes_out += out.bytes_out;
         m.requests += out.requests;
+        m.lost += out.lost;
         datagrams += out.datagrams;
     }
     m.elapsed = start.elapsed();

@@ -37,6 +37,8 @@ pub mod stream;
 pub mod tcp;
 pub mod tls;
 pub mod udp;
+pub mod udp_rr;
+pub mod udp_rr_serve;
 
 pub use stats::{ServerCounters, ServerStats};
 pub use tls::{Cipher, Identity};
@@ -123,6 +125,12 @@ pub trait Adapter: Send + Sync {
     /// Stream or datagram.
     fn kind(&self) -> Kind {
         Kind::Stream
+    }
+    /// Whether it runs request/response exchanges ([`Connection`]s). Stream
+    /// adapters do; a datagram adapter that also does (`udp`) runs the
+    /// request/response scenarios too and blasts only for goodput and streams.
+    fn serves_requests(&self) -> bool {
+        self.kind() == Kind::Stream
     }
     /// Whether `quark bench` without `--proto` runs it.
     fn in_default_suite(&self) -> bool {

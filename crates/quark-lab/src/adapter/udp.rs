@@ -1,8 +1,10 @@
-//! `udp`: raw datagrams, no reliability (as in the cloud study). The client
-//! blasts numbered datagrams at the server as fast as the kernel takes them;
-//! the server counts and verifies what arrives, and the orchestrator reports
-//! the difference as loss. Datagram: `QLAB` magic, 8-byte big-endian sequence
-//! number, then `payload` bytes of pattern.
+//! `udp`: raw datagrams, no reliability (as in the cloud study). Goodput and
+//! streams: the client blasts numbered datagrams at the server as fast as the
+//! kernel takes them; the server counts and verifies what arrives, and the
+//! orchestrator reports the difference as loss. Datagram: `QLAB` magic, 8-byte
+//! big-endian sequence number, then `payload` bytes of pattern. The
+//! request/response scenarios (persistent, ephemeral, parallel, rps) run the
+//! exchange in [`super::udp_rr`] on the same server socket.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use tokio::net::UdpSocket;
 use super::tcp::TaskServer;
 use super::{
     Adapter, BlastReport, BoxFuture, Client, ClientConfig, Connection, Kind, ServeConfig, Server,
+    udp_rr, udp_rr_serve,
 };
 use crate::wire::pattern_slice;
 
@@ -39,7 +42,11 @@ impl Adapter for Udp {
     }
 
     fn about(&self) -> &'static str {
-        "raw UDP datagrams blasted at the server, which counts them (loss reported)"
+        "raw UDP: datagrams blasted at a counting server, or requests answered in datagrams (loss reported)"
+    }
+
+    fn serves_requests(&self) -> bool {
+        true
     }
 
     fn kind(&self) -> Kind {
@@ -51,14 +58,38 @@ impl Adapter for Udp {
             let sock = UdpSocket::bind(cfg.listen)
                 .await
                 .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
+            udp_rr::grow_buffers(&sock, udp_rr::SERVER_RECV_BUFFER);
+            let sock = Arc::new(sock);
             let addr = sock.local_addr()?;
             let stats = cfg.stats;
             let task = tokio::spawn(async move {
                 let mut buf = vec![0u8; 65_536];
+                let mut requests = udp_rr_serve::Requests::default();
                 loop {
-                    match sock.recv(&mut buf).await {
-                        Ok(n) => stats.datagram(n.saturating_sub(HEADER) as u64, check(&buf[..n])),
-                        Err(_) => tokio::task::yield_now().await,
+                    let Ok((n, from)) = sock.recv_from(&mut buf).await else {
+                        tokio::task::yield_now().await;
+                        continue;
+                    };
+                    let d = &buf[..n];
+                    if !d.starts_with(udp_rr::REQUEST_MAGIC) {
+                        stats.datagram(n.saturating_sub(HEADER) as u64, check(d));
+                        continue;
+                    }
+                    match (
+                        requests.add(from, d),
+                        udp_rr::Part::parse(udp_rr::REQUEST_MAGIC, d),
+                    ) {
+                        (Ok(Some(h)), Some((p, _))) => {
+                            // Ids count from 0 per client "connection": its
+                            // first request is the server's view of it opening.
+                            if p.id == 0 {
+                                drop(stats.connection());
+                            }
+                            udp_rr_serve::respond(&sock, from, p.id, h, &stats)
+                        }
+                        (Ok(_), _) => {}
+                        // A bad request is counted and dropped; the loop goes on.
+                        (Err(_), _) => stats.error(),
                     }
                 }
             });
@@ -77,7 +108,7 @@ struct UdpClient {
 
 impl Client for UdpClient {
     fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
-        Box::pin(async { anyhow::bail!("udp has no connections: it only blasts datagrams") })
+        udp_rr::connect(self.server)
     }
 
     fn blast(&self, blast: super::Blast) -> BoxFuture<'_, anyhow::Result<BlastReport>> {

@@ -107,6 +107,13 @@ pub fn merge(
             c.cores
         ));
     }
+    if c.lost > 0 {
+        // The study's udp: a response missing datagrams is not retried.
+        warnings.push(format!(
+            "{} requests lost datagrams (udp, no retransmission) and are not counted",
+            c.lost
+        ));
+    }
     if counters.errors > 0 {
         warnings.push(format!(
             "server saw {} failed requests or connections",
@@ -172,6 +179,7 @@ mod tests {
             peak_in_flight: 144,
             peak_connections: 144,
             datagrams_sent: None,
+            lost: 0,
             usage: usage(0.5, 10_000_000, 2_800_000),
             breakdown: None,
             cores: 1,

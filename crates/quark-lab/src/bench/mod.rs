@@ -324,7 +324,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                             )
                         ))
                     } else {
-                        scenario.phases(params, adapter.kind())
+                        scenario.phases_for(params, adapter)
                     };
                     let phases = match phases {
                         Ok(mut p) => {

@@ -129,6 +129,7 @@ fn summarize(mut m: Measured, usage: crate::metrics::Usage) -> ClientReport {
         peak_in_flight: m.peak_in_flight,
         peak_connections: m.peak_connections,
         datagrams_sent: m.datagrams_sent,
+        lost: m.lost,
         usage,
         breakdown: None,
         cores: 0,

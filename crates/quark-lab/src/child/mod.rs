@@ -93,6 +93,9 @@ pub struct ClientReport {
     pub peak_connections: u64,
     /// Datagrams sent (datagram protocols).
     pub datagrams_sent: Option<u64>,
+    /// Requests lost for good (udp request/response: no retransmission).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost: u64,
     /// Usage in the interval.
     pub usage: Usage,
     /// The stack's CPU breakdown, when it keeps counters.
@@ -367,4 +370,8 @@ fn commands() -> tokio::sync::mpsc::UnboundedReceiver<String> {
         }
     });
     rx
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

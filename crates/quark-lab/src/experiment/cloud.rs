@@ -326,7 +326,7 @@ pub fn update(report: &mut Report) {
         let size_bytes = match &r.workload {
             Some(Workload::Fresh { response_len, .. })
             | Some(Workload::Persistent { response_len, .. }) => *response_len,
-            // Skipped cells (udp) carry no workload: the label has the size.
+            // Skipped cells carry no workload: the label has the size.
             _ => {
                 crate::size::parse_size(r.label.split(' ').next().unwrap_or("")).unwrap_or_default()
             }
