@@ -43,6 +43,19 @@ impl Drop for Stop {
     }
 }
 
+/// Wraps `child` (spawned with stderr piped) so it is stopped on drop, and
+/// hands its stderr over line by line.
+fn stderr_lines(mut child: Child) -> (Stop, mpsc::Receiver<String>) {
+    let (tx, lines) = mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (Stop(child), lines)
+}
+
 #[test]
 fn download_survives_nat_rebinding_across_three_processes() {
     let dir = tempdir("quark-fleet", "rebind");
@@ -54,7 +67,7 @@ fn download_survives_nat_rebinding_across_three_processes() {
     std::fs::write(root.join("big.bin"), &body).unwrap();
     let cert = dir.join("cert.pem");
 
-    let mut serve = Command::new(QUARK)
+    let serve = Command::new(QUARK)
         .args([
             "serve",
             "--processes",
@@ -70,14 +83,7 @@ fn download_survives_nat_rebinding_across_three_processes() {
         .spawn()
         .unwrap();
     // The launcher's line and each process's "serving" line, in any order.
-    let (tx, lines) = mpsc::channel();
-    let err = serve.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let serve = Stop(serve);
+    let (serve, lines) = stderr_lines(serve);
     let (mut addr, mut ids) = (None, Vec::new());
     while addr.is_none() || ids.len() < 3 {
         let line = lines
@@ -198,7 +204,7 @@ fn sighup_reloads_rotated_keys() {
         .output()
         .unwrap();
     assert!(made.status.success(), "{}", stderr(&made));
-    let mut serve = Command::new(QUARK)
+    let serve = Command::new(QUARK)
         .args(["serve", "--listen", "127.0.0.1:0", "--root"])
         .arg(&*dir)
         .arg("--key-file")
@@ -207,14 +213,7 @@ fn sighup_reloads_rotated_keys() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, lines) = mpsc::channel();
-    let err = serve.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let serve = Stop(serve);
+    let (serve, lines) = stderr_lines(serve);
     let next = |prefix: &str| loop {
         let line = lines
             .recv_timeout(Duration::from_secs(30))

@@ -95,9 +95,6 @@ fn echo_server(ep: i64, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize>
         let mut buf = vec![0u8; 70_000];
         while !stop.load(Ordering::Relaxed) {
             more = quark_process(ep, if more > 0 { 0 } else { 20 });
-            if std::env::var("DBG").is_ok() {
-                eprintln!("srv more={more} data={} sent={sent} eof={eof}", data.len());
-            }
             assert!(more >= 0, "quark_process: {more}");
             listed += ready(ep).len();
             if conn.is_none() {
