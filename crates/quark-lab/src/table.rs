@@ -107,30 +107,7 @@ pub fn render(report: &Report) -> String {
         }
         rows.push(row);
     }
-    let cols = header.len();
-    let mut width = vec![0; cols];
-    for row in &rows {
-        if row.len() == cols {
-            for (w, c) in width.iter_mut().zip(row) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-    }
-    let mut out = String::new();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i + 1 < row.len() {
-                    format!("{c:<w$}", w = width[i])
-                } else {
-                    c.clone()
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
-    }
+    let mut out = align(&rows, header.len());
     if report.config.repeat > 1 {
         let _ = writeln!(
             out,
@@ -186,6 +163,33 @@ pub fn summary(report: &Report) -> String {
             }
         }
         let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// Rows as text columns two spaces apart, each as wide as its widest cell
+/// among the full rows (of `cols` cells); shorter rows (errors) run on.
+pub(crate) fn align(rows: &[Vec<String>], cols: usize) -> String {
+    let mut width = vec![0; cols];
+    for row in rows.iter().filter(|r| r.len() == cols) {
+        for (w, c) in width.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i + 1 < row.len() {
+                    format!("{c:<w$}", w = width[i])
+                } else {
+                    c.clone()
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
     }
     out
 }

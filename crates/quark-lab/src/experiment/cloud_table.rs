@@ -88,33 +88,7 @@ pub fn render(s: &CloudSection) -> String {
         let _ = writeln!(out, "\n[{}] net {} ({how}{seed}), {rtt}", p.name, p.net);
         let mut rows: Vec<Vec<String>> = vec![HEADER.iter().map(|h| h.to_string()).collect()];
         rows.extend(s.rows.iter().filter(|r| r.placement == p.name).map(cells));
-        out.push_str(&align(&rows));
-    }
-    out
-}
-
-fn align(rows: &[Vec<String>]) -> String {
-    let cols = HEADER.len();
-    let mut width = vec![0; cols];
-    for row in rows.iter().filter(|r| r.len() == cols) {
-        for (w, c) in width.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i + 1 < row.len() {
-                    format!("{c:<w$}", w = width[i])
-                } else {
-                    c.clone()
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+        out.push_str(&crate::table::align(&rows, HEADER.len()));
     }
     out
 }
