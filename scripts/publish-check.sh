@@ -15,5 +15,14 @@ cd "$(dirname "$0")/.."
 # earlier run (same 0.1.0, older code) would otherwise be reused as they were.
 export CARGO_TARGET_DIR=target/publish-check
 rm -rf "$CARGO_TARGET_DIR"
+# Cargo also extracts the overlay registry's packages under CARGO_HOME, keyed by
+# the overlay's path and the version alone, and reuses an extraction it finds:
+# a checkout at a fixed path (a CI machine's) would build this run's crates
+# against an earlier run's sources. Overlay registries are the sources whose
+# directory names start with '-' (they have no host name).
+cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+for name in $(sed -n 's/^name = "\(.*\)"$/\1/p' crates/*/Cargo.toml); do
+    rm -rf "$cargo_home"/registry/src/-*/"$name"-[0-9]* "$cargo_home"/registry/cache/-*/"$name"-[0-9]*.crate
+done
 cargo publish --workspace --dry-run --allow-dirty "$@"
 rm -rf "$CARGO_TARGET_DIR"
