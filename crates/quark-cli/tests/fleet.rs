@@ -157,15 +157,7 @@ fn download_survives_nat_rebinding_across_three_processes() {
 #[test]
 fn key_file_errors_are_clear() {
     let dir = tempdir("quark-fleet", "keys");
-    let keys = dir.join("fleet.keys");
-    let made = Command::new(QUARK)
-        .args(["serve", "--root"])
-        .arg(&*dir)
-        .arg("--write-key-file")
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", stderr(&made));
+    let keys = write_key_file(&dir);
     let text = std::fs::read_to_string(&keys).unwrap();
     assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 3);
     std::fs::write(&keys, text.replace("ticket 1", "ticket x")).unwrap();
@@ -195,15 +187,7 @@ fn key_file_errors_are_clear() {
 #[test]
 fn sighup_reloads_rotated_keys() {
     let dir = tempdir("quark-fleet", "hup");
-    let keys = dir.join("fleet.keys");
-    let made = Command::new(QUARK)
-        .args(["serve", "--root"])
-        .arg(&*dir)
-        .arg("--write-key-file")
-        .arg(&keys)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", stderr(&made));
+    let keys = write_key_file(&dir);
     let serve = Command::new(QUARK)
         .args(["serve", "--listen", "127.0.0.1:0", "--root"])
         .arg(&*dir)
@@ -237,4 +221,18 @@ fn sighup_reloads_rotated_keys() {
     assert!(reloaded.contains("token: [2, 1]"), "{reloaded}");
     // Keys never appear in the output, only their IDs.
     assert!(!reloaded.contains("abab"), "{reloaded}");
+}
+
+/// `quark serve --write-key-file` into `dir`: a fresh fleet key file.
+fn write_key_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let keys = dir.join("fleet.keys");
+    let made = Command::new(QUARK)
+        .args(["serve", "--root"])
+        .arg(dir)
+        .arg("--write-key-file")
+        .arg(&keys)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    keys
 }

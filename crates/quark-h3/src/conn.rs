@@ -393,25 +393,7 @@ impl Conn {
         let mut piece = Vec::new();
         loop {
             piece.clear();
-            match r
-                .some_with(MAX_CONTROL_FRAME, |p| piece.extend_from_slice(p))
-                .await
-            {
-                Ok(_) => {}
-                Err(
-                    Error::Connection {
-                        code: H3_FRAME_ERROR,
-                        ..
-                    }
-                    | Error::Reset(_),
-                ) => {
-                    return Err(Error::conn(
-                        H3_CLOSED_CRITICAL_STREAM,
-                        "a QPACK stream ended",
-                    ));
-                }
-                Err(e) => return Err(e),
-            }
+            read_qpack_piece(r, &mut piece).await?;
             let fed = if encoder {
                 q.on_encoder_stream(&piece)
             } else {
@@ -433,30 +415,35 @@ async fn control_payload(r: &mut FrameReader, h: FrameHeader) -> Result<Vec<u8>,
     r.payload(h.len).await
 }
 
+/// Appends what arrives next on a QPACK encoder or decoder stream to `into`.
+/// These streams are critical: their end or reset closes the connection
+/// (RFC 9204 §4.2).
+async fn read_qpack_piece(r: &mut FrameReader, into: &mut Vec<u8>) -> Result<(), Error> {
+    match r
+        .some_with(MAX_CONTROL_FRAME, |piece| into.extend_from_slice(piece))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(
+            Error::Connection {
+                code: H3_FRAME_ERROR,
+                ..
+            }
+            | Error::Reset(_),
+        ) => Err(Error::conn(
+            H3_CLOSED_CRITICAL_STREAM,
+            "a QPACK stream ended",
+        )),
+        Err(e) => Err(e),
+    }
+}
+
 /// Reads a QPACK stream to check what the peer says on it; with no dynamic
 /// table there is nothing to act on.
 async fn serve_qpack(r: &mut FrameReader, encoder: bool) -> Result<(), Error> {
     let mut pending: Vec<u8> = Vec::new();
     loop {
-        match r
-            .some_with(MAX_CONTROL_FRAME, |piece| pending.extend_from_slice(piece))
-            .await
-        {
-            Ok(_) => {}
-            Err(
-                Error::Connection {
-                    code: H3_FRAME_ERROR,
-                    ..
-                }
-                | Error::Reset(_),
-            ) => {
-                return Err(Error::conn(
-                    H3_CLOSED_CRITICAL_STREAM,
-                    "a QPACK stream ended",
-                ));
-            }
-            Err(e) => return Err(e),
-        }
+        read_qpack_piece(r, &mut pending).await?;
         let checked = if encoder {
             quark_qpack::check_encoder_stream(&pending)
         } else {

@@ -5,15 +5,13 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use super::h3::H3_UNI_STREAMS;
-use super::h3_quinn::{h3_request, serve_h3};
+use super::h3_quinn::{h3_connect, serve_h3};
 use super::quic::{QuarkEndpoints, breakdown, quark_client_config, serve_quark, server_config};
 use super::tls::SERVER_NAME;
 use super::{
-    Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
-    Server, ServerStats,
+    Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, ServeConfig, Server,
+    ServerStats,
 };
 
 /// The h3-over-quark adapter.
@@ -68,17 +66,9 @@ impl Client for H3OnQuarkClient {
         Box::pin(async move {
             let conn = self.endpoints.connect().await?;
             let quic = conn.clone();
-            let (mut driver, send) = h3::client::new(h3_quark::Connection::new(conn)).await?;
-            let driver = tokio::spawn(async move {
-                let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
-            });
-            let base = self.base.clone();
-            Ok(Arc::new(H3OnQuarkConn {
-                send,
-                quic,
-                driver,
-                base,
-            }) as Arc<dyn Connection>)
+            // H3_NO_ERROR (RFC 9114 §8.1).
+            let close = move || quic.close(0x100, b"done");
+            h3_connect(h3_quark::Connection::new(conn), close, &self.base).await
         })
     }
 
@@ -88,25 +78,5 @@ impl Client for H3OnQuarkClient {
 
     fn cpu_counters(&self) -> Option<CpuCounters> {
         Some(breakdown())
-    }
-}
-
-struct H3OnQuarkConn {
-    send: h3::client::SendRequest<h3_quark::OpenStreams, Bytes>,
-    quic: quark::Connection,
-    driver: tokio::task::JoinHandle<()>,
-    base: String,
-}
-
-impl Connection for H3OnQuarkConn {
-    fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
-        Box::pin(h3_request(&self.send, &self.base, req))
-    }
-
-    fn close(&self) -> BoxFuture<'_, anyhow::Result<()>> {
-        // H3_NO_ERROR (RFC 9114 §8.1).
-        self.quic.close(0x100, b"done");
-        self.driver.abort();
-        Box::pin(async { Ok(()) })
     }
 }

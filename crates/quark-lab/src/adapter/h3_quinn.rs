@@ -166,17 +166,9 @@ impl Client for H3QuinnClient {
         Box::pin(async move {
             let conn = self.endpoint.connect().await?;
             let quic = conn.clone();
-            let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn)).await?;
-            let driver = tokio::spawn(async move {
-                let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
-            });
-            let base = self.base.clone();
-            Ok(Arc::new(H3QuinnConn {
-                send,
-                quic,
-                driver,
-                base,
-            }) as Arc<dyn Connection>)
+            // H3_NO_ERROR (RFC 9114 §8.1).
+            let close = move || quic.close(0x100u32.into(), b"done");
+            h3_connect(h3_quinn::Connection::new(conn), close, &self.base).await
         })
     }
 
@@ -185,20 +177,52 @@ impl Client for H3QuinnClient {
     }
 }
 
-struct H3QuinnConn {
-    send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
-    quic: quinn::Connection,
+/// A lab connection through hyperium h3's client over any QUIC layer
+/// (h3-quinn, h3-quark): `close` closes the QUIC connection underneath.
+struct H3Conn<O: h3::quic::OpenStreams<Bytes>> {
+    send: h3::client::SendRequest<O, Bytes>,
+    close: Box<dyn Fn() + Send + Sync>,
     driver: tokio::task::JoinHandle<()>,
     base: String,
 }
 
-impl Connection for H3QuinnConn {
+/// Starts hyperium h3's client on `quic` (its connection driver on a task of
+/// its own) and wraps it as a lab connection.
+pub(crate) async fn h3_connect<C, O>(
+    quic: C,
+    close: impl Fn() + Send + Sync + 'static,
+    base: &str,
+) -> anyhow::Result<Arc<dyn Connection>>
+where
+    C: h3::quic::Connection<Bytes, OpenStreams = O> + Send + 'static,
+    C::RecvStream: Send,
+    <C as h3::quic::OpenStreams<Bytes>>::SendStream: Send,
+    O: h3::quic::OpenStreams<Bytes> + Clone + Send + Sync + 'static,
+    O::BidiStream: Send,
+{
+    let (mut driver, send) = h3::client::new(quic).await?;
+    let driver = tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+    });
+    Ok(Arc::new(H3Conn {
+        send,
+        close: Box::new(close),
+        driver,
+        base: base.to_owned(),
+    }) as Arc<dyn Connection>)
+}
+
+impl<O> Connection for H3Conn<O>
+where
+    O: h3::quic::OpenStreams<Bytes> + Clone + Send + Sync + 'static,
+    O::BidiStream: Send,
+{
     fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(h3_request(&self.send, &self.base, req))
     }
 
     fn close(&self) -> BoxFuture<'_, anyhow::Result<()>> {
-        self.quic.close(0x100u32.into(), b"done");
+        (self.close)();
         self.driver.abort();
         Box::pin(async { Ok(()) })
     }

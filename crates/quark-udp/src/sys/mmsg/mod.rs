@@ -13,6 +13,7 @@ pub(crate) use send::send;
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::State;
@@ -24,54 +25,18 @@ fn sendmmsg(
     state: &State,
     hdrs: &mut [libc::mmsghdr],
 ) -> (io::Result<usize>, usize) {
-    let mut syscalls = 0;
-    if state.sendmmsg.load(Relaxed) {
-        loop {
-            #[cfg(test)]
-            if state.hooks.no_mmsg.load(Relaxed) {
-                State::mmsg_missing(&state.sendmmsg, "sendmmsg");
-                break;
-            }
-            syscalls += 1;
-            // SAFETY: `hdrs` is a valid, initialised array of `hdrs.len()` headers
-            // whose names, iovecs and control buffers point at memory that outlives
-            // this call; the kernel only writes `msg_len`.
-            let rc =
-                unsafe { libc::sendmmsg(fd.as_raw_fd(), hdrs.as_mut_ptr(), hdrs.len() as _, 0) };
-            if rc >= 0 {
-                return (Ok(rc as usize), syscalls);
-            }
-            let error = io::Error::last_os_error();
-            match error.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::ENOSYS) => {
-                    State::mmsg_missing(&state.sendmmsg, "sendmmsg");
-                    break;
-                }
-                _ => return (Err(error), syscalls),
-            }
-        }
-    }
-    let mut sent = 0;
-    while sent < hdrs.len() {
-        syscalls += 1;
+    let fd = fd.as_raw_fd();
+    batched(
+        (&state.sendmmsg, "sendmmsg"),
+        state,
+        hdrs,
+        // SAFETY: `hdrs` is a valid, initialised array of `hdrs.len()` headers
+        // whose names, iovecs and control buffers point at memory that outlives
+        // this call; the kernel only writes `msg_len`.
+        |hdrs| unsafe { libc::sendmmsg(fd, hdrs.as_mut_ptr(), hdrs.len() as _, 0) },
         // SAFETY: as above, for one header; `sendmsg` only reads it.
-        let rc = unsafe { libc::sendmsg(fd.as_raw_fd(), &hdrs[sent].msg_hdr, 0) };
-        if rc >= 0 {
-            hdrs[sent].msg_len = rc as _;
-            sent += 1;
-            continue;
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() == io::ErrorKind::Interrupted {
-            continue;
-        }
-        if sent == 0 {
-            return (Err(error), syscalls);
-        }
-        break;
-    }
-    (Ok(sent), syscalls)
+        |hdr| unsafe { libc::sendmsg(fd, &hdr.msg_hdr, 0) },
+    )
 }
 
 /// Receives into `hdrs`, setting each filled message's `msg_len`, `msg_namelen`,
@@ -82,28 +47,52 @@ fn recvmmsg(
     state: &State,
     hdrs: &mut [libc::mmsghdr],
 ) -> (io::Result<usize>, usize) {
+    let fd = fd.as_raw_fd();
+    batched(
+        (&state.recvmmsg, "recvmmsg"),
+        state,
+        hdrs,
+        // SAFETY: `hdrs` is a valid array of `hdrs.len()` headers; each points at
+        // its own name storage, one iovec over a caller's buffer and a control
+        // buffer, all with the lengths given and alive across the call. The socket
+        // is non-blocking and no timeout is passed.
+        |hdrs| unsafe {
+            libc::recvmmsg(
+                fd,
+                hdrs.as_mut_ptr(),
+                hdrs.len() as _,
+                0,
+                std::ptr::null_mut(),
+            )
+        },
+        // SAFETY: as above, for one header.
+        |hdr| unsafe { libc::recvmsg(fd, &mut hdr.msg_hdr, 0) },
+    )
+}
+
+/// One batched call (`batch`) while the kernel has it (`supported`, cleared at
+/// the first `ENOSYS`), else a loop of single calls (`single`) with the same
+/// contract: the messages done (at least one) or the first message's error,
+/// and the system calls made. `EINTR` retries.
+fn batched(
+    (supported, name): (&AtomicBool, &'static str),
+    state: &State,
+    hdrs: &mut [libc::mmsghdr],
+    batch: impl Fn(&mut [libc::mmsghdr]) -> libc::c_int,
+    single: impl Fn(&mut libc::mmsghdr) -> isize,
+) -> (io::Result<usize>, usize) {
     let mut syscalls = 0;
-    if state.recvmmsg.load(Relaxed) {
+    #[cfg(not(test))]
+    let _ = state;
+    if supported.load(Relaxed) {
         loop {
             #[cfg(test)]
             if state.hooks.no_mmsg.load(Relaxed) {
-                State::mmsg_missing(&state.recvmmsg, "recvmmsg");
+                State::mmsg_missing(supported, name);
                 break;
             }
             syscalls += 1;
-            // SAFETY: `hdrs` is a valid array of `hdrs.len()` headers; each points at
-            // its own name storage, one iovec over a caller's buffer and a control
-            // buffer, all with the lengths given and alive across the call. The socket
-            // is non-blocking and no timeout is passed.
-            let rc = unsafe {
-                libc::recvmmsg(
-                    fd.as_raw_fd(),
-                    hdrs.as_mut_ptr(),
-                    hdrs.len() as _,
-                    0,
-                    std::ptr::null_mut(),
-                )
-            };
+            let rc = batch(hdrs);
             if rc >= 0 {
                 return (Ok(rc as usize), syscalls);
             }
@@ -111,31 +100,30 @@ fn recvmmsg(
             match error.raw_os_error() {
                 Some(libc::EINTR) => continue,
                 Some(libc::ENOSYS) => {
-                    State::mmsg_missing(&state.recvmmsg, "recvmmsg");
+                    State::mmsg_missing(supported, name);
                     break;
                 }
                 _ => return (Err(error), syscalls),
             }
         }
     }
-    let mut got = 0;
-    while got < hdrs.len() {
+    let mut done = 0;
+    while done < hdrs.len() {
         syscalls += 1;
-        // SAFETY: as above, for one header.
-        let rc = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut hdrs[got].msg_hdr, 0) };
+        let rc = single(&mut hdrs[done]);
         if rc >= 0 {
-            hdrs[got].msg_len = rc as _;
-            got += 1;
+            hdrs[done].msg_len = rc as _;
+            done += 1;
             continue;
         }
         let error = io::Error::last_os_error();
         if error.kind() == io::ErrorKind::Interrupted {
             continue;
         }
-        if got == 0 {
+        if done == 0 {
             return (Err(error), syscalls);
         }
         break;
     }
-    (Ok(got), syscalls)
+    (Ok(done), syscalls)
 }
