@@ -74,6 +74,11 @@ pub trait Controller: Send + fmt::Debug {
     fn wants_rate_samples(&self) -> bool {
         false
     }
+    /// The state-machine phase, for logs and tests (BBR: `startup`, `drain`,
+    /// `probe_bw`, `probe_rtt`); `None` for controllers without one.
+    fn phase(&self) -> Option<&'static str> {
+        None
+    }
     /// Current window.
     fn window(&self) -> u64;
     /// Slow-start threshold (u64::MAX while in the first slow start).

@@ -26,7 +26,12 @@
 //! not mark its samples app-limited (they are low and lose in the max filter).
 
 mod ack;
+mod bounds;
 mod filter;
+#[cfg(test)]
+mod sim;
+#[cfg(test)]
+mod sim_tests;
 #[cfg(test)]
 mod tests;
 
@@ -123,6 +128,14 @@ pub struct Bbr {
     saved: Option<Saved>,
     /// Bytes in flight as last reported.
     in_flight: u64,
+    /// Loss and ECN signals of the current round (v3).
+    round_signals: bounds::RoundSignals,
+    /// The most in flight without too much loss (v3; NO_BOUND until a probe lost).
+    inflight_hi: u64,
+    /// The short-term bound after a lossy round (v3; NO_BOUND when unset).
+    inflight_lo: u64,
+    /// Rounds inflight_hi grew in the current probe (its step doubles).
+    probe_up_rounds: u32,
     /// xorshift state for the ProbeBW start phase (fixed seed: replayable).
     rng: u64,
 }
@@ -165,6 +178,10 @@ impl Bbr {
             packet_conservation: false,
             saved: None,
             in_flight: 0,
+            round_signals: bounds::RoundSignals::default(),
+            inflight_hi: bounds::NO_BOUND,
+            inflight_lo: bounds::NO_BOUND,
+            probe_up_rounds: 0,
             rng: 0x9e37_79b9_7f4a_7c15 ^ mtu,
         }
     }
@@ -273,6 +290,9 @@ impl Bbr {
         self.cycle_stamp = Some(now);
         self.cycle_index = (self.cycle_index + 1) % PACING_GAIN_CYCLE.len();
         self.pacing_gain = PACING_GAIN_CYCLE[self.cycle_index];
+        if self.cycle_index == 0 {
+            self.start_probe();
+        }
     }
 
     fn enter_probe_rtt(&mut self) {
@@ -319,6 +339,8 @@ impl super::Controller for Bbr {
         lost_bytes: u64,
     ) {
         self.in_flight = self.in_flight.saturating_sub(lost_bytes);
+        // Without losses the event is an ECN-CE increase (v3 counts it per round).
+        self.round_signals.ce |= lost_bytes == 0 && !persistent;
         if !self.recovery.contains(sent_time) {
             self.saved = Some(Saved {
                 cwnd: self.cwnd,
@@ -384,6 +406,15 @@ impl super::Controller for Bbr {
 
     fn wants_rate_samples(&self) -> bool {
         true
+    }
+
+    fn phase(&self) -> Option<&'static str> {
+        Some(match self.state {
+            BbrState::Startup => "startup",
+            BbrState::Drain => "drain",
+            BbrState::ProbeBw => "probe_bw",
+            BbrState::ProbeRtt => "probe_rtt",
+        })
     }
 
     fn window(&self) -> u64 {
