@@ -35,7 +35,10 @@ fn walks_startup_drain_probe_bw_then_probe_rtt() {
     assert_eq!(
         f.phases,
         ["startup", "drain", "probe_bw", "probe_rtt", "probe_bw"],
-        "{f:?}"
+        "goodput {} sent {} dropped {}",
+        f.goodput,
+        f.sent,
+        f.dropped
     );
 }
 
@@ -55,8 +58,12 @@ fn paces_at_the_bottleneck_rate_with_a_window_of_two_bdp() {
         cwnd > bdp * 18 / 10 && cwnd < bdp * 22 / 10,
         "cwnd {cwnd}, BDP {bdp}"
     );
-    assert!(f.goodput >= RATE * 95 / 100, "{f:?}");
-    assert!(f.dropped <= 20, "only Startup overflows the buffer: {f:?}");
+    assert!(f.goodput >= RATE * 95 / 100, "goodput {}", f.goodput);
+    assert!(
+        f.dropped <= 20,
+        "only Startup overflows the buffer: {}",
+        f.dropped
+    );
 }
 
 #[test]
