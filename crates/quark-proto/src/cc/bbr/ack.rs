@@ -76,7 +76,6 @@ impl Bbr {
         //= https://datatracker.ietf.org/doc/html/draft-cardwell-iccrg-bbr-congestion-control-00#section-4.1.1.5
         //# if (rs.delivery_rate >= BBR.BtlBw || ! rs.is_app_limited)
         if let Some(rate) = rs.delivery_rate {
-            self.round_signals.max_rate = self.round_signals.max_rate.max(rate);
             if rate >= self.btl_bw.get() || !rs.is_app_limited {
                 self.btl_bw.update(rate, self.round_count);
             }
@@ -251,7 +250,7 @@ impl Bbr {
             let nominal = initial_window(self.mtu) as f64 / srtt.as_secs_f64();
             self.pacing_rate = (self.pacing_gain * nominal) as u64;
         }
-        let bw = self.bw();
+        let bw = self.btl_bw.get();
         if bw == 0 {
             return;
         }

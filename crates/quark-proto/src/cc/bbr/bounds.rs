@@ -9,7 +9,7 @@
 //! `inflight_lo` is only cut by rounds over the 2 % threshold (the draft cuts it
 //! on any loss outside probing) and never below the modelled BDP, so random loss
 //! costs little throughput, which is the property the lab's lossy grid
-//! measures. `bw_lo` follows the draft, from the round's best delivery rate.
+//! measures; there is no `bw_lo` (the pacing rate follows the max filter).
 
 use std::time::Instant;
 
@@ -50,8 +50,6 @@ pub(super) struct RoundSignals {
     pub(super) ce: bool,
     /// The most bytes in flight seen in the round.
     pub(super) max_in_flight: u64,
-    /// The largest delivery rate sampled in the round (bw_latest).
-    pub(super) max_rate: u64,
 }
 
 impl RoundSignals {
@@ -103,17 +101,8 @@ impl Bbr {
                 }
             }
             _ if too_high => {
-                // Not probing: cut the short-term bounds (§5.5.10.3's
+                // Not probing: cut the short-term bound (§5.5.10.3's
                 // BBRAdaptLowerBoundsFromCongestion, for rounds over the threshold).
-                //= https://datatracker.ietf.org/doc/html/draft-ietf-ccwg-bbr#section-5.5.10.3
-                //# BBR.bw_lo = max(BBR.bw_latest, BBRBeta * BBR.bw_lo)
-                //# BBR.inflight_lo = max(BBR.inflight_latest,
-                //#                       BBRBeta * BBR.inflight_lo)
-                //
-                // The round's best delivery rate stays near the bottleneck rate
-                // under random loss, so bw_lo only bites when others take the link.
-                let bw_base = self.bw_lo.min(self.btl_bw.get());
-                self.bw_lo = r.max_rate.max((bw_base as f64 * BETA) as u64);
                 let base = if self.inflight_lo == NO_BOUND {
                     self.cwnd
                 } else {
@@ -187,7 +176,6 @@ impl Bbr {
     /// probe's growth (§5.3.3.5: BBRResetLowerBounds when refilling).
     pub(super) fn start_probe(&mut self) {
         self.inflight_lo = NO_BOUND;
-        self.bw_lo = NO_BOUND;
         self.probe_up_rounds = 0;
     }
 }

@@ -15,7 +15,8 @@
 //! under it when cruising), `inflight_lo` (cut by a lossy or ECN-CE-marked round
 //! outside probing, reset by the next probe), and Startup ending on a lossy
 //! round. Not from v3: the four-phase ProbeBW with its wall-clock probe timing,
-//! `bw_lo`, and v3's shorter, shallower ProbeRTT (tried: no fairer on the
+//! `bw_lo` (tried in the simulator: no change under random loss, slightly more
+//! room for CUBIC in a half-BDP buffer; left out for lack of an emulated run), and v3's shorter, shallower ProbeRTT (tried: no fairer on the
 //! simulated shallow buffer and it let CUBIC take more; see
 //! docs/results/2026-11-29-bbr/NOTES.md). quark never bounds the window below
 //! the modelled BDP outside ProbeRTT, so random loss costs little (the lab's
@@ -135,8 +136,6 @@ pub struct Bbr {
     inflight_hi: u64,
     /// The short-term bound after a lossy round (v3; NO_BOUND when unset).
     inflight_lo: u64,
-    /// The short-term bandwidth after a lossy round (v3; NO_BOUND when unset).
-    bw_lo: u64,
     /// Rounds inflight_hi grew in the current probe (its step doubles).
     probe_up_rounds: u32,
     /// xorshift state for the ProbeBW start phase (fixed seed: replayable).
@@ -184,7 +183,6 @@ impl Bbr {
             round_signals: bounds::RoundSignals::default(),
             inflight_hi: bounds::NO_BOUND,
             inflight_lo: bounds::NO_BOUND,
-            bw_lo: bounds::NO_BOUND,
             probe_up_rounds: 0,
             rng: 0x9e37_79b9_7f4a_7c15 ^ mtu,
         }
@@ -198,14 +196,6 @@ impl Bbr {
     /// Estimated bottleneck bandwidth in bytes per second (0 before any sample).
     pub fn bandwidth(&self) -> u64 {
         self.btl_bw.get()
-    }
-
-    /// The bandwidth the model uses: the max filter's, under v3's short-term
-    /// `bw_lo` after a lossy round.
-    //= https://datatracker.ietf.org/doc/html/draft-ietf-ccwg-bbr#section-5.5.7
-    //# BBR.bw = min(BBR.max_bw, BBR.bw_lo)
-    fn bw(&self) -> u64 {
-        self.btl_bw.get().min(self.bw_lo)
     }
 
     /// Estimated round-trip propagation delay.
@@ -228,7 +218,7 @@ impl Bbr {
         let Some(rt_prop) = self.rt_prop else {
             return initial_window(self.mtu);
         };
-        let bdp = self.bw() as f64 * rt_prop.as_secs_f64();
+        let bdp = self.btl_bw.get() as f64 * rt_prop.as_secs_f64();
         (gain * bdp) as u64 + 3 * self.send_quantum()
     }
 
@@ -336,8 +326,8 @@ impl super::Controller for Bbr {
         // Nothing in flight means nothing limited the sending but the application.
         if prior_in_flight == 0 {
             self.idle_restart = true;
-            if self.state == BbrState::ProbeBw && self.bw() > 0 {
-                self.pacing_rate = self.bw();
+            if self.state == BbrState::ProbeBw && self.btl_bw.get() > 0 {
+                self.pacing_rate = self.btl_bw.get();
             }
         }
         self.in_flight = prior_in_flight.saturating_add(bytes);
