@@ -95,13 +95,17 @@ pub enum CcAlgorithm {
     /// RFC 9438 CUBIC.
     #[default]
     Cubic,
-    /// BBR (v1), experimental: see [`bbr`].
+    /// BBR with v3's loss-tolerant probing and inflight bounds: see [`bbr`].
     Bbr,
+    /// BBR's v1 model alone (no v3 bounds; a probe ends at the first loss), to
+    /// compare against.
+    Bbr1,
 }
 
 impl CcAlgorithm {
     /// The accepted names, for command-line help.
-    pub const HELP: &'static str = "newreno, cubic (default) or bbr (experimental)";
+    pub const HELP: &'static str =
+        "newreno, cubic (default), bbr (experimental) or bbr1 (BBR v1 alone, to compare)";
 
     /// Build a controller for datagrams of `mtu` bytes.
     pub fn build(self, mtu: u64) -> Box<dyn Controller> {
@@ -109,6 +113,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => Box::new(new_reno::NewReno::new(mtu)),
             CcAlgorithm::Cubic => Box::new(cubic::Cubic::new(mtu)),
             CcAlgorithm::Bbr => Box::new(bbr::Bbr::new(mtu)),
+            CcAlgorithm::Bbr1 => Box::new(bbr::Bbr::v1(mtu)),
         }
     }
 }
@@ -119,6 +124,7 @@ impl fmt::Display for CcAlgorithm {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Bbr => "bbr",
+            CcAlgorithm::Bbr1 => "bbr1",
         })
     }
 }
@@ -129,7 +135,8 @@ impl FromStr for CcAlgorithm {
         match s.to_ascii_lowercase().as_str() {
             "newreno" | "new-reno" | "reno" => Ok(CcAlgorithm::NewReno),
             "cubic" => Ok(CcAlgorithm::Cubic),
-            "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
+            "bbr" | "bbr3" | "bbrv3" => Ok(CcAlgorithm::Bbr),
+            "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr1),
             other => Err(format!(
                 "unknown congestion controller '{other}' (expected {})",
                 CcAlgorithm::HELP
@@ -228,7 +235,13 @@ mod tests {
         assert_eq!("BBR".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Bbr));
         let err = "vegas".parse::<CcAlgorithm>().unwrap_err();
         assert!(err.contains("bbr (experimental)"), "{err}");
-        for cc in [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Bbr] {
+        assert_eq!("bbrv1".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Bbr1));
+        for cc in [
+            CcAlgorithm::NewReno,
+            CcAlgorithm::Cubic,
+            CcAlgorithm::Bbr,
+            CcAlgorithm::Bbr1,
+        ] {
             assert_eq!(cc.build(1200).name(), cc.to_string());
             assert_eq!(cc.to_string().parse::<CcAlgorithm>(), Ok(cc));
         }

@@ -46,7 +46,7 @@ impl Bbr {
         if self.round_start {
             self.end_round(now);
         }
-        self.check_cycle_phase(now, event.prior_in_flight);
+        self.check_cycle_phase(now, event.prior_in_flight, event.newly_lost);
         self.check_full_pipe(rs.is_app_limited);
         self.check_drain(now, event.bytes_in_flight);
         self.update_rt_prop(now, rs.rtt);
@@ -82,7 +82,7 @@ impl Bbr {
         }
     }
 
-    fn check_cycle_phase(&mut self, now: Instant, prior_in_flight: u64) {
+    fn check_cycle_phase(&mut self, now: Instant, prior_in_flight: u64, lost: u64) {
         if self.state != BbrState::ProbeBw {
             return;
         }
@@ -106,9 +106,12 @@ impl Bbr {
         } else if self.pacing_gain > 1.0 {
             // v3: a loss ends the probe only once the round's loss rate is too
             // high (draft-ietf-ccwg-bbr §5.5.10.2), not at the first loss.
-            full_length
-                && (self.round_signals.too_high()
-                    || prior_in_flight >= self.inflight(self.pacing_gain))
+            let lossy = if self.v3 {
+                self.round_signals.too_high()
+            } else {
+                lost > 0
+            };
+            full_length && (lossy || prior_in_flight >= self.inflight(self.pacing_gain))
         } else {
             full_length || prior_in_flight <= self.inflight(1.0)
         };

@@ -72,13 +72,23 @@ impl Bbr {
     /// A round ended: adapt the bounds to what it saw, then start counting anew.
     pub(super) fn end_round(&mut self, now: Instant) {
         let r = std::mem::take(&mut self.round_signals);
+        if !self.v3 {
+            return;
+        }
         let too_high = r.too_high();
         match self.state {
             //= https://datatracker.ietf.org/doc/html/draft-ietf-ccwg-bbr#section-5.3.1.3
             //# A second method BBR uses for estimating the bottleneck is full is
             //# by looking at packet losses.
+            // quark also asks that the round did not grow the bandwidth by 25 %:
+            // random loss around 2 % otherwise ends Startup at a fraction of
+            // the link, and ProbeBW's 5/4 probes take many seconds to climb
+            // back; a full buffer stops the growth as well as dropping.
             BbrState::Startup
-                if !self.filled_pipe && too_high && r.loss_events >= STARTUP_FULL_LOSS_COUNT =>
+                if !self.filled_pipe
+                    && too_high
+                    && r.loss_events >= STARTUP_FULL_LOSS_COUNT
+                    && self.full_bw_count > 0 =>
             {
                 self.inflight_hi = self.inflight(1.0).max(r.max_in_flight);
                 self.filled_pipe = true;
@@ -140,6 +150,9 @@ impl Bbr {
 
     /// The cap the bounds put on the window (§5.6.4.2 BBRBoundCwndForModel).
     pub(super) fn bound_cwnd(&self, cwnd: u64) -> u64 {
+        if !self.v3 {
+            return cwnd;
+        }
         //= https://datatracker.ietf.org/doc/html/draft-ietf-ccwg-bbr#section-5.6.4.2
         //# if (IsInAProbeBWState() and
         //#     BBR.state != ProbeBW_CRUISE)

@@ -14,14 +14,14 @@
 //! flight a probe held without too much loss; the window keeps 15 % headroom
 //! under it when cruising), `inflight_lo` (cut by a lossy or ECN-CE-marked round
 //! outside probing, reset by the next probe), and Startup ending on a lossy
-//! round. Not from v3: the four-phase ProbeBW with its wall-clock probe timing,
-//! `bw_lo` (tried in the simulator: no change under random loss, slightly more
-//! room for CUBIC in a half-BDP buffer; left out for lack of an emulated run), and v3's shorter, shallower ProbeRTT (tried: no fairer on the
-//! simulated shallow buffer and it let CUBIC take more; see
-//! docs/results/2026-11-29-bbr/NOTES.md). quark never bounds the window below
-//! the modelled BDP outside ProbeRTT, so random loss costs little (the lab's
-//! lossy grid); the price is fairness in buffers of one BDP or less, where a
-//! flow that got ahead stays ahead (the simulator's `sim_tests` and the NOTES).
+//! round. Not from v3: the four-phase ProbeBW with its wall-clock probe timing;
+//! `bw_lo` (tried in the simulator: no change under random loss, a little more
+//! room for CUBIC in a half-BDP buffer; out until an emulated run measures it);
+//! v3's shorter, shallower ProbeRTT (tried: no fairer in the simulated shallow
+//! buffer, and CUBIC took more). See docs/results/2026-11-29-bbr/NOTES.md.
+//! quark never bounds the window below the modelled BDP outside ProbeRTT, so
+//! random loss costs little (the lab's lossy grid); the price is fairness in
+//! buffers of one BDP or less, where a flow that got ahead stays ahead.
 //!
 //! Simplifications: loss recovery follows RFC 9002's recovery period (it ends when
 //! a packet sent after it began is acknowledged) rather than TCP's; ProbeRTT does
@@ -138,6 +138,8 @@ pub struct Bbr {
     inflight_lo: u64,
     /// Rounds inflight_hi grew in the current probe (its step doubles).
     probe_up_rounds: u32,
+    /// v3's bounds are on (`bbr`); off, the v1 model alone (`bbr1`).
+    v3: bool,
     /// xorshift state for the ProbeBW start phase (fixed seed: replayable).
     rng: u64,
 }
@@ -184,7 +186,16 @@ impl Bbr {
             inflight_hi: bounds::NO_BOUND,
             inflight_lo: bounds::NO_BOUND,
             probe_up_rounds: 0,
+            v3: true,
             rng: 0x9e37_79b9_7f4a_7c15 ^ mtu,
+        }
+    }
+
+    /// BBR's v1 model alone, without v3's bounds.
+    pub fn v1(mtu: u64) -> Self {
+        Bbr {
+            v3: false,
+            ..Bbr::new(mtu)
         }
     }
 
@@ -428,6 +439,6 @@ impl super::Controller for Bbr {
     }
 
     fn name(&self) -> &'static str {
-        "bbr"
+        if self.v3 { "bbr" } else { "bbr1" }
     }
 }
