@@ -354,6 +354,14 @@ impl super::Controller for Bbr {
         self.in_flight = self.in_flight.saturating_sub(lost_bytes);
         // Without losses the event is an ECN-CE increase (v3 counts it per round).
         self.round_signals.ce |= lost_bytes == 0 && !persistent;
+        if self.v3 && !persistent {
+            // v3 answers loss through its per-round bounds (bounds.rs). With
+            // RFC 9002's recovery periods, one per round trip under steady
+            // random loss, v1's cut to the bytes in flight came every round
+            // and held the window at what was in flight: no Startup growth
+            // and no probing, far below Linux TCP BBR on the lossy grid.
+            return;
+        }
         if !self.recovery.contains(sent_time) {
             self.saved = Some(Saved {
                 cwnd: self.cwnd,

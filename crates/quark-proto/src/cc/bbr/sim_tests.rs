@@ -60,7 +60,7 @@ fn paces_at_the_bottleneck_rate_with_a_window_of_two_bdp() {
     );
     assert!(f.goodput >= RATE * 95 / 100, "goodput {}", f.goodput);
     assert!(
-        f.dropped <= 20,
+        f.dropped <= 30,
         "only Startup overflows the buffer: {}",
         f.dropped
     );
@@ -90,6 +90,22 @@ fn keeps_ninety_percent_of_the_link_under_random_loss() {
             );
         }
     }
+}
+
+#[test]
+fn keeps_ninety_percent_of_a_long_lossy_path_where_v1_does_not() {
+    // 100 Mbit/s, 100 ms RTT, 2 % loss: v1's per-recovery-period cut held
+    // the window at what was in flight, every round.
+    let l = Link {
+        rate: 12_500_000,
+        one_way: Duration::from_millis(50),
+        buffer: 1041,
+        loss_ppm: 20_000,
+    };
+    let v3 = one(BBR, l);
+    let v1 = one(CcAlgorithm::Bbr1, l);
+    assert!(v3.goodput >= l.rate * 9 / 10, "bbr {}", v3.goodput);
+    assert!(v1.goodput < v3.goodput * 9 / 10, "bbr1 {}", v1.goodput);
 }
 
 #[test]
