@@ -110,16 +110,20 @@ fn keeps_ninety_percent_of_a_long_lossy_path_where_v1_does_not() {
 
 #[test]
 fn two_flows_converge_to_fair_shares() {
-    let s = run(
-        &[(BBR, Duration::ZERO), (BBR, Duration::ZERO)],
-        link(0),
-        5 * SEC,
-        20 * SEC,
-    );
-    let g = [s[0].goodput, s[1].goodput];
-    let index = jain(&g);
-    assert!(index >= 0.95, "Jain {index}: {g:?}");
-    assert!(g[0] + g[1] >= RATE * 9 / 10, "{g:?}");
+    // Buffers of one and two BDPs (the lab's emulated link has one).
+    for buffer in [83, 166] {
+        let l = Link { buffer, ..link(0) };
+        let s = run(
+            &[(BBR, Duration::ZERO), (BBR, Duration::ZERO)],
+            l,
+            5 * SEC,
+            20 * SEC,
+        );
+        let g = [s[0].goodput, s[1].goodput];
+        let index = jain(&g);
+        assert!(index >= 0.95, "buffer {buffer}: Jain {index}: {g:?}");
+        assert!(g[0] + g[1] >= RATE * 9 / 10, "buffer {buffer}: {g:?}");
+    }
 }
 
 #[test]
