@@ -1,5 +1,6 @@
 //! Congestion control behind one trait: NewReno (RFC 9002 §7), CUBIC (RFC 9438)
-//! and, experimental, BBR (draft-cardwell-iccrg-bbr-congestion-control).
+//! and BBR (the v1 model of draft-cardwell-iccrg-bbr-congestion-control with
+//! draft-ietf-ccwg-bbr's loss bounds; see [`bbr`] for why CUBIC stays the default).
 //!
 //! [`crate::recovery::Recovery`] owns bytes in flight and decides what is a congestion
 //! signal; a controller turns acknowledged bytes, congestion events and (for BBR)
@@ -105,7 +106,7 @@ pub enum CcAlgorithm {
 impl CcAlgorithm {
     /// The accepted names, for command-line help.
     pub const HELP: &'static str =
-        "newreno, cubic (default), bbr (experimental) or bbr1 (BBR v1 alone, to compare)";
+        "newreno, cubic (default), bbr (for lossy paths) or bbr1 (BBR v1 alone, to compare)";
 
     /// Build a controller for datagrams of `mtu` bytes.
     pub fn build(self, mtu: u64) -> Box<dyn Controller> {
@@ -234,7 +235,7 @@ mod tests {
         assert_eq!("cubic".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Cubic));
         assert_eq!("BBR".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Bbr));
         let err = "vegas".parse::<CcAlgorithm>().unwrap_err();
-        assert!(err.contains("bbr (experimental)"), "{err}");
+        assert!(err.contains("bbr (for lossy paths)"), "{err}");
         assert_eq!("bbrv1".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Bbr1));
         for cc in [
             CcAlgorithm::NewReno,
