@@ -77,6 +77,7 @@ echo "| pair | network | flow 1 Mbit/s | flow 2 Mbit/s | sum | Jain |"
 echo "|---|---|---|---|---|---|"
 for pair in "$@"; do
     a=${pair%+*} b=${pair#*+}
+    case $a$b in tcp-*tcp-*) echo "$pair: at most one TCP flow per pair (one sender port)" >&2; continue ;; esac
     cc=cubic
     for k in $a $b; do case $k in quic-*) cc=${k#quic-} ;; esac; done
     for k in $a $b; do case $k in tcp-*) tcp_sender "${k#tcp-}" ;; esac; done
