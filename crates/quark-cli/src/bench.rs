@@ -98,7 +98,7 @@ pub(crate) struct Args {
     /// TLS 1.3 cipher suite: aes128gcm, aes256gcm or chacha20.
     #[arg(long, default_value = "aes128gcm")]
     cipher: String,
-    /// quark's congestion controller: newreno, cubic (default) or bbr (experimental).
+    /// quark's congestion controller: newreno, cubic (default), bbr or bbr1 (BBR v1 alone).
     #[arg(long, default_value = "cubic")]
     cc: String,
     /// Linux's TCP congestion controller for the TCP protocols (cubic by default,

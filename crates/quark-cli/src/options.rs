@@ -8,7 +8,8 @@ use std::path::PathBuf;
 /// Transport tuning common to `serve` and `get`.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct TransportArgs {
-    /// Congestion controller: newreno, cubic (default) or bbr (experimental).
+    /// Congestion controller: newreno, cubic (default), bbr (for lossy paths) or
+    /// bbr1 (BBR's v1 model alone, to compare).
     #[arg(long, default_value = "cubic")]
     pub(crate) cc: CcAlgorithm,
     /// TLS 1.3 cipher suites to offer (aes128, aes256, chacha20); default: all.

@@ -154,7 +154,7 @@
 //! let transport = Arc::new(TransportConfig {
 //!     max_idle_timeout: Duration::from_secs(60),
 //!     keep_alive: Some(Duration::from_secs(15)), // PINGs keep NAT bindings open
-//!     congestion_control: CcAlgorithm::Cubic,     // or NewReno; Bbr is experimental
+//!     congestion_control: CcAlgorithm::Cubic,     // or NewReno, Bbr (lossy paths)
 //!     stream_receive_window: 4 << 20,             // bytes in flight per stream
 //!     max_concurrent_bidi_streams: 1000,          // streams the peer may open
 //!     max_datagram_frame_size: Some(1200),        // accept RFC 9221 datagrams

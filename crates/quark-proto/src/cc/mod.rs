@@ -1,5 +1,6 @@
 //! Congestion control behind one trait: NewReno (RFC 9002 §7), CUBIC (RFC 9438)
-//! and, experimental, BBR (draft-cardwell-iccrg-bbr-congestion-control).
+//! and BBR (the v1 model of draft-cardwell-iccrg-bbr-congestion-control with
+//! draft-ietf-ccwg-bbr's loss bounds; see [`bbr`] for why CUBIC stays the default).
 //!
 //! [`crate::recovery::Recovery`] owns bytes in flight and decides what is a congestion
 //! signal; a controller turns acknowledged bytes, congestion events and (for BBR)
@@ -74,6 +75,11 @@ pub trait Controller: Send + fmt::Debug {
     fn wants_rate_samples(&self) -> bool {
         false
     }
+    /// The state-machine phase, for logs and tests (BBR: `startup`, `drain`,
+    /// `probe_bw`, `probe_rtt`); `None` for controllers without one.
+    fn phase(&self) -> Option<&'static str> {
+        None
+    }
     /// Current window.
     fn window(&self) -> u64;
     /// Slow-start threshold (u64::MAX while in the first slow start).
@@ -90,13 +96,17 @@ pub enum CcAlgorithm {
     /// RFC 9438 CUBIC.
     #[default]
     Cubic,
-    /// BBR (v1), experimental: see [`bbr`].
+    /// BBR with v3's loss-tolerant probing and inflight bounds: see [`bbr`].
     Bbr,
+    /// BBR's v1 model alone (no v3 bounds; a probe ends at the first loss), to
+    /// compare against.
+    Bbr1,
 }
 
 impl CcAlgorithm {
     /// The accepted names, for command-line help.
-    pub const HELP: &'static str = "newreno, cubic (default) or bbr (experimental)";
+    pub const HELP: &'static str =
+        "newreno, cubic (default), bbr (for lossy paths) or bbr1 (BBR v1 alone, to compare)";
 
     /// Build a controller for datagrams of `mtu` bytes.
     pub fn build(self, mtu: u64) -> Box<dyn Controller> {
@@ -104,6 +114,7 @@ impl CcAlgorithm {
             CcAlgorithm::NewReno => Box::new(new_reno::NewReno::new(mtu)),
             CcAlgorithm::Cubic => Box::new(cubic::Cubic::new(mtu)),
             CcAlgorithm::Bbr => Box::new(bbr::Bbr::new(mtu)),
+            CcAlgorithm::Bbr1 => Box::new(bbr::Bbr::v1(mtu)),
         }
     }
 }
@@ -114,6 +125,7 @@ impl fmt::Display for CcAlgorithm {
             CcAlgorithm::NewReno => "newreno",
             CcAlgorithm::Cubic => "cubic",
             CcAlgorithm::Bbr => "bbr",
+            CcAlgorithm::Bbr1 => "bbr1",
         })
     }
 }
@@ -124,7 +136,8 @@ impl FromStr for CcAlgorithm {
         match s.to_ascii_lowercase().as_str() {
             "newreno" | "new-reno" | "reno" => Ok(CcAlgorithm::NewReno),
             "cubic" => Ok(CcAlgorithm::Cubic),
-            "bbr" | "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr),
+            "bbr" | "bbr3" | "bbrv3" => Ok(CcAlgorithm::Bbr),
+            "bbr1" | "bbrv1" => Ok(CcAlgorithm::Bbr1),
             other => Err(format!(
                 "unknown congestion controller '{other}' (expected {})",
                 CcAlgorithm::HELP
@@ -222,8 +235,14 @@ mod tests {
         assert_eq!("cubic".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Cubic));
         assert_eq!("BBR".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Bbr));
         let err = "vegas".parse::<CcAlgorithm>().unwrap_err();
-        assert!(err.contains("bbr (experimental)"), "{err}");
-        for cc in [CcAlgorithm::NewReno, CcAlgorithm::Cubic, CcAlgorithm::Bbr] {
+        assert!(err.contains("bbr (for lossy paths)"), "{err}");
+        assert_eq!("bbrv1".parse::<CcAlgorithm>(), Ok(CcAlgorithm::Bbr1));
+        for cc in [
+            CcAlgorithm::NewReno,
+            CcAlgorithm::Cubic,
+            CcAlgorithm::Bbr,
+            CcAlgorithm::Bbr1,
+        ] {
             assert_eq!(cc.build(1200).name(), cc.to_string());
             assert_eq!(cc.to_string().parse::<CcAlgorithm>(), Ok(cc));
         }

@@ -15,6 +15,7 @@ use crate::recovery::{RateSample, RttEstimator};
 impl Bbr {
     pub(super) fn on_ack_frame(&mut self, now: Instant, event: &AckEvent, rtt: &RttEstimator) {
         self.in_flight = event.bytes_in_flight;
+        self.note_round(event.newly_acked, event.newly_lost, event.prior_in_flight);
         let Some(rs) = event.rate else {
             return;
         };
@@ -42,6 +43,9 @@ impl Bbr {
         //#   BBRUpdateRTprop()
         //#   BBRCheckProbeRTT()
         self.update_btl_bw(&rs);
+        if self.round_start {
+            self.end_round(now);
+        }
         self.check_cycle_phase(now, event.prior_in_flight, event.newly_lost);
         self.check_full_pipe(rs.is_app_limited);
         self.check_drain(now, event.bytes_in_flight);
@@ -100,7 +104,14 @@ impl Bbr {
         let next = if self.pacing_gain == 1.0 {
             full_length
         } else if self.pacing_gain > 1.0 {
-            full_length && (lost > 0 || prior_in_flight >= self.inflight(self.pacing_gain))
+            // v3: a loss ends the probe only once the round's loss rate is too
+            // high (draft-ietf-ccwg-bbr §5.5.10.2), not at the first loss.
+            let lossy = if self.v3 {
+                self.round_signals.too_high()
+            } else {
+                lost > 0
+            };
+            full_length && (lossy || prior_in_flight >= self.inflight(self.pacing_gain))
         } else {
             full_length || prior_in_flight <= self.inflight(1.0)
         };
@@ -285,6 +296,7 @@ impl Bbr {
             }
             self.cwnd = self.cwnd.max(self.min_pipe_cwnd());
         }
+        self.cwnd = self.bound_cwnd(self.cwnd);
         //= https://datatracker.ietf.org/doc/html/draft-cardwell-iccrg-bbr-congestion-control-00#section-4.2.3.5
         //# if (BBR.state == ProbeRTT)
         //#   cwnd = min(cwnd, BBRMinPipeCwnd)

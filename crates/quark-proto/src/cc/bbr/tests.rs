@@ -31,6 +31,11 @@ impl Feed {
     /// One round trip of `rtt` later, an ACK of 10 packets measuring `rate` B/s,
     /// leaving `in_flight` bytes outstanding.
     fn ack(&mut self, rate: u64, rtt: Duration, in_flight: u64) {
+        self.ack_losing(rate, rtt, in_flight, 0);
+    }
+
+    /// [`Self::ack`], declaring `lost` bytes lost.
+    fn ack_losing(&mut self, rate: u64, rtt: Duration, in_flight: u64, lost: u64) {
         let acked = 10 * MTU;
         let prior = self.delivered;
         self.delivered += acked;
@@ -44,7 +49,7 @@ impl Feed {
                 rtt,
             }),
             newly_acked: acked,
-            newly_lost: 0,
+            newly_lost: lost,
             prior_in_flight: in_flight + acked,
             bytes_in_flight: in_flight,
         };
@@ -146,8 +151,9 @@ fn probe_rtt_after_ten_seconds_without_a_lower_rtt() {
 }
 
 #[test]
-fn loss_conserves_packets_then_restores_and_spurious_undoes() {
+fn v1_loss_conserves_packets_then_restores_and_spurious_undoes() {
     let mut f = Feed::new();
+    f.bbr = Bbr::v1(MTU);
     f.reach_probe_bw(1_000_000);
     let window = f.bbr.window();
     let t = f.now;
@@ -167,4 +173,72 @@ fn loss_conserves_packets_then_restores_and_spurious_undoes() {
     // Persistent congestion: the minimum window.
     f.bbr.on_congestion_event(f.now, f.now - MS, true, 20 * MTU);
     assert_eq!(f.bbr.window(), 2 * MTU);
+}
+
+/// Acks at `bw` until the gain cycle reaches `gain`.
+fn until_gain(f: &mut Feed, bw: u64, gain: f64) {
+    for _ in 0..20 {
+        if f.bbr.pacing_gain == gain {
+            return;
+        }
+        // In flight past 1.25 BDP: a probe ends after one RTprop.
+        f.ack(bw, 51 * MS, 60_000);
+    }
+    panic!("gain {gain} never came");
+}
+
+#[test]
+fn a_probe_losing_over_two_percent_sets_inflight_hi_and_stops() {
+    let mut f = Feed::new();
+    let bw = 1_000_000;
+    f.reach_probe_bw(bw);
+    assert_eq!(f.bbr.inflight_hi, bounds::NO_BOUND);
+    until_gain(&mut f, bw, 1.25);
+    // 1 % of the round lost: tolerated, the probe goes on.
+    f.ack_losing(bw, 51 * MS, 50_000, 120);
+    assert_eq!(f.bbr.pacing_gain, 1.25);
+    assert_eq!(f.bbr.inflight_hi, bounds::NO_BOUND);
+    // 10 %: too high. inflight_hi is the most in flight in the round (at least
+    // 0.7 × the BDP) and the probe turns to draining.
+    f.ack_losing(bw, 51 * MS, 60_000, 1_200);
+    assert_eq!(f.bbr.inflight_hi, 60_000 + 10 * MTU);
+    assert_eq!(f.bbr.pacing_gain, 0.75);
+    // Cruising, the window keeps 15 % headroom under inflight_hi, never less
+    // than the modelled BDP.
+    f.ack(bw, 51 * MS, 40_000);
+    assert_eq!(f.bbr.pacing_gain, 1.0);
+    let hi = 72_000;
+    assert_eq!(
+        f.bbr.window(),
+        (hi - hi * 15 / 100).max(f.bbr.inflight(1.0))
+    );
+    // The next probe may raise it, a packet more each round, doubling.
+    until_gain(&mut f, bw, 1.25);
+    f.ack(bw, 51 * MS, hi);
+    f.ack(bw, 51 * MS, hi);
+    assert!(f.bbr.inflight_hi > hi, "{}", f.bbr.inflight_hi);
+}
+
+#[test]
+fn ecn_ce_while_cruising_cuts_inflight_lo_to_the_bdp_until_the_next_probe() {
+    let mut f = Feed::new();
+    let bw = 1_000_000;
+    f.reach_probe_bw(bw);
+    // The first of six cruising rounds.
+    until_gain(&mut f, bw, 0.75);
+    f.ack(bw, 51 * MS, 40_000);
+    assert_eq!(f.bbr.pacing_gain, 1.0);
+    let before = f.bbr.window();
+    let t = f.now;
+    // A congestion event without losses is a CE increase.
+    f.bbr.on_congestion_event(t, t - MS, false, 0);
+    f.ack(bw, 51 * MS, 40_000);
+    f.ack(bw, 51 * MS, 40_000);
+    // 0.7 × the window, or the BDP if more.
+    let lo = ((before as f64 * 0.7) as u64).max(f.bbr.inflight(1.0));
+    assert_eq!(f.bbr.inflight_lo, lo);
+    assert!(f.bbr.window() < before, "{} < {before}", f.bbr.window());
+    assert!(f.bbr.window() >= f.bbr.inflight(1.0));
+    until_gain(&mut f, bw, 1.25);
+    assert_eq!(f.bbr.inflight_lo, bounds::NO_BOUND, "reset by the probe");
 }

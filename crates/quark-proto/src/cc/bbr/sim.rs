@@ -1,0 +1,202 @@
+//! A deterministic bottleneck for BBR's model tests: flows, each a paced
+//! [`Recovery`] sender with an immediately-acknowledging receiver, share one
+//! FIFO link of fixed rate with a drop-tail buffer and seeded random loss.
+//! Everything is virtual time; the same inputs give the same run.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::cc::CcAlgorithm;
+use crate::range_set::RangeSet;
+use crate::recovery::{PathState, Recovery, RecoveryConfig, SentPacket, test_epoch};
+use crate::types::SpaceId;
+
+pub(super) const MTU: u16 = 1200;
+
+/// The path.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Link {
+    /// Bytes per second.
+    pub(super) rate: u64,
+    pub(super) one_way: Duration,
+    /// Packets the bottleneck queue holds.
+    pub(super) buffer: u64,
+    /// Random loss on the wire, in parts per million.
+    pub(super) loss_ppm: u64,
+}
+
+impl Link {
+    fn tx(&self) -> Duration {
+        Duration::from_nanos(u64::from(MTU) * 1_000_000_000 / self.rate)
+    }
+
+    /// The bandwidth-delay product in bytes.
+    pub(super) fn bdp(&self) -> u64 {
+        (self.rate as f64 * (2 * self.one_way).as_secs_f64()) as u64
+    }
+}
+
+/// One flow's result.
+#[derive(Debug, Default)]
+pub(super) struct FlowStats {
+    /// Bytes delivered to the receiver in the measured window, per second.
+    pub(super) goodput: u64,
+    pub(super) sent: u64,
+    pub(super) dropped: u64,
+    /// Phases in order, each listed once per entry.
+    pub(super) phases: Vec<&'static str>,
+    /// (pacing rate, window) sampled on every ACK in ProbeBW in the window.
+    pub(super) probe_bw: Vec<(u64, u64)>,
+}
+
+struct Flow {
+    r: Recovery<()>,
+    start: Instant,
+    pn: u64,
+    /// ACK arrivals at the sender: (time, pn).
+    acks: BTreeMap<(Instant, u64), ()>,
+    received: RangeSet,
+    paced: Option<Instant>,
+    delivered: u64,
+    stats: FlowStats,
+}
+
+fn path() -> PathState {
+    PathState {
+        handshake_confirmed: true,
+        peer_completed_address_validation: true,
+        amplification_blocked: false,
+        has_handshake_keys: true,
+        max_ack_delay: Duration::ZERO,
+    }
+}
+
+/// Runs flows, each with its controller and start offset, through `link`
+/// until `end`, measuring goodput over `[from, end)`.
+pub(super) fn run(
+    flows: &[(CcAlgorithm, Duration)],
+    link: Link,
+    from: Duration,
+    end: Duration,
+) -> Vec<FlowStats> {
+    let t0 = test_epoch();
+    let (from, end) = (t0 + from, t0 + end);
+    let path = path();
+    let mut flows: Vec<Flow> = flows
+        .iter()
+        .map(|&(cc, s)| Flow {
+            r: Recovery::new(&RecoveryConfig {
+                cc,
+                pacing: true,
+                ..RecoveryConfig::default()
+            }),
+            start: t0 + s,
+            pn: 0,
+            acks: BTreeMap::new(),
+            received: RangeSet::new(),
+            paced: None,
+            delivered: 0,
+            stats: FlowStats::default(),
+        })
+        .collect();
+    let tx = link.tx();
+    let mut rng: u64 = 0x2545_f491_4f6c_dd1d;
+    let (mut now, mut link_free) = (t0, t0);
+    let (mut acked, mut lost): (Vec<(u64, SentPacket<()>)>, _) = (Vec::new(), Vec::new());
+    while now < end {
+        for f in flows.iter_mut().filter(|f| f.start <= now) {
+            f.paced = None;
+            while f.r.send_allowance() >= u64::from(MTU) {
+                if let Some(at) = f.r.pacing_delay(now, u64::from(MTU)) {
+                    f.paced = Some(at);
+                    break;
+                }
+                f.r.on_packet_sent(now, SpaceId::Data, f.pn, MTU, true, true, (), &path);
+                f.stats.sent += 1;
+                let wait = link_free.saturating_duration_since(now);
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                if wait.as_nanos() / tx.as_nanos() >= u128::from(link.buffer) {
+                    f.stats.dropped += 1;
+                } else {
+                    link_free = now.max(link_free) + tx;
+                    let arrive = link_free + link.one_way;
+                    // Lost on the wire after the bottleneck: it used the link.
+                    if rng % 1_000_000 < link.loss_ppm {
+                        f.stats.dropped += 1;
+                    } else {
+                        if arrive >= from && arrive < end {
+                            f.delivered += u64::from(MTU);
+                        }
+                        f.acks.insert((arrive + link.one_way, f.pn), ());
+                    }
+                }
+                f.pn += 1;
+            }
+        }
+        let next = flows
+            .iter()
+            .flat_map(|f| {
+                let started = f.start <= now;
+                [
+                    (!started).then_some(f.start),
+                    f.acks.keys().next().map(|k| k.0),
+                    f.r.loss_detection_timer(),
+                    f.paced,
+                ]
+            })
+            .flatten()
+            .min();
+        let Some(t) = next else { break };
+        now = t.max(now);
+        for f in flows.iter_mut().filter(|f| f.start <= now) {
+            if let Some(&key) = f.acks.keys().next().filter(|k| k.0 <= now) {
+                f.acks.remove(&key);
+                f.received.insert_one(key.1);
+                f.received.truncate_low(32);
+                acked.clear();
+                lost.clear();
+                let ranges = f.received.iter().rev().map(|r| r.start..=r.end - 1);
+                f.r.on_ack_received(
+                    now,
+                    SpaceId::Data,
+                    ranges,
+                    Duration::ZERO,
+                    None,
+                    &path,
+                    &mut acked,
+                    &mut lost,
+                )
+                .expect("valid ACK");
+            } else if f.r.loss_detection_timer().is_some_and(|t| t <= now) {
+                lost.clear();
+                f.r.on_timeout(now, &path, &mut lost);
+            }
+            let c = f.r.controller();
+            let phase = c.phase().unwrap_or("none");
+            if f.stats.phases.last() != Some(&phase) {
+                f.stats.phases.push(phase);
+            }
+            if phase == "probe_bw" && now >= from {
+                let pacing = c.pacing_rate().unwrap_or(0);
+                f.stats.probe_bw.push((pacing, c.window()));
+            }
+        }
+    }
+    let secs = (end - from).as_secs_f64();
+    flows
+        .into_iter()
+        .map(|f| FlowStats {
+            goodput: (f.delivered as f64 / secs) as u64,
+            ..f.stats
+        })
+        .collect()
+}
+
+/// Jain's fairness index of `x`: (Σx)² / (n Σx²), 1 when all are equal.
+pub(super) fn jain(x: &[u64]) -> f64 {
+    let sum: f64 = x.iter().map(|&v| v as f64).sum();
+    let squares: f64 = x.iter().map(|&v| (v as f64).powi(2)).sum();
+    sum * sum / (x.len() as f64 * squares)
+}
