@@ -18,6 +18,9 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
+/// The allocation counters are global: the tests take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 thread_local! {
     static ALLOCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -115,6 +118,7 @@ fn one_connection(
 /// session (rustls keeps the ticket), in as many datagrams as a full one.
 #[test]
 fn resumed_connection_packets() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (mut sim, tls) = Sim::pair(seed(31));
     let config = quark_proto::ClientConfig::new(tls.client_config(None));
     let ((full, full_allocs), first_resumed) = one_connection(&mut sim, &config);
@@ -132,6 +136,7 @@ fn resumed_connection_packets() {
 
 #[test]
 fn ephemeral_connection_packets() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (trace, allocs) = ephemeral_connection(seed(30));
     for (up, len, types) in &trace {
         let dir = if *up { "c->s" } else { "s->c" };
