@@ -20,7 +20,7 @@ CATEGORIES = [
     ("Ed25519", r"ed25519|sc_reduce|sc_muladd|ge_double_scalarmult"),
     ("x25519 key exchange", r"x25519|curve25519|fiat_25519"),
     ("P-256 (ECDSA sign/verify)", r"p256|nistz256|ecdsa|ec::suite_b|p384"),
-    ("RSA / bignum", r"rsa|bn_|LIMBS_|limbs_|bigint|_mont"),
+    ("RSA / bignum", r"rsa|bn_|LIMBS_|limbs_|bigint|_mont|mont5|mul4x_|sqr8x"),
     ("SHA-2 (transcript, HKDF, HMAC)", r"sha256|sha512|sha2|hmac|hkdf|digest|block_data_order"),
     ("AEAD + header protection", r"aes|gcm|ghash|chacha|poly1305|aead"),
     ("allocator", r"malloc|free|realloc|calloc|_int_|tcache|cfree|memalign"),
