@@ -7,7 +7,9 @@
 #   WORKLOAD=fresh scripts/instructions.sh quic,tcp+tls 2048 200
 #
 # WORKLOAD=fresh opens a new connection for every request (handshake included,
-# SIZE-byte response, no body): instructions per connection.
+# SIZE-byte response, no body): instructions per connection. With it,
+# NO_RESUMPTION=1 makes every connection a full handshake (no TLS tickets) and
+# CERT_KEY=ecdsa|ed25519|rsa picks the certificate's key.
 # For each protocol, runs the lab server and client (one connection, one request
 # in flight, SIZE-byte request and response) with one side under callgrind,
 # twice: REQUESTS and 2 x REQUESTS measured requests. The difference divided by
@@ -45,7 +47,8 @@ command -v valgrind >/dev/null || { echo "error: valgrind is not installed" >&2;
 
 dir=$(mktemp -d /tmp/quark-instr.XXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
-"${CERT_BIN:-$BIN}" lab-cert --cert "$dir/cert.der" --key "$dir/key.der"
+"${CERT_BIN:-$BIN}" lab-cert --cert "$dir/cert.der" --key "$dir/key.der" \
+    ${CERT_KEY:+--cert-key "$CERT_KEY"}
 
 # Total instructions of one side for one run of `requests` measured requests.
 count() {
@@ -63,6 +66,7 @@ count() {
     fi
     if [ "$side" = server ]; then sv=("${vg[@]}"); else cv=("${vg[@]}"); fi
     local common=(--proto "$proto" --cert "$dir/cert.der" --threads 1)
+    [ -z "${NO_RESUMPTION:-}" ] || common+=(--no-resumption)
     rm -f "$out" "$dir/in"
     mkfifo "$dir/in"
     "${sv[@]}" "$BIN" lab-server "${common[@]}" --key "$dir/key.der" \

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
-use quark_lab::adapter::{Cipher, default_protocols, default_reference, registry};
+use quark_lab::adapter::{CertKey, Cipher, default_protocols, default_reference, registry};
 use quark_lab::agent::RemoteAgent;
 use quark_lab::bench::{Agents, BenchConfig, NET_PROFILES, NetModeChoice};
 use quark_lab::experiment::cloud::{self, REFERENCE};
@@ -98,6 +98,15 @@ pub(crate) struct Args {
     /// TLS 1.3 cipher suite: aes128gcm, aes256gcm or chacha20.
     #[arg(long, default_value = "aes128gcm")]
     cipher: String,
+    /// The server certificate's key: ecdsa (P-256, default), ed25519 or rsa
+    /// (2048 bits; made with the `openssl` command). Every protocol uses it.
+    #[arg(long, default_value = "ecdsa")]
+    cert_key: String,
+    /// TLS session resumption for every protocol on rustls: on (default,
+    /// rustls's defaults: tickets issued and kept) or off (every connection a
+    /// full handshake: no tickets, no session cache).
+    #[arg(long, default_value = "on")]
+    resumption: String,
     /// quark's congestion controller: newreno, cubic (default), bbr or bbr1 (BBR v1 alone).
     #[arg(long, default_value = "cubic")]
     cc: String,
@@ -263,6 +272,18 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
             Cipher::NAMES.join(", ")
         )
     })?;
+    let cert_key = CertKey::parse(&a.cert_key).ok_or_else(|| {
+        anyhow!(
+            "unknown --cert-key '{}' (available: {})",
+            a.cert_key,
+            CertKey::NAMES.join(", ")
+        )
+    })?;
+    let resumption = match a.resumption.as_str() {
+        "on" => true,
+        "off" => false,
+        r => bail!("--resumption takes on or off, not '{r}'"),
+    };
     let cc: quark::CcAlgorithm = a.cc.parse().map_err(|e: String| anyhow!(e))?;
     if a.tcp_cc != "system" {
         let available =
@@ -306,6 +327,8 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         pin,
         threads: a.threads,
         cipher,
+        cert_key,
+        resumption,
         cc,
         tcp_cc: a.tcp_cc.clone(),
         busy_poll: a.busy_poll,

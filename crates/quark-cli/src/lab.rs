@@ -22,12 +22,18 @@ pub(crate) struct CertArgs {
     /// Private key file to write (PKCS#8 DER).
     #[arg(long)]
     key: PathBuf,
+    /// Key type: ecdsa (P-256, default), ed25519 or rsa (2048).
+    #[arg(long, default_value = "ecdsa")]
+    cert_key: String,
 }
 
 /// Writes a fresh self-signed lab identity; returns the exit code.
 pub(crate) fn cert(args: CertArgs) -> i32 {
-    let made =
-        quark_lab::adapter::tls::Identity::generate().and_then(|id| id.save(&args.cert, &args.key));
+    use quark_lab::adapter::{CertKey, Identity};
+    let made = CertKey::parse(&args.cert_key)
+        .ok_or_else(|| anyhow::anyhow!("unknown --cert-key '{}'", args.cert_key))
+        .and_then(Identity::generate_with)
+        .and_then(|id| id.save(&args.cert, &args.key));
     match made {
         Ok(()) => 0,
         Err(e) => {

@@ -65,6 +65,12 @@ pub struct RunConfig {
     pub reference: String,
     /// TLS 1.3 cipher suite.
     pub cipher: String,
+    /// The server certificate's key type (`--cert-key`; absent: ecdsa).
+    #[serde(default = "ecdsa")]
+    pub cert_key: String,
+    /// TLS session resumption (`--resumption`; absent: on).
+    #[serde(default = "yes")]
+    pub resumption: bool,
     /// quark's congestion controller (absent in older files: cubic).
     #[serde(default = "cubic")]
     pub cc: String,
@@ -102,6 +108,14 @@ pub struct RunConfig {
     /// Which host ran each side and the path between them (absent: both here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<crate::agent::Placement>,
+}
+
+fn ecdsa() -> String {
+    "ecdsa".into()
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn one() -> u32 {

@@ -56,6 +56,8 @@ fn config(scenarios: Vec<(Scenario, Params)>, cipher: Cipher) -> BenchConfig {
         pin: None,
         threads: 1,
         cipher,
+        cert_key: quark_lab::adapter::CertKey::default(),
+        resumption: true,
         cc: Default::default(),
         tcp_cc: "system".into(),
         busy_poll: false,

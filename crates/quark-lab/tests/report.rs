@@ -196,6 +196,8 @@ fn fixture() -> Report {
             scenarios: vec!["goodput".into(), "rps".into(), "persistent".into()],
             reference: "quinn".into(),
             cipher: "aes128gcm".into(),
+            cert_key: "ecdsa".into(),
+            resumption: true,
             cc: "cubic".into(),
             tcp_cc: "cubic".into(),
             busy_poll: false,

@@ -41,7 +41,7 @@ pub mod udp_rr;
 pub mod udp_rr_serve;
 
 pub use stats::{ServerCounters, ServerStats};
-pub use tls::{Cipher, Identity};
+pub use tls::{CertKey, Cipher, Identity};
 
 /// A boxed, sendable future (the traits are object-safe so adapters sit in one registry).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -62,6 +62,79 @@ impl Cipher {
     }
 }
 
+/// The server certificate's key type (`quark bench --cert-key`): what the
+/// server signs with and the client verifies in every full handshake.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CertKey {
+    /// ECDSA P-256 with SHA-256 (rcgen's default, and the lab's until now).
+    #[default]
+    EcdsaP256,
+    /// Ed25519.
+    Ed25519,
+    /// RSA 2048 (PKCS#1 v1.5 certificate signature; TLS 1.3 signs with PSS).
+    Rsa2048,
+}
+
+impl CertKey {
+    /// All accepted names, for help texts.
+    pub const NAMES: &'static [&'static str] = &["ecdsa", "ed25519", "rsa"];
+
+    /// Parses `ecdsa`, `ed25519` or `rsa`.
+    pub fn parse(s: &str) -> Option<CertKey> {
+        match s.to_ascii_lowercase().as_str() {
+            "ecdsa" | "p256" | "ecdsa-p256" => Some(CertKey::EcdsaP256),
+            "ed25519" => Some(CertKey::Ed25519),
+            "rsa" | "rsa2048" | "rsa-2048" => Some(CertKey::Rsa2048),
+            _ => None,
+        }
+    }
+
+    /// The name [`CertKey::parse`] accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            CertKey::EcdsaP256 => "ecdsa",
+            CertKey::Ed25519 => "ed25519",
+            CertKey::Rsa2048 => "rsa",
+        }
+    }
+
+    /// A fresh key pair of this type. ring cannot generate RSA keys, so RSA
+    /// comes from the `openssl` command (lab machines have it).
+    fn key_pair(self) -> anyhow::Result<rcgen::KeyPair> {
+        Ok(match self {
+            CertKey::EcdsaP256 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?,
+            CertKey::Ed25519 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519)?,
+            CertKey::Rsa2048 => {
+                // PEM output is PKCS#8 (its DER output is PKCS#1).
+                let out = std::process::Command::new("openssl")
+                    .args(["genpkey", "-algorithm", "RSA"])
+                    .args(["-pkeyopt", "rsa_keygen_bits:2048"])
+                    .output()
+                    .map_err(|e| anyhow::anyhow!("--cert-key rsa needs openssl: {e}"))?;
+                anyhow::ensure!(out.status.success(), "openssl genpkey failed");
+                rcgen::KeyPair::from_pkcs8_pem_and_sign_algo(
+                    std::str::from_utf8(&out.stdout)?,
+                    &rcgen::PKCS_RSA_SHA256,
+                )?
+            }
+        })
+    }
+}
+
+/// Whether TLS configurations made here resume sessions (`quark bench
+/// --resumption off`: every connection a full handshake). Unset: on, rustls's
+/// defaults (the server issues tickets, the client keeps them).
+static RESUMPTION: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Turns session resumption on or off for this process's TLS configurations.
+pub fn set_resumption(on: bool) {
+    let _ = RESUMPTION.set(on);
+}
+
+fn resumption() -> bool {
+    RESUMPTION.get().copied().unwrap_or(true)
+}
+
 /// A server certificate and its key (DER), valid for `localhost` and 127.0.0.1.
 pub struct Identity {
     /// The certificate, which clients trust directly.
@@ -91,16 +164,19 @@ impl std::fmt::Debug for Identity {
 pub const SERVER_NAME: &str = "localhost";
 
 impl Identity {
-    /// Generates a fresh self-signed certificate.
+    /// Generates a fresh self-signed ECDSA P-256 certificate.
     pub fn generate() -> anyhow::Result<Identity> {
-        let ck = rcgen::generate_simple_self_signed(vec![
-            SERVER_NAME.into(),
-            "127.0.0.1".into(),
-            "::1".into(),
-        ])?;
+        Identity::generate_with(CertKey::EcdsaP256)
+    }
+
+    /// Generates a fresh self-signed certificate with a `key` key.
+    pub fn generate_with(key: CertKey) -> anyhow::Result<Identity> {
+        let names = vec![SERVER_NAME.into(), "127.0.0.1".into(), "::1".into()];
+        let pair = key.key_pair()?;
+        let cert = rcgen::CertificateParams::new(names)?.self_signed(&pair)?;
         Ok(Identity {
-            cert: ck.cert.der().clone(),
-            key: PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()),
+            cert: cert.der().clone(),
+            key: PrivatePkcs8KeyDer::from(pair.serialize_der()),
         })
     }
 
@@ -129,6 +205,10 @@ impl Identity {
                 PrivateKeyDer::Pkcs8(self.key.clone_key()),
             )?;
         c.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+        if !resumption() {
+            c.send_tls13_tickets = 0;
+            c.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        }
         Ok(c)
     }
 }
@@ -146,6 +226,9 @@ pub fn client_config(
         .with_root_certificates(roots)
         .with_no_client_auth();
     c.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    if !resumption() {
+        c.resumption = rustls::client::Resumption::disabled();
+    }
     Ok(c)
 }
 
@@ -174,5 +257,20 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         id.server_config(Cipher::Aes128Gcm, &[b"h2"]).unwrap();
         client_config(&id.cert, Cipher::Chacha20, &[]).unwrap();
+    }
+
+    #[test]
+    fn every_cert_key_makes_a_working_identity() {
+        for name in CertKey::NAMES {
+            let k = CertKey::parse(name).unwrap();
+            assert_eq!(k.name(), *name);
+            if k == CertKey::Rsa2048 && std::process::Command::new("openssl").output().is_err() {
+                continue;
+            }
+            let id = Identity::generate_with(k).unwrap();
+            id.server_config(Cipher::Aes128Gcm, &[b"h2"]).unwrap();
+            client_config(&id.cert, Cipher::Aes128Gcm, &[]).unwrap();
+        }
+        assert_eq!(CertKey::parse("dsa"), None);
     }
 }

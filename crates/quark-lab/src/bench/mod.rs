@@ -10,7 +10,7 @@ use anyhow::{Context, anyhow, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Deserialize;
 
-use crate::adapter::{Cipher, Identity, ServerCounters, find};
+use crate::adapter::{CertKey, Cipher, Identity, ServerCounters, find};
 use crate::child::{ClientArgs, ClientReport, CommonArgs, ServerArgs};
 use crate::metrics::{Machine, Usage};
 use crate::results::{CellResult, Report, RunConfig, SCHEMA_ID, SCHEMA_VERSION, Status};
@@ -66,6 +66,10 @@ pub struct BenchConfig {
     pub threads: u32,
     /// TLS cipher suite.
     pub cipher: Cipher,
+    /// The server certificate's key type.
+    pub cert_key: CertKey,
+    /// TLS session resumption on (tickets) or off (full handshakes only).
+    pub resumption: bool,
     /// quark's congestion controller.
     pub cc: quark::CcAlgorithm,
     /// Linux's TCP congestion controller (`system` leaves the default).
@@ -229,7 +233,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
         TempDir(std::env::temp_dir().join(format!("quark-lab-{}-{nanos}", std::process::id())));
     std::fs::create_dir_all(&dir.0)?;
     let (cert, key) = (dir.0.join("cert.der"), dir.0.join("key.der"));
-    Identity::generate()?.save(&cert, &key)?;
+    Identity::generate_with(cfg.cert_key)?.save(&cert, &key)?;
 
     let mut report = Report {
         schema: SCHEMA_ID.into(),
@@ -250,6 +254,8 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                 .collect(),
             reference: cfg.reference.clone(),
             cipher: cfg.cipher.name().into(),
+            cert_key: cfg.cert_key.name().into(),
+            resumption: cfg.resumption,
             cc: cfg.cc.to_string(),
             tcp_cc: cfg.tcp_cc.clone(),
             busy_poll: cfg.busy_poll,
@@ -514,6 +520,7 @@ impl Cell<'_> {
             tcp_cc: self.cfg.tcp_cc.clone(),
             busy_poll: self.cfg.busy_poll,
             quic_version: self.cfg.quic_version,
+            no_resumption: !self.cfg.resumption,
         }
     }
 

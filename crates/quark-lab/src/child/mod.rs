@@ -167,6 +167,9 @@ pub struct CommonArgs {
     /// The only QUIC version quark speaks (see `quark bench --quic-version`).
     #[arg(long)]
     pub quic_version: Option<u32>,
+    /// No TLS session resumption (see `quark bench --resumption`).
+    #[arg(long)]
+    pub no_resumption: bool,
 }
 
 impl CommonArgs {
@@ -176,6 +179,9 @@ impl CommonArgs {
         crate::adapter::quic::set_congestion_control(cc);
         if let Some(v) = self.quic_version {
             crate::adapter::quic::set_quic_version(v);
+        }
+        if self.no_resumption {
+            crate::adapter::tls::set_resumption(false);
         }
         crate::adapter::tcp::set_tcp_congestion(
             (self.tcp_cc != "system").then(|| self.tcp_cc.clone()),
@@ -210,6 +216,9 @@ impl CommonArgs {
         }
         if let Some(q) = self.quic_version {
             v.extend(["--quic-version".into(), q.to_string()]);
+        }
+        if self.no_resumption {
+            v.push("--no-resumption".into());
         }
         v
     }
