@@ -155,6 +155,11 @@ impl Connection {
         self.crypto_scratch = Vec::new();
         self.rng.park();
         self.spaces.release_early();
+        // A client's TLS session: its tickets have had a quiet second to
+        // arrive (they are stored in the client config, not the session).
+        if self.side.is_client() && self.handshake_confirmed {
+            self.tls.shed_after_handshake(self.side);
+        }
         // Tickets sent and acknowledged: only the offsets matter now.
         self.spaces[SpaceId::Data.index()].park_crypto();
         if let Some(keys) = self.one_rtt.as_mut() {
