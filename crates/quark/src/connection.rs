@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use quark_proto::recovery::EcnState;
 use quark_proto::{ConnectionError, ConnectionHandle, ConnectionStats, Dir, Priority, StreamId};
 
-use crate::shared::{ConnEntry, SharedRef, State, dir_index};
+use crate::shared::{ConnEntry, SharedRef, State, Wait, dir_index};
 use crate::stream::{RecvStream, SendStream};
 
 /// A QUIC connection. Cheap to clone; when the last clone (and every stream of
@@ -50,7 +50,7 @@ impl Connection {
             return Poll::Ready(Ok(id));
         }
         // Blocked by the peer's MAX_STREAMS: a STREAMS_BLOCKED goes out.
-        crate::shared::wait_in(&mut entry.wakers.open[dir_index(dir)], cx.waker());
+        entry.wakers.wait(Wait::Open(dir_index(dir)), cx.waker());
         state.touch(self.handle);
         Poll::Pending
     }
@@ -71,7 +71,7 @@ impl Connection {
         if let Some(e) = &entry.error {
             return Poll::Ready(Err(e.clone()));
         }
-        crate::shared::wait_in(&mut entry.wakers.accept[dir_index(dir)], cx.waker());
+        entry.wakers.wait(Wait::Accept(dir_index(dir)), cx.waker());
         Poll::Pending
     }
 
@@ -199,7 +199,7 @@ impl Connection {
             if let Some(e) = &entry.error {
                 return Poll::Ready(e.clone());
             }
-            entry.wakers.closed.push(cx.waker().clone());
+            entry.wakers.wait(Wait::Closed, cx.waker());
             Poll::Pending
         })
         .await
@@ -223,7 +223,7 @@ impl Connection {
                     .is_some_and(|c| c.is_0rtt_accepted());
                 return Poll::Ready(Ok(accepted));
             }
-            crate::shared::wait_in(&mut entry.wakers.connected, cx.waker());
+            entry.wakers.wait(Wait::Connected, cx.waker());
             Poll::Pending
         })
         .await
@@ -420,7 +420,7 @@ impl Future for Connecting {
             drop(state);
             return Poll::Ready(Ok(self.conn.take().expect("present")));
         }
-        crate::shared::wait_in(&mut entry.wakers.connected, cx.waker());
+        entry.wakers.wait(Wait::Connected, cx.waker());
         Poll::Pending
     }
 }
