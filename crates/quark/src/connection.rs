@@ -40,7 +40,7 @@ impl Connection {
         let mut state = self.shared.lock();
         let state = &mut *state;
         let entry = state.conns.get_mut(&self.handle).expect("connection entry");
-        if let Some(e) = &entry.error {
+        if let Some(e) = entry.error.as_deref() {
             return Poll::Ready(Err(e.clone()));
         }
         let conn = state.proto.connection_mut(self.handle).expect("connection");
@@ -68,7 +68,7 @@ impl Connection {
             count_halves(entry, id, dir, dir == Dir::Bi);
             return Poll::Ready(Ok(id));
         }
-        if let Some(e) = &entry.error {
+        if let Some(e) = entry.error.as_deref() {
             return Poll::Ready(Err(e.clone()));
         }
         entry.wakers.wait(Wait::Accept(dir_index(dir)), cx.waker());
@@ -196,7 +196,7 @@ impl Connection {
             let Some(entry) = state.conns.get_mut(&self.handle) else {
                 return Poll::Ready(ConnectionError::LocallyClosed);
             };
-            if let Some(e) = &entry.error {
+            if let Some(e) = entry.error.as_deref() {
                 return Poll::Ready(e.clone());
             }
             entry.wakers.wait(Wait::Closed, cx.waker());
@@ -213,7 +213,7 @@ impl Connection {
             let mut state = self.shared.lock();
             let state = &mut *state;
             let entry = state.conns.get_mut(&self.handle).expect("connection entry");
-            if let Some(e) = &entry.error {
+            if let Some(e) = entry.error.as_deref() {
                 return Poll::Ready(Err(e.clone()));
             }
             if entry.connected {
@@ -413,7 +413,7 @@ impl Future for Connecting {
         let conn = self.conn.as_ref().expect("polled after completion");
         let mut state = conn.shared.lock();
         let entry = state.conns.get_mut(&conn.handle).expect("connection entry");
-        if let Some(e) = &entry.error {
+        if let Some(e) = entry.error.as_deref() {
             return Poll::Ready(Err(e.clone()));
         }
         if entry.connected {

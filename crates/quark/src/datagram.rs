@@ -68,7 +68,7 @@ impl Connection {
             let Some(entry) = state.conns.get_mut(&self.handle) else {
                 return Poll::Ready(Err(ConnectionError::LocallyClosed));
             };
-            if let Some(e) = &entry.error {
+            if let Some(e) = entry.error.as_deref() {
                 return Poll::Ready(Err(e.clone()));
             }
             entry.wakers.wait(Wait::DatagramRead, cx.waker());

@@ -110,7 +110,7 @@ fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut Woken) -> bool {
         Event::DatagramReceived => woke.readers += w.wake(Wait::DatagramRead),
         Event::DatagramsWritable => woke.others += w.wake(Wait::DatagramWrite),
         Event::ConnectionLost(e) => {
-            entry.error = Some(e);
+            entry.error = Some(Box::new(e));
             woke.others += w.wake_all();
         }
         Event::Drained => {

@@ -52,6 +52,11 @@ impl ConnWakers {
             .iter()
             .any(|(w, k)| *w == what && k.will_wake(waker))
         {
+            // Room for one at first (a Vec starts at four): most idle
+            // connections have one task waiting.
+            if self.waiting.capacity() == 0 {
+                self.waiting.reserve_exact(1);
+            }
             self.waiting.push((what, waker.clone()));
         }
     }
@@ -98,8 +103,9 @@ pub(crate) struct ConnEntry {
     pub(crate) wakers: Box<ConnWakers>,
     /// Handshake finished.
     pub(crate) connected: bool,
-    /// Why it ended.
-    pub(crate) error: Option<ConnectionError>,
+    /// Why it ended. Boxed: 48 bytes in every live connection's table slot
+    /// otherwise, for the few that ended (issue #30).
+    pub(crate) error: Option<Box<ConnectionError>>,
     /// Protocol state is gone.
     pub(crate) drained: bool,
     /// Application handles (Connection and streams) alive.
