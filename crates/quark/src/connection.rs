@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use quark_proto::recovery::EcnState;
 use quark_proto::{ConnectionError, ConnectionHandle, ConnectionStats, Dir, Priority, StreamId};
 
-use crate::shared::{ConnEntry, SharedRef, State, dir_index};
+use crate::shared::{ConnEntry, SharedRef, State, Wait, dir_index};
 use crate::stream::{RecvStream, SendStream};
 
 /// A QUIC connection. Cheap to clone; when the last clone (and every stream of
@@ -40,7 +40,7 @@ impl Connection {
         let mut state = self.shared.lock();
         let state = &mut *state;
         let entry = state.conns.get_mut(&self.handle).expect("connection entry");
-        if let Some(e) = &entry.error {
+        if let Some(e) = entry.error.as_deref() {
             return Poll::Ready(Err(e.clone()));
         }
         let conn = state.proto.connection_mut(self.handle).expect("connection");
@@ -50,7 +50,7 @@ impl Connection {
             return Poll::Ready(Ok(id));
         }
         // Blocked by the peer's MAX_STREAMS: a STREAMS_BLOCKED goes out.
-        crate::shared::wait_in(&mut entry.wakers.open[dir_index(dir)], cx.waker());
+        entry.wakers.wait(Wait::Open(dir_index(dir)), cx.waker());
         state.touch(self.handle);
         Poll::Pending
     }
@@ -68,10 +68,10 @@ impl Connection {
             count_halves(entry, id, dir, dir == Dir::Bi);
             return Poll::Ready(Ok(id));
         }
-        if let Some(e) = &entry.error {
+        if let Some(e) = entry.error.as_deref() {
             return Poll::Ready(Err(e.clone()));
         }
-        crate::shared::wait_in(&mut entry.wakers.accept[dir_index(dir)], cx.waker());
+        entry.wakers.wait(Wait::Accept(dir_index(dir)), cx.waker());
         Poll::Pending
     }
 
@@ -196,10 +196,10 @@ impl Connection {
             let Some(entry) = state.conns.get_mut(&self.handle) else {
                 return Poll::Ready(ConnectionError::LocallyClosed);
             };
-            if let Some(e) = &entry.error {
+            if let Some(e) = entry.error.as_deref() {
                 return Poll::Ready(e.clone());
             }
-            entry.wakers.closed.push(cx.waker().clone());
+            entry.wakers.wait(Wait::Closed, cx.waker());
             Poll::Pending
         })
         .await
@@ -213,7 +213,7 @@ impl Connection {
             let mut state = self.shared.lock();
             let state = &mut *state;
             let entry = state.conns.get_mut(&self.handle).expect("connection entry");
-            if let Some(e) = &entry.error {
+            if let Some(e) = entry.error.as_deref() {
                 return Poll::Ready(Err(e.clone()));
             }
             if entry.connected {
@@ -223,7 +223,7 @@ impl Connection {
                     .is_some_and(|c| c.is_0rtt_accepted());
                 return Poll::Ready(Ok(accepted));
             }
-            crate::shared::wait_in(&mut entry.wakers.connected, cx.waker());
+            entry.wakers.wait(Wait::Connected, cx.waker());
             Poll::Pending
         })
         .await
@@ -413,14 +413,14 @@ impl Future for Connecting {
         let conn = self.conn.as_ref().expect("polled after completion");
         let mut state = conn.shared.lock();
         let entry = state.conns.get_mut(&conn.handle).expect("connection entry");
-        if let Some(e) = &entry.error {
+        if let Some(e) = entry.error.as_deref() {
             return Poll::Ready(Err(e.clone()));
         }
         if entry.connected {
             drop(state);
             return Poll::Ready(Ok(self.conn.take().expect("present")));
         }
-        crate::shared::wait_in(&mut entry.wakers.connected, cx.waker());
+        entry.wakers.wait(Wait::Connected, cx.waker());
         Poll::Pending
     }
 }

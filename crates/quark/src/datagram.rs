@@ -9,7 +9,7 @@ use bytes::Bytes;
 use quark_proto::{ConnectionError, SendDatagramError};
 
 use crate::connection::Connection;
-use crate::shared::wait_in;
+use crate::shared::Wait;
 
 impl Connection {
     /// Queue a datagram. When the send queue
@@ -46,7 +46,7 @@ impl Connection {
                     // Woken by Event::DatagramsWritable, or when the connection ends.
                     data = Some(d);
                     let entry = state.conns.get_mut(&self.handle).expect("connection entry");
-                    wait_in(&mut entry.wakers.datagram_writers, cx.waker());
+                    entry.wakers.wait(Wait::DatagramWrite, cx.waker());
                     Poll::Pending
                 }
                 Err(e) => Poll::Ready(Err(e)),
@@ -68,10 +68,10 @@ impl Connection {
             let Some(entry) = state.conns.get_mut(&self.handle) else {
                 return Poll::Ready(Err(ConnectionError::LocallyClosed));
             };
-            if let Some(e) = &entry.error {
+            if let Some(e) = entry.error.as_deref() {
                 return Poll::Ready(Err(e.clone()));
             }
-            wait_in(&mut entry.wakers.datagram_readers, cx.waker());
+            entry.wakers.wait(Wait::DatagramRead, cx.waker());
             state.reader_waits += 1;
             Poll::Pending
         })

@@ -156,7 +156,7 @@ impl Endpoint {
         let mut entry = ConnEntry::new(false);
         if state.stopped {
             // Nobody would ever drive it: fail it at once.
-            entry.error = Some(ConnectionError::DriverStopped);
+            entry.error = Some(Box::new(ConnectionError::DriverStopped));
             entry.drained = true;
         }
         state.conns.insert(h, entry);

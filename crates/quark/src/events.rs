@@ -7,7 +7,7 @@ use std::task::Waker;
 
 use quark_proto::{Connection, ConnectionHandle, Event, StreamEvent};
 
-use crate::shared::{ConnEntry, State, dir_index};
+use crate::shared::{ConnEntry, State, Wait, dir_index};
 
 /// Wakers woken: readers (given data) and the rest.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -77,20 +77,13 @@ fn wake(slot: Option<Waker>, count: &mut usize) {
     }
 }
 
-fn wake_all(waiting: &mut Vec<Waker>, count: &mut usize) {
-    for waker in waiting.drain(..) {
-        waker.wake();
-        *count += 1;
-    }
-}
-
 /// Apply one event. Returns true if a server connection just became ready for `accept`.
 fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut Woken) -> bool {
     let w = &mut entry.wakers;
     match ev {
         Event::Connected => {
             entry.connected = true;
-            wake_all(&mut w.connected, &mut woke.others);
+            woke.others += w.wake(Wait::Connected);
             return entry.incoming;
         }
         Event::Stream(StreamEvent::Readable(id)) => wake(w.readers.remove(&id), &mut woke.readers),
@@ -109,15 +102,15 @@ fn handle_event(entry: &mut ConnEntry, ev: Event, woke: &mut Woken) -> bool {
             wake(w.writers.remove(&id), &mut woke.others);
         }
         Event::Stream(StreamEvent::Opened(dir)) => {
-            wake_all(&mut w.accept[dir_index(dir)], &mut woke.others)
+            woke.others += w.wake(Wait::Accept(dir_index(dir)));
         }
         Event::Stream(StreamEvent::Available(dir)) => {
-            wake_all(&mut w.open[dir_index(dir)], &mut woke.others)
+            woke.others += w.wake(Wait::Open(dir_index(dir)));
         }
-        Event::DatagramReceived => wake_all(&mut w.datagram_readers, &mut woke.readers),
-        Event::DatagramsWritable => wake_all(&mut w.datagram_writers, &mut woke.others),
+        Event::DatagramReceived => woke.readers += w.wake(Wait::DatagramRead),
+        Event::DatagramsWritable => woke.others += w.wake(Wait::DatagramWrite),
         Event::ConnectionLost(e) => {
-            entry.error = Some(e);
+            entry.error = Some(Box::new(e));
             woke.others += w.wake_all();
         }
         Event::Drained => {

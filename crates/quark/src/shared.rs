@@ -20,30 +20,64 @@ pub(crate) struct ConnWakers {
     pub(crate) writers: IdMap<StreamId, Waker>,
     /// Waiting for a stream to be acknowledged in full or stopped.
     pub(crate) finishers: IdMap<StreamId, Waker>,
-    /// Every task waiting to accept, or to open, a stream of each direction:
-    /// all are woken when one may proceed (a single slot kept only the last
-    /// task to wait, and the others slept for good: a client opening 200
-    /// streams against a limit of 128 stalled).
-    pub(crate) accept: [Vec<Waker>; 2],
-    pub(crate) open: [Vec<Waker>; 2],
-    /// Every task waiting for the handshake (`Connecting`, and
-    /// `Connection::handshake` after 0-RTT, possibly several).
-    pub(crate) connected: Vec<Waker>,
-    pub(crate) closed: Vec<Waker>,
-    /// Waiting for a datagram, and for room in the datagram send queue.
-    pub(crate) datagram_readers: Vec<Waker>,
-    pub(crate) datagram_writers: Vec<Waker>,
+    /// Every other waiting task, with what it waits for. All waiting for one
+    /// thing are woken when it happens (a single slot kept only the last task
+    /// to wait, and the others slept for good: a client opening 200 streams
+    /// against a limit of 128 stalled). One list rather than one per kind:
+    /// an idle connection has a waker or two, and eight empty vectors were
+    /// 192 bytes of every connection's entry (issue #30).
+    waiting: Vec<(Wait, Waker)>,
 }
 
-/// Add `waker` to `waiting` unless it already wakes the same task (a task
-/// that polls again must not add itself twice).
-pub(crate) fn wait_in(waiting: &mut Vec<Waker>, waker: &Waker) {
-    if !waiting.iter().any(|w| w.will_wake(waker)) {
-        waiting.push(waker.clone());
-    }
+/// What a task in [`ConnWakers`]' list waits for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Wait {
+    /// A stream of this direction (`dir_index`) to accept, or to open.
+    Accept(u8),
+    Open(u8),
+    /// The handshake (`Connecting`, and `Connection::handshake` after 0-RTT).
+    Connected,
+    Closed,
+    /// A datagram, and room in the datagram send queue.
+    DatagramRead,
+    DatagramWrite,
 }
 
 impl ConnWakers {
+    /// `waker`'s task waits for `what`: added unless it already wakes the
+    /// same task (a task that polls again must not add itself twice).
+    pub(crate) fn wait(&mut self, what: Wait, waker: &Waker) {
+        if !self
+            .waiting
+            .iter()
+            .any(|(w, k)| *w == what && k.will_wake(waker))
+        {
+            // Room for one at first (a Vec starts at four): most idle
+            // connections have one task waiting.
+            if self.waiting.capacity() == 0 {
+                self.waiting.reserve_exact(1);
+            }
+            self.waiting.push((what, waker.clone()));
+        }
+    }
+
+    /// Wakes every task waiting for `what`; returns how many.
+    pub(crate) fn wake(&mut self, what: Wait) -> usize {
+        let mut n = 0;
+        let mut i = 0;
+        while i < self.waiting.len() {
+            if self.waiting[i].0 == what {
+                self.waiting.swap_remove(i).1.wake();
+                n += 1;
+            } else {
+                i += 1;
+            }
+        }
+        // The room stays: a server's accept waiter comes back with every
+        // stream, and freeing it would cost a malloc per request.
+        n
+    }
+
     /// Wakes every waiting task; returns how many wakers that was.
     pub(crate) fn wake_all(&mut self) -> usize {
         let all = self
@@ -52,12 +86,11 @@ impl ConnWakers {
             .chain(self.writers.drain())
             .chain(self.finishers.drain())
             .map(|(_, w)| w)
-            .chain(self.accept.iter_mut().flat_map(|v| v.drain(..)))
-            .chain(self.open.iter_mut().flat_map(|v| v.drain(..)))
-            .chain(self.connected.drain(..))
-            .chain(self.closed.drain(..))
-            .chain(self.datagram_readers.drain(..))
-            .chain(self.datagram_writers.drain(..));
+            .chain(
+                std::mem::take(&mut self.waiting)
+                    .into_iter()
+                    .map(|(_, w)| w),
+            );
         all.map(Waker::wake).count()
     }
 }
@@ -65,12 +98,13 @@ impl ConnWakers {
 /// Per-connection bookkeeping beside the protocol state.
 pub(crate) struct ConnEntry {
     /// Boxed: the connection table holds entries inline, with a hash
-    /// table's slack, and the wakers (~290 bytes) are most of an entry.
+    /// table's slack, and the wakers (120 bytes) are most of an entry.
     pub(crate) wakers: Box<ConnWakers>,
     /// Handshake finished.
     pub(crate) connected: bool,
-    /// Why it ended.
-    pub(crate) error: Option<ConnectionError>,
+    /// Why it ended. Boxed: 48 bytes in every live connection's table slot
+    /// otherwise, for the few that ended (issue #30).
+    pub(crate) error: Option<Box<ConnectionError>>,
     /// Protocol state is gone.
     pub(crate) drained: bool,
     /// Application handles (Connection and streams) alive.
@@ -104,7 +138,7 @@ impl ConnEntry {
     }
 }
 
-pub(crate) fn dir_index(dir: Dir) -> usize {
+pub(crate) fn dir_index(dir: Dir) -> u8 {
     match dir {
         Dir::Bi => 0,
         Dir::Uni => 1,

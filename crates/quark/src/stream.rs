@@ -189,7 +189,7 @@ impl SendStream {
             .conns
             .get_mut(&self.conn.handle)
             .expect("connection entry");
-        if let Some(e) = &entry.error {
+        if let Some(e) = entry.error.as_deref() {
             return Poll::Ready(Err(WriteError::ConnectionLost(e.clone())));
         }
         let conn = state
@@ -250,7 +250,7 @@ impl SendStream {
             if let Some(Some(outcome)) = entry.send_halves.get(&self.id) {
                 return Poll::Ready(Ok(*outcome));
             }
-            if let Some(e) = &entry.error {
+            if let Some(e) = entry.error.as_deref() {
                 return Poll::Ready(Err(e.clone()));
             }
             entry.wakers.finishers.insert(self.id, cx.waker().clone());
@@ -275,7 +275,11 @@ fn finish_locked(state: &mut State, h: ConnectionHandle, id: StreamId) -> Result
 /// The connection's error once it ended: a closed connection keeps no sending
 /// halves, so this, not the stream, explains why a send-side call fails.
 fn lost(state: &State, h: ConnectionHandle) -> Result<(), WriteError> {
-    match state.conns.get(&h).and_then(|e| e.error.clone()) {
+    match state
+        .conns
+        .get(&h)
+        .and_then(|e| e.error.as_deref().cloned())
+    {
         Some(e) => Err(WriteError::ConnectionLost(e)),
         None => Ok(()),
     }
@@ -421,7 +425,8 @@ impl RecvStream {
             return Poll::Ready(Err(ReadError::ConnectionLost(
                 entry
                     .error
-                    .clone()
+                    .as_deref()
+                    .cloned()
                     .unwrap_or(ConnectionError::LocallyClosed),
             )));
         };
@@ -443,7 +448,7 @@ impl RecvStream {
                 Poll::Ready(Ok(None))
             }
             Ok(ReadOutcome::Blocked) => {
-                if let Some(e) = &entry.error {
+                if let Some(e) = entry.error.as_deref() {
                     return Poll::Ready(Err(ReadError::ConnectionLost(e.clone())));
                 }
                 entry.wakers.readers.insert(self.id, cx.waker().clone());
@@ -458,7 +463,7 @@ impl RecvStream {
                 self.done = true;
                 // A closed connection keeps only the streams with something left
                 // to read: for the others the connection's end is the answer.
-                Poll::Ready(Err(match &entry.error {
+                Poll::Ready(Err(match entry.error.as_deref() {
                     Some(e) => ReadError::ConnectionLost(e.clone()),
                     None => ReadError::Stopped,
                 }))

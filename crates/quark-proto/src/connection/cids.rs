@@ -27,10 +27,11 @@ pub enum CidEvent {
     PeerResetTokenRetired(ResetToken),
 }
 
-/// One ID we issued.
+/// One ID we issued. Its reset token is not kept: it is derived from the ID
+/// (`ResetKey::token`) when a NEW_CONNECTION_ID carries it, so an entry is
+/// 32 bytes rather than 48 (issue #30).
 struct Issued {
     cid: ConnectionId,
-    reset_token: ResetToken,
     /// NEW_CONNECTION_ID for it still has to be (re)sent.
     announce: bool,
 }
@@ -56,13 +57,12 @@ impl LocalCids {
     }
 
     /// Starts with the handshake ID, sequence number 0.
-    pub(crate) fn new(initial: ConnectionId, reset_token: ResetToken) -> Self {
+    pub(crate) fn new(initial: ConnectionId) -> Self {
         let mut issued = SeqMap::new();
         issued.insert(
             0,
             Issued {
                 cid: initial,
-                reset_token,
                 announce: false,
             },
         );
@@ -86,12 +86,11 @@ impl LocalCids {
 
     /// The ID of our preferred_address: sequence 1, announced in the
     /// transport parameters (RFC 9000 §5.1.1).
-    pub(crate) fn add_preferred(&mut self, cid: ConnectionId, reset_token: ResetToken) {
+    pub(crate) fn add_preferred(&mut self, cid: ConnectionId) {
         self.issued.insert(
             1,
             Issued {
                 cid,
-                reset_token,
                 announce: false,
             },
         );
@@ -107,7 +106,6 @@ impl LocalCids {
     pub(crate) fn top_up(
         &mut self,
         mut generate: impl FnMut() -> ConnectionId,
-        reset_key: &ResetKey,
         events: &mut VecDeque<CidEvent>,
     ) {
         if self.handshake_cid().is_empty() {
@@ -115,12 +113,10 @@ impl LocalCids {
         }
         while (self.issued.len() as u64) < self.peer_limit {
             let cid = generate();
-            let reset_token = reset_key.token(&cid);
             self.issued.insert(
                 self.next_seq,
                 Issued {
                     cid,
-                    reset_token,
                     announce: true,
                 },
             );
@@ -166,7 +162,10 @@ impl LocalCids {
     }
 
     /// The next NEW_CONNECTION_ID to send: (seq, cid, token).
-    pub(crate) fn next_announcement(&mut self) -> Option<(u64, ConnectionId, ResetToken)> {
+    pub(crate) fn next_announcement(
+        &mut self,
+        reset_key: &ResetKey,
+    ) -> Option<(u64, ConnectionId, ResetToken)> {
         if self.to_announce == 0 {
             return None;
         }
@@ -174,7 +173,7 @@ impl LocalCids {
         entry.announce = false;
         self.to_announce -= 1;
         self.announced = self.announced.max(*seq + 1);
-        Some((*seq, entry.cid, entry.reset_token))
+        Some((*seq, entry.cid, reset_key.token(&entry.cid)))
     }
 
     /// Whether a NEW_CONNECTION_ID is waiting to be sent.

@@ -183,7 +183,7 @@ fn more_live_ids_than_our_limit_is_an_error() {
 fn only_announced_ids_can_be_retired() {
     let key = ResetKey::new(&[3; 32]);
     let first = ConnectionId::new(&[1; 8]).unwrap();
-    let mut local = LocalCids::new(first, key.token(&first));
+    let mut local = LocalCids::new(first);
     local.set_peer_limit(4);
     let mut events = VecDeque::new();
     let mut n = 1u8;
@@ -192,15 +192,16 @@ fn only_announced_ids_can_be_retired() {
             n += 1;
             ConnectionId::new(&[n; 8]).unwrap()
         },
-        &key,
         &mut events,
     );
     // Issued 1..=3, none announced yet: the peer cannot know them.
     let other = ConnectionId::new(&[9; 8]).unwrap();
     let e = local.on_retire(1, &other, &mut events).unwrap_err();
     assert_eq!(e.code, Code::PROTOCOL_VIOLATION);
-    let (seq, _, _) = local.next_announcement().unwrap();
+    let (seq, cid, token) = local.next_announcement(&key).unwrap();
     assert_eq!(seq, 1);
+    // The token is derived from the ID, as the endpoint's resets are.
+    assert_eq!(token, key.token(&cid));
     local.on_retire(1, &other, &mut events).unwrap();
     assert!(local.on_retire(2, &other, &mut events).is_err());
 }

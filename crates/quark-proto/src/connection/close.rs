@@ -59,30 +59,37 @@ pub enum ConnectionError {
     DriverStopped,
 }
 
-/// Where the connection is in its life.
+/// Where the connection is in its life. The ending states' details are
+/// boxed: every open connection would otherwise carry them inline (104
+/// bytes instead of 16, issue #30).
 pub(crate) enum State {
     Handshake,
     Established,
     /// We sent CONNECTION_CLOSE; answer further packets with it until the deadline.
     Closing {
-        error: ConnectionError,
-        close: CloseFrame,
-        resend: bool,
+        closing: Box<Closing>,
     },
     /// The peer closed; send nothing until the deadline.
     Draining {
-        error: ConnectionError,
+        error: Box<ConnectionError>,
     },
     Drained {
-        error: Option<ConnectionError>,
+        error: Option<Box<ConnectionError>>,
     },
+}
+
+pub(crate) struct Closing {
+    error: ConnectionError,
+    close: CloseFrame,
+    resend: bool,
 }
 
 impl State {
     pub(crate) fn error(&self) -> Option<&ConnectionError> {
         match self {
-            State::Closing { error, .. } | State::Draining { error } => Some(error),
-            State::Drained { error } => error.as_ref(),
+            State::Closing { closing } => Some(&closing.error),
+            State::Draining { error } => Some(error),
+            State::Drained { error } => error.as_deref(),
             _ => None,
         }
     }
@@ -144,9 +151,11 @@ impl Connection {
         self.events.push_back(Event::ConnectionLost(error.clone()));
         self.streams.on_connection_lost();
         self.state = State::Closing {
-            error,
-            close,
-            resend: true,
+            closing: Box::new(Closing {
+                error,
+                close,
+                resend: true,
+            }),
         };
         self.qlog_closed(Some(now), "closing");
         self.shed();
@@ -163,7 +172,9 @@ impl Connection {
             self.streams.on_connection_lost();
         }
         self.timers.set(Timer::Close, now + 3 * pto);
-        self.state = State::Draining { error };
+        self.state = State::Draining {
+            error: Box::new(error),
+        };
         self.qlog_closed(Some(now), "draining");
         self.shed();
     }
@@ -178,8 +189,12 @@ impl Connection {
             self.streams.on_connection_lost();
         }
         self.events.push_back(Event::Drained);
-        let error = self.state.error().cloned().or(Some(error));
-        self.state = State::Drained { error };
+        let error = match std::mem::replace(&mut self.state, State::Drained { error: None }) {
+            State::Closing { closing } => Box::new(closing.error),
+            State::Draining { error } => error,
+            _ => Box::new(error),
+        };
+        self.state = State::Drained { error: Some(error) };
         self.qlog_closed(None, "closed");
         self.shed();
     }
@@ -242,17 +257,17 @@ impl Connection {
     /// While closing, every packet received is answered with our CONNECTION_CLOSE
     /// again (RFC 9000 §10.2.1), at most once per received datagram.
     pub(crate) fn on_packet_while_closing(&mut self) {
-        if let State::Closing { resend, .. } = &mut self.state {
-            *resend = true;
+        if let State::Closing { closing } = &mut self.state {
+            closing.resend = true;
         }
     }
 
     /// The frame to send while closing, if one is due (consumes the trigger).
     pub(crate) fn take_close_frame(&mut self) -> Option<CloseFrame> {
         match &mut self.state {
-            State::Closing { close, resend, .. } if *resend => {
-                *resend = false;
-                Some(close.clone())
+            State::Closing { closing } if closing.resend => {
+                closing.resend = false;
+                Some(closing.close.clone())
             }
             _ => None,
         }

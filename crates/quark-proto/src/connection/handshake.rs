@@ -293,8 +293,7 @@ impl Connection {
     pub(crate) fn top_up_cids(&mut self) {
         let (cid_gen, rng) = (&self.cid_gen, &mut self.rng);
         let mut generate = || cid_gen.generate(rng);
-        self.local_cids
-            .top_up(&mut generate, &self.reset_key, &mut self.cid_events);
+        self.local_cids.top_up(&mut generate, &mut self.cid_events);
     }
 
     /// The handshake is confirmed: Handshake keys go (RFC 9001 §4.9.2).

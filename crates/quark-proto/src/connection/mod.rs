@@ -385,7 +385,6 @@ impl Connection {
                 p.side,
             ));
         }
-        let reset_token = p.shared.reset_key.token(&p.local_cid);
         let mut rng = lazy_rng::LazyRng::new(p.shared.rng_seed);
         let skipped = skip::Skipped::new(&mut rng);
         let mut tls = p.tls;
@@ -416,7 +415,7 @@ impl Connection {
                 config.mtu_discovery,
             ),
             migration: migration::Migration::default(),
-            local_cids: LocalCids::new(p.local_cid, reset_token),
+            local_cids: LocalCids::new(p.local_cid),
             peer_cids: PeerCids::new(p.peer_cid, config.active_connection_id_limit),
             cid_events: VecDeque::new(),
             reset_key: p.shared.reset_key,
@@ -478,9 +477,9 @@ impl Connection {
         };
         conn.reset_idle_timer(now);
         conn.qlog_start(now, &p.local_params);
-        if let Some((ip, cid, token)) = p.preferred_cid {
+        if let Some((ip, cid, _token)) = p.preferred_cid {
             conn.migration.preferred_local = Some((ip, cid));
-            conn.local_cids.add_preferred(cid, token);
+            conn.local_cids.add_preferred(cid);
             conn.cid_events.push_back(CidEvent::Issued(cid));
         }
         if conn.side.is_client() {

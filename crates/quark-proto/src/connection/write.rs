@@ -276,7 +276,7 @@ impl Connection {
             sent.handshake_done = true;
         }
         while self.local_cids.has_announcement() && max_end - buf.len() > 64 {
-            let Some((seq, cid, token)) = self.local_cids.next_announcement() else {
+            let Some((seq, cid, token)) = self.local_cids.next_announcement(&self.reset_key) else {
                 break;
             };
             let f = NewConnectionId {

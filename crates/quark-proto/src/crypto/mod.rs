@@ -11,6 +11,7 @@ pub mod relabel;
 pub(crate) mod retry;
 #[cfg(test)]
 pub(crate) mod test_pair;
+mod tickets;
 pub mod tls;
 pub mod tokens;
 

@@ -92,7 +92,7 @@ impl Peer {
     }
 
     /// Everything TLS wants to send now, as (level, bytes) chunks.
-    fn pump(&mut self) -> Vec<(Level, Vec<u8>)> {
+    pub(crate) fn pump(&mut self) -> Vec<(Level, Vec<u8>)> {
         let mut out = Vec::new();
         loop {
             let mut buf = Vec::new();

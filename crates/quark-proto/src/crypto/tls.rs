@@ -11,6 +11,7 @@ use rustls::pki_types::ServerName;
 use rustls::quic::{self, Connection};
 
 use crate::crypto::relabel::{self, Capture};
+use crate::crypto::tickets::TicketSkipper;
 use crate::crypto::{KeyChange, LevelKeys};
 use crate::error::{TransportError, TransportErrorCode};
 use crate::packet::rustls_version;
@@ -54,6 +55,8 @@ struct Kept {
     after_handshake: bool,
     /// The handshake resumed a session (a ticket was accepted).
     resumed: bool,
+    /// A client that shed its session: later tickets are skipped.
+    tickets: TicketSkipper,
 }
 
 /// One piece of rustls' output.
@@ -232,6 +235,9 @@ impl TlsSession {
             //= https://www.rfc-editor.org/rfc/rfc9001#section-6
             //# Endpoints MUST NOT send a TLS KeyUpdate message.
             // Nor does anything else follow a server's handshake in QUIC.
+            if self.kept.tickets.is_on() {
+                return self.kept.tickets.skip(data);
+            }
             if self.kept.after_handshake {
                 return Err(TransportError::protocol_violation(
                     "TLS data after the handshake",
@@ -449,12 +455,14 @@ impl TlsSession {
             },
             cipher: conn.negotiated_cipher_suite(),
             resumed: conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            tickets: TicketSkipper::default(),
         };
         self.pending = VecDeque::new();
     }
 
     /// A server's handshake is over and its output collected (tickets
-    /// included): nothing more passes through TLS, so its state goes (about
+    /// included), or a client's is confirmed and idle: nothing more passes
+    /// through TLS (a client skips later tickets), so its state goes (about
     /// 5 KB per connection), keeping what the getters report. The peer's
     /// parameters are checked here and then forgotten: `peer_params` reports
     /// `Ok(None)` afterwards (the connection holds them). Returns whether it
@@ -476,6 +484,11 @@ impl TlsSession {
         self.peer_params.take();
         self.kept.peer_certificates = certs;
         self.kept.after_handshake = true;
+        if our_side.is_client() {
+            // Tickets may still come; their store is the client config's,
+            // so a late one is only skipped (resumption uses the earlier).
+            self.kept.tickets.start();
+        }
         true
     }
 }
@@ -585,5 +598,53 @@ mod tests {
         assert_eq!(err.code, TransportErrorCode::TRANSPORT_PARAMETER_ERROR);
         // cached: the same answer again
         assert_eq!(server.tls.peer_params(Side::Server), Err(err));
+    }
+
+    /// A client sheds its session once the handshake is over: tickets that
+    /// come later are skipped, anything else is still an error (RFC 9001 §6).
+    #[test]
+    fn a_client_skips_tickets_after_shedding() {
+        let (cc, sc) = configs(TLS13_AES_128_GCM_SHA256, b"hq-interop", b"hq-interop");
+        let client_params = TransportParameters {
+            initial_source_connection_id: ConnectionId::new(&[1; 8]),
+            ..TransportParameters::default()
+        };
+        let server_params = TransportParameters {
+            original_destination_connection_id: ConnectionId::new(&[2; 8]),
+            initial_source_connection_id: ConnectionId::new(&[3; 8]),
+            ..TransportParameters::default()
+        };
+        let mut client = Peer::new(TlsSession::client(cc, "localhost", &client_params).unwrap());
+        let mut server = Peer::new(TlsSession::server(sc, &server_params).unwrap());
+        // The handshake, holding back what the server sends in 1-RTT.
+        let mut tickets = Vec::new();
+        for _ in 0..16 {
+            let to_server = client.pump();
+            for (_, data) in &to_server {
+                server.tls.read_handshake(data).unwrap();
+            }
+            let to_client = server.pump();
+            for (level, data) in &to_client {
+                match level {
+                    Level::OneRtt => tickets.extend_from_slice(data),
+                    _ => client.tls.read_handshake(data).unwrap(),
+                }
+            }
+            if to_server.is_empty() && to_client.is_empty() {
+                break;
+            }
+        }
+        assert!(!client.tls.is_handshaking());
+        assert!(!tickets.is_empty(), "the server sent tickets");
+        assert!(client.tls.shed_after_handshake(Side::Client));
+        assert!(client.tls.is_shed());
+        assert_eq!(client.tls.alpn(), Some(&b"hq-interop"[..]));
+        assert_eq!(client.tls.peer_certificates().map(<[_]>::len), Some(1));
+        let (a, b) = tickets.split_at(tickets.len() / 2 + 1);
+        client.tls.read_handshake(a).unwrap();
+        client.tls.read_handshake(b).unwrap();
+        // KeyUpdate (type 24).
+        let err = client.tls.read_handshake(&[24, 0, 0, 1, 0]).unwrap_err();
+        assert_eq!(err.code, TransportErrorCode(0x10a));
     }
 }

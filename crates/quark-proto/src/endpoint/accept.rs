@@ -2,6 +2,7 @@
 //! or a Retry first), a version we do not speak (Version Negotiation), and short
 //! headers for a connection we do not know (a stateless reset, ours or theirs).
 
+use std::hash::BuildHasher;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
@@ -39,7 +40,8 @@ impl Endpoint {
             return None;
         }
         let tail: [u8; 16] = data[data.len() - 16..].try_into().ok()?;
-        if let Some(&h) = self.reset_tokens.get(&ResetToken(tail)) {
+        let key = self.route_key.hash_one(ResetToken(tail));
+        if let Some(&h) = self.reset_tokens.get(&key) {
             // Let the connection check the token itself (constant time).
             self.conns[h.0].handle_datagram(now, remote, ecn, data);
             self.sync(h);

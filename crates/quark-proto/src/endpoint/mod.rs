@@ -15,7 +15,8 @@ mod peek;
 mod preferred;
 mod routes;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::collections::hash_map::RandomState;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,7 +33,7 @@ use crate::crypto::tls::{TlsSession, TlsSetupError};
 use crate::crypto::tokens::{ResetKey, TokenKey};
 use crate::packet::{HeaderType, PacketDecodeError, PartialDecode};
 use crate::transport_params::TransportParameters;
-use crate::types::{EcnCodepoint, PacketKind, Side};
+use crate::types::{EcnCodepoint, IdMap, PacketKind, Side};
 
 /// Identifies a connection within its endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,11 +98,19 @@ pub struct Endpoint {
     /// Boxed: a connection is several kilobytes, which a slab slot would keep
     /// after it closed, and which inserting and removing would copy.
     conns: Slab<Box<Connection>>,
-    routes: HashMap<ConnectionId, ConnectionHandle>,
+    /// Which connection a connection ID names, keyed by the ID's hash under
+    /// `route_key`: the ID itself is kept once, in its connection's `owned`
+    /// list, which a lookup checks. 16 bytes a slot instead of 32, and the
+    /// slots are ~5 per connection with the table's slack (issue #30).
+    routes: IdMap<u64, ConnectionHandle>,
     /// The last route looked up: a connection's packets come in runs, and
     /// SipHash over a peer-chosen ID cost more than the rest of routing a packet.
     last_route: Option<(ConnectionId, ConnectionHandle)>,
-    reset_tokens: HashMap<ResetToken, ConnectionHandle>,
+    /// The peer's reset tokens, keyed the same way (the connection checks a
+    /// token itself, in constant time).
+    reset_tokens: IdMap<u64, ConnectionHandle>,
+    /// SipHash with a random key: a peer cannot aim IDs or tokens at one slot.
+    route_key: RandomState,
     /// The keys of `routes` and `reset_tokens` each connection holds, by slab
     /// index: removing a connection touches only its own entries, not every
     /// connection's.
@@ -144,12 +153,13 @@ impl Endpoint {
             config,
             server,
             conns: Slab::new(),
-            routes: HashMap::new(),
+            routes: IdMap::default(),
             last_route: None,
+            route_key: RandomState::new(),
             owned: Vec::new(),
             mtus: MtuCache::default(),
             early: early::EarlyDatagrams::default(),
-            reset_tokens: HashMap::new(),
+            reset_tokens: IdMap::default(),
             token_key,
             rng,
             responses: VecDeque::new(),

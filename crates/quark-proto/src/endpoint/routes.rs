@@ -1,6 +1,7 @@
 //! Which connection a connection ID or a stateless reset token names, and the
 //! bookkeeping that lets a connection's entries go with it.
 
+use std::hash::BuildHasher;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -38,7 +39,11 @@ impl Endpoint {
         {
             return Some(*h);
         }
-        let h = *self.routes.get(cid)?;
+        let h = *self.routes.get(&self.route_key.hash_one(cid))?;
+        // The table holds hashes: the ID must be one `h` was given.
+        if !self.owned[h.0].cids.contains(cid) {
+            return None;
+        }
         self.last_route = Some((*cid, h));
         Some(h)
     }
@@ -46,7 +51,10 @@ impl Endpoint {
     /// Route packets addressed to `cid` to `h`.
     pub(super) fn route(&mut self, cid: ConnectionId, h: ConnectionHandle) {
         self.forget_last_route(&cid);
-        self.routes.insert(cid, h);
+        // Two IDs with one hash (2^-64 under the secret key; never for IDs
+        // we make, see `new_cid`): the later one wins, and packets to the
+        // other find no connection.
+        self.routes.insert(self.route_key.hash_one(cid), h);
         let owned = &mut self.owned[h.0].cids;
         if !owned.contains(&cid) {
             owned.push(cid);
@@ -55,8 +63,9 @@ impl Endpoint {
 
     /// Stop routing `cid` to `h` (if it still goes there).
     pub(super) fn unroute(&mut self, cid: ConnectionId, h: ConnectionHandle) {
-        if self.routes.get(&cid) == Some(&h) {
-            self.routes.remove(&cid);
+        let key = self.route_key.hash_one(cid);
+        if self.routes.get(&key) == Some(&h) {
+            self.routes.remove(&key);
             self.forget_last_route(&cid);
         }
         self.owned[h.0].cids.retain(|c| *c != cid);
@@ -70,7 +79,7 @@ impl Endpoint {
 
     /// Take `token` at the end of a datagram as a reset of `h`.
     pub(super) fn add_token(&mut self, token: ResetToken, h: ConnectionHandle) {
-        self.reset_tokens.insert(token, h);
+        self.reset_tokens.insert(self.route_key.hash_one(token), h);
         let owned = &mut self.owned[h.0].tokens;
         if !owned.contains(&token) {
             owned.push(token);
@@ -79,8 +88,9 @@ impl Endpoint {
 
     /// Stop taking `token` as a reset of `h` (if it still is).
     pub(super) fn forget_token(&mut self, token: ResetToken, h: ConnectionHandle) {
-        if self.reset_tokens.get(&token) == Some(&h) {
-            self.reset_tokens.remove(&token);
+        let key = self.route_key.hash_one(token);
+        if self.reset_tokens.get(&key) == Some(&h) {
+            self.reset_tokens.remove(&key);
         }
         self.owned[h.0].tokens.retain(|t| *t != token);
     }
@@ -93,7 +103,8 @@ impl Endpoint {
     pub(super) fn new_cid(&mut self) -> ConnectionId {
         loop {
             let cid = self.cids.generate(&mut self.rng);
-            if !self.routes.contains_key(&cid) {
+            // No other ID of ours has its hash (see `route`).
+            if !self.routes.contains_key(&self.route_key.hash_one(cid)) {
                 return cid;
             }
         }

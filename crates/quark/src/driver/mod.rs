@@ -354,7 +354,9 @@ impl Drop for Driver {
         }
         for entry in state.conns.values_mut() {
             if !entry.drained {
-                entry.error.get_or_insert(ConnectionError::DriverStopped);
+                entry
+                    .error
+                    .get_or_insert_with(|| Box::new(ConnectionError::DriverStopped));
                 entry.drained = true;
             }
             entry.wakers.wake_all();
