@@ -226,6 +226,42 @@ int32_t quark_close(int64_t handle);
 // Thread safety: safe from any thread.
 const char *quark_strerror(int32_t code);
 
+// As `quark_stream_write`, but `buf` is lent rather than copied: libquark
+// keeps referring to the bytes it takes until the peer has acknowledged
+// them (or the stream is reset or closed), then calls `release(arg)`.
+// `release` (NULL for bytes that outlive the stream, such as static data)
+// is called exactly once per call, from whichever thread drops the last
+// reference: possibly before this call returns (an error,
+// `QUARK_ERROR_AGAIN`, or a piece under 4 KiB, which is copied anyway), or
+// later inside another call on the endpoint (`quark_process`,
+// `quark_close`). In non-blocking mode it may take only the first part of
+// `buf`: write the rest with another call.
+//
+// Thread safety: as `quark_stream_write`; `release` must not call libquark.
+//
+// # Safety
+// `buf` points to `len` readable bytes (it may be NULL when `len` is 0)
+// that stay valid and unchanged until `release(arg)` is called.
+int64_t quark_stream_write_ref(int64_t stream,
+                               const uint8_t *buf,
+                               uintptr_t len,
+                               void (*release)(void*),
+                               void *arg);
+
+// As `quark_stream_read`, but the bytes are not copied: `visit(arg, data,
+// n)` is called with what has arrived in order, at most `max` bytes in
+// one or two pieces, pointing into libquark's receive buffer and valid
+// only during the callback. Returns how many bytes were visited, `0` at
+// the end of the stream, or a negative error (`QUARK_ERROR_AGAIN` in
+// non-blocking mode). The bytes are consumed (credited to the peer's flow
+// control) as with a read.
+//
+// Thread safety: as `quark_stream_read`. `visit` runs under the
+// endpoint's lock: it must be short and must not call libquark.
+int64_t quark_stream_read_with(int64_t stream, uintptr_t max, void (*visit)(void*,
+                                                                            const uint8_t*,
+                                                                            uintptr_t), void *arg);
+
 // As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` or 0; other
 // bits give `QUARK_ERROR_INVAL`).
 //

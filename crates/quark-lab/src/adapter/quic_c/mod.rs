@@ -302,8 +302,8 @@ impl Client for QuicCClient {
             let endpoint = self.endpoint;
             // quark_connect_on blocks until the handshake is done, by design.
             let conn = tokio::task::spawn_blocking(move || {
-                quark_ffi::call::connect_on(
-                    endpoint,
+                quark_ffi::call::connect(
+                    quark_ffi::call::Via::Endpoint(endpoint),
                     &t.addr,
                     &t.name,
                     &t.alpn,

@@ -5,7 +5,6 @@
 //! descriptor (`quark_ready_fd`) or `quark_on_work` says so, and hands each
 //! listed handle to whoever waits for it.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
@@ -40,11 +39,13 @@ struct Slot {
 /// closed), so the map is bounded by the open handles.
 #[derive(Default)]
 pub(crate) struct Ready {
-    slots: Mutex<HashMap<i64, Slot>>,
+    slots: Mutex<Slots>,
 }
 
+type Slots = call::HandleMap<Slot>;
+
 impl Ready {
-    fn lock(&self) -> MutexGuard<'_, HashMap<i64, Slot>> {
+    fn lock(&self) -> MutexGuard<'_, Slots> {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -64,19 +65,17 @@ impl Ready {
     }
 
     fn notify(&self, handle: i64) {
-        let waiters = match self.lock().get_mut(&handle) {
-            Some(slot) if slot.waiters.is_empty() => {
-                slot.ready = true;
-                return;
-            }
+        match self.lock().get_mut(&handle) {
+            Some(slot) if slot.waiters.is_empty() => slot.ready = true,
             Some(slot) => {
                 slot.epoch += 1;
-                std::mem::take(&mut slot.waiters)
+                // Under the lock, keeping the vector's room: a tokio waker
+                // only schedules its task.
+                for w in slot.waiters.drain(..) {
+                    w.wake();
+                }
             }
-            None => return,
-        };
-        for w in waiters {
-            w.wake();
+            None => {}
         }
     }
 
