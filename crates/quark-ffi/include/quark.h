@@ -84,7 +84,13 @@ int64_t quark_client(const char *addr, uint32_t flags);
 // As `quark_connect_with`, on `endpoint` (from `quark_client` or
 // `quark_listen*`) instead of an endpoint of its own: the connection
 // shares the endpoint's socket and ready list. Blocks until the handshake
-// completes (on a caller-driven endpoint, driving it meanwhile).
+// completes (on a caller-driven endpoint, driving it meanwhile), except on
+// a non-blocking endpoint (`quark_set_nonblocking`): then, like `connect(2)`
+// on a non-blocking socket, it returns the connection handle at once
+// (itself non-blocking) while the handshake goes on. Calls on it give
+// `QUARK_ERROR_AGAIN` until the handshake is done (the handle is listed
+// ready when it ends; `quark_connected` tells) and `QUARK_ERROR_CONNECT`
+// if it failed.
 //
 // Thread safety: safe from any thread; connects on one endpoint may run
 // at once from several threads.
@@ -98,6 +104,14 @@ int64_t quark_connect_on(int64_t endpoint,
                          int32_t insecure,
                          const char *ca_pem_path,
                          const char *ciphers);
+
+// Whether the handshake of `conn` is done, like `getsockopt(SO_ERROR)` after
+// a non-blocking `connect(2)`: 0 once it is, `QUARK_ERROR_CONNECT` if it
+// failed; while it is under way, blocks, or in non-blocking mode gives
+// `QUARK_ERROR_AGAIN` (the handle is listed ready when it ends).
+//
+// Thread safety: safe from any thread.
+int32_t quark_connected(int64_t conn);
 
 // Bind a server endpoint on `addr` ("127.0.0.1:4433", port 0 for any) with
 // the PEM certificate chain and key in the named files, offering the
@@ -198,8 +212,9 @@ int64_t quark_stream_accept_uni(int64_t conn);
 // (`on` non-zero) or back. In non-blocking mode `quark_accept`,
 // `quark_stream_open`, `quark_stream_accept`, `quark_stream_read` and
 // `quark_stream_write` return `QUARK_ERROR_AGAIN` instead of waiting, and a
-// write may take only part of the buffer. `quark_connect` and `quark_close`
-// always block. New handles start in blocking mode.
+// write may take only part of the buffer. `quark_connect_on` on a
+// non-blocking endpoint returns before the handshake; `quark_connect` and
+// `quark_close` always block. New handles start in blocking mode.
 //
 // Thread safety: safe from any thread; calls already waiting keep waiting.
 int32_t quark_set_nonblocking(int64_t handle, int32_t on);
