@@ -2,14 +2,16 @@
 //! what the boundary costs against `quic`. The lab's workload and hq-interop
 //! code is shared with `quic`; only the way to quark differs: every call is
 //! one of libquark's `extern "C"` functions (handles, the handle table,
-//! caught panics, copies into and out of the caller's buffers). Every
-//! endpoint is caller-driven (`QUARK_FLAG_CALLER_DRIVEN`): this runtime's
-//! thread runs quark's I/O and timers inside `quark_process`, no library
-//! thread in between. Like an event-loop C program, every handle is
-//! non-blocking and waits on the endpoint's `quark_ready_fd` (module
-//! `ready`); connections are made with a non-blocking `quark_connect_on`
-//! (the handshake runs in the endpoint's processing); only `quark_close` of
-//! a connection or endpoint, which blocks by design (driving the endpoint
+//! caught panics; the pattern lent and the received bytes visited in place,
+//! as `quic` uses quark's zero-copy calls). Every endpoint is caller-driven
+//! (`QUARK_FLAG_CALLER_DRIVEN`): this runtime's thread runs quark's I/O and
+//! timers inside `quark_process`, no library thread in between. Like an
+//! event-loop C program, every handle is non-blocking and waits for the
+//! endpoint's ready list (`quark_ready`, module `ready`; the endpoint's
+//! readiness comes through `quark_on_work` from this runtime's reactor);
+//! connections are made with a non-blocking `quark_connect_on` (the
+//! handshake runs in the endpoint's processing); only `quark_close` of a
+//! connection or endpoint, which blocks by design (driving the endpoint
 //! while it lingers), runs on a blocking thread.
 //!
 //! Differences that come with the C API: the client's connections share one
@@ -418,7 +420,7 @@ impl Adapter for QuicC {
     }
 
     fn about(&self) -> &'static str {
-        "quark QUIC through libquark's C API (quark-ffi; non-blocking handles, quark_ready_fd), hq-interop"
+        "quark QUIC through libquark's C API (quark-ffi; caller-driven, non-blocking handles, quark_ready), hq-interop"
     }
 
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {
