@@ -353,8 +353,7 @@ fn cipher_list(names: &str) -> Result<Vec<rustls::SupportedCipherSuite>, QuarkEr
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_open(conn: i64) -> i64 {
     on_connection(conn, |handle, c| {
-        let (send, recv) = handle
-            .run(async { Ok::<_, QuarkError>(c.established().await?.open_bi().await?) })??;
+        let (send, recv) = handle.run(c.open_bi())??;
         insert_stream(handle, Some(send), Some(recv))
     })
 }
@@ -367,8 +366,7 @@ pub extern "C" fn quark_stream_open(conn: i64) -> i64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_open_uni(conn: i64) -> i64 {
     on_connection(conn, |handle, c| {
-        let send = handle
-            .run(async { Ok::<_, QuarkError>(c.established().await?.open_uni().await?) })??;
+        let send = handle.run(c.open_uni())??;
         insert_stream(handle, Some(send), None)
     })
 }
@@ -380,8 +378,7 @@ pub extern "C" fn quark_stream_open_uni(conn: i64) -> i64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_accept(conn: i64) -> i64 {
     on_connection(conn, |handle, c| {
-        let (send, recv) = handle
-            .run(async { Ok::<_, QuarkError>(c.established().await?.accept_bi().await?) })??;
+        let (send, recv) = handle.run(c.accept_bi())??;
         insert_stream(handle, Some(send), Some(recv))
     })
 }
@@ -394,19 +391,27 @@ pub extern "C" fn quark_stream_accept(conn: i64) -> i64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_accept_uni(conn: i64) -> i64 {
     on_connection(conn, |handle, c| {
-        let recv = handle
-            .run(async { Ok::<_, QuarkError>(c.established().await?.accept_uni().await?) })??;
+        let recv = handle.run(c.accept_uni())??;
         insert_stream(handle, None, Some(recv))
     })
 }
 
-fn on_connection(conn: i64, f: impl FnOnce(&Handle, &Conn) -> Result<i64, QuarkError>) -> i64 {
+/// Run `f` on the connection behind `conn` once its handshake is done (at
+/// once, but after a non-blocking `quark_connect_on`).
+fn on_connection(
+    conn: i64,
+    f: impl FnOnce(&Handle, &quark::Connection) -> Result<i64, QuarkError>,
+) -> i64 {
     entry(|| {
         let handle = table::get(conn)?;
         let Object::Connection(c) = &handle.object else {
             return Err(QuarkError::WrongKind);
         };
-        f(&handle, c)
+        let established = match c.get() {
+            Some(established) => established,
+            None => handle.run(c.established())??,
+        };
+        f(&handle, established)
     })
 }
 

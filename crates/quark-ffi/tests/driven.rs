@@ -427,3 +427,22 @@ fn connections_share_a_caller_driven_client_endpoint() {
     assert_eq!(quark_close(client), 0);
     server.join().unwrap();
 }
+
+extern "C" fn count_hook(arg: *mut std::ffi::c_void) {
+    // SAFETY: the test passes a `&'static AtomicUsize` as `arg`.
+    unsafe { &*arg.cast::<AtomicUsize>() }.fetch_add(1, Ordering::SeqCst);
+}
+
+/// `quark_on_work` hears only of new work, so a hook set while work is
+/// already flagged (a new endpoint's first round) is called at once.
+#[test]
+fn on_work_is_told_of_work_flagged_before_it() {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let (ep, _) = listen(DRIVEN);
+    let arg = (&CALLS as *const AtomicUsize).cast_mut().cast();
+    assert_eq!(quark_on_work(ep, Some(count_hook), arg), 0);
+    assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+    assert!(quark_process(ep, 0) >= 0);
+    assert_eq!(quark_on_work(ep, None, std::ptr::null_mut()), 0);
+    assert_eq!(quark_close(ep), 0);
+}
