@@ -84,7 +84,13 @@ int64_t quark_client(const char *addr, uint32_t flags);
 // As `quark_connect_with`, on `endpoint` (from `quark_client` or
 // `quark_listen*`) instead of an endpoint of its own: the connection
 // shares the endpoint's socket and ready list. Blocks until the handshake
-// completes (on a caller-driven endpoint, driving it meanwhile).
+// completes (on a caller-driven endpoint, driving it meanwhile), except on
+// a non-blocking endpoint (`quark_set_nonblocking`): then, like `connect(2)`
+// on a non-blocking socket, it returns the connection handle at once
+// (itself non-blocking) while the handshake goes on. Calls on it give
+// `QUARK_ERROR_AGAIN` until the handshake is done (the handle is listed
+// ready when it ends; `quark_connected` tells) and `QUARK_ERROR_CONNECT`
+// if it failed.
 //
 // Thread safety: safe from any thread; connects on one endpoint may run
 // at once from several threads.
@@ -98,6 +104,14 @@ int64_t quark_connect_on(int64_t endpoint,
                          int32_t insecure,
                          const char *ca_pem_path,
                          const char *ciphers);
+
+// Whether the handshake of `conn` is done, like `getsockopt(SO_ERROR)` after
+// a non-blocking `connect(2)`: 0 once it is, `QUARK_ERROR_CONNECT` if it
+// failed; while it is under way, blocks, or in non-blocking mode gives
+// `QUARK_ERROR_AGAIN` (the handle is listed ready when it ends).
+//
+// Thread safety: safe from any thread.
+int32_t quark_connected(int64_t conn);
 
 // Bind a server endpoint on `addr` ("127.0.0.1:4433", port 0 for any) with
 // the PEM certificate chain and key in the named files, offering the
@@ -198,8 +212,9 @@ int64_t quark_stream_accept_uni(int64_t conn);
 // (`on` non-zero) or back. In non-blocking mode `quark_accept`,
 // `quark_stream_open`, `quark_stream_accept`, `quark_stream_read` and
 // `quark_stream_write` return `QUARK_ERROR_AGAIN` instead of waiting, and a
-// write may take only part of the buffer. `quark_connect` and `quark_close`
-// always block. New handles start in blocking mode.
+// write may take only part of the buffer. `quark_connect_on` on a
+// non-blocking endpoint returns before the handshake; `quark_connect` and
+// `quark_close` always block. New handles start in blocking mode.
 //
 // Thread safety: safe from any thread; calls already waiting keep waiting.
 int32_t quark_set_nonblocking(int64_t handle, int32_t on);
@@ -225,6 +240,42 @@ int32_t quark_close(int64_t handle);
 //
 // Thread safety: safe from any thread.
 const char *quark_strerror(int32_t code);
+
+// As `quark_stream_write`, but `buf` is lent rather than copied: libquark
+// keeps referring to the bytes it takes until the peer has acknowledged
+// them (or the stream is reset or closed), then calls `release(arg)`.
+// `release` (NULL for bytes that outlive the stream, such as static data)
+// is called exactly once per call, from whichever thread drops the last
+// reference: possibly before this call returns (an error,
+// `QUARK_ERROR_AGAIN`, or a piece under 4 KiB, which is copied anyway), or
+// later inside another call on the endpoint (`quark_process`,
+// `quark_close`). In non-blocking mode it may take only the first part of
+// `buf`: write the rest with another call.
+//
+// Thread safety: as `quark_stream_write`; `release` must not call libquark.
+//
+// # Safety
+// `buf` points to `len` readable bytes (it may be NULL when `len` is 0)
+// that stay valid and unchanged until `release(arg)` is called.
+int64_t quark_stream_write_ref(int64_t stream,
+                               const uint8_t *buf,
+                               uintptr_t len,
+                               void (*release)(void*),
+                               void *arg);
+
+// As `quark_stream_read`, but the bytes are not copied: `visit(arg, data,
+// n)` is called with what has arrived in order, at most `max` bytes in
+// one or two pieces, pointing into libquark's receive buffer and valid
+// only during the callback. Returns how many bytes were visited, `0` at
+// the end of the stream, or a negative error (`QUARK_ERROR_AGAIN` in
+// non-blocking mode). The bytes are consumed (credited to the peer's flow
+// control) as with a read.
+//
+// Thread safety: as `quark_stream_read`. `visit` runs under the
+// endpoint's lock: it must be short and must not call libquark.
+int64_t quark_stream_read_with(int64_t stream, uintptr_t max, void (*visit)(void*,
+                                                                            const uint8_t*,
+                                                                            uintptr_t), void *arg);
 
 // As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` or 0; other
 // bits give `QUARK_ERROR_INVAL`).

@@ -12,7 +12,7 @@ use std::os::fd::OwnedFd;
 
 use crate::error::QuarkError;
 
-use crate::{quark_connect_with, quark_listen, quark_listen_pem, quark_ready};
+use crate::{quark_listen, quark_listen_pem, quark_ready};
 use crate::{quark_stream_read, quark_stream_write};
 
 /// `quark_listen`.
@@ -41,30 +41,6 @@ pub fn listen_pem(addr: &CStr, cert_pem: &CStr, key_pem: &CStr, alpn: &CStr) -> 
     }
 }
 
-/// `quark_connect_with` (`None` for a NULL `ca_pem_path` or `ciphers`).
-pub fn connect_with(
-    addr: &CStr,
-    server_name: &CStr,
-    alpn: &CStr,
-    insecure: bool,
-    ca_pem_path: Option<&CStr>,
-    ciphers: Option<&CStr>,
-) -> i64 {
-    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
-    // SAFETY: the strings are NUL-terminated and borrowed for the call; the
-    // optional ones are such a string or NULL, as the call allows.
-    unsafe {
-        quark_connect_with(
-            addr.as_ptr(),
-            server_name.as_ptr(),
-            alpn.as_ptr(),
-            i32::from(insecure),
-            ptr(ca_pem_path),
-            ptr(ciphers),
-        )
-    }
-}
-
 /// `quark_listen_pem_flags`.
 pub fn listen_pem_flags(
     addr: &CStr,
@@ -85,40 +61,26 @@ pub fn listen_pem_flags(
     }
 }
 
-/// `quark_connect_flags` (`None` for a NULL `ca_pem_path` or `ciphers`).
-pub fn connect_flags(
-    addr: &CStr,
-    server_name: &CStr,
-    alpn: &CStr,
-    insecure: bool,
-    ca_pem_path: Option<&CStr>,
-    ciphers: Option<&CStr>,
-    flags: u32,
-) -> i64 {
-    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
-    // SAFETY: as `connect_with`.
-    unsafe {
-        crate::quark_connect_flags(
-            addr.as_ptr(),
-            server_name.as_ptr(),
-            alpn.as_ptr(),
-            i32::from(insecure),
-            ptr(ca_pem_path),
-            ptr(ciphers),
-            flags,
-        )
-    }
-}
-
 /// `quark_client`.
 pub fn client(addr: &CStr, flags: u32) -> i64 {
     // SAFETY: a NUL-terminated string borrowed for the call.
     unsafe { crate::quark_client(addr.as_ptr(), flags) }
 }
 
-/// `quark_connect_on` (`None` for a NULL `ca_pem_path` or `ciphers`).
-pub fn connect_on(
-    endpoint: i64,
+/// Which endpoint a [`connect`] uses.
+#[derive(Clone, Copy, Debug)]
+pub enum Via {
+    /// One of its own, made with these flags (`quark_connect_flags`; 0 is
+    /// `quark_connect_with`).
+    Own(u32),
+    /// This endpoint handle (`quark_connect_on`).
+    Endpoint(i64),
+}
+
+/// `quark_connect_flags` or `quark_connect_on`, as `via` says (`None` for a
+/// NULL `ca_pem_path` or `ciphers`).
+pub fn connect(
+    via: Via,
     addr: &CStr,
     server_name: &CStr,
     alpn: &CStr,
@@ -127,17 +89,19 @@ pub fn connect_on(
     ciphers: Option<&CStr>,
 ) -> i64 {
     let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
-    // SAFETY: as `connect_with`.
+    let (addr, name, alpn) = (addr.as_ptr(), server_name.as_ptr(), alpn.as_ptr());
+    let (insecure, ca, ciphers) = (i32::from(insecure), ptr(ca_pem_path), ptr(ciphers));
+    // SAFETY: the strings are NUL-terminated and borrowed for the call; the
+    // optional ones are such a string or NULL, as the calls allow.
     unsafe {
-        crate::quark_connect_on(
-            endpoint,
-            addr.as_ptr(),
-            server_name.as_ptr(),
-            alpn.as_ptr(),
-            i32::from(insecure),
-            ptr(ca_pem_path),
-            ptr(ciphers),
-        )
+        match via {
+            Via::Own(flags) => {
+                crate::quark_connect_flags(addr, name, alpn, insecure, ca, ciphers, flags)
+            }
+            Via::Endpoint(ep) => {
+                crate::quark_connect_on(ep, addr, name, alpn, insecure, ca, ciphers)
+            }
+        }
     }
 }
 
@@ -176,6 +140,56 @@ pub fn stream_write(stream: i64, buf: &[u8]) -> i64 {
     // SAFETY: `buf` is `buf.len()` readable bytes, unchanged during the call.
     unsafe { quark_stream_write(stream, buf.as_ptr(), buf.len()) }
 }
+
+/// `quark_stream_write_ref` of bytes that outlive every stream: nothing to
+/// release, nothing copied (for 4 KiB or more).
+pub fn stream_write_static(stream: i64, buf: &'static [u8]) -> i64 {
+    // SAFETY: `buf` is `buf.len()` readable bytes, valid and unchanged for
+    // the life of the program, so no release is needed.
+    unsafe {
+        crate::quark_stream_write_ref(stream, buf.as_ptr(), buf.len(), None, std::ptr::null_mut())
+    }
+}
+
+/// `quark_stream_read_with`: `f` sees each piece in place.
+pub fn stream_read_with<F: FnMut(&[u8])>(stream: i64, max: usize, mut f: F) -> i64 {
+    extern "C" fn visit<F: FnMut(&[u8])>(arg: *mut std::ffi::c_void, data: *const u8, len: usize) {
+        // SAFETY: `arg` is the `&mut F` below, alive and unaliased for the
+        // call; libquark passes `len` readable bytes at `data` (non-null).
+        let (f, piece) = unsafe { (&mut *arg.cast::<F>(), std::slice::from_raw_parts(data, len)) };
+        f(piece);
+    }
+    let arg = (&raw mut f).cast::<std::ffi::c_void>();
+    crate::quark_stream_read_with(stream, max, Some(visit::<F>), arg)
+}
+
+/// A hasher for handles, for maps keyed by them ([`HandleMap`]): handles are
+/// distinct integers libquark made, not peer input, so one multiply spreads
+/// them (SipHash cost ~100 instructions a lookup, several per request).
+#[derive(Default, Clone, Copy, Debug)]
+pub struct HandleHasher(u64);
+
+impl std::hash::Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        // The slot (low bits) and the generation, mixed into the top bits
+        // that hashbrown's probing uses too.
+        self.0 = (n as u64 ^ (n as u64) >> 29).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by handles.
+pub type HandleMap<V> =
+    std::collections::HashMap<i64, V, std::hash::BuildHasherDefault<HandleHasher>>;
 
 /// `quark_strerror` as a Rust string.
 pub fn strerror(code: i64) -> &'static str {

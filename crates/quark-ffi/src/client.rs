@@ -4,12 +4,13 @@
 //! connections leave and arrive in one system call.
 
 use std::ffi::c_char;
+use std::sync::atomic::Ordering;
 
 use quark::Endpoint;
 
 use crate::conn::{client_args, resolve};
 use crate::error::QuarkError;
-use crate::object::{Conn, Object, c_str, entry, runtime};
+use crate::object::{Conn, Handle, Object, c_str, entry, entry_status, runtime};
 use crate::options::{caller_driven, driven_endpoint};
 use crate::ready::Ready;
 use crate::table;
@@ -42,7 +43,13 @@ pub unsafe extern "C" fn quark_client(addr: *const c_char, flags: u32) -> i64 {
 /// As `quark_connect_with`, on `endpoint` (from `quark_client` or
 /// `quark_listen*`) instead of an endpoint of its own: the connection
 /// shares the endpoint's socket and ready list. Blocks until the handshake
-/// completes (on a caller-driven endpoint, driving it meanwhile).
+/// completes (on a caller-driven endpoint, driving it meanwhile), except on
+/// a non-blocking endpoint (`quark_set_nonblocking`): then, like `connect(2)`
+/// on a non-blocking socket, it returns the connection handle at once
+/// (itself non-blocking) while the handshake goes on. Calls on it give
+/// `QUARK_ERROR_AGAIN` until the handshake is done (the handle is listed
+/// ready when it ends; `quark_connected` tells) and `QUARK_ERROR_CONNECT`
+/// if it failed.
 ///
 /// Thread safety: safe from any thread; connects on one endpoint may run
 /// at once from several threads.
@@ -67,29 +74,64 @@ pub unsafe extern "C" fn quark_connect_on(
         // SAFETY: the caller's contract above.
         let (addr, name, config) =
             unsafe { client_args(addr, server_name, alpn, insecure, ca_pem_path, ciphers)? };
+        let connecting = {
+            let _guard = match handle.ready.as_driven() {
+                Some(d) => d.enter(),
+                None => runtime()?.enter(),
+            };
+            e.connect(config, addr, name)
+                .map_err(|_| QuarkError::Connect)?
+        };
+        if handle.is_nonblocking() {
+            return connect_nonblocking(&handle, connecting);
+        }
         let conn = match handle.ready.as_driven() {
-            Some(d) => {
-                let connecting = {
-                    let _guard = d.enter();
-                    e.connect(config, addr, name)
-                        .map_err(|_| QuarkError::Connect)?
-                };
-                d.block_on(connecting, None).ok_or(QuarkError::Connect)?
-            }
-            None => {
-                let connecting = e
-                    .connect(config, addr, name)
-                    .map_err(|_| QuarkError::Connect)?;
-                runtime()?.block_on(connecting)
-            }
+            Some(d) => d.block_on(connecting, None).ok_or(QuarkError::Connect)?,
+            None => runtime()?.block_on(connecting),
         };
         let conn = conn.map_err(|_| QuarkError::Connect)?;
         table::insert(
-            Object::Connection(Conn {
-                conn,
-                own_endpoint: None,
-            }),
+            Object::Connection(Conn::new(conn, None)),
             handle.ready.clone(),
         )
     })
+}
+
+/// Whether the handshake of `conn` is done, like `getsockopt(SO_ERROR)` after
+/// a non-blocking `connect(2)`: 0 once it is, `QUARK_ERROR_CONNECT` if it
+/// failed; while it is under way, blocks, or in non-blocking mode gives
+/// `QUARK_ERROR_AGAIN` (the handle is listed ready when it ends).
+///
+/// Thread safety: safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_connected(conn: i64) -> i32 {
+    entry_status(|| {
+        let handle = table::get(conn)?;
+        let Object::Connection(c) = &handle.object else {
+            return Err(QuarkError::WrongKind);
+        };
+        handle.run(c.established())??;
+        Ok(())
+    })
+}
+
+/// `quark_connect_on` on a non-blocking endpoint: like `connect(2)` on an
+/// `O_NONBLOCK` socket, the handle comes at once and the handshake goes on
+/// in the endpoint's processing; no thread waits for it.
+fn connect_nonblocking(
+    endpoint: &Handle,
+    connecting: quark::Connecting,
+) -> Result<i64, QuarkError> {
+    let id = table::insert(
+        Object::Connection(Conn::connecting(connecting)),
+        endpoint.ready.clone(),
+    )?;
+    let conn = table::get(id)?;
+    conn.nonblocking.store(true, Ordering::Relaxed);
+    if let Object::Connection(c) = &conn.object {
+        // The first poll leaves the handle's waker with the handshake: the
+        // handle is listed ready when it ends. Its outcome is for later calls.
+        let _ = conn.run(c.established());
+    }
+    Ok(id)
 }

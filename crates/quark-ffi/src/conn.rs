@@ -190,10 +190,7 @@ pub extern "C" fn quark_accept(endpoint: i64) -> i64 {
         };
         let conn = handle.run(e.accept())?.ok_or(QuarkError::Closed)?;
         table::insert(
-            Object::Connection(Conn {
-                conn,
-                own_endpoint: None,
-            }),
+            Object::Connection(Conn::new(conn, None)),
             handle.ready.clone(),
         )
     })
@@ -287,13 +284,7 @@ pub(crate) unsafe fn connect(
                 .block_on(connecting, None)
                 .ok_or(QuarkError::Connect)?
                 .map_err(|_| QuarkError::Connect)?;
-            return table::insert(
-                Object::Connection(Conn {
-                    conn,
-                    own_endpoint: Some(endpoint),
-                }),
-                ready,
-            );
+            return table::insert(Object::Connection(Conn::new(conn, Some(endpoint))), ready);
         }
         let rt = runtime()?;
         let endpoint = {
@@ -305,10 +296,7 @@ pub(crate) unsafe fn connect(
             .map_err(|_| QuarkError::Connect)?;
         let conn = rt.block_on(connecting).map_err(|_| QuarkError::Connect)?;
         table::insert(
-            Object::Connection(Conn {
-                conn,
-                own_endpoint: Some(endpoint),
-            }),
+            Object::Connection(Conn::new(conn, Some(endpoint))),
             Ready::new()?,
         )
     })
@@ -365,7 +353,7 @@ fn cipher_list(names: &str) -> Result<Vec<rustls::SupportedCipherSuite>, QuarkEr
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_open(conn: i64) -> i64 {
     on_connection(conn, |handle, c| {
-        let (send, recv) = handle.run(c.conn.open_bi())??;
+        let (send, recv) = handle.run(c.open_bi())??;
         insert_stream(handle, Some(send), Some(recv))
     })
 }
@@ -378,7 +366,7 @@ pub extern "C" fn quark_stream_open(conn: i64) -> i64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_open_uni(conn: i64) -> i64 {
     on_connection(conn, |handle, c| {
-        let send = handle.run(c.conn.open_uni())??;
+        let send = handle.run(c.open_uni())??;
         insert_stream(handle, Some(send), None)
     })
 }
@@ -390,7 +378,7 @@ pub extern "C" fn quark_stream_open_uni(conn: i64) -> i64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_accept(conn: i64) -> i64 {
     on_connection(conn, |handle, c| {
-        let (send, recv) = handle.run(c.conn.accept_bi())??;
+        let (send, recv) = handle.run(c.accept_bi())??;
         insert_stream(handle, Some(send), Some(recv))
     })
 }
@@ -403,18 +391,27 @@ pub extern "C" fn quark_stream_accept(conn: i64) -> i64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_accept_uni(conn: i64) -> i64 {
     on_connection(conn, |handle, c| {
-        let recv = handle.run(c.conn.accept_uni())??;
+        let recv = handle.run(c.accept_uni())??;
         insert_stream(handle, None, Some(recv))
     })
 }
 
-fn on_connection(conn: i64, f: impl FnOnce(&Handle, &Conn) -> Result<i64, QuarkError>) -> i64 {
+/// Run `f` on the connection behind `conn` once its handshake is done (at
+/// once, but after a non-blocking `quark_connect_on`).
+fn on_connection(
+    conn: i64,
+    f: impl FnOnce(&Handle, &quark::Connection) -> Result<i64, QuarkError>,
+) -> i64 {
     entry(|| {
         let handle = table::get(conn)?;
         let Object::Connection(c) = &handle.object else {
             return Err(QuarkError::WrongKind);
         };
-        f(&handle, c)
+        let established = match c.get() {
+            Some(established) => established,
+            None => handle.run(c.established())??,
+        };
+        f(&handle, established)
     })
 }
 
@@ -437,8 +434,9 @@ fn insert_stream(
 /// (`on` non-zero) or back. In non-blocking mode `quark_accept`,
 /// `quark_stream_open`, `quark_stream_accept`, `quark_stream_read` and
 /// `quark_stream_write` return `QUARK_ERROR_AGAIN` instead of waiting, and a
-/// write may take only part of the buffer. `quark_connect` and `quark_close`
-/// always block. New handles start in blocking mode.
+/// write may take only part of the buffer. `quark_connect_on` on a
+/// non-blocking endpoint returns before the handshake; `quark_connect` and
+/// `quark_close` always block. New handles start in blocking mode.
 ///
 /// Thread safety: safe from any thread; calls already waiting keep waiting.
 #[unsafe(no_mangle)]
@@ -477,8 +475,10 @@ pub extern "C" fn quark_close(handle: i64) -> i32 {
         match &handle.object {
             Object::Stream(_) => {}
             Object::Connection(c) => rt.block_on(async {
-                let _ = tokio::time::timeout(LINGER, drained(&c.conn)).await;
-                c.conn.close(0, b"");
+                if let Some(conn) = c.get() {
+                    let _ = tokio::time::timeout(LINGER, drained(conn)).await;
+                    conn.close(0, b"");
+                }
                 if let Some(e) = &c.own_endpoint {
                     let _ = tokio::time::timeout(LINGER, e.wait_idle()).await;
                 }

@@ -67,18 +67,28 @@ impl Wake for Flag {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        self.set.store(true, Ordering::SeqCst);
+        // Already set: whoever sleeps or hooks was told when it was set, and
+        // nobody took it since (most calls of a request find it so).
+        if self.set.swap(true, Ordering::SeqCst) {
+            return;
+        }
         if self.has_sleeper.load(Ordering::SeqCst) {
             if let Some(t) = lock(&self.sleeper).as_ref() {
                 t.unpark();
             }
         }
         if self.has_hook.load(Ordering::Acquire) {
-            match lock(&self.hook).as_ref() {
-                Some(Hook::C(cb, arg)) => cb(*arg as *mut std::ffi::c_void),
-                Some(Hook::Waker(w)) => w.wake_by_ref(),
-                None => {}
-            }
+            self.call_hook();
+        }
+    }
+}
+
+impl Flag {
+    fn call_hook(&self) {
+        match lock(&self.hook).as_ref() {
+            Some(Hook::C(cb, arg)) => cb(*arg as *mut std::ffi::c_void),
+            Some(Hook::Waker(w)) => w.wake_by_ref(),
+            None => {}
         }
     }
 }
@@ -167,6 +177,10 @@ impl Driven {
     pub(crate) fn set_hook(&self, hook: Option<Hook>) {
         self.flag.has_hook.store(hook.is_some(), Ordering::Release);
         *lock(&self.flag.hook) = hook;
+        // Work already flagged (the hook hears only of new work): say so now.
+        if self.flag.is_set() {
+            self.flag.call_hook();
+        }
     }
 
     /// The descriptor the caller polls (`quark_ready_fd`).

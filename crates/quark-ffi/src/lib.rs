@@ -15,7 +15,9 @@
 //! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
 //! | `quark_listen_flags` / `quark_listen_pem_flags` / `quark_connect_flags` | the same with options: `QUARK_FLAG_CALLER_DRIVEN` |
 //! | `quark_process` | caller-driven mode: run the endpoint's I/O and timers on the calling thread |
-//! | `quark_client` / `quark_connect_on` | a client endpoint shared by many connections (one socket) |
+//! | `quark_client` / `quark_connect_on` | a client endpoint shared by many connections (one socket); on a non-blocking endpoint the connect returns before the handshake |
+//! | `quark_connected` | `getsockopt(SO_ERROR)` after a non-blocking connect: is the handshake done |
+//! | `quark_stream_write_ref` / `quark_stream_read_with` | a write that lends the buffer, a read that visits the data in place (no copy at the boundary) |
 //! | `quark_on_work` | caller-driven mode: a callback when the endpoint gets work for `quark_process` |
 //!
 //! Handles are positive `int64_t`s indexing a table with generation
@@ -44,19 +46,21 @@ mod client;
 mod conn;
 mod driven;
 mod error;
+mod lend;
 mod object;
 mod options;
 mod ready;
 mod stream;
 mod table;
 
-pub use client::{quark_client, quark_connect_on};
+pub use client::{quark_client, quark_connect_on, quark_connected};
 pub use conn::{
     quark_accept, quark_close, quark_connect, quark_connect_with, quark_listen, quark_listen_pem,
     quark_local_port, quark_set_nonblocking, quark_stream_accept, quark_stream_accept_uni,
     quark_stream_open, quark_stream_open_uni,
 };
 pub use error::{QuarkError, quark_strerror};
+pub use lend::{quark_stream_read_with, quark_stream_write_ref};
 pub use options::{
     QUARK_FLAG_CALLER_DRIVEN, quark_connect_flags, quark_listen_flags, quark_listen_pem_flags,
     quark_on_work, quark_process,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use quark::{Connection, Endpoint, RecvStream, SendStream};
+use quark::{Connecting, Connection, Endpoint, RecvStream, SendStream};
 use tokio::runtime::Runtime;
 
 use crate::error::QuarkError;
@@ -39,8 +39,70 @@ pub(crate) enum Object {
 
 /// A connection, with the client endpoint `quark_connect` made for it.
 pub(crate) struct Conn {
-    pub(crate) conn: Connection,
+    /// Set once the handshake is done: at once, except after a non-blocking
+    /// `quark_connect_on`.
+    conn: OnceLock<Connection>,
+    /// The handshake of a non-blocking `quark_connect_on` while under way.
+    connecting: Mutex<Option<Connecting>>,
     pub(crate) own_endpoint: Option<Endpoint>,
+}
+
+impl Conn {
+    pub(crate) fn new(conn: Connection, own_endpoint: Option<Endpoint>) -> Self {
+        Conn {
+            conn: OnceLock::from(conn),
+            connecting: Mutex::new(None),
+            own_endpoint,
+        }
+    }
+
+    /// A connection whose handshake is under way.
+    pub(crate) fn connecting(connecting: Connecting) -> Self {
+        Conn {
+            conn: OnceLock::new(),
+            connecting: Mutex::new(Some(connecting)),
+            own_endpoint: None,
+        }
+    }
+
+    /// The connection, if its handshake is done.
+    pub(crate) fn get(&self) -> Option<&Connection> {
+        self.conn.get()
+    }
+
+    /// The connection once its handshake is done (`QUARK_ERROR_CONNECT` if
+    /// it failed); one atomic load when it is.
+    pub(crate) fn poll_established(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<&Connection, QuarkError>> {
+        if let Some(c) = self.conn.get() {
+            return Poll::Ready(Ok(c));
+        }
+        let mut connecting = lock(&self.connecting);
+        if let Some(c) = self.conn.get() {
+            // Another thread finished it meanwhile.
+            return Poll::Ready(Ok(c));
+        }
+        let Some(pending) = connecting.as_mut() else {
+            return Poll::Ready(Err(QuarkError::Connect));
+        };
+        match std::pin::Pin::new(pending).poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(done) => {
+                *connecting = None;
+                match done {
+                    Ok(c) => Poll::Ready(Ok(self.conn.get_or_init(|| c))),
+                    Err(_) => Poll::Ready(Err(QuarkError::Connect)),
+                }
+            }
+        }
+    }
+
+    /// [`Conn::poll_established`] as a future.
+    pub(crate) async fn established(&self) -> Result<&Connection, QuarkError> {
+        std::future::poll_fn(|cx| self.poll_established(cx)).await
+    }
 }
 
 /// A stream: both halves for a bidirectional one, one for a unidirectional
@@ -101,13 +163,16 @@ impl Handle {
     /// A caller-driven endpoint's handle runs the endpoint on the caller's
     /// thread while it waits (`driven.rs`).
     pub(crate) fn run<F: Future>(&self, fut: F) -> Result<F::Output, QuarkError> {
+        // One poll of a connection's or stream's future takes quark's lock and
+        // leaves a waker: no runtime context needed, so a caller-driven
+        // endpoint's non-blocking calls skip entering one (~100 instructions).
         let _guard = match self.ready.as_driven() {
             Some(d) if !self.is_nonblocking() => {
                 return d.block_on(fut, None).ok_or(QuarkError::Closed);
             }
-            Some(d) => d.enter(),
+            Some(_) => None,
             None if !self.is_nonblocking() => return Ok(runtime()?.block_on(fut)),
-            None => runtime()?.enter(),
+            None => Some(runtime()?.enter()),
         };
         let mut fut = std::pin::pin!(fut);
         match fut.as_mut().poll(&mut Context::from_waker(&self.waker)) {

@@ -66,18 +66,10 @@ pub(crate) fn close_driven(d: &Driven, object: &Object) {
     match object {
         Object::Stream(_) => {}
         Object::Connection(c) => {
-            let conn = &c.conn;
-            let mut closed = std::pin::pin!(conn.closed());
-            // Until nothing written waits for acknowledgement, or it ended:
-            // each ACK arrives on the socket, which wakes the loop.
-            let acked = std::future::poll_fn(|cx| {
-                if conn.send_buffered().0 == 0 {
-                    return std::task::Poll::Ready(());
-                }
-                closed.as_mut().poll(cx).map(|_| ())
-            });
-            d.block_on(acked, until());
-            conn.close(0, b"");
+            // A handshake still under way ends with the handle.
+            if let Some(conn) = c.get() {
+                linger(d, conn);
+            }
             if let Some(e) = &c.own_endpoint {
                 d.block_on(e.wait_idle(), until());
             }
@@ -87,6 +79,22 @@ pub(crate) fn close_driven(d: &Driven, object: &Object) {
             d.block_on(e.wait_idle(), until());
         }
     }
+}
+
+/// Wait until what was written on `conn` is acknowledged (at most
+/// `LINGER`), then close it.
+fn linger(d: &Driven, conn: &quark::Connection) {
+    let mut closed = std::pin::pin!(conn.closed());
+    // Until nothing written waits for acknowledgement, or it ended: each
+    // ACK arrives on the socket, which wakes the loop.
+    let acked = std::future::poll_fn(|cx| {
+        if conn.send_buffered().0 == 0 {
+            return std::task::Poll::Ready(());
+        }
+        closed.as_mut().poll(cx).map(|_| ())
+    });
+    d.block_on(acked, Some(Instant::now() + LINGER));
+    conn.close(0, b"");
 }
 
 /// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` or 0; other

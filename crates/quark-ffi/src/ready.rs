@@ -10,12 +10,14 @@
 //! is listed once per wait, so a caller retries it until `QUARK_ERROR_AGAIN`.
 
 use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Wake, Waker};
 
+use crate::call::HandleHasher;
 use crate::driven::Driven;
 use crate::error::QuarkError;
 use crate::object::entry;
@@ -46,7 +48,7 @@ struct Inner {
     /// Ready handles in the order they became ready, each once: at most one
     /// entry per open handle, so bounded by the handle table.
     order: Vec<i64>,
-    listed: HashSet<i64>,
+    listed: HashSet<i64, BuildHasherDefault<HandleHasher>>,
     /// A byte is in the socket pair, not yet read back.
     signalled: bool,
 }

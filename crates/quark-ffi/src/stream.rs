@@ -1,14 +1,34 @@
 //! Stream reads, writes and shutdown.
 
+use std::sync::Arc;
+
 use crate::error::QuarkError;
 use crate::object::{Handle, Object, Stream, entry, entry_status, lock};
 use crate::table;
 
-fn stream_of(handle: &Handle) -> Result<&Stream, QuarkError> {
+pub(crate) fn stream_of(handle: &Handle) -> Result<&Stream, QuarkError> {
     match &handle.object {
         Object::Stream(s) => Ok(s),
         _ => Err(QuarkError::WrongKind),
     }
+}
+
+/// The handle of `stream` for a call on `len` bytes at `buf`, after the
+/// checks every such call makes; `None` when `len` is 0 (nothing to do).
+pub(crate) fn for_bytes(
+    stream: i64,
+    buf: *const u8,
+    len: usize,
+) -> Result<Option<Arc<Handle>>, QuarkError> {
+    let handle = table::get(stream)?;
+    stream_of(&handle)?;
+    if len == 0 {
+        return Ok(None);
+    }
+    if buf.is_null() || len > isize::MAX as usize {
+        return Err(QuarkError::Inval);
+    }
+    Ok(Some(handle))
 }
 
 /// Block until data arrives on `stream`; copies up to `len` bytes to `buf`
@@ -24,14 +44,10 @@ fn stream_of(handle: &Handle) -> Result<&Stream, QuarkError> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn quark_stream_read(stream: i64, buf: *mut u8, len: usize) -> i64 {
     entry(|| {
-        let handle = table::get(stream)?;
-        let s = stream_of(&handle)?;
-        if len == 0 {
+        let Some(handle) = for_bytes(stream, buf.cast_const(), len)? else {
             return Ok(0);
-        }
-        if buf.is_null() || len > isize::MAX as usize {
-            return Err(QuarkError::Inval);
-        }
+        };
+        let s = stream_of(&handle)?;
         // SAFETY: non-null, and the caller promises `len` writable bytes
         // that nothing else touches during the call.
         let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
@@ -57,14 +73,10 @@ pub unsafe extern "C" fn quark_stream_read(stream: i64, buf: *mut u8, len: usize
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn quark_stream_write(stream: i64, buf: *const u8, len: usize) -> i64 {
     entry(|| {
-        let handle = table::get(stream)?;
-        let s = stream_of(&handle)?;
-        if len == 0 {
+        let Some(handle) = for_bytes(stream, buf, len)? else {
             return Ok(0);
-        }
-        if buf.is_null() || len > isize::MAX as usize {
-            return Err(QuarkError::Inval);
-        }
+        };
+        let s = stream_of(&handle)?;
         // SAFETY: non-null, and the caller promises `len` readable bytes
         // that stay unchanged during the call.
         let buf = unsafe { std::slice::from_raw_parts(buf, len) };

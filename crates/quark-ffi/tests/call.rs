@@ -43,7 +43,8 @@ fn the_duplicated_ready_fd_signals_the_ready_list() {
     let port = quark_local_port(ep);
     let addr = c(&format!("127.0.0.1:{port}"));
     let client = std::thread::spawn(move || {
-        let conn = call::connect_with(
+        let conn = call::connect(
+            call::Via::Own(0),
             &addr,
             &c("localhost"),
             &c("test"),

@@ -2,7 +2,6 @@
 //! run quark's I/O and timers inside `quark_process` and blocking calls; no
 //! library thread moves anything. Transfers are checked by SHA-256.
 
-use std::ffi::CString;
 use std::net::UdpSocket;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -11,66 +10,10 @@ use std::time::Duration;
 use quark_ffi::*;
 use sha2::{Digest, Sha256};
 
-const AGAIN: i64 = QuarkError::Again as i64;
+mod common;
+use common::calls::{AGAIN, c, connect, first_stream, listen, read, ready, write};
+
 const DRIVEN: u32 = QUARK_FLAG_CALLER_DRIVEN;
-
-fn c(s: &str) -> CString {
-    CString::new(s).unwrap()
-}
-
-fn listen(flags: u32) -> (i64, u16) {
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let cert = c(&ck.cert.pem());
-    let key = c(&ck.signing_key.serialize_pem());
-    // SAFETY: NUL-terminated strings that live across the call.
-    let ep = unsafe {
-        quark_listen_pem_flags(
-            c("127.0.0.1:0").as_ptr(),
-            cert.as_ptr(),
-            key.as_ptr(),
-            c("test").as_ptr(),
-            flags,
-        )
-    };
-    assert!(ep > 0, "listen: {ep}");
-    (ep, quark_local_port(ep) as u16)
-}
-
-fn connect(port: u16, flags: u32) -> i64 {
-    let addr = c(&format!("127.0.0.1:{port}"));
-    // SAFETY: NUL-terminated strings that live across the call; NULL CA and ciphers.
-    let conn = unsafe {
-        quark_connect_flags(
-            addr.as_ptr(),
-            c("localhost").as_ptr(),
-            c("test").as_ptr(),
-            1,
-            std::ptr::null(),
-            std::ptr::null(),
-            flags,
-        )
-    };
-    assert!(conn > 0, "connect: {conn}");
-    conn
-}
-
-fn write(stream: i64, data: &[u8]) -> i64 {
-    // SAFETY: `data` is valid for `data.len()` bytes.
-    unsafe { quark_stream_write(stream, data.as_ptr(), data.len()) }
-}
-
-fn read(stream: i64, buf: &mut [u8]) -> i64 {
-    // SAFETY: `buf` is valid and writable for its length.
-    unsafe { quark_stream_read(stream, buf.as_mut_ptr(), buf.len()) }
-}
-
-fn ready(ep: i64) -> Vec<i64> {
-    let mut out = [0i64; 64];
-    // SAFETY: `out` has room for its length.
-    let n = unsafe { quark_ready(ep, out.as_mut_ptr(), out.len()) };
-    assert!(n >= 0, "quark_ready: {n}");
-    out[..n as usize].to_vec()
-}
 
 fn payload(len: usize) -> Vec<u8> {
     (0..len)
@@ -97,28 +40,9 @@ fn echo_server(ep: i64, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize>
             more = quark_process(ep, if more > 0 { 0 } else { 20 });
             assert!(more >= 0, "quark_process: {more}");
             listed += ready(ep).len();
-            if conn.is_none() {
-                match quark_accept(ep) {
-                    AGAIN => continue,
-                    h if h > 0 => {
-                        assert_eq!(quark_set_nonblocking(h, 1), 0);
-                        conn = Some(h);
-                    }
-                    e => panic!("accept: {e}"),
-                }
-            }
-            let c = conn.unwrap();
-            if stream.is_none() {
-                match quark_stream_accept(c) {
-                    AGAIN => continue,
-                    h if h > 0 => {
-                        assert_eq!(quark_set_nonblocking(h, 1), 0);
-                        stream = Some(h);
-                    }
-                    e => panic!("stream accept: {e}"),
-                }
-            }
-            let s = stream.unwrap();
+            let Some(s) = first_stream(ep, &mut conn, &mut stream) else {
+                continue;
+            };
             while !eof {
                 match read(s, &mut buf) {
                     AGAIN => break,
@@ -502,4 +426,23 @@ fn connections_share_a_caller_driven_client_endpoint() {
     assert_eq!(quark_close(b), 0);
     assert_eq!(quark_close(client), 0);
     server.join().unwrap();
+}
+
+extern "C" fn count_hook(arg: *mut std::ffi::c_void) {
+    // SAFETY: the test passes a `&'static AtomicUsize` as `arg`.
+    unsafe { &*arg.cast::<AtomicUsize>() }.fetch_add(1, Ordering::SeqCst);
+}
+
+/// `quark_on_work` hears only of new work, so a hook set while work is
+/// already flagged (a new endpoint's first round) is called at once.
+#[test]
+fn on_work_is_told_of_work_flagged_before_it() {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let (ep, _) = listen(DRIVEN);
+    let arg = (&CALLS as *const AtomicUsize).cast_mut().cast();
+    assert_eq!(quark_on_work(ep, Some(count_hook), arg), 0);
+    assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+    assert!(quark_process(ep, 0) >= 0);
+    assert_eq!(quark_on_work(ep, None, std::ptr::null_mut()), 0);
+    assert_eq!(quark_close(ep), 0);
 }

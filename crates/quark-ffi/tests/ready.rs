@@ -2,57 +2,17 @@
 //! client's bidirectional and unidirectional streams in one thread with every
 //! handle non-blocking. A lost wake-up shows as a poll that times out.
 
-use std::ffi::CString;
-
 use quark_ffi::*;
 
-const AGAIN: i64 = QuarkError::Again as i64;
-
-fn c(s: &str) -> CString {
-    CString::new(s).unwrap()
-}
+mod common;
+use common::calls::{AGAIN, nonblocking, read, ready, write};
 
 fn listen() -> (i64, u16) {
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let cert = c(&ck.cert.pem());
-    let key = c(&ck.signing_key.serialize_pem());
-    // SAFETY: NUL-terminated strings that live across the call.
-    let ep = unsafe {
-        quark_listen_pem(
-            c("127.0.0.1:0").as_ptr(),
-            cert.as_ptr(),
-            key.as_ptr(),
-            c("test").as_ptr(),
-        )
-    };
-    assert!(ep > 0, "listen: {ep}");
-    (ep, quark_local_port(ep) as u16)
+    common::calls::listen(0)
 }
 
 fn connect(port: u16) -> i64 {
-    let addr = c(&format!("127.0.0.1:{port}"));
-    // SAFETY: NUL-terminated strings that live across the call; the CA may be NULL.
-    let conn = unsafe {
-        quark_connect(
-            addr.as_ptr(),
-            c("localhost").as_ptr(),
-            c("test").as_ptr(),
-            1,
-            std::ptr::null(),
-        )
-    };
-    assert!(conn > 0, "connect: {conn}");
-    conn
-}
-
-fn write(stream: i64, data: &[u8]) -> i64 {
-    // SAFETY: `data` is valid for `data.len()` bytes.
-    unsafe { quark_stream_write(stream, data.as_ptr(), data.len()) }
-}
-
-fn read(stream: i64, buf: &mut [u8]) -> i64 {
-    // SAFETY: `buf` is valid and writable for its length.
-    unsafe { quark_stream_read(stream, buf.as_mut_ptr(), buf.len()) }
+    common::calls::connect(port, 0)
 }
 
 /// Whether `fd` polls readable within `ms` milliseconds.
@@ -66,14 +26,6 @@ fn readable(fd: i32, ms: i32) -> bool {
     let n = unsafe { libc::poll(&mut p, 1, ms) };
     assert!(n >= 0, "poll failed");
     n == 1 && p.revents & libc::POLLIN != 0
-}
-
-fn ready(ep: i64) -> Vec<i64> {
-    let mut out = [0i64; 64];
-    // SAFETY: `out` has room for its length.
-    let n = unsafe { quark_ready(ep, out.as_mut_ptr(), out.len()) };
-    assert!(n >= 0, "quark_ready: {n}");
-    out[..n as usize].to_vec()
 }
 
 /// A payload not aligned with any buffer size.
@@ -103,41 +55,22 @@ impl Server {
     fn step(&mut self, ep: i64) -> bool {
         let mut progress = false;
         if self.conn.is_none() {
-            match quark_accept(ep) {
-                AGAIN => {}
-                h if h > 0 => {
-                    assert_eq!(quark_set_nonblocking(h, 1), 0);
-                    self.conn = Some(h);
-                    progress = true;
-                }
-                e => panic!("accept: {e}"),
-            }
+            self.conn = nonblocking(quark_accept(ep), "accept");
+            progress |= self.conn.is_some();
         }
         let Some(conn) = self.conn else {
             return progress;
         };
         if self.bi.is_none() {
-            match quark_stream_accept(conn) {
-                AGAIN => {}
-                h if h > 0 => {
-                    assert_eq!(quark_set_nonblocking(h, 1), 0);
-                    self.bi = Some(h);
-                    progress = true;
-                }
-                e => panic!("stream accept: {e}"),
-            }
+            self.bi = nonblocking(quark_stream_accept(conn), "stream accept");
+            progress |= self.bi.is_some();
         }
         if self.uni.is_none() {
-            match quark_stream_accept_uni(conn) {
-                AGAIN => {}
-                h if h > 0 => {
-                    assert_eq!(quark_set_nonblocking(h, 1), 0);
-                    // Read-only: writing is refused.
-                    assert_eq!(write(h, b"x"), QuarkError::Shutdown as i64);
-                    self.uni = Some(h);
-                    progress = true;
-                }
-                e => panic!("uni accept: {e}"),
+            self.uni = nonblocking(quark_stream_accept_uni(conn), "uni accept");
+            if let Some(h) = self.uni {
+                // Read-only: writing is refused.
+                assert_eq!(write(h, b"x"), QuarkError::Shutdown as i64);
+                progress = true;
             }
         }
         let mut buf = [0u8; 3000];

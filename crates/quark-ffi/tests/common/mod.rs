@@ -1,6 +1,9 @@
-//! Shared by the tests that build and run the C examples.
+//! Shared by the tests: building and running the C examples, and (module
+//! `calls`) the C API's set-up and calls from Rust.
 
 #![allow(dead_code)]
+
+pub(crate) mod calls;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

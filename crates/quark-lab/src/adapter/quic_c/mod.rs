@@ -2,14 +2,17 @@
 //! what the boundary costs against `quic`. The lab's workload and hq-interop
 //! code is shared with `quic`; only the way to quark differs: every call is
 //! one of libquark's `extern "C"` functions (handles, the handle table,
-//! caught panics, copies into and out of the caller's buffers). Every
-//! endpoint is caller-driven (`QUARK_FLAG_CALLER_DRIVEN`): this runtime's
-//! thread runs quark's I/O and timers inside `quark_process`, no library
-//! thread in between. Like an event-loop C program, every handle is
-//! non-blocking and waits on the endpoint's `quark_ready_fd` (module
-//! `ready`); only `quark_connect` and `quark_close` of a connection or
-//! endpoint, which block by design (driving the endpoint while they wait),
-//! run on blocking threads.
+//! caught panics; the pattern lent and the received bytes visited in place,
+//! as `quic` uses quark's zero-copy calls). Every endpoint is caller-driven
+//! (`QUARK_FLAG_CALLER_DRIVEN`): this runtime's thread runs quark's I/O and
+//! timers inside `quark_process`, no library thread in between. Like an
+//! event-loop C program, every handle is non-blocking and waits for the
+//! endpoint's ready list (`quark_ready`, module `ready`; the endpoint's
+//! readiness comes through `quark_on_work` from this runtime's reactor);
+//! connections are made with a non-blocking `quark_connect_on` (the
+//! handshake runs in the endpoint's processing); only `quark_close` of a
+//! connection or endpoint, which blocks by design (driving the endpoint
+//! while it lingers), runs on a blocking thread.
 //!
 //! Differences that come with the C API: the client's connections share one
 //! client endpoint (`quark_client` / `quark_connect_on`, one UDP socket as
@@ -276,6 +279,12 @@ impl QuicCClient {
         };
         let endpoint = quark_ffi::call::client(&c_string(local)?, DRIVEN);
         check("quark_client", endpoint)?;
+        // Connects return before the handshake, as `connect(2)` on a
+        // non-blocking socket.
+        check(
+            "quark_set_nonblocking",
+            i64::from(quark_ffi::quark_set_nonblocking(endpoint, 1)),
+        )?;
         let ready = Arc::new(Ready::default());
         let watcher = match ready::watch(endpoint, ready.clone()) {
             Ok(w) => w,
@@ -298,25 +307,33 @@ impl QuicCClient {
 impl Client for QuicCClient {
     fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
         Box::pin(async move {
-            let t = self.target.clone();
-            let endpoint = self.endpoint;
-            // quark_connect_on blocks until the handshake is done, by design.
-            let conn = tokio::task::spawn_blocking(move || {
-                quark_ffi::call::connect_on(
-                    endpoint,
-                    &t.addr,
-                    &t.name,
-                    &t.alpn,
-                    false,
-                    Some(&t.ca),
-                    Some(&t.ciphers),
-                )
-            })
-            .await?;
+            let t = &self.target;
+            // The endpoint is non-blocking: the handle comes at once, the
+            // watcher's `quark_process` carries the handshake, and
+            // `quark_connected` says when it is done (as `connect(2)` and
+            // SO_ERROR on a non-blocking socket): no thread waits for it.
+            let conn = quark_ffi::call::connect(
+                quark_ffi::call::Via::Endpoint(self.endpoint),
+                &t.addr,
+                &t.name,
+                &t.alpn,
+                false,
+                Some(&t.ca),
+                Some(&t.ciphers),
+            );
             check("quark_connect_on", conn).context("QUIC handshake")?;
-            if let Err(e) = self.ready.register(conn) {
+            let connected = async {
+                self.ready.register(conn)?;
+                let done = self
+                    .ready
+                    .retry(conn, || i64::from(quark_ffi::quark_connected(conn)))
+                    .await;
+                check("quark_connected", done)
+            };
+            if let Err(e) = connected.await {
+                self.ready.unregister(conn);
                 let _ = tokio::task::spawn_blocking(move || quark_ffi::quark_close(conn)).await;
-                return Err(e);
+                return Err(e).context("QUIC handshake");
             }
             Ok(Arc::new(QuicCConn {
                 conn,
@@ -403,7 +420,7 @@ impl Adapter for QuicC {
     }
 
     fn about(&self) -> &'static str {
-        "quark QUIC through libquark's C API (quark-ffi; non-blocking handles, quark_ready_fd), hq-interop"
+        "quark QUIC through libquark's C API (quark-ffi; caller-driven, non-blocking handles, quark_ready), hq-interop"
     }
 
     fn serve(&self, cfg: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>> {

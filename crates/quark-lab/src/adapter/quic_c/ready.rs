@@ -1,18 +1,15 @@
 //! Waiting for libquark handles the way a C event loop does: every handle is
 //! non-blocking, a call that gives `QUARK_ERROR_AGAIN` waits for its handle
 //! to come off the endpoint's ready list (`quark_ready`), and one task per
-//! endpoint runs the caller-driven endpoint (`quark_process`) when its
-//! descriptor (`quark_ready_fd`) or `quark_on_work` says so, and hands each
-//! listed handle to whoever waits for it.
+//! endpoint runs the caller-driven endpoint (`quark_process`) when
+//! `quark_on_work` says so, and hands each listed handle to whoever waits
+//! for it.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
 use quark_ffi::{QuarkError, call};
-use tokio::io::Interest;
-use tokio::net::UnixStream;
 use tokio::task::JoinHandle;
 
 /// `QUARK_ERROR_AGAIN` as the calls return it.
@@ -32,7 +29,9 @@ struct Slot {
     ready: bool,
     /// Listings that woke waiters: a waiter returns once it changed.
     epoch: u64,
-    waiters: Vec<Waker>,
+    /// Who waits: one task, nearly always (no allocation per handle).
+    waiter: Option<Waker>,
+    others: Vec<Waker>,
 }
 
 /// The handles of one libquark endpoint that this process waits on. Only
@@ -40,11 +39,13 @@ struct Slot {
 /// closed), so the map is bounded by the open handles.
 #[derive(Default)]
 pub(crate) struct Ready {
-    slots: Mutex<HashMap<i64, Slot>>,
+    slots: Mutex<Slots>,
 }
 
+type Slots = call::HandleMap<Slot>;
+
 impl Ready {
-    fn lock(&self) -> MutexGuard<'_, HashMap<i64, Slot>> {
+    fn lock(&self) -> MutexGuard<'_, Slots> {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -64,19 +65,20 @@ impl Ready {
     }
 
     fn notify(&self, handle: i64) {
-        let waiters = match self.lock().get_mut(&handle) {
-            Some(slot) if slot.waiters.is_empty() => {
-                slot.ready = true;
-                return;
-            }
-            Some(slot) => {
-                slot.epoch += 1;
-                std::mem::take(&mut slot.waiters)
-            }
-            None => return,
+        let mut slots = self.lock();
+        let Some(slot) = slots.get_mut(&handle) else {
+            return;
         };
-        for w in waiters {
-            w.wake();
+        match slot.waiter.take() {
+            None => slot.ready = true,
+            Some(w) => {
+                slot.epoch += 1;
+                // Under the lock: a tokio waker only schedules its task.
+                w.wake();
+                for w in slot.others.drain(..) {
+                    w.wake();
+                }
+            }
         }
     }
 
@@ -93,8 +95,14 @@ impl Ready {
             Some(e) if e != slot.epoch => return Poll::Ready(()),
             Some(_) => {}
         }
-        if !slot.waiters.iter().any(|w| w.will_wake(cx.waker())) {
-            slot.waiters.push(cx.waker().clone());
+        match &slot.waiter {
+            None => slot.waiter = Some(cx.waker().clone()),
+            Some(w) if w.will_wake(cx.waker()) => {}
+            Some(_) => {
+                if !slot.others.iter().any(|w| w.will_wake(cx.waker())) {
+                    slot.others.push(cx.waker().clone());
+                }
+            }
         }
         Poll::Pending
     }
@@ -116,64 +124,44 @@ impl Ready {
 
 /// Runs `handle`'s caller-driven endpoint on this runtime and hands the
 /// listed handles to `ready`, until the endpoint's handles are gone or it is
-/// stopped. It sleeps on the endpoint's descriptor (`quark_ready_fd`: its
-/// socket and timer, as a duplicate registered with tokio) and on
-/// `quark_on_work`, which says when a call gave the endpoint work (or the
-/// runtime's reactor saw its socket or timer ready); then it calls
+/// stopped. It sleeps on `quark_on_work`, which says when a call gave the
+/// endpoint work or, the endpoint being made inside this runtime, when its
+/// reactor saw the endpoint's socket or timer ready; then it calls
 /// `quark_process` and drains `quark_ready` until the endpoint is idle,
-/// letting the woken tasks make their calls in between.
+/// letting the woken tasks make their calls in between. `quark_ready_fd`
+/// (what a C loop polls) is not watched as well: it reports the same
+/// readiness a second time, through a second registration per wake-up.
 pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle<()>> {
-    let fd = call::ready_fd(handle).map_err(|e| check("quark_ready_fd", e).unwrap_err())?;
-    // Our own duplicate of the descriptor (an epoll set), so tokio may own
-    // it; wrapped as a stream only to reach tokio's readiness, never read.
-    let fd = std::os::unix::net::UnixStream::from(fd);
-    fd.set_nonblocking(true)?;
-    let fd = UnixStream::from_std(fd)?;
     let work = Arc::new(WorkFlag::default());
     call::on_work(handle, Waker::from(work.clone()))
         .map_err(|e| check("quark_on_work", e).unwrap_err())?;
     Ok(tokio::spawn(async move {
         let mut listed = [0i64; 64];
         loop {
-            // What the descriptor says now, the rounds below take in (and a
-            // datagram usually wakes this task through both it and
-            // `quark_on_work`): an event since is a new edge.
-            let _ = fd.try_io(Interest::READABLE, || {
-                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
-            });
+            // Work given before this round, the round does.
+            work.pending.store(false, Ordering::SeqCst);
+            let more = quark_ffi::quark_process(handle, 0);
+            if more < 0 {
+                return;
+            }
             loop {
-                // Work given before this round, the round does.
-                work.pending.store(false, Ordering::SeqCst);
-                let more = quark_ffi::quark_process(handle, 0);
-                if more < 0 {
+                let n = call::ready(handle, &mut listed);
+                if n < 0 {
                     return;
                 }
-                loop {
-                    let n = call::ready(handle, &mut listed);
-                    if n < 0 {
-                        return;
-                    }
-                    for &h in &listed[..n as usize] {
-                        ready.notify(h);
-                    }
-                    if (n as usize) < listed.len() {
-                        break;
-                    }
+                for &h in &listed[..n as usize] {
+                    ready.notify(h);
                 }
-                if more == 0 {
+                if (n as usize) < listed.len() {
                     break;
                 }
+            }
+            if more == 0 {
+                std::future::poll_fn(|cx| work.poll_wait(cx)).await;
+            } else {
                 // The endpoint holds its answer for the tasks just woken:
                 // let them make their calls first.
                 behind_woken().await;
-            }
-            tokio::select! {
-                r = fd.readable() => {
-                    if r.is_err() {
-                        return;
-                    }
-                }
-                () = std::future::poll_fn(|cx| work.poll_wait(cx)) => {}
             }
         }
     }))

@@ -1,8 +1,10 @@
-//! A libquark stream handle as the hq-interop helpers' two halves: reads
-//! copy into one scratch buffer per thread (as a C event loop reuses one
-//! buffer), writes copy the pattern out of the lab's shared chunks.
+//! A libquark stream handle as the hq-interop helpers' two halves. As
+//! `quic` uses quark's zero-copy calls (`write_chunk`, `read_visit`), this
+//! uses libquark's: the pattern is lent (`quark_stream_write_ref`, static
+//! bytes, nothing to release) and reads visit the data in place
+//! (`quark_stream_read_with`); the request or response head is copied
+//! (`quark_stream_write`), as `quic` copies it.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use quark_ffi::call;
@@ -10,13 +12,6 @@ use quark_ffi::call;
 use super::ready::{Ready, check};
 use crate::adapter::hq::{ReadChunks, SendPattern};
 use crate::wire::{chunk_spans, pattern_slice};
-
-/// Bytes one `quark_stream_read` may return (the TCP adapters' read buffer).
-const READ_BUF: usize = crate::adapter::stream::READ_BUF;
-
-thread_local! {
-    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(vec![0; READ_BUF]);
-}
 
 /// A stream handle this side owns: non-blocking, registered with its
 /// endpoint's [`Ready`], closed (never blocking for a stream) when dropped.
@@ -55,10 +50,16 @@ pub(crate) struct Half<'a> {
 }
 
 impl Half<'_> {
-    async fn write_all(&self, mut data: &[u8]) -> anyhow::Result<()> {
+    /// Writes all of `data` with `write` (`quark_stream_write` or
+    /// `quark_stream_write_ref`), which may take part of it at a time.
+    async fn write_all<'d>(
+        &self,
+        mut data: &'d [u8],
+        write: impl Fn(i64, &'d [u8]) -> i64,
+    ) -> anyhow::Result<()> {
         let h = self.s.handle;
         while !data.is_empty() {
-            let n = self.s.ready.retry(h, || call::stream_write(h, data)).await;
+            let n = self.s.ready.retry(h, || write(h, data)).await;
             let n = check("quark_stream_write", n)? as usize;
             data = &data[n.min(data.len())..];
         }
@@ -68,9 +69,10 @@ impl Half<'_> {
 
 impl SendPattern for Half<'_> {
     async fn send(&mut self, head: &[u8], len: u64) -> anyhow::Result<()> {
-        self.write_all(head).await?;
+        self.write_all(head, call::stream_write).await?;
         for (off, n) in chunk_spans(len) {
-            self.write_all(pattern_slice(off, n)).await?;
+            self.write_all(pattern_slice(off, n), call::stream_write_static)
+                .await?;
         }
         check(
             "quark_stream_shutdown",
@@ -83,21 +85,10 @@ impl SendPattern for Half<'_> {
 impl ReadChunks for Half<'_> {
     async fn read_with<F: FnMut(&[u8]) + Send>(&mut self, mut f: F) -> anyhow::Result<bool> {
         let h = self.s.handle;
-        // The copy is handed to `f` inside the call's closure: the scratch
-        // buffer is never held across an await.
         let n = self
             .s
             .ready
-            .retry(h, || {
-                SCRATCH.with(|buf| {
-                    let mut buf = buf.borrow_mut();
-                    let n = call::stream_read(h, &mut buf);
-                    if n > 0 {
-                        f(&buf[..n as usize]);
-                    }
-                    n
-                })
-            })
+            .retry(h, || call::stream_read_with(h, usize::MAX, &mut f))
             .await;
         Ok(check("quark_stream_read", n)? > 0)
     }

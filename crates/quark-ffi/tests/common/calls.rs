@@ -1,0 +1,101 @@
+//! Set-up and calls shared by the tests that drive the C API from Rust:
+//! an endpoint with a fresh certificate, a connection, reads and writes
+//! through the raw pointers, and the non-blocking accept step.
+
+use std::ffi::CString;
+
+use quark_ffi::*;
+
+pub(crate) const AGAIN: i64 = QuarkError::Again as i64;
+
+pub(crate) fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+/// A server endpoint on a loopback port with a self-signed certificate for
+/// "localhost" (PEM in memory), ALPN "test", made with `flags`.
+pub(crate) fn listen(flags: u32) -> (i64, u16) {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = c(&ck.cert.pem());
+    let key = c(&ck.signing_key.serialize_pem());
+    // SAFETY: NUL-terminated strings that live across the call.
+    let ep = unsafe {
+        quark_listen_pem_flags(
+            c("127.0.0.1:0").as_ptr(),
+            cert.as_ptr(),
+            key.as_ptr(),
+            c("test").as_ptr(),
+            flags,
+        )
+    };
+    assert!(ep > 0, "listen: {ep}");
+    (ep, quark_local_port(ep) as u16)
+}
+
+/// An insecure connection to `port` on loopback, made with `flags`.
+pub(crate) fn connect(port: u16, flags: u32) -> i64 {
+    let addr = c(&format!("127.0.0.1:{port}"));
+    // SAFETY: NUL-terminated strings that live across the call; NULL CA and ciphers.
+    let conn = unsafe {
+        quark_connect_flags(
+            addr.as_ptr(),
+            c("localhost").as_ptr(),
+            c("test").as_ptr(),
+            1,
+            std::ptr::null(),
+            std::ptr::null(),
+            flags,
+        )
+    };
+    assert!(conn > 0, "connect: {conn}");
+    conn
+}
+
+pub(crate) fn write(stream: i64, data: &[u8]) -> i64 {
+    // SAFETY: `data` is valid for `data.len()` bytes.
+    unsafe { quark_stream_write(stream, data.as_ptr(), data.len()) }
+}
+
+pub(crate) fn read(stream: i64, buf: &mut [u8]) -> i64 {
+    // SAFETY: `buf` is valid and writable for its length.
+    unsafe { quark_stream_read(stream, buf.as_mut_ptr(), buf.len()) }
+}
+
+/// Drain the ready list of `ep`'s endpoint.
+pub(crate) fn ready(ep: i64) -> Vec<i64> {
+    let mut out = [0i64; 64];
+    // SAFETY: `out` has room for its length.
+    let n = unsafe { quark_ready(ep, out.as_mut_ptr(), out.len()) };
+    assert!(n >= 0, "quark_ready: {n}");
+    out[..n as usize].to_vec()
+}
+
+/// The result of a non-blocking accept or open (`what` names it): `None`
+/// for `QUARK_ERROR_AGAIN`, else the new handle, made non-blocking too.
+pub(crate) fn nonblocking(result: i64, what: &str) -> Option<i64> {
+    match result {
+        AGAIN => None,
+        h if h > 0 => {
+            assert_eq!(quark_set_nonblocking(h, 1), 0);
+            Some(h)
+        }
+        e => panic!("{what}: {e}"),
+    }
+}
+
+/// One non-blocking step towards the first stream of the first connection
+/// on endpoint `ep`: accepts into `conn`, then `stream`; the stream once
+/// both are there.
+pub(crate) fn first_stream(
+    ep: i64,
+    conn: &mut Option<i64>,
+    stream: &mut Option<i64>,
+) -> Option<i64> {
+    if conn.is_none() {
+        *conn = nonblocking(quark_accept(ep), "accept");
+    }
+    if stream.is_none() {
+        *stream = nonblocking(quark_stream_accept((*conn)?), "stream accept");
+    }
+    *stream
+}
