@@ -854,12 +854,19 @@ impl Connection {
                 || self.handshake_confirmed
                 || self.recovery.largest_acked(SpaceId::Handshake).is_some(),
             amplification_blocked: self.path.amplification_budget() == 0,
-            has_handshake_keys: self.spaces[SpaceId::Handshake.index()].keys.is_some(),
-            max_ack_delay: self
-                .peer_params
-                .as_ref()
-                .map_or(Duration::ZERO, |p| p.max_ack_delay),
+            // Per packet: established connections skip the dropped space.
+            has_handshake_keys: !self.spaces.early_dropped()
+                && self.spaces[SpaceId::Handshake.index()].keys.is_some(),
+            max_ack_delay: self.peer_max_ack_delay(),
         }
+    }
+
+    /// The peer's max_ack_delay transport parameter (zero until known).
+    #[inline]
+    fn peer_max_ack_delay(&self) -> Duration {
+        self.peer_params
+            .as_ref()
+            .map_or(Duration::ZERO, |p| p.max_ack_delay)
     }
 }
 
