@@ -604,6 +604,14 @@ impl Connection {
         self.spaces[SpaceId::Data.index()].ack.largest_pn()
     }
 
+    /// Testing only: whether the Initial and Handshake spaces are still held
+    /// (an established connection drops them; per-packet paths then look at
+    /// the Application space alone).
+    #[cfg(feature = "testing")]
+    pub fn holds_early_spaces(&self) -> bool {
+        !self.spaces.early_dropped()
+    }
+
     /// Testing only: misbehave from now on, as `m` says.
     #[cfg(feature = "testing")]
     pub fn misbehave(&mut self, m: Misbehave) {

@@ -142,10 +142,12 @@ impl Connection {
         {
             self.on_loss_timer(now);
         }
-        for space in SpaceId::ALL {
-            let ack = &mut self.spaces[space.index()].ack;
-            if ack.timer().is_some_and(|t| t <= now) {
-                ack.immediate = true;
+        // Only the spaces still held: indexing a dropped one mutably brings
+        // its box back, and with it every per-packet look at Initial and
+        // Handshake, for the rest of a busy connection.
+        for s in self.spaces.iter_mut() {
+            if s.ack.timer().is_some_and(|t| t <= now) {
+                s.ack.immediate = true;
             }
         }
         if self.timers.expired(Timer::Trim, now) {
