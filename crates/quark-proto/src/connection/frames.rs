@@ -304,8 +304,10 @@ impl Connection {
                 if earlier >= space {
                     break;
                 }
-                let e = &mut self.spaces[earlier.index()];
+                // Read first: a mutable index would bring a dropped space back.
+                let e = &self.spaces[earlier.index()];
                 if e.keys.is_some() && !e.discarded && e.crypto_pending() {
+                    let e = &mut self.spaces[earlier.index()];
                     e.probes = e.probes.max(1);
                 }
             }

@@ -179,6 +179,10 @@ impl Connection {
         }
         self.crypto_scratch = Vec::new();
         for space in [SpaceId::Initial, SpaceId::Handshake] {
+            // Read first: indexing a dropped space mutably brings it back.
+            if self.spaces[space.index()].crypto.is_none() {
+                continue;
+            }
             if let Some(c) = self.spaces[space.index()].crypto.as_mut() {
                 c.recv = crate::stream::RecvBuffer::new();
             }
@@ -311,10 +315,12 @@ impl Connection {
 
     /// Drop a space's keys and everything in flight in it (RFC 9001 §4.9).
     pub(crate) fn discard_space(&mut self, now: Instant, space: SpaceId) {
-        let s = &mut self.spaces[space.index()];
-        if s.discarded {
+        // Read first: indexing a dropped space mutably brings it back (a
+        // late Handshake packet discards Initial again).
+        if self.spaces[space.index()].discarded {
             return;
         }
+        let s = &mut self.spaces[space.index()];
         s.discarded = true;
         s.keys = None;
         s.crypto = None;

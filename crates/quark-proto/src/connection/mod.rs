@@ -603,6 +603,14 @@ impl Connection {
         self.spaces[SpaceId::Data.index()].ack.largest_pn()
     }
 
+    /// Testing only: whether the Initial and Handshake spaces are still held
+    /// (an established connection drops them; per-packet paths then look at
+    /// the Application space alone).
+    #[cfg(feature = "testing")]
+    pub fn holds_early_spaces(&self) -> bool {
+        !self.spaces.early_dropped()
+    }
+
     /// Testing only: misbehave from now on, as `m` says.
     #[cfg(feature = "testing")]
     pub fn misbehave(&mut self, m: Misbehave) {
@@ -853,12 +861,19 @@ impl Connection {
                 || self.handshake_confirmed
                 || self.recovery.largest_acked(SpaceId::Handshake).is_some(),
             amplification_blocked: self.path.amplification_budget() == 0,
-            has_handshake_keys: self.spaces[SpaceId::Handshake.index()].keys.is_some(),
-            max_ack_delay: self
-                .peer_params
-                .as_ref()
-                .map_or(Duration::ZERO, |p| p.max_ack_delay),
+            // Per packet: established connections skip the dropped space.
+            has_handshake_keys: !self.spaces.early_dropped()
+                && self.spaces[SpaceId::Handshake.index()].keys.is_some(),
+            max_ack_delay: self.peer_max_ack_delay(),
         }
+    }
+
+    /// The peer's max_ack_delay transport parameter (zero until known).
+    #[inline]
+    fn peer_max_ack_delay(&self) -> Duration {
+        self.peer_params
+            .as_ref()
+            .map_or(Duration::ZERO, |p| p.max_ack_delay)
     }
 }
 

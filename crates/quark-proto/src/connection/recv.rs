@@ -430,10 +430,20 @@ impl Connection {
                 self.migration.newest_non_probing = true;
             }
         }
-        let policy = self.ack_policy;
-        self.spaces[space.index()]
-            .ack
-            .on_packet(space, hdr.pn, ack_eliciting, ecn, now, &policy);
+        // The packet's frames may have discarded its space (the client's
+        // Finished ends the server's Handshake space): nothing is owed there
+        // any more, and a write would bring the dropped space back.
+        if space == SpaceId::Data || !self.spaces[space.index()].discarded {
+            let policy = self.ack_policy;
+            self.spaces[space.index()].ack.on_packet(
+                space,
+                hdr.pn,
+                ack_eliciting,
+                ecn,
+                now,
+                &policy,
+            );
+        }
         self.reset_idle_timer(now);
     }
 

@@ -287,6 +287,12 @@ impl Connection {
     /// The spaces with something to send, in order (no allocation: this runs per datagram).
     fn ready_spaces(&self, now: Instant, cc_ok: bool) -> ([SpaceId; 3], usize) {
         let mut out = [SpaceId::Initial; 3];
+        // Established: Initial and Handshake are gone, only Application can send.
+        if self.spaces.early_dropped() {
+            let n = usize::from(self.space_ready(SpaceId::Data, now, cc_ok));
+            out[0] = SpaceId::Data;
+            return (out, n);
+        }
         let mut n = 0;
         for space in SpaceId::ALL {
             if self.space_ready(space, now, cc_ok) {
