@@ -113,6 +113,7 @@ fn idle_connections_are_held_and_measured() {
     );
     let cost: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(cost["connections"], 400);
+    assert_eq!(cost["failed"], 0);
     let per = cost["per_connection"].as_f64().unwrap();
     assert!(
         (1024.0..256.0 * 1024.0).contains(&per),

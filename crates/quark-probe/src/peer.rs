@@ -110,6 +110,32 @@ impl Peers {
         Ok(hs)
     }
 
+    /// Open `n` connections and wait until each has completed or failed its
+    /// handshake, or `timeout` passed: how many were established. For holding
+    /// many connections, where one lost handshake should not end the run.
+    pub fn connect_wave(&mut self, n: usize, timeout: Duration) -> anyhow::Result<usize> {
+        let hs = (0..n)
+            .map(|_| self.connect())
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (mut up, mut settled) = (0, 0);
+            for &h in &hs {
+                let c = self.endpoint.connection(h);
+                if c.is_some_and(Connection::is_handshake_complete) {
+                    up += 1;
+                    settled += 1;
+                } else if c.is_none_or(|c| c.error().is_some()) {
+                    settled += 1;
+                }
+            }
+            if settled == n || Instant::now() >= deadline {
+                return Ok(up);
+            }
+            self.pump(Duration::from_millis(5))?;
+        }
+    }
+
     /// A connection of ours (marked as one that may have something to send).
     pub fn conn(&mut self, h: ConnectionHandle) -> &mut Connection {
         self.dirty.insert(h);
