@@ -118,6 +118,9 @@ fn probe(args: Args) -> anyhow::Result<bool> {
             cost.rss.1 as f64 / 1048576.0,
             cost.per_connection / 1024.0
         );
+        if cost.failed > 0 {
+            println!("  {} handshakes failed (left out)", cost.failed);
+        }
         println!(
             "  client (this probe) RSS {:.1} -> {:.1} MiB, {:.1} KiB per connection",
             cost.client_rss.0 as f64 / 1048576.0,

@@ -86,3 +86,37 @@ fn probe_errors_are_one_line() {
         "{err}"
     );
 }
+
+/// `--idle-connections`: every connection completes its handshake and stays
+/// open; the server's RSS grows by a plausible amount per connection (a
+/// debug build, so only loose bounds).
+#[test]
+fn idle_connections_are_held_and_measured() {
+    let dir = tempdir("quark-probe", "idle");
+    let root = dir.join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("index.html"), b"hello").unwrap();
+    let server = serve_with(&root, &dir, &[]);
+    let json = dir.join("idle.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_quark"))
+        .args(["probe", "--target", &format!("127.0.0.1:{}", server.port)])
+        .args(["--server-pid", &server.child.id().to_string()])
+        .args(["--idle-connections", "400", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cost: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(cost["connections"], 400);
+    assert_eq!(cost["failed"], 0);
+    let per = cost["per_connection"].as_f64().unwrap();
+    assert!(
+        (1024.0..256.0 * 1024.0).contains(&per),
+        "{per} bytes per connection"
+    );
+}
