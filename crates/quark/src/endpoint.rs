@@ -103,6 +103,7 @@ impl Endpoint {
                 closed: false,
                 stopped: false,
                 busy_poll: std::time::Duration::ZERO,
+                defer_timers: true,
                 reader_waits: 0,
                 deferrals: 0,
                 deferrals_past_all: 0,
@@ -254,6 +255,15 @@ impl Endpoint {
     pub fn set_busy_poll(&self, window: std::time::Duration) {
         let mut state = self.shared.lock();
         state.busy_poll = window;
+        state.wake_driver();
+    }
+
+    /// Whether due timers wait (up to 200 ms) while received datagrams are
+    /// still unread, as the acknowledgment a PTO waits for may be among them
+    /// (on by default; off gives the old order, for comparisons).
+    pub fn set_timer_deferral(&self, on: bool) {
+        let mut state = self.shared.lock();
+        state.defer_timers = on;
         state.wake_driver();
     }
 
