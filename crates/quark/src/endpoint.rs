@@ -103,7 +103,7 @@ impl Endpoint {
                 closed: false,
                 stopped: false,
                 busy_poll: std::time::Duration::ZERO,
-                defer_timers: true,
+                defer_timers: false,
                 reader_waits: 0,
                 deferrals: 0,
                 deferrals_past_all: 0,
@@ -259,8 +259,11 @@ impl Endpoint {
     }
 
     /// Whether due timers wait (up to 200 ms) while received datagrams are
-    /// still unread, as the acknowledgment a PTO waits for may be among them
-    /// (on by default; off gives the old order, for comparisons).
+    /// still unread, as the acknowledgment a PTO waits for may be among them.
+    /// Off by default: it cut the server's spurious PTOs in a 5 000-connection
+    /// cold burst, but 144 busy connections showed ~5-10 % more CPU per byte
+    /// with it (pacing and ACK-delay timers wait too; not yet separated).
+    /// See docs/results/2026-11-29-scale-cold.
     pub fn set_timer_deferral(&self, on: bool) {
         let mut state = self.shared.lock();
         state.defer_timers = on;

@@ -68,10 +68,11 @@ fn tuned_off(name: &str) -> bool {
     tune.split(',').any(|t| t.trim() == format!("{name}=0"))
 }
 
-/// Whether due timers wait for unread datagrams (`QUARK_TUNE=ptodefer=0`
-/// switches it off: the order before issue #33's fix).
+/// Whether due timers wait for unread datagrams (`QUARK_TUNE=ptodefer=1`;
+/// off by default, see `quark::Endpoint::set_timer_deferral`).
 fn timer_deferral() -> bool {
-    !tuned_off("ptodefer")
+    let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
+    tune.split(',').any(|t| t.trim() == "ptodefer=1")
 }
 
 /// Transport settings; `uni` unidirectional streams for the peer (HTTP/3
