@@ -4,9 +4,10 @@
 //! once to a server that reads one datagram per `COST`. The later requests
 //! wait in the server's socket far longer than a PTO. Every PTO here is
 //! spurious (the links lose nothing), so the probes it sends are pure extra
-//! load. The server fires timers as the driver does (`defer`: not while
-//! datagrams wait unread); the test bounds the probes per connection, and
-//! shows that without the deferral the server's own probes come back.
+//! load. The server fires timers as the driver does with
+//! `Endpoint::set_timer_deferral(true)` (`defer`: not while datagrams wait
+//! unread); the test bounds the probes per connection, and shows that the
+//! old behaviour (no deferral, two probes per PTO) sends far more.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
