@@ -86,6 +86,10 @@ pub struct TransportConfig {
     pub active_connection_id_limit: u64,
     /// Advertise the ACK Frequency extension (min_ack_delay) so peers may tune our ACK rate.
     pub ack_frequency: bool,
+    /// Probe packets sent when a PTO fires in the application data space
+    /// (RFC 9002 §6.2.4 allows one or two; 0 counts as 1). One by default:
+    /// most PTOs there are a busy peer's queueing, not loss (issue #33).
+    pub data_pto_probes: u8,
     /// Upper bound on CRYPTO data buffered out of order per space.
     pub crypto_buffer: usize,
     /// Give up on a handshake that has not completed this long after it began
@@ -147,6 +151,7 @@ impl Default for TransportConfig {
             ack_eliciting_threshold: 2,
             active_connection_id_limit: 4,
             ack_frequency: true,
+            data_pto_probes: 1,
             crypto_buffer: 64 * 1024,
             handshake_timeout: Duration::from_secs(10),
             max_datagram_frame_size: None,

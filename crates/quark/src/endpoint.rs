@@ -103,6 +103,7 @@ impl Endpoint {
                 closed: false,
                 stopped: false,
                 busy_poll: std::time::Duration::ZERO,
+                defer_timers: false,
                 reader_waits: 0,
                 deferrals: 0,
                 deferrals_past_all: 0,
@@ -254,6 +255,18 @@ impl Endpoint {
     pub fn set_busy_poll(&self, window: std::time::Duration) {
         let mut state = self.shared.lock();
         state.busy_poll = window;
+        state.wake_driver();
+    }
+
+    /// Whether due timers wait (up to 200 ms) while received datagrams are
+    /// still unread, as the acknowledgment a PTO waits for may be among them.
+    /// Off by default: it cut the server's spurious PTOs in a 5 000-connection
+    /// cold burst, but 144 busy connections showed ~5-10 % more CPU per byte
+    /// with it (pacing and ACK-delay timers wait too; not yet separated).
+    /// See docs/results/2026-11-29-scale-cold.
+    pub fn set_timer_deferral(&self, on: bool) {
+        let mut state = self.shared.lock();
+        state.defer_timers = on;
         state.wake_driver();
     }
 

@@ -164,6 +164,8 @@ pub(crate) struct State {
     pub(crate) stopped: bool,
     /// How long the driver keeps polling after work before it sleeps (zero: off).
     pub(crate) busy_poll: std::time::Duration,
+    /// Due timers wait while received datagrams wait unread (`driver::defer`).
+    pub(crate) defer_timers: bool,
     /// Times a reader went back to waiting for data (registered its waker and
     /// returned `Pending`): the driver compares it with the readers it woke, to
     /// tell whether they have all had their turn (see `Driver::poll`).

@@ -233,6 +233,13 @@ impl WorkerGroup {
         }
     }
 
+    /// [`Endpoint::set_timer_deferral`] on every worker.
+    pub fn set_timer_deferral(&self, on: bool) {
+        for w in &self.workers {
+            w.endpoint.set_timer_deferral(on);
+        }
+    }
+
     /// Close every connection on every worker with `code` and stop accepting.
     pub fn close(&self, code: u64, reason: &[u8]) {
         for w in &self.workers {

@@ -62,14 +62,27 @@ fn endpoint_config() -> quark::EndpointConfig {
     config
 }
 
+/// Whether `QUARK_TUNE` switches optimisation `name` off (`name=0`).
+fn tuned_off(name: &str) -> bool {
+    let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
+    tune.split(',').any(|t| t.trim() == format!("{name}=0"))
+}
+
+/// Whether due timers wait for unread datagrams (`QUARK_TUNE=ptodefer=1`;
+/// off by default, see `quark::Endpoint::set_timer_deferral`).
+fn timer_deferral() -> bool {
+    let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
+    tune.split(',').any(|t| t.trim() == "ptodefer=1")
+}
+
 /// Transport settings; `uni` unidirectional streams for the peer (HTTP/3
 /// needs a few: control and QPACK streams). `QUARK_TUNE` switches
 /// optimisations off for the before/after tables (e.g.
-/// `QUARK_TUNE=pmtud=0,ackfreq=0,pacing=0`); GSO and GRO are switched by
+/// `QUARK_TUNE=pmtud=0,ackfreq=0,pacing=0`; `pto1=0`: two probes per
+/// application-data PTO, as before issue #33); GSO and GRO are switched by
 /// quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
 fn transport(uni: u64) -> Arc<quark::TransportConfig> {
-    let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
-    let off = |name: &str| tune.split(',').any(|t| t.trim() == format!("{name}=0"));
+    let off = tuned_off;
     Arc::new(quark::TransportConfig {
         congestion_control: *QUIC_CC.get().unwrap_or(&quark::CcAlgorithm::Cubic),
         max_concurrent_bidi_streams: MAX_STREAMS,
@@ -77,6 +90,7 @@ fn transport(uni: u64) -> Arc<quark::TransportConfig> {
         mtu_discovery: !off("pmtud"),
         ack_frequency: !off("ackfreq"),
         pacing: !off("pacing"),
+        data_pto_probes: if off("pto1") { 2 } else { 1 },
         ..quark::TransportConfig::default()
     })
 }
@@ -201,7 +215,7 @@ fn dump_stats(side: &str, conn: &quark::Connection) {
     {
         let _ = writeln!(
             f,
-            "dgram_in={} dgram_out={} pkt_in={} pkt_out={} dropped={} acks_in={} acks_out={} lost={} ptos={} spurious={} mtu_probes={}",
+            "dgram_in={} dgram_out={} pkt_in={} pkt_out={} dropped={} acks_in={} acks_out={} lost={} ptos={} probes={} spurious={} mtu_probes={}",
             s.datagrams_in,
             s.datagrams_out,
             s.packets_in,
@@ -211,6 +225,7 @@ fn dump_stats(side: &str, conn: &quark::Connection) {
             s.acks_out,
             s.packets_lost,
             s.ptos,
+            s.probes_out,
             s.spurious_losses,
             s.mtu_probes
         );
@@ -273,12 +288,14 @@ where
         let group = quark::WorkerGroup::bind(endpoint_config(), config, cfg.listen, n)
             .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
         group.set_busy_poll(busy_poll());
+        group.set_timer_deferral(timer_deferral());
         group.serve(move |conn| serve(conn, stats.clone()));
         return Ok(Box::new(QuicServer::Group(group)));
     }
     let endpoint = quark::Endpoint::with_config(endpoint_config(), Some(config), cfg.listen)
         .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
     endpoint.set_busy_poll(busy_poll());
+    endpoint.set_timer_deferral(timer_deferral());
     let ep = endpoint.clone();
     let task = tokio::spawn(async move {
         while let Some(conn) = ep.accept().await {
@@ -310,6 +327,7 @@ impl QuarkEndpoints {
         };
         for e in &endpoints {
             e.set_busy_poll(busy_poll());
+            e.set_timer_deferral(timer_deferral());
         }
         Ok(QuarkEndpoints {
             endpoints,

@@ -277,8 +277,19 @@ impl Connection {
             self.apply_mtu();
             tracing::debug!(mtu = self.path.mtu, "suspected PMTU black hole");
         }
-        if let crate::recovery::TimeoutAction::Probe { space, count } = action {
+        if let crate::recovery::TimeoutAction::Probe { space, mut count } = action {
             self.mtu.on_pto();
+            if space == SpaceId::Data {
+                //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
+                //# An endpoint MAY send up to two full-sized datagrams containing
+                //# ack-eliciting packets
+                // Two stay for the handshake spaces, where a lost probe stalls
+                // the handshake. For application data most PTOs are a busy
+                // peer's queueing (5 000 connections bursting at once fired
+                // 5-7 each, issue #33), and each probe costs that peer a
+                // packet and an ACK; a lost single probe costs one more PTO.
+                count = count.min(self.config.data_pto_probes.max(1));
+            }
             let s = &mut self.spaces[space.index()];
             s.probes = count;
             if space != SpaceId::Data {

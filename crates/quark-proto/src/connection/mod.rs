@@ -139,6 +139,8 @@ pub struct ConnectionStats {
     pub packets_lost: u64,
     /// PTOs.
     pub ptos: u64,
+    /// Probe packets sent when a PTO fired (RFC 9002 §6.2.4).
+    pub probes_out: u64,
     /// Key updates.
     pub key_updates: u64,
     /// Packets declared lost and acknowledged afterwards (reordering).

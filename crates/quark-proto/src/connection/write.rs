@@ -103,7 +103,10 @@ impl Connection {
                     self.ping_pending = false;
                 }
                 let s = &mut self.spaces[space.index()];
-                s.probes = s.probes.saturating_sub(1);
+                if s.probes > 0 {
+                    s.probes -= 1;
+                    self.stats.probes_out += 1;
+                }
             }
         }
         if buf.len() == payload_start && min_size > 0 {

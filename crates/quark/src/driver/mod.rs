@@ -8,10 +8,13 @@
 //! takes in those passed to it (see `forward`). The way in is `receive`, the
 //! way out `transmit`; this file holds the round that joins them.
 
+mod defer;
 mod fair;
 #[cfg(test)]
 mod fair_sim;
 mod receive;
+#[cfg(test)]
+mod storm_sim;
 mod transmit;
 
 use std::future::Future;
@@ -115,6 +118,8 @@ pub(crate) struct Driver {
     /// The last `receive` emptied the socket (and the inbox) and left the
     /// wakers registered: another round would find nothing new.
     drained: bool,
+    /// The last read filled every buffer offered: more datagrams may wait.
+    unread: bool,
     /// Keep polling the socket for a while after work instead of sleeping.
     busy: BusyPoll,
     /// How far transmitting is put off for the tasks a round's events woke
@@ -145,6 +150,7 @@ impl Driver {
             due: Vec::new(),
             deadlines: Deadlines::default(),
             drained: false,
+            unread: false,
             busy: BusyPoll::default(),
             deferred: Deferred::No,
             woken: Woken::default(),
@@ -167,10 +173,11 @@ impl Driver {
         }
     }
 
-    /// Fire due timers.
+    /// Fire due timers, unless received datagrams still wait (see `defer`).
     fn timers(&mut self, state: &mut State, now: Instant) {
         let mut due = std::mem::take(&mut self.due);
-        self.deadlines.take_due(&state.conns, now, &mut due);
+        let before = defer::fire_due_before(self.unread && state.defer_timers, now);
+        self.deadlines.take_due(&state.conns, before, &mut due);
         for h in due.drain(..) {
             state.proto.handle_timeout(h, now);
             if let Some(e) = state.conns.get_mut(&h) {

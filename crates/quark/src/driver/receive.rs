@@ -84,6 +84,7 @@ impl Driver {
     /// Sets `drained` when the socket had nothing more.
     pub(super) fn read_batch(&mut self, cx: &mut Context<'_>, socket: &Socket) -> usize {
         self.drained = false;
+        self.unread = false;
         // A few tries: an error is about one datagram, and the socket may hold more.
         for _ in 0..4 {
             // Busy polling asks the socket itself: its readiness only changes
@@ -108,6 +109,8 @@ impl Driver {
             };
             match polled {
                 Poll::Ready(Ok(n)) => {
+                    // Every buffer filled: the socket may hold more.
+                    self.unread = n == self.recv_ask;
                     self.recv_ask = (2 * n).clamp(MIN_RECV_ASK, RECV_BATCH);
                     return n;
                 }
@@ -142,6 +145,7 @@ impl Driver {
         if taken.len() == INBOX_BATCH {
             // More may wait in the inbox.
             self.drained = false;
+            self.unread = true;
         }
         let Some(link) = self.link.clone().filter(|_| !taken.is_empty()) else {
             return false;

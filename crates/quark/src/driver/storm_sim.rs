@@ -1,0 +1,375 @@
+//! A deterministic simulation of the startup PTO storm (issue #33), in
+//! miniature: many client connections, set up on an idle path (RTT of a few
+//! hundred microseconds, so a PTO of ~26 ms), then each sends requests at
+//! once to a server that reads one datagram per `COST`. The later requests
+//! wait in the server's socket far longer than a PTO. Every PTO here is
+//! spurious (the links lose nothing), so the probes it sends are pure extra
+//! load. The server fires timers as the driver does with
+//! `Endpoint::set_timer_deferral(true)` (`defer`: not while datagrams wait
+//! unread); the test bounds the probes per connection, and shows that the
+//! old behaviour (no deferral, two probes per PTO) sends far more.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quark_proto::{
+    ClientConfig, ConnectionHandle, ConnectionStats, Dir, Endpoint, EndpointConfig, ReadOutcome,
+    StreamId, TransportConfig,
+};
+
+use super::defer::{MAX_DEFER, fire_due_before};
+use crate::tls::{Identity, Verify};
+
+/// Connections, and requests each sends, one after the other, in the burst.
+const CONNS: usize = 40;
+const REQUESTS: usize = 3;
+/// One-way delay each way.
+const DELAY: Duration = Duration::from_micros(50);
+/// Server time per datagram read during the burst: CONNS requests queue
+/// ~120 ms, against a PTO of ~26 ms.
+const COST: Duration = Duration::from_micros(3_000);
+/// Response size.
+const RESPONSE: usize = 2_000;
+/// Simulated time allowed for each phase.
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// Byte `i` of every response.
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8
+}
+
+/// A client connection's request in flight and how many it finished.
+#[derive(Default)]
+struct Client {
+    open: Option<(StreamId, usize)>,
+    done: usize,
+    want: usize,
+}
+
+struct Sim {
+    now: Instant,
+    client: Endpoint,
+    server: Endpoint,
+    client_addr: SocketAddr,
+    server_addr: SocketAddr,
+    up: VecDeque<(Instant, Vec<u8>)>,
+    down: VecDeque<(Instant, Vec<u8>)>,
+    /// The server socket's receive queue, read one datagram per `cost`.
+    inbox: VecDeque<Vec<u8>>,
+    server_free: Instant,
+    cost: Duration,
+    /// Whether the server defers timers while `inbox` holds datagrams.
+    defer: bool,
+    clients: HashMap<ConnectionHandle, Client>,
+    /// Server streams: request bytes read so far.
+    serving: HashMap<(ConnectionHandle, StreamId), usize>,
+    buf: Vec<u8>,
+}
+
+impl Sim {
+    fn new(defer: bool, probes: u8) -> (Self, ClientConfig) {
+        let id = Identity::self_signed(&["localhost"]).unwrap();
+        let transport = Arc::new(TransportConfig {
+            mtu_discovery: false,
+            data_pto_probes: probes,
+            ..TransportConfig::default()
+        });
+        let mut server_cfg = crate::tls::server_config(&id, &[b"hq-interop"]).unwrap();
+        server_cfg.transport = transport.clone();
+        let mut client_cfg =
+            crate::tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[b"hq-interop"])
+                .unwrap();
+        client_cfg.transport = transport;
+        let ep = |seed| {
+            Arc::new(EndpointConfig {
+                rng_seed: Some(seed),
+                ..EndpointConfig::default()
+            })
+        };
+        // The simulated clock starts anywhere; only the loop moves it.
+        let now = Instant::now();
+        let sim = Sim {
+            now,
+            client: Endpoint::new(ep(1), None),
+            server: Endpoint::new(ep(2), Some(Arc::new(server_cfg))),
+            client_addr: "10.0.0.1:5000".parse().unwrap(),
+            server_addr: "10.0.0.2:443".parse().unwrap(),
+            up: VecDeque::new(),
+            down: VecDeque::new(),
+            inbox: VecDeque::new(),
+            server_free: now,
+            cost: Duration::ZERO,
+            defer,
+            clients: HashMap::new(),
+            serving: HashMap::new(),
+            buf: Vec::new(),
+        };
+        (sim, client_cfg)
+    }
+
+    /// Everything due at `now`, then the clock moves to the next event.
+    fn step(&mut self) {
+        let now = self.now;
+        while self.up.front().is_some_and(|(at, _)| *at <= now) {
+            let (_, d) = self.up.pop_front().unwrap();
+            self.inbox.push_back(d);
+        }
+        while self.down.front().is_some_and(|(at, _)| *at <= now) {
+            let (_, mut d) = self.down.pop_front().unwrap();
+            let len = d.len();
+            self.client
+                .handle_batch(now, self.server_addr, None, None, &mut d, len, |_, _| {});
+        }
+        // The server reads one datagram per `cost`.
+        if self.server_free <= now
+            && let Some(mut d) = self.inbox.pop_front()
+        {
+            let len = d.len();
+            self.server
+                .handle_batch(now, self.client_addr, None, None, &mut d, len, |_, _| {});
+            self.server_free = now + self.cost;
+        }
+        fire_due(&mut self.client, now, now);
+        let unread = self.defer && !self.inbox.is_empty();
+        fire_due(&mut self.server, fire_due_before(unread, now), now);
+        self.serve();
+        self.run_clients();
+        for (ep, link) in [
+            (&mut self.client, &mut self.up),
+            (&mut self.server, &mut self.down),
+        ] {
+            while let Some(t) = ep.poll_transmit(&mut self.buf) {
+                link.push_back((now + DELAY, self.buf[..t.size].to_vec()));
+            }
+            let hs: Vec<_> = ep.handles().collect();
+            for h in hs {
+                let conn = ep.connection_mut(h).unwrap();
+                while let Some(t) = conn.poll_transmit(now, 1, &mut self.buf) {
+                    link.push_back((now + DELAY, self.buf[..t.size].to_vec()));
+                }
+                ep.sync(h);
+            }
+        }
+        self.now = self.next_event().max(now + Duration::from_micros(1));
+    }
+
+    fn next_event(&self) -> Instant {
+        let mut next = self.now + LIMIT;
+        for t in [self.up.front(), self.down.front()].into_iter().flatten() {
+            next = next.min(t.0);
+        }
+        if !self.inbox.is_empty() {
+            next = next.min(self.server_free);
+        }
+        // The server's due timers wait while it has datagrams to read.
+        let server_wait = if self.defer && !self.inbox.is_empty() {
+            MAX_DEFER
+        } else {
+            Duration::ZERO
+        };
+        for (ep, wait) in [(&self.client, Duration::ZERO), (&self.server, server_wait)] {
+            for h in ep.handles() {
+                if let Some(t) = ep.connection(h).and_then(|c| c.poll_timeout()) {
+                    next = next.min(t + wait);
+                }
+            }
+        }
+        next
+    }
+
+    /// The server application: every request gets `RESPONSE` bytes.
+    fn serve(&mut self) {
+        let handles: Vec<_> = self.server.handles().collect();
+        let mut buf = [0u8; 64];
+        for h in handles {
+            let conn = self.server.connection_mut(h).unwrap();
+            while let Some(id) = conn.accept_stream(Dir::Bi) {
+                self.serving.insert((h, id), 0);
+            }
+            let mut answered = Vec::new();
+            for (&(sh, id), _) in self.serving.iter_mut().filter(|((sh, _), _)| *sh == h) {
+                loop {
+                    match conn.read(id, &mut buf).unwrap() {
+                        ReadOutcome::Data(_) => {}
+                        ReadOutcome::Finished => {
+                            let body: Vec<u8> = (0..RESPONSE).map(pattern).collect();
+                            assert_eq!(conn.write(id, &body).unwrap(), RESPONSE);
+                            conn.finish(id).unwrap();
+                            answered.push((sh, id));
+                            break;
+                        }
+                        ReadOutcome::Blocked => break,
+                    }
+                }
+            }
+            for k in answered {
+                self.serving.remove(&k);
+            }
+        }
+    }
+
+    /// Client applications: read responses byte for byte, then ask again.
+    fn run_clients(&mut self) {
+        let mut buf = vec![0u8; 8 * 1024];
+        for (&h, c) in self.clients.iter_mut() {
+            let conn = self.client.connection_mut(h).unwrap();
+            if !conn.is_handshake_complete() {
+                continue;
+            }
+            if let Some((id, mut got)) = c.open.take() {
+                loop {
+                    match conn.read(id, &mut buf).unwrap() {
+                        ReadOutcome::Data(n) => {
+                            for (i, &b) in buf[..n].iter().enumerate() {
+                                assert_eq!(b, pattern(got + i), "byte {}", got + i);
+                            }
+                            got += n;
+                        }
+                        ReadOutcome::Finished => {
+                            assert_eq!(got, RESPONSE, "response length");
+                            c.done += 1;
+                            break;
+                        }
+                        ReadOutcome::Blocked => {
+                            c.open = Some((id, got));
+                            break;
+                        }
+                    }
+                }
+            }
+            if c.open.is_none() && c.done < c.want {
+                let id = conn.open_stream(Dir::Bi).unwrap();
+                assert_eq!(conn.write(id, b"get").unwrap(), 3);
+                conn.finish(id).unwrap();
+                c.open = Some((id, 0));
+            }
+        }
+    }
+
+    /// Runs until every client finished `want` requests in all.
+    fn run_until_done(&mut self) {
+        let end = self.now + LIMIT;
+        while self.clients.values().any(|c| c.done < c.want) {
+            assert!(self.now < end, "requests did not finish");
+            self.step();
+        }
+    }
+
+    fn stats(&self, ep: &Endpoint) -> ConnectionStats {
+        let mut sum = ConnectionStats::default();
+        for h in ep.handles() {
+            let s = ep.connection(h).unwrap().stats();
+            sum.ptos += s.ptos;
+            sum.probes_out += s.probes_out;
+            sum.packets_out += s.packets_out;
+            sum.packets_lost += s.packets_lost;
+        }
+        sum
+    }
+}
+
+/// Fires the timers of `ep`'s connections due at or before `before`.
+fn fire_due(ep: &mut Endpoint, before: Instant, now: Instant) {
+    let due: Vec<_> = ep
+        .handles()
+        .filter(|&h| {
+            ep.connection(h)
+                .and_then(|c| c.poll_timeout())
+                .is_some_and(|t| t <= before)
+        })
+        .collect();
+    for h in due {
+        ep.handle_timeout(h, now);
+    }
+}
+
+/// The burst's counters: (client, server), the phase's share only.
+struct Burst {
+    client: ConnectionStats,
+    server: ConnectionStats,
+}
+
+/// Sets the connections up on an idle path (the server reads at once), one
+/// request each, then sends `REQUESTS` each at once to a slow server.
+fn run(defer: bool, probes: u8) -> Burst {
+    let (mut sim, cfg) = Sim::new(defer, probes);
+    for _ in 0..CONNS {
+        let h = sim
+            .client
+            .connect(sim.now, &cfg, sim.server_addr, "localhost")
+            .unwrap();
+        sim.clients.insert(
+            h,
+            Client {
+                want: 1,
+                ..Client::default()
+            },
+        );
+        // One at a time, as the lab's setup opens them.
+        sim.run_until_done();
+    }
+    let (c0, s0) = (sim.stats(&sim.client), sim.stats(&sim.server));
+    assert_eq!(c0.ptos + s0.ptos, 0, "PTOs on the idle path");
+    sim.cost = COST;
+    for c in sim.clients.values_mut() {
+        c.want += REQUESTS;
+    }
+    sim.run_until_done();
+    let (c1, s1) = (sim.stats(&sim.client), sim.stats(&sim.server));
+    assert_eq!(c1.packets_lost + s1.packets_lost, 0, "nothing is lost here");
+    let diff = |a: ConnectionStats, b: ConnectionStats| ConnectionStats {
+        ptos: a.ptos - b.ptos,
+        probes_out: a.probes_out - b.probes_out,
+        packets_out: a.packets_out - b.packets_out,
+        ..ConnectionStats::default()
+    };
+    Burst {
+        client: diff(c1, c0),
+        server: diff(s1, s0),
+    }
+}
+
+fn report(b: &Burst) -> String {
+    format!(
+        "client: {} PTOs, {} probes, {} packets; server: {} PTOs, {} probes, {} packets",
+        b.client.ptos,
+        b.client.probes_out,
+        b.client.packets_out,
+        b.server.ptos,
+        b.server.probes_out,
+        b.server.packets_out
+    )
+}
+
+#[test]
+fn a_burst_on_idle_connections_sends_few_probes() {
+    let per_conn = |n: u64| n as f64 / CONNS as f64;
+    let new = run(true, 1);
+    let old = run(false, 2);
+    let defer_only = run(true, 2);
+    let one_probe_only = run(false, 1);
+    for (name, b) in [
+        ("deferred, 1 probe", &new),
+        ("deferred, 2 probes", &defer_only),
+        ("not deferred, 1 probe", &one_probe_only),
+        ("not deferred, 2 probes (before)", &old),
+    ] {
+        eprintln!("{name}: {}", report(b));
+    }
+    let probes = |b: &Burst| b.client.probes_out + b.server.probes_out;
+    // The server's acknowledgments wait only in its own socket: few of its
+    // PTOs fire. The client's requests wait up to ~200 ms behind the queue:
+    // its PTOs still fire, backing off (26, 78, 182 ms), one probe each.
+    assert!(per_conn(new.server.probes_out) <= 1.0, "{}", report(&new));
+    assert!(per_conn(probes(&new)) <= 3.0, "{}", report(&new));
+    // Before (timers fired from behind the queue, two probes a PTO) the
+    // same burst cost more than twice the probes: the test tells them apart.
+    assert!(
+        probes(&old) > 2 * probes(&new),
+        "before: {}; after: {}",
+        report(&old),
+        report(&new)
+    );
+}
