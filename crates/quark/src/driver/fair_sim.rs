@@ -9,17 +9,15 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quark_proto::{
-    ClientConfig, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, ReadOutcome,
-    StreamId, TransportConfig,
+    ClientConfig, ConnectionHandle, DatagramEvent, Dir, Endpoint, ReadOutcome, StreamId,
+    TransportConfig,
 };
 
 use super::CONN_BUDGET;
 use super::fair::{Step, round_robin};
-use crate::tls::{Identity, Verify};
 
 /// Simulated time per round.
 const TICK: Duration = Duration::from_micros(10);
@@ -90,32 +88,19 @@ struct Sim {
 
 impl Sim {
     fn new(budget: usize) -> (Self, ClientConfig) {
-        let id = Identity::self_signed(&["localhost"]).unwrap();
         // 1 200-byte datagrams (no path MTU probing): the socket's queue is
         // then what the bound below assumes.
-        let transport = Arc::new(TransportConfig {
+        let (client, server, client_cfg) = super::sim_pair::endpoints(TransportConfig {
             mtu_discovery: false,
             ..TransportConfig::default()
         });
-        let mut server_cfg = crate::tls::server_config(&id, &[b"hq-interop"]).unwrap();
-        server_cfg.transport = transport.clone();
-        let mut client_cfg =
-            crate::tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[b"hq-interop"])
-                .unwrap();
-        client_cfg.transport = transport;
-        let ep = |seed| {
-            Arc::new(EndpointConfig {
-                rng_seed: Some(seed),
-                ..EndpointConfig::default()
-            })
-        };
         // The simulated clock starts anywhere; only the loop moves it.
         #[allow(clippy::disallowed_methods)]
         let now = Instant::now();
         let sim = Sim {
             now,
-            client: Endpoint::new(ep(1), None),
-            server: Endpoint::new(ep(2), Some(Arc::new(server_cfg))),
+            client,
+            server,
             client_addr: "10.0.0.1:5000".parse().unwrap(),
             server_addr: "10.0.0.2:443".parse().unwrap(),
             up: Link::default(),

@@ -14,6 +14,8 @@ mod fair;
 mod fair_sim;
 mod receive;
 #[cfg(test)]
+mod sim_pair;
+#[cfg(test)]
 mod storm_sim;
 mod transmit;
 

@@ -11,16 +11,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quark_proto::{
-    ClientConfig, ConnectionHandle, ConnectionStats, Dir, Endpoint, EndpointConfig, ReadOutcome,
-    StreamId, TransportConfig,
+    ClientConfig, ConnectionHandle, ConnectionStats, Dir, Endpoint, ReadOutcome, StreamId,
+    TransportConfig,
 };
 
 use super::defer::{MAX_DEFER, fire_due_before};
-use crate::tls::{Identity, Verify};
 
 /// Connections, and requests each sends, one after the other, in the burst.
 const CONNS: usize = 40;
@@ -70,30 +68,17 @@ struct Sim {
 
 impl Sim {
     fn new(defer: bool, probes: u8) -> (Self, ClientConfig) {
-        let id = Identity::self_signed(&["localhost"]).unwrap();
-        let transport = Arc::new(TransportConfig {
+        let (client, server, client_cfg) = super::sim_pair::endpoints(TransportConfig {
             mtu_discovery: false,
             data_pto_probes: probes,
             ..TransportConfig::default()
         });
-        let mut server_cfg = crate::tls::server_config(&id, &[b"hq-interop"]).unwrap();
-        server_cfg.transport = transport.clone();
-        let mut client_cfg =
-            crate::tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[b"hq-interop"])
-                .unwrap();
-        client_cfg.transport = transport;
-        let ep = |seed| {
-            Arc::new(EndpointConfig {
-                rng_seed: Some(seed),
-                ..EndpointConfig::default()
-            })
-        };
         // The simulated clock starts anywhere; only the loop moves it.
         let now = Instant::now();
         let sim = Sim {
             now,
-            client: Endpoint::new(ep(1), None),
-            server: Endpoint::new(ep(2), Some(Arc::new(server_cfg))),
+            client,
+            server,
             client_addr: "10.0.0.1:5000".parse().unwrap(),
             server_addr: "10.0.0.2:443".parse().unwrap(),
             up: VecDeque::new(),

@@ -2,10 +2,12 @@
 # and 2N requests each, from `KEEP=1 scripts/instructions.sh`): prints per-crate
 # sums and the largest differences. A and B are DIR:PROTO, so one run's quic
 # and quic-c compare as well as two builds' quic-c:
-#   python3 cgdiff.py DIR:quic DIR:quic-c server 1000
+#   python3 scripts/cgdiff.py DIR:quic DIR:quic-c server 1000
+# callgrind_annotate runs with --auto=no: with the sources on disk it also
+# prints annotated source lines, which this parser would count a second time.
 import re, subprocess, sys
 def load(f):
-    out = subprocess.run(['callgrind_annotate', '--threshold=100', f], capture_output=True, text=True).stdout
+    out = subprocess.run(['callgrind_annotate', '--auto=no', '--threshold=100', f], capture_output=True, text=True).stdout
     d = {}
     for line in out.splitlines():
         m = re.match(r'\s*([\d,]+)\s+\([^)]*\)\s+(\S.*)', line)
