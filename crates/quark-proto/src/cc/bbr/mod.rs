@@ -1,5 +1,5 @@
 //! BBR: the v1 model and state machine (draft-cardwell-iccrg-bbr-congestion-control-00)
-//! with BBRv3's loss- and ECN-driven bounds (draft-ietf-ccwg-bbr, see [`bounds`]).
+//! with BBRv3's loss- and ECN-driven bounds (draft-ietf-ccwg-bbr, see `bounds.rs`).
 //!
 //! BBR models the path instead of reacting to loss: the bottleneck bandwidth is the
 //! windowed maximum of delivery-rate samples (`BtlBw`, 10 round trips), the
