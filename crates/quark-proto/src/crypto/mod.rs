@@ -5,7 +5,6 @@
 //! from rustls (with the ring provider); Retry integrity, token sealing and reset
 //! token derivation use ring directly.
 
-mod initial;
 pub mod one_rtt;
 pub mod relabel;
 pub(crate) mod retry;
@@ -37,7 +36,17 @@ pub fn initial_keys(client_dst_cid: &[u8], side: Side) -> Keys {
 //= https://www.rfc-editor.org/rfc/rfc9369#section-3.3.1
 //# initial_salt = 0x0dede3def700a6db819381be6e269dcbf9bd2ed9
 pub fn initial_keys_for(version: u32, client_dst_cid: &[u8], side: Side) -> Keys {
-    initial::keys(version, client_dst_cid, side)
+    let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .expect("a TLS 1.3 suite");
+    let quic = suite.quic.expect("ring's TLS 1.3 suites all support QUIC");
+    Keys::initial(
+        crate::packet::rustls_version(version),
+        suite,
+        quic,
+        client_dst_cid,
+        rustls_side(side),
+    )
 }
 
 /// Map our [`Side`] to rustls'.

@@ -66,17 +66,17 @@ impl KeyLog for Capture {
 
 /// The algorithms of one TLS 1.3 cipher suite.
 #[derive(Clone, Copy)]
-pub(super) struct Suite {
-    pub(super) hash: hkdf::Algorithm,
-    pub(super) aead: &'static aead::Algorithm,
-    pub(super) hp: &'static aead::quic::Algorithm,
+struct Suite {
+    hash: hkdf::Algorithm,
+    aead: &'static aead::Algorithm,
+    hp: &'static aead::quic::Algorithm,
     /// RFC 9001 §6.6: packets per key, and forgeries tolerated.
     confidentiality: u64,
     integrity: u64,
 }
 
 impl Suite {
-    pub(super) fn of(suite: CipherSuite) -> Option<Self> {
+    fn of(suite: CipherSuite) -> Option<Self> {
         //= https://www.rfc-editor.org/rfc/rfc9001#section-6.6
         //# For AEAD_AES_128_GCM and AEAD_AES_256_GCM, the confidentiality limit
         //# is 2^23 encrypted packets
@@ -111,7 +111,7 @@ impl Suite {
 }
 
 /// The labels of `version` (RFC 9001 §5.1, RFC 9369 §3.3.2).
-pub(super) fn labels(version: u32) -> [&'static [u8]; 4] {
+fn labels(version: u32) -> [&'static [u8]; 4] {
     if version == VERSION_2 {
         [b"quicv2 key", b"quicv2 iv", b"quicv2 hp", b"quicv2 ku"]
     } else {
@@ -119,7 +119,7 @@ pub(super) fn labels(version: u32) -> [&'static [u8]; 4] {
     }
 }
 
-pub(super) struct Len(pub(super) usize);
+struct Len(usize);
 
 impl hkdf::KeyType for Len {
     fn len(&self) -> usize {
@@ -144,10 +144,10 @@ fn expand_label(hash: hkdf::Algorithm, secret: &[u8], label: &[u8], len: usize) 
 }
 
 /// AEAD packet protection with a key and IV of ours.
-pub(super) struct Packet {
-    pub(super) key: aead::LessSafeKey,
-    pub(super) iv: [u8; 12],
-    pub(super) suite: Suite,
+struct Packet {
+    key: aead::LessSafeKey,
+    iv: [u8; 12],
+    suite: Suite,
 }
 
 impl Packet {
@@ -204,7 +204,7 @@ impl PacketKey for Packet {
 }
 
 /// Header protection with a key of ours (RFC 9001 §5.4).
-pub(super) struct Header(pub(super) aead::quic::HeaderProtectionKey);
+struct Header(aead::quic::HeaderProtectionKey);
 
 impl Header {
     fn xor(
