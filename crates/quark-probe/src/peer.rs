@@ -45,6 +45,17 @@ pub struct Peers {
     timers_due: Instant,
 }
 
+/// Where a set of handshakes stands.
+#[derive(Default)]
+struct Wave {
+    /// Established.
+    up: usize,
+    /// Established or failed (a connection gone counts as failed).
+    settled: usize,
+    /// The first failure's error, if it had one.
+    error: Option<ConnectionError>,
+}
+
 /// How often due timers are looked at.
 const TIMER_GRANULARITY: Duration = Duration::from_millis(5);
 
@@ -86,26 +97,15 @@ impl Peers {
         n: usize,
         timeout: Duration,
     ) -> anyhow::Result<Vec<ConnectionHandle>> {
-        let hs = (0..n)
-            .map(|_| self.connect())
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let deadline = Instant::now() + timeout;
-        let done = |p: &Self, h| {
-            p.endpoint
-                .connection(h)
-                .is_some_and(Connection::is_handshake_complete)
-        };
-        while !hs.iter().all(|&h| done(self, h)) {
-            if let Some(e) = hs
-                .iter()
-                .find_map(|&h| self.endpoint.connection(h)?.error().cloned())
-            {
-                bail!("handshake failed: {e}");
-            }
-            if Instant::now() >= deadline {
-                bail!("handshake did not complete within {timeout:?}");
-            }
-            self.pump(Duration::from_millis(5))?;
+        let (hs, wave) = self.open_and_wait(n, timeout, true)?;
+        if let Some(e) = wave.error {
+            bail!("handshake failed: {e}");
+        }
+        if wave.settled > wave.up {
+            bail!("a connection ended before its handshake completed");
+        }
+        if wave.up < n {
+            bail!("handshake did not complete within {timeout:?}");
         }
         Ok(hs)
     }
@@ -114,26 +114,51 @@ impl Peers {
     /// handshake, or `timeout` passed: how many were established. For holding
     /// many connections, where one lost handshake should not end the run.
     pub fn connect_wave(&mut self, n: usize, timeout: Duration) -> anyhow::Result<usize> {
+        Ok(self.open_and_wait(n, timeout, false)?.1.up)
+    }
+
+    /// Open `n` connections and pump until every handshake has completed or
+    /// failed (or, with `stop_at_failure`, one has failed), or `timeout`
+    /// passed.
+    fn open_and_wait(
+        &mut self,
+        n: usize,
+        timeout: Duration,
+        stop_at_failure: bool,
+    ) -> anyhow::Result<(Vec<ConnectionHandle>, Wave)> {
         let hs = (0..n)
             .map(|_| self.connect())
             .collect::<anyhow::Result<Vec<_>>>()?;
         let deadline = Instant::now() + timeout;
         loop {
-            let (mut up, mut settled) = (0, 0);
-            for &h in &hs {
-                let c = self.endpoint.connection(h);
-                if c.is_some_and(Connection::is_handshake_complete) {
-                    up += 1;
-                    settled += 1;
-                } else if c.is_none_or(|c| c.error().is_some()) {
-                    settled += 1;
-                }
-            }
-            if settled == n || Instant::now() >= deadline {
-                return Ok(up);
+            let wave = self.wave(&hs);
+            let failed = wave.settled > wave.up;
+            if wave.settled == n || (stop_at_failure && failed) || Instant::now() >= deadline {
+                return Ok((hs, wave));
             }
             self.pump(Duration::from_millis(5))?;
         }
+    }
+
+    /// Where the handshakes of `hs` stand.
+    fn wave(&self, hs: &[ConnectionHandle]) -> Wave {
+        let mut wave = Wave::default();
+        for &h in hs {
+            match self.endpoint.connection(h) {
+                Some(c) if c.is_handshake_complete() => {
+                    wave.up += 1;
+                    wave.settled += 1;
+                }
+                Some(c) => {
+                    if let Some(e) = c.error() {
+                        wave.settled += 1;
+                        wave.error.get_or_insert_with(|| e.clone());
+                    }
+                }
+                None => wave.settled += 1,
+            }
+        }
+        wave
     }
 
     /// A connection of ours (marked as one that may have something to send).

@@ -44,7 +44,9 @@ pub struct TransportConfig {
     /// acknowledgements free room. Without it every stream could hold its own
     /// buffer, and a peer that opens many streams and acknowledges slowly made
     /// a server hold hundreds of MB. Also bounded by the peer's flow-control
-    /// credit, which every written byte consumes.
+    /// credit, which every written byte consumes. A stream more urgent
+    /// (RFC 9218) than some stream with data queued may go past the budget
+    /// by half of it, so that less urgent unsent bytes do not hold it back.
     pub send_budget: usize,
     /// ... and at most: the budget follows twice the congestion window (as
     /// the per-stream buffer does), so a long fat path is not held to

@@ -8,53 +8,21 @@
 //! its own allocator and no other test.
 
 mod common;
+#[path = "support/unread_files.rs"]
+mod unread_files;
 
-use std::alloc::System;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{data, sha};
 use quark::tls::{self, Identity, Verify};
 use quark::{Endpoint, TransportConfig};
-use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
-
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
-
-/// Bytes on the heap now.
-fn heap() -> i64 {
-    let s = GLOBAL.stats();
-    // stats_alloc counts a realloc's change in these two already.
-    s.bytes_allocated as i64 - s.bytes_deallocated as i64
-}
-
-const REQUESTS: usize = 256;
-const FILE: usize = 4_000_000;
-const WINDOW: u64 = 1 << 20;
-
-/// A directory with one file, `big`, removed on drop.
-struct Root(PathBuf);
-
-impl Root {
-    fn new(body: &[u8]) -> Self {
-        let dir = std::env::temp_dir().join(format!("quark-files-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("big"), body).unwrap();
-        Root(dir)
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use unread_files::{FILE, REQUESTS, Root, fixed_window, heap, watch_until_settled};
 
 #[tokio::test]
 async fn a_client_that_reads_nothing_costs_the_file_server_little_memory() {
     let body = data(FILE, 11);
-    let root = Root::new(&body);
+    let root = Root::new("quark-files", &body);
     let id = Identity::self_signed(&["localhost"]).unwrap();
     let localhost: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let server_config = tls::server_config(&id, &[quark::hq::ALPN]).unwrap();
@@ -62,12 +30,7 @@ async fn a_client_that_reads_nothing_costs_the_file_server_little_memory() {
     let client = Endpoint::client(localhost).unwrap();
     let mut config =
         tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[quark::hq::ALPN]).unwrap();
-    config.transport = TransportConfig {
-        receive_window: WINDOW,
-        receive_window_max: WINDOW,
-        ..TransportConfig::default()
-    }
-    .into();
+    config.transport = fixed_window();
     let (c, s) = common::connect(&server, &client, config).await;
     tokio::spawn(quark::hq::serve_connection(s.clone(), root.0.clone()));
     let before = heap();
@@ -80,32 +43,7 @@ async fn a_client_that_reads_nothing_costs_the_file_server_little_memory() {
         send.finish().unwrap();
         responses.push(recv);
     }
-    // The server fills the window and the client acknowledges it all; then
-    // every request waits for credit. Sample the heap until then and a while
-    // after.
-    let (mut most, mut settled, mut most_held) = (0, 0, 0);
-    for _ in 0..3_000 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        let (held, budget) = s.send_buffered();
-        assert!(held <= budget, "{held} bytes held, budget {budget}");
-        most_held = most_held.max(held);
-        most = most.max(heap() - before);
-        if s.stats().bytes_out > WINDOW && held == 0 {
-            settled += 1;
-            if settled == 50 {
-                break;
-            }
-        }
-    }
-    assert_eq!(settled, 50, "the server never filled the window");
-    eprintln!(
-        "{REQUESTS} requests: the heap grew by {most} bytes at most, \
-         {most_held} bytes held for sending at most"
-    );
-    assert!(
-        most < 12 << 20,
-        "the heap grew by {most} bytes for {REQUESTS} waiting requests"
-    );
+    watch_until_settled(&s, before).await;
 
     // Give up on all but 4; those arrive whole. Read together: the window is
     // shared, and data waiting on one stream would hold up another.

@@ -740,7 +740,8 @@ impl Connection {
 
     /// Bytes held in all send buffers (written, not yet acknowledged) and
     /// reserved for writes: at most [`send_budget`](Self::send_budget) when
-    /// the budget has not shrunk since they were written.
+    /// the budget has not shrunk since they were written (one and a half
+    /// times it with streams of different urgencies).
     #[doc(hidden)]
     pub fn send_buffered(&self) -> usize {
         self.streams.send_buffered()

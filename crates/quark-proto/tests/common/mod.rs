@@ -16,6 +16,7 @@ use quark_proto::{
 };
 
 pub mod app;
+pub mod downloads;
 pub mod upload;
 
 pub const ALPN: &[u8] = b"hq-interop";

@@ -8,6 +8,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use super::sched::{Priority, SendQueue};
 use super::{StreamEntry, StreamEvent, Streams};
 use crate::types::StreamId;
 
@@ -15,6 +16,26 @@ use crate::types::StreamId;
 /// (a file server's piece), so a few bytes freed do not wake many writers
 /// that would each find almost nothing.
 const WAKE_QUANTUM: usize = 64 * 1024;
+
+/// Room in the send budget `cap` with `used` of it taken, for a write on a
+/// stream of `priority`. RFC 9218 §10: more urgent responses go first, but
+/// the scheduler orders only what was written, and less urgent streams'
+/// unsent bytes would fill the budget ahead of an urgent one (on a
+/// congested path, for rounds of loss recovery). So while a less urgent
+/// stream has data queued, a more urgent one may go past the budget by
+/// half of it: still a bound. One branch without priorities.
+#[inline]
+pub(super) fn room(
+    cap: usize,
+    used: usize,
+    queue: &SendQueue,
+    priority: Option<Priority>,
+) -> usize {
+    if queue.levels.is_some() && queue.has_less_urgent(priority) {
+        return (cap + cap / 2).saturating_sub(used);
+    }
+    cap.saturating_sub(used)
+}
 
 /// Why a stream's last write took nothing, when the peer must act.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

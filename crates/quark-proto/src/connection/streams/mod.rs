@@ -249,7 +249,8 @@ impl Streams {
         let own = entry.reserved;
         let others = self.budget.reserved - own;
         let credit = self.send_flow.credit().saturating_sub(others as u64);
-        let room = cap.saturating_sub(self.budget.held + others).max(own);
+        let used = self.budget.held + others;
+        let room = budget::room(cap, used, &self.send_queue, entry.priority).max(own);
         let n = take(send, credit.min(room as u64))?;
         if let Some(limit) = send.take_blocked() {
             self.pending.stream_data_blocked.push(id, limit);
@@ -418,8 +419,9 @@ impl Streams {
         };
         let others = self.budget.reserved - entry.reserved;
         let credit = self.send_flow.credit() > others as u64;
-        let room =
-            self.send_budget().saturating_sub(self.budget.held + others) > 0 || entry.reserved > 0;
+        let used = self.budget.held + others;
+        let room = budget::room(self.send_budget(), used, &self.send_queue, entry.priority) > 0
+            || entry.reserved > 0;
         entry
             .send
             .as_ref()

@@ -111,6 +111,21 @@ impl SendQueue {
         self.levels.get_or_insert_with(Default::default);
     }
 
+    /// Whether a stream less urgent than one of `priority` (streams
+    /// without one are at the default urgency) has data queued.
+    pub(super) fn has_less_urgent(&self, priority: Option<Priority>) -> bool {
+        let Some(levels) = self.levels.as_ref() else {
+            return false;
+        };
+        let mine = priority.map_or(DEFAULT_LEVEL, Priority::level);
+        (mine + 1..LEVELS).any(|u| {
+            let level = &levels[u];
+            !level.sequential.is_empty()
+                || !level.incremental.is_empty()
+                || (u == DEFAULT_LEVEL && !self.plain.is_empty())
+        })
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.plain.is_empty()
             && self.levels.as_ref().is_none_or(|levels| {

@@ -171,3 +171,31 @@ fn every_byte_is_sent_once_under_priorities() {
     assert_eq!(got, lens);
     assert!(s.send_queue.is_empty());
 }
+
+#[test]
+fn a_more_urgent_stream_may_write_past_a_budget_less_urgent_ones_filled() {
+    let mut s = streams();
+    let budget = 64 * 1024;
+    s.limits.send_budget = budget;
+    s.limits.send_budget_max = budget;
+    let open = |s: &mut Streams, urgency| {
+        let id = s.open(Dir::Bi).unwrap();
+        s.set_priority(id, prio(urgency, false)).unwrap();
+        id
+    };
+    let big = open(&mut s, 7);
+    assert_eq!(s.write(big, &[7; 100_000]).unwrap(), budget);
+    // Of the same urgency: it would be sent after the big one anyway.
+    let same = open(&mut s, 7);
+    assert!(!s.is_writable(same));
+    assert_eq!(s.write(same, &[1; 1000]).unwrap(), 0);
+    // More urgent: half the budget more, and no further.
+    let urgent = open(&mut s, 0);
+    assert!(s.is_writable(urgent));
+    assert_eq!(s.write(urgent, &[2; 100_000]).unwrap(), budget / 2);
+    assert!(!s.is_writable(urgent));
+    assert_eq!(turns(&order(&mut s, 100)), [urgent, big]);
+    // Nothing less urgent queued now: the budget alone, and it is full.
+    let later = open(&mut s, 0);
+    assert_eq!(s.write(later, &[3; 1000]).unwrap(), 0);
+}
