@@ -329,6 +329,8 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                                 |w| format!("network namespaces unavailable: {w}")
                             )
                         ))
+                    } else if let Some(why) = adapter.unavailable() {
+                        Err(why)
                     } else {
                         scenario.phases_for(params, adapter)
                     };
