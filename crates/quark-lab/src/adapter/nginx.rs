@@ -5,7 +5,7 @@
 //! server's namespace with `--net veth`); its master's and workers' CPU time
 //! count as the server's ([`Server::helper_cpu`]). nginx cannot make bodies of
 //! any length, so the client asks for a response as range requests of at most
-//! [`SPAN`] bytes of one pattern file, on one keep-alive connection
+//! 16 MiB of one pattern file, on one keep-alive connection
 //! (hyper HTTP/1.1 over rustls, the `http1+tls` client), and checks every
 //! byte. Requests with a body are not served (nginx serves static files).
 //! Without nginx installed the lab skips the protocol ([`Adapter::unavailable`]).
