@@ -220,6 +220,9 @@ pub trait Server: Send + Sync {
     fn helper_cpu(&self) -> Option<(std::time::Duration, std::time::Duration)> {
         None
     }
+    /// Brings [`ServerStats`] up to date where the server counts
+    /// asynchronously (nginx's access log); called before a reset or snapshot.
+    fn sync_counters(&self) {}
 }
 
 /// Cumulative CPU time a stack spent per category, from its own counters (the

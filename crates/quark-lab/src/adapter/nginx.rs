@@ -41,6 +41,10 @@ impl Server for NginxServer {
     fn helper_cpu(&self) -> Option<(Duration, Duration)> {
         Some(self.0.cpu())
     }
+
+    fn sync_counters(&self) {
+        self.0.sync();
+    }
 }
 
 impl Adapter for NginxAdapter {

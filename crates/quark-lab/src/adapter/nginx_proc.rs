@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -27,8 +27,11 @@ const FILE_LEN: u64 = SPAN + 251;
 
 /// The nginx program: `QUARK_NGINX` or `nginx` on the PATH.
 pub(super) fn program() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("QUARK_NGINX") {
-        return Ok(PathBuf::from(p));
+    if let Some(p) = std::env::var_os("QUARK_NGINX").map(PathBuf::from) {
+        return match p.is_file() {
+            true => Ok(p),
+            false => Err(format!("QUARK_NGINX={}: no such program", p.display())),
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
@@ -122,6 +125,7 @@ pub(super) struct Nginx {
     // Its stdin: closing it makes the wrapper shell stop nginx, also when
     // this process dies without running Drop.
     wrapper: Child,
+    log: Arc<Mutex<LogTail>>,
     tail: JoinHandle<()>,
 }
 
@@ -163,12 +167,19 @@ impl Nginx {
             line.push(b[0]);
         }
         let master: u32 = std::str::from_utf8(&line)?.trim().parse()?;
-        let tail = tokio::spawn(tail_log(dir.join("access.log"), stats));
+        let log = Arc::new(Mutex::new(LogTail {
+            path: dir.join("access.log"),
+            pos: 0,
+            partial: String::new(),
+            stats,
+        }));
+        let tail = tokio::spawn(tail_log(log.clone()));
         let nginx = Nginx {
             addr,
             dir,
             master,
             wrapper,
+            log,
             tail,
         };
         nginx.wait_listening().await?;
@@ -192,6 +203,13 @@ impl Nginx {
         }
         let log = std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default();
         bail!("nginx did not start on {}: {}", self.addr, log.trim())
+    }
+
+    /// Counts what nginx logged until now (the tail task lags by up to 2 ms).
+    pub(super) fn sync(&self) {
+        if let Ok(mut t) = self.log.lock() {
+            t.poll();
+        }
     }
 
     /// User and system CPU time so far of nginx's master and workers.
@@ -237,24 +255,40 @@ fn proc_stat(pid: u32) -> Option<(u32, Duration, Duration)> {
     Some((ppid, TICK * ut, TICK * st))
 }
 
-/// Counts the requests nginx logged. A lab request is one or more range
-/// requests; the first carries `?first`, so only it counts as a request.
-async fn tail_log(path: PathBuf, stats: Arc<ServerStats>) {
-    let mut pos = 0usize;
-    let mut partial = String::new();
+/// Reads nginx's access log from where it left off. A lab request is one or
+/// more range requests; the first carries `?first`, so only it counts as a
+/// request.
+pub(super) struct LogTail {
+    path: PathBuf,
+    pos: usize,
+    partial: String,
+    stats: Arc<ServerStats>,
+}
+
+impl LogTail {
+    /// Counts the lines written since the last call.
+    pub(super) fn poll(&mut self) {
+        let Ok(text) = std::fs::read(&self.path) else {
+            return;
+        };
+        if text.len() <= self.pos {
+            return;
+        }
+        self.partial
+            .push_str(&String::from_utf8_lossy(&text[self.pos..]));
+        self.pos = text.len();
+        while let Some(i) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=i).collect();
+            count_line(&line, &self.stats);
+        }
+    }
+}
+
+async fn tail_log(tail: Arc<Mutex<LogTail>>) {
     loop {
         tokio::time::sleep(Duration::from_millis(2)).await;
-        let Ok(text) = std::fs::read(&path) else {
-            continue;
-        };
-        if text.len() <= pos {
-            continue;
-        }
-        partial.push_str(&String::from_utf8_lossy(&text[pos..]));
-        pos = text.len();
-        while let Some(i) = partial.find('\n') {
-            let line: String = partial.drain(..=i).collect();
-            count_line(&line, &stats);
+        if let Ok(mut t) = tail.lock() {
+            t.poll();
         }
     }
 }

@@ -75,6 +75,7 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
                     // that wrote it counts it: let earlier requests finish
                     // counting, or one lands in the interval (201 of 200).
                     settle(&stats).await;
+                    server.sync_counters();
                     stats.reset();
                     meter = Some((
                         UsageMeter::start(baseline),
@@ -87,6 +88,7 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
                     if adapter.kind() == Kind::Datagram {
                         drain(&stats).await;
                     }
+                    server.sync_counters();
                     let (m, cpu, helper) = meter
                         .take()
                         .ok_or_else(|| anyhow!("'end' without 'start'"))?;
