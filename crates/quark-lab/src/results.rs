@@ -68,6 +68,10 @@ pub struct RunConfig {
     /// The server certificate's key type (`--cert-key`; absent: ecdsa).
     #[serde(default = "ecdsa")]
     pub cert_key: String,
+    /// The crypto library of quark and the rustls baselines (`QUARK_CRYPTO`;
+    /// absent: ring).
+    #[serde(default = "ring")]
+    pub crypto: String,
     /// TLS session resumption (`--resumption`; absent: on).
     #[serde(default = "yes")]
     pub resumption: bool,
@@ -112,6 +116,10 @@ pub struct RunConfig {
 
 fn ecdsa() -> String {
     "ecdsa".into()
+}
+
+fn ring() -> String {
+    "ring".into()
 }
 
 fn yes() -> bool {

@@ -197,6 +197,7 @@ fn fixture() -> Report {
             reference: "quinn".into(),
             cipher: "aes128gcm".into(),
             cert_key: "ecdsa".into(),
+            crypto: "ring".into(),
             resumption: true,
             cc: "cubic".into(),
             tcp_cc: "cubic".into(),

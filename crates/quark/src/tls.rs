@@ -143,28 +143,33 @@ fn pem_encode(label: &str, der: &[u8]) -> String {
     out
 }
 
-/// The TLS 1.3 cipher suite names quark accepts on the command line.
+pub use quark_proto::crypto::provider::{CRYPTO_ENV, Crypto, crypto, set_crypto};
+
+/// The TLS 1.3 cipher suite names quark accepts on the command line (the
+/// suite of the crypto library in force, [`crypto`]).
 pub fn cipher_suite(name: &str) -> Result<SupportedCipherSuite, TlsError> {
     use rustls::crypto::ring::cipher_suite as cs;
-    match name.to_ascii_lowercase().as_str() {
-        "aes128" | "aes-128-gcm" | "tls13_aes_128_gcm_sha256" => Ok(cs::TLS13_AES_128_GCM_SHA256),
-        "aes256" | "aes-256-gcm" | "tls13_aes_256_gcm_sha384" => Ok(cs::TLS13_AES_256_GCM_SHA384),
+    let suite = match name.to_ascii_lowercase().as_str() {
+        "aes128" | "aes-128-gcm" | "tls13_aes_128_gcm_sha256" => cs::TLS13_AES_128_GCM_SHA256,
+        "aes256" | "aes-256-gcm" | "tls13_aes_256_gcm_sha384" => cs::TLS13_AES_256_GCM_SHA384,
         "chacha20" | "chacha20-poly1305" | "tls13_chacha20_poly1305_sha256" => {
-            Ok(cs::TLS13_CHACHA20_POLY1305_SHA256)
+            cs::TLS13_CHACHA20_POLY1305_SHA256
         }
-        other => Err(TlsError::Suite(other.to_string())),
-    }
+        other => return Err(TlsError::Suite(other.to_string())),
+    };
+    Ok(quark_proto::crypto::provider::same_suite(suite))
 }
 
-/// A ring provider restricted to `suites` (all TLS 1.3 suites when empty).
+/// The provider of the crypto library in force ([`crypto`]: ring unless
+/// chosen otherwise), restricted to `suites` (all TLS 1.3 suites, AES-128-GCM
+/// first, when empty). Suites of another library are mapped to this one's.
 pub fn provider(suites: &[SupportedCipherSuite]) -> Arc<CryptoProvider> {
-    let mut p = rustls::crypto::ring::default_provider();
-    p.cipher_suites.retain(|s| s.tls13().is_some());
-    // AES-128-GCM first: the fastest with AES-NI, and what the lab compares against.
-    p.cipher_suites
-        .sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    let mut p = quark_proto::crypto::provider::provider();
     if !suites.is_empty() {
-        p.cipher_suites = suites.to_vec();
+        p.cipher_suites = suites
+            .iter()
+            .map(|s| quark_proto::crypto::provider::same_suite(*s))
+            .collect();
     }
     Arc::new(p)
 }

@@ -25,6 +25,8 @@ pub mod h3_on_quark;
 pub mod h3_quinn;
 pub mod hq;
 pub mod http;
+pub mod nginx;
+mod nginx_proc;
 pub mod quic;
 pub mod quic_c;
 pub mod quic_dgram;
@@ -153,6 +155,11 @@ pub trait Adapter: Send + Sync {
     fn external_child(&self) -> Option<ExternalChild> {
         None
     }
+    /// Why this protocol cannot run here (e.g. a program it needs is not
+    /// installed); the lab then skips it with this message. `None`: it can.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
     /// Binds and starts serving in the current tokio runtime.
     fn serve(&self, config: ServeConfig) -> BoxFuture<'static, anyhow::Result<Box<dyn Server>>>;
     /// Prepares a client (no connection yet).
@@ -208,6 +215,14 @@ pub trait Server: Send + Sync {
     fn cpu_counters(&self) -> Option<CpuCounters> {
         None
     }
+    /// User and system CPU time so far of processes that serve for this
+    /// server outside this process (nginx's), counted as the server's.
+    fn helper_cpu(&self) -> Option<(std::time::Duration, std::time::Duration)> {
+        None
+    }
+    /// Brings [`ServerStats`] up to date where the server counts
+    /// asynchronously (nginx's access log); called before a reset or snapshot.
+    fn sync_counters(&self) {}
 }
 
 /// Cumulative CPU time a stack spent per category, from its own counters (the
@@ -317,6 +332,7 @@ static QUIC_DGRAM: quic_dgram::QuicDgram = quic_dgram::QuicDgram;
 static H3: h3::H3 = h3::H3;
 static H3_QUINN: h3_quinn::H3Quinn = h3_quinn::H3Quinn;
 static QUIC_GO: quicgo::QuicGo = quicgo::QuicGo;
+static NGINX: nginx::NginxAdapter = nginx::NginxAdapter;
 
 /// Every adapter compiled in. The `quic` adapter (quark over hq-interop) is
 /// added here once the quark crate exists; the default protocol list and the
@@ -336,6 +352,7 @@ pub fn registry() -> &'static [&'static dyn Adapter] {
         &HTTP1_TLS,
         &HTTP2,
         &HTTP2_TLS,
+        &NGINX,
         &H3,
         &h3_on_quark::H3OnQuark,
         &H3_QUINN,

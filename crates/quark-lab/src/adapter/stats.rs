@@ -123,6 +123,12 @@ impl ServerStats {
         }
     }
 
+    /// Response bytes sent outside a counted request (a later part of one
+    /// the server serves as several, e.g. nginx's range requests).
+    pub fn more_bytes_out(&self, n: u64) {
+        self.bytes_out.fetch_add(n, Relaxed);
+    }
+
     /// A connection failed outside any request.
     pub fn error(&self) {
         self.errors.fetch_add(1, Relaxed);

@@ -54,11 +54,11 @@ impl Cipher {
         }
     }
 
-    /// A ring provider offering only this suite.
+    /// A provider offering only this suite, of the crypto library quark
+    /// uses (`QUARK_CRYPTO`, [`quark::tls::crypto`]): the TLS baselines get
+    /// the same choice as quark.
     pub fn provider(self) -> Arc<CryptoProvider> {
-        let mut p = ring::default_provider();
-        p.cipher_suites = vec![self.suite()];
-        Arc::new(p)
+        quark::tls::provider(&[self.suite()])
     }
 }
 

@@ -255,6 +255,8 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             reference: cfg.reference.clone(),
             cipher: cfg.cipher.name().into(),
             cert_key: cfg.cert_key.name().into(),
+            // The children inherit QUARK_CRYPTO and choose as this process does.
+            crypto: quark::tls::crypto().name().into(),
             resumption: cfg.resumption,
             cc: cfg.cc.to_string(),
             tcp_cc: cfg.tcp_cc.clone(),
@@ -329,6 +331,8 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
                                 |w| format!("network namespaces unavailable: {w}")
                             )
                         ))
+                    } else if let Some(why) = adapter.unavailable() {
+                        Err(why)
                     } else {
                         scenario.phases_for(params, adapter)
                     };

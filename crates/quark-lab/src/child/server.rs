@@ -75,18 +75,29 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
                     // that wrote it counts it: let earlier requests finish
                     // counting, or one lands in the interval (201 of 200).
                     settle(&stats).await;
+                    server.sync_counters();
                     stats.reset();
-                    meter = Some((UsageMeter::start(baseline), server.cpu_counters()));
+                    meter = Some((
+                        UsageMeter::start(baseline),
+                        server.cpu_counters(),
+                        server.helper_cpu(),
+                    ));
                     emit(&ServerEvent::Started);
                 }
                 "end" => {
                     if adapter.kind() == Kind::Datagram {
                         drain(&stats).await;
                     }
-                    let (m, cpu) = meter
+                    server.sync_counters();
+                    let (m, cpu, helper) = meter
                         .take()
                         .ok_or_else(|| anyhow!("'end' without 'start'"))?;
-                    let usage = m.stop();
+                    let mut usage = m.stop();
+                    // A server's own processes (nginx's) count as the server.
+                    if let Some(((u0, s0), (u1, s1))) = helper.zip(server.helper_cpu()) {
+                        usage.user_s += u1.saturating_sub(u0).as_secs_f64();
+                        usage.sys_s += s1.saturating_sub(s0).as_secs_f64();
+                    }
                     let counters = stats.snapshot();
                     let breakdown = cpu
                         .zip(server.cpu_counters())

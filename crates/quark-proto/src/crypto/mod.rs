@@ -2,10 +2,11 @@
 //! updates, and the endpoint's own secrets (Retry tokens, stateless reset tokens).
 //!
 //! quark writes no cryptographic primitive: AEAD, header protection and HKDF come
-//! from rustls (with the ring provider); Retry integrity, token sealing and reset
+//! from rustls (with the ring or aws-lc-rs provider, see [`provider`]); Retry integrity, token sealing and reset
 //! token derivation use ring directly.
 
 pub mod one_rtt;
+pub mod provider;
 pub mod relabel;
 pub(crate) mod retry;
 #[cfg(test)]
@@ -36,10 +37,12 @@ pub fn initial_keys(client_dst_cid: &[u8], side: Side) -> Keys {
 //= https://www.rfc-editor.org/rfc/rfc9369#section-3.3.1
 //# initial_salt = 0x0dede3def700a6db819381be6e269dcbf9bd2ed9
 pub fn initial_keys_for(version: u32, client_dst_cid: &[u8], side: Side) -> Keys {
-    let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+    let suite = provider::same_suite(rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256)
         .tls13()
         .expect("a TLS 1.3 suite");
-    let quic = suite.quic.expect("ring's TLS 1.3 suites all support QUIC");
+    let quic = suite
+        .quic
+        .expect("ring's and aws-lc-rs' TLS 1.3 suites all support QUIC");
     Keys::initial(
         crate::packet::rustls_version(version),
         suite,
