@@ -12,8 +12,10 @@
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Wake, Waker};
+
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::call::handle_index;
 use crate::driven::Driven;
@@ -90,8 +92,7 @@ impl Ready {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // Every change keeps the fields consistent: poisoning is ignored.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock()
     }
 
     fn mark(&self, handle: i64) {
