@@ -62,15 +62,21 @@ impl Slots {
         if self.0.len() <= i {
             self.0.resize_with(i + 1, Slot::default);
         }
-        self.0[i] = Slot {
-            handle,
-            ..Slot::default()
-        };
+        let s = &mut self.0[i];
+        // A free slot is at its defaults: only the handle changes (no
+        // waker or Vec to drop and rebuild).
+        if s.handle != 0 {
+            *s = Slot::default();
+        }
+        s.handle = handle;
     }
 
     fn remove(&mut self, handle: i64) {
         if let Some(s) = self.get_mut(handle) {
-            *s = Slot::default();
+            s.handle = 0;
+            s.ready = false;
+            s.waiter = None;
+            s.others.clear();
         }
     }
 }
@@ -189,6 +195,16 @@ pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle
             }
             if more == 0 {
                 std::future::poll_fn(|cx| work.poll_wait(cx)).await;
+                if work.from_task.swap(false, Ordering::Relaxed) {
+                    // A task's call woke this one, which tokio then runs
+                    // next (its LIFO slot), ahead of the tasks woken with
+                    // it: processing now would send their connections'
+                    // acknowledgments alone, and their requests or
+                    // answers in packets of their own right after. Let
+                    // them make their calls first (at 144 connections
+                    // this was ~0.25 more packets per request than quic).
+                    behind_woken().await;
+                }
             } else {
                 // The endpoint holds its answer for the tasks just woken:
                 // let them make their calls first.
@@ -217,6 +233,8 @@ async fn behind_woken() {
 #[derive(Default)]
 struct WorkFlag {
     pending: AtomicBool,
+    /// The last wake came from a running task (not the reactor).
+    from_task: AtomicBool,
     waiter: Mutex<Option<Waker>>,
 }
 
@@ -243,6 +261,8 @@ impl Wake for WorkFlag {
         if !self.pending.swap(true, Ordering::SeqCst) {
             let waiter = self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(w) = waiter {
+                self.from_task
+                    .store(tokio::task::try_id().is_some(), Ordering::Relaxed);
                 w.wake();
             }
         }
