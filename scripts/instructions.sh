@@ -6,6 +6,10 @@
 #   scripts/instructions.sh quic,quinn,tcp+tls 2048 4000
 #   WORKLOAD=fresh scripts/instructions.sh quic,tcp+tls 2048 200
 #
+# CONNECTIONS=N spreads the requests over N connections (one request in
+# flight on each) and BODY_LEN sets the request body (default SIZE): the rps
+# scenario is CONNECTIONS=144 BODY_LEN=0 with SIZE 2000.
+#
 # WORKLOAD=fresh opens a new connection for every request (handshake included,
 # SIZE-byte response, no body): instructions per connection. With it,
 # NO_RESUMPTION=1 makes every connection a full handshake (no TLS tickets) and
@@ -53,7 +57,7 @@ trap '[ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 # Total instructions of one side for one run of `requests` measured requests.
 count() {
     local proto=$1 side=$2 requests=$3
-    local workload="\"type\":\"persistent\",\"connections\":1,\"in_flight\":1,\"requests\":$requests,\"response_len\":$SIZE,\"body_len\":$SIZE,\"warmup\":500"
+    local workload="\"type\":\"persistent\",\"connections\":${CONNECTIONS:-1},\"in_flight\":1,\"requests\":$requests,\"response_len\":$SIZE,\"body_len\":${BODY_LEN:-$SIZE},\"warmup\":500"
     if [ "${WORKLOAD:-}" = fresh ]; then
         workload="\"type\":\"fresh\",\"workers\":1,\"requests\":$requests,\"response_len\":$SIZE,\"body_len\":0,\"warmup\":50"
     fi

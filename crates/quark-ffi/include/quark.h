@@ -244,7 +244,8 @@ const char *quark_strerror(int32_t code);
 // As `quark_stream_write`, but `buf` is lent rather than copied: libquark
 // keeps referring to the bytes it takes until the peer has acknowledged
 // them (or the stream is reset or closed), then calls `release(arg)`.
-// `release` (NULL for bytes that outlive the stream, such as static data)
+// `release` (NULL for bytes that stay valid while the endpoint lives, such
+// as static data; then nothing is allocated for the loan)
 // is called exactly once per call, from whichever thread drops the last
 // reference: possibly before this call returns (an error,
 // `QUARK_ERROR_AGAIN`, or a piece under 4 KiB, which is copied anyway), or

@@ -163,6 +163,13 @@ pub fn stream_read_with<F: FnMut(&[u8])>(stream: i64, max: usize, mut f: F) -> i
     crate::quark_stream_read_with(stream, max, Some(visit::<F>), arg)
 }
 
+/// The table slot of an open handle: below 2^20 and, like a file descriptor,
+/// unique among the open handles (a closed handle's slot is reused), so a
+/// caller can keep per-handle state in an array indexed by it.
+pub fn handle_index(handle: i64) -> usize {
+    (handle & 0xffff_ffff) as usize
+}
+
 /// A hasher for handles, for maps keyed by them ([`HandleMap`]): handles are
 /// distinct integers libquark made, not peer input, so one multiply spreads
 /// them (SipHash cost ~100 instructions a lookup, several per request).

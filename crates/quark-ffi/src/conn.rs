@@ -3,8 +3,8 @@
 use std::ffi::c_char;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
-use std::sync::Mutex;
 
+use parking_lot::Mutex;
 use quark::{Endpoint, tls};
 
 use crate::error::QuarkError;

@@ -42,6 +42,21 @@ impl AsRef<[u8]> for Lent {
     }
 }
 
+impl Lent {
+    /// The bytes of a loan without `release`, which the caller promises stay
+    /// valid for as long as the endpoint (static data).
+    fn forever(&self) -> &'static [u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: non-null and valid for `len` bytes; without `release` the
+        // caller of `quark_stream_write_ref` promises they stay valid and
+        // unchanged while the endpoint lives, and quark drops every piece
+        // of a stream's data before its endpoint is gone.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
 impl Drop for Lent {
     fn drop(&mut self) {
         if let Some(release) = self.release {
@@ -53,7 +68,8 @@ impl Drop for Lent {
 /// As `quark_stream_write`, but `buf` is lent rather than copied: libquark
 /// keeps referring to the bytes it takes until the peer has acknowledged
 /// them (or the stream is reset or closed), then calls `release(arg)`.
-/// `release` (NULL for bytes that outlive the stream, such as static data)
+/// `release` (NULL for bytes that stay valid while the endpoint lives, such
+/// as static data; then nothing is allocated for the loan)
 /// is called exactly once per call, from whichever thread drops the last
 /// reference: possibly before this call returns (an error,
 /// `QUARK_ERROR_AGAIN`, or a piece under 4 KiB, which is copied anyway), or
@@ -87,7 +103,12 @@ pub unsafe extern "C" fn quark_stream_write_ref(
         };
         let s = stream_of(&handle)?;
         let mut send = handle.lock_half(s.send.as_ref().ok_or(QuarkError::Shutdown)?)?;
-        let chunk = Bytes::from_owner(lent);
+        let chunk = match lent.release {
+            Some(_) => Bytes::from_owner(lent),
+            // Nothing to give back: no owner to allocate (one malloc and
+            // free per call saved).
+            None => Bytes::from_static(lent.forever()),
+        };
         if handle.is_nonblocking() {
             let n = handle.run(std::future::poll_fn(|cx| send.poll_write_chunk(cx, &chunk)))??;
             return Ok(n as i64);

@@ -4,10 +4,11 @@ use std::ffi::{CStr, c_char};
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use quark::{Connecting, Connection, Endpoint, RecvStream, SendStream};
 use tokio::runtime::Runtime;
 
@@ -112,10 +113,10 @@ pub(crate) struct Stream {
     pub(crate) recv: Option<Mutex<RecvStream>>,
 }
 
-/// Lock a half, ignoring poisoning: a caught panic leaves the stream usable
-/// or failing with a typed error, never unsound.
+/// Lock `m` (parking_lot's: no poisoning; a caught panic leaves a stream
+/// usable or failing with a typed error, never unsound).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    m.lock()
 }
 
 /// The runtime every call blocks on, made on first use; its worker thread
@@ -149,11 +150,7 @@ impl Handle {
         if !self.is_nonblocking() {
             return Ok(lock(m));
         }
-        match m.try_lock() {
-            Ok(guard) => Ok(guard),
-            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => Err(QuarkError::Again),
-        }
+        m.try_lock().ok_or(QuarkError::Again)
     }
 
     /// Drive `fut` to its end; in non-blocking mode poll it once and give

@@ -9,15 +9,15 @@
 //! drains the list and, once it is empty, that byte. Like EPOLLET: a handle
 //! is listed once per wait, so a caller retries it until `QUARK_ERROR_AGAIN`.
 
-use std::collections::HashSet;
-use std::hash::BuildHasherDefault;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Wake, Waker};
 
-use crate::call::HandleHasher;
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::call::handle_index;
 use crate::driven::Driven;
 use crate::error::QuarkError;
 use crate::object::entry;
@@ -48,7 +48,9 @@ struct Inner {
     /// Ready handles in the order they became ready, each once: at most one
     /// entry per open handle, so bounded by the handle table.
     order: Vec<i64>,
-    listed: HashSet<i64, BuildHasherDefault<HandleHasher>>,
+    /// By the handle's table slot: the handle listed there, 0 if none (no
+    /// hashing; as long as the highest slot listed, bounded by the table).
+    listed: Vec<i64>,
     /// A byte is in the socket pair, not yet read back.
     signalled: bool,
 }
@@ -90,15 +92,19 @@ impl Ready {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // Every change keeps the fields consistent: poisoning is ignored.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock()
     }
 
     fn mark(&self, handle: i64) {
         let mut inner = self.lock();
-        if !inner.listed.insert(handle) {
+        let i = handle_index(handle);
+        if inner.listed.len() <= i {
+            inner.listed.resize(i + 1, 0);
+        }
+        if inner.listed[i] == handle {
             return;
         }
+        inner.listed[i] = handle;
         inner.order.push(handle);
         if let Signal::Pair { write_end, .. } = &self.signal
             && !inner.signalled
@@ -120,8 +126,13 @@ impl Ready {
         for (slot, h) in out.iter_mut().zip(inner.order.drain(..n)) {
             *slot = h;
         }
-        for h in &out[..n] {
-            inner.listed.remove(h);
+        for &h in &out[..n] {
+            // A closed handle's slot may list a new handle meanwhile.
+            if let Some(l) = inner.listed.get_mut(handle_index(h))
+                && *l == h
+            {
+                *l = 0;
+            }
         }
         if let Signal::Pair { read_end, .. } = &self.signal
             && inner.order.is_empty()

@@ -7,7 +7,7 @@ use quark_ffi::*;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::calls::{AGAIN, c, listen, read, ready, write};
+use common::calls::{AGAIN, c, echo_next_stream, listen, read, ready, write};
 
 /// A caller-driven, non-blocking client endpoint.
 fn client() -> i64 {
@@ -55,19 +55,7 @@ fn nonblocking_connect_returns_before_the_handshake() {
     let served = std::thread::spawn(move || {
         let conn = quark_accept(server);
         assert!(conn > 0, "accept: {conn}");
-        let s = quark_stream_accept(conn);
-        assert!(s > 0, "stream accept: {s}");
-        let mut all = Vec::new();
-        let mut buf = vec![0u8; 4096];
-        loop {
-            match read(s, &mut buf) {
-                0 => break,
-                n if n > 0 => all.extend_from_slice(&buf[..n as usize]),
-                e => panic!("read: {e}"),
-            }
-        }
-        assert_eq!(write(s, &all), all.len() as i64);
-        assert_eq!(quark_stream_shutdown(s), 0);
+        let s = echo_next_stream(conn);
         // Until the client closes.
         assert_eq!(quark_stream_accept(conn), QuarkError::Closed as i64);
         for h in [s, conn, server] {

@@ -11,7 +11,9 @@ use quark_ffi::*;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::calls::{AGAIN, c, connect, first_stream, listen, read, ready, write};
+use common::calls::{
+    AGAIN, c, connect, echo_next_stream, first_stream, listen, read, read_to_end, ready, write,
+};
 
 const DRIVEN: u32 = QUARK_FLAG_CALLER_DRIVEN;
 
@@ -77,15 +79,7 @@ fn echo_client(conn: i64, data: &[u8]) -> Vec<u8> {
     assert!(s > 0, "open: {s}");
     assert_eq!(write(s, data), data.len() as i64);
     assert_eq!(quark_stream_shutdown(s), 0);
-    let mut got = Vec::new();
-    let mut buf = vec![0u8; 50_000];
-    loop {
-        match read(s, &mut buf) {
-            0 => break,
-            n if n > 0 => got.extend_from_slice(&buf[..n as usize]),
-            e => panic!("client read: {e}"),
-        }
-    }
+    let got = read_to_end(s);
     assert_eq!(quark_close(s), 0);
     got
 }
@@ -137,21 +131,9 @@ fn caller_driven_and_threaded_endpoints_interoperate() {
     let server = std::thread::spawn(move || {
         let conn = quark_accept(ep);
         assert!(conn > 0);
-        let s = quark_stream_accept(conn);
-        assert!(s > 0);
-        let mut all = Vec::new();
-        let mut buf = vec![0u8; 10_000];
-        loop {
-            match read(s, &mut buf) {
-                0 => break,
-                n if n > 0 => all.extend_from_slice(&buf[..n as usize]),
-                e => panic!("read: {e}"),
-            }
-        }
-        assert_eq!(write(s, &all), all.len() as i64);
-        assert_eq!(quark_stream_shutdown(s), 0);
+        let s = echo_next_stream(conn);
         // The client closes first; then the endpoint's close ends everything.
-        let _ = read(s, &mut buf);
+        let _ = read(s, &mut [0u8; 16]);
         quark_close(s);
         quark_close(conn);
         quark_close(ep);
@@ -374,20 +356,7 @@ fn connections_share_a_caller_driven_client_endpoint() {
             let conn = quark_accept(ep);
             conns.push(conn);
             assert!(conn > 0, "accept: {conn}");
-            let s = quark_stream_accept(conn);
-            assert!(s > 0, "stream accept: {s}");
-            let mut all = Vec::new();
-            let mut buf = vec![0u8; 10_000];
-            loop {
-                match read(s, &mut buf) {
-                    0 => break,
-                    n if n > 0 => all.extend_from_slice(&buf[..n as usize]),
-                    e => panic!("read: {e}"),
-                }
-            }
-            assert_eq!(write(s, &all), all.len() as i64);
-            assert_eq!(quark_stream_shutdown(s), 0);
-            quark_close(s);
+            quark_close(echo_next_stream(conn));
         }
         // Until the client closes each connection.
         for conn in conns {

@@ -99,3 +99,27 @@ pub(crate) fn first_stream(
     }
     *stream
 }
+
+/// Blocking: read `s` to its end (the peer's FIN).
+pub(crate) fn read_to_end(s: i64) -> Vec<u8> {
+    let mut all = Vec::new();
+    let mut buf = vec![0u8; 50_000];
+    loop {
+        match read(s, &mut buf) {
+            0 => return all,
+            n if n > 0 => all.extend_from_slice(&buf[..n as usize]),
+            e => panic!("read: {e}"),
+        }
+    }
+}
+
+/// Blocking: accept the next bidirectional stream on `conn`, read it to its
+/// end and write everything back, then shut the stream down; returns it (open).
+pub(crate) fn echo_next_stream(conn: i64) -> i64 {
+    let s = quark_stream_accept(conn);
+    assert!(s > 0, "stream accept: {s}");
+    let all = read_to_end(s);
+    assert_eq!(write(s, &all), all.len() as i64);
+    assert_eq!(quark_stream_shutdown(s), 0);
+    s
+}

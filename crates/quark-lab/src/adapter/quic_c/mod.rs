@@ -31,8 +31,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use self::ready::{Ready, check};
 use self::stream::OwnedStream;
@@ -100,8 +99,9 @@ struct QuicCServer {
     addr: SocketAddr,
     watcher: Option<JoinHandle<()>>,
     accept: JoinHandle<()>,
-    /// Tells the connection tasks to close their handles.
-    shutdown: watch::Sender<bool>,
+    /// The connection tasks, aborted with the server (each closes its
+    /// handle as it drops): no shutdown signal polled at every wake-up.
+    conns: Arc<Mutex<Vec<AbortHandle>>>,
 }
 
 impl Server for QuicCServer {
@@ -117,7 +117,9 @@ impl Server for QuicCServer {
 impl Drop for QuicCServer {
     fn drop(&mut self) {
         self.accept.abort();
-        let _ = self.shutdown.send(true);
+        for c in std::mem::take(&mut *self.conns.lock().unwrap_or_else(|p| p.into_inner())) {
+            c.abort();
+        }
         let (endpoint, watcher) = (self.endpoint, self.watcher.take());
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
@@ -131,36 +133,50 @@ impl Drop for QuicCServer {
     }
 }
 
-async fn serve_connection(
+/// Unregisters and closes a server connection's handle however its task
+/// ends (aborted with the server, too).
+struct ConnGuard {
     conn: i64,
     ready: Arc<Ready>,
-    stats: Arc<ServerStats>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let _open = stats.connection();
-    if ready.register(conn).is_ok() {
-        let ready = &ready;
-        let stats = &stats;
-        let serve = super::serve::serve_streams(
-            || async move {
-                let s = ready
-                    .retry(conn, || quark_ffi::quark_stream_accept(conn))
-                    .await;
-                // Negative: the connection ended.
-                (s > 0).then(|| OwnedStream::new(s, ready.clone()).ok())?
-            },
-            |s: OwnedStream| async move {
-                // Failures are counted by the request guard.
-                let _ = hq::serve_stream(s.half(), s.half(), stats).await;
-            },
-        );
-        tokio::select! {
-            () = serve => {}
-            _ = shutdown.wait_for(|s| *s) => {}
+}
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        self.ready.unregister(self.conn);
+        let conn = self.conn;
+        // Closing waits for the peer: on a blocking thread.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(move || quark_ffi::quark_close(conn))),
+            Err(_) => drop(std::thread::spawn(move || quark_ffi::quark_close(conn))),
         }
     }
-    ready.unregister(conn);
-    close_blocking(conn, None).await;
+}
+
+async fn serve_connection(conn: i64, ready: Arc<Ready>, stats: Arc<ServerStats>) {
+    let _open = stats.connection();
+    let _guard = ConnGuard {
+        conn,
+        ready: ready.clone(),
+    };
+    if ready.register(conn).is_err() {
+        return;
+    }
+    let ready = &ready;
+    let stats = &stats;
+    super::serve::serve_streams(
+        || async move {
+            let s = ready
+                .retry(conn, || quark_ffi::quark_stream_accept(conn))
+                .await;
+            // Negative: the connection ended.
+            (s > 0).then(|| OwnedStream::new(s, ready.clone()).ok())?
+        },
+        |s: OwnedStream| async move {
+            // Failures are counted by the request guard.
+            let _ = hq::serve_stream(s.half(), s.half(), stats).await;
+        },
+    )
+    .await;
 }
 
 fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
@@ -184,8 +200,9 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
             return Err(e);
         }
     };
-    let (shutdown, rx) = watch::channel(false);
+    let conns: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
     let stats = cfg.stats;
+    let tasks = conns.clone();
     let accept = tokio::spawn(async move {
         loop {
             let conn = ready
@@ -194,12 +211,10 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
             if conn <= 0 {
                 return;
             }
-            tokio::spawn(serve_connection(
-                conn,
-                ready.clone(),
-                stats.clone(),
-                rx.clone(),
-            ));
+            let task = tokio::spawn(serve_connection(conn, ready.clone(), stats.clone()));
+            let mut tasks = tasks.lock().unwrap_or_else(|p| p.into_inner());
+            tasks.retain(|t| !t.is_finished());
+            tasks.push(task.abort_handle());
         }
     });
     Ok(Box::new(QuicCServer {
@@ -207,7 +222,7 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
         addr: SocketAddr::new(cfg.listen.ip(), port as u16),
         watcher: Some(watcher),
         accept,
-        shutdown,
+        conns,
     }))
 }
 

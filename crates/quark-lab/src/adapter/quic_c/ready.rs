@@ -25,6 +25,8 @@ pub(crate) fn check(what: &str, code: i64) -> anyhow::Result<i64> {
 
 #[derive(Default)]
 struct Slot {
+    /// The handle this slot is for (0: free).
+    handle: i64,
     /// Listed while nobody waited: the next wait returns at once.
     ready: bool,
     /// Listings that woke waiters: a waiter returns once it changed.
@@ -36,13 +38,48 @@ struct Slot {
 
 /// The handles of one libquark endpoint that this process waits on. Only
 /// registered handles get a slot (the ones this side opened and has not
-/// closed), so the map is bounded by the open handles.
+/// closed), so the slots are bounded by the open handles.
 #[derive(Default)]
 pub(crate) struct Ready {
     slots: Mutex<Slots>,
 }
 
-type Slots = call::HandleMap<Slot>;
+/// Per-handle state in an array indexed by the handle's table slot, as a C
+/// loop indexes its per-descriptor state by fd: no hashing per lookup. The
+/// array is as long as the highest slot registered (libquark bounds them).
+#[derive(Default)]
+struct Slots(Vec<Slot>);
+
+impl Slots {
+    fn get_mut(&mut self, handle: i64) -> Option<&mut Slot> {
+        self.0
+            .get_mut(call::handle_index(handle))
+            .filter(|s| s.handle == handle)
+    }
+
+    fn insert(&mut self, handle: i64) {
+        let i = call::handle_index(handle);
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, Slot::default);
+        }
+        let s = &mut self.0[i];
+        // A free slot is at its defaults: only the handle changes (no
+        // waker or Vec to drop and rebuild).
+        if s.handle != 0 {
+            *s = Slot::default();
+        }
+        s.handle = handle;
+    }
+
+    fn remove(&mut self, handle: i64) {
+        if let Some(s) = self.get_mut(handle) {
+            s.handle = 0;
+            s.ready = false;
+            s.waiter = None;
+            s.others.clear();
+        }
+    }
+}
 
 impl Ready {
     fn lock(&self) -> MutexGuard<'_, Slots> {
@@ -52,7 +89,7 @@ impl Ready {
     /// Makes `handle` non-blocking and gives it a slot, before its first call
     /// (a listing for a handle without a slot is dropped).
     pub(crate) fn register(&self, handle: i64) -> anyhow::Result<()> {
-        self.lock().insert(handle, Slot::default());
+        self.lock().insert(handle);
         check(
             "quark_set_nonblocking",
             i64::from(quark_ffi::quark_set_nonblocking(handle, 1)),
@@ -61,12 +98,12 @@ impl Ready {
     }
 
     pub(crate) fn unregister(&self, handle: i64) {
-        self.lock().remove(&handle);
+        self.lock().remove(handle);
     }
 
     fn notify(&self, handle: i64) {
         let mut slots = self.lock();
-        let Some(slot) = slots.get_mut(&handle) else {
+        let Some(slot) = slots.get_mut(handle) else {
             return;
         };
         match slot.waiter.take() {
@@ -85,7 +122,7 @@ impl Ready {
     /// `seen`: the epoch when this wait started (`None` before its first poll).
     fn poll_wait(&self, handle: i64, seen: &mut Option<u64>, cx: &mut Context<'_>) -> Poll<()> {
         let mut slots = self.lock();
-        let Some(slot) = slots.get_mut(&handle) else {
+        let Some(slot) = slots.get_mut(handle) else {
             // Closed meanwhile: the retried call reports it.
             return Poll::Ready(());
         };
@@ -158,6 +195,16 @@ pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle
             }
             if more == 0 {
                 std::future::poll_fn(|cx| work.poll_wait(cx)).await;
+                if work.from_task.swap(false, Ordering::Relaxed) {
+                    // A task's call woke this one, which tokio then runs
+                    // next (its LIFO slot), ahead of the tasks woken with
+                    // it: processing now would send their connections'
+                    // acknowledgments alone, and their requests or
+                    // answers in packets of their own right after. Let
+                    // them make their calls first (at 144 connections
+                    // this was ~0.25 more packets per request than quic).
+                    behind_woken().await;
+                }
             } else {
                 // The endpoint holds its answer for the tasks just woken:
                 // let them make their calls first.
@@ -186,6 +233,8 @@ async fn behind_woken() {
 #[derive(Default)]
 struct WorkFlag {
     pending: AtomicBool,
+    /// The last wake came from a running task (not the reactor).
+    from_task: AtomicBool,
     waiter: Mutex<Option<Waker>>,
 }
 
@@ -212,6 +261,8 @@ impl Wake for WorkFlag {
         if !self.pending.swap(true, Ordering::SeqCst) {
             let waiter = self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(w) = waiter {
+                self.from_task
+                    .store(tokio::task::try_id().is_some(), Ordering::Relaxed);
                 w.wake();
             }
         }
