@@ -23,9 +23,33 @@ pub(super) struct Link {
     pub(super) buffer: u64,
     /// Random loss on the wire, in parts per million.
     pub(super) loss_ppm: u64,
+    /// The receiver's ACKs: one per this many packets (1: every packet) ...
+    pub(super) ack_every: u64,
+    /// ... or this long after the first unacknowledged one arrived, and at
+    /// once on a gap (draft-ietf-quic-ack-frequency's immediate ACK).
+    pub(super) ack_delay: Duration,
+    /// ACKs are lost at `loss_ppm` too (the lab's links lose both ways).
+    pub(super) ack_loss: bool,
+    /// A sender held by its pacer wakes this much late (a loaded machine).
+    pub(super) wake_late: Duration,
 }
 
 impl Link {
+    /// A link whose receiver acknowledges every packet at once, losing
+    /// no ACKs.
+    pub(super) fn new(rate: u64, one_way: Duration, buffer: u64, loss_ppm: u64) -> Link {
+        Link {
+            rate,
+            one_way,
+            buffer,
+            loss_ppm,
+            ack_every: 1,
+            ack_delay: Duration::ZERO,
+            ack_loss: false,
+            wake_late: Duration::ZERO,
+        }
+    }
+
     fn tx(&self) -> Duration {
         Duration::from_nanos(u64::from(MTU) * 1_000_000_000 / self.rate)
     }
@@ -43,6 +67,8 @@ pub(super) struct FlowStats {
     pub(super) goodput: u64,
     pub(super) sent: u64,
     pub(super) dropped: u64,
+    /// Of `dropped`, those sent before ProbeBW (Startup's overshoot).
+    pub(super) dropped_in_startup: u64,
     /// Phases in order, each listed once per entry.
     pub(super) phases: Vec<&'static str>,
     /// (pacing rate, window) sampled on every ACK in ProbeBW in the window.
@@ -53,8 +79,15 @@ struct Flow {
     r: Recovery<()>,
     start: Instant,
     pn: u64,
-    /// ACK arrivals at the sender: (time, pn).
-    acks: BTreeMap<(Instant, u64), ()>,
+    /// ACK arrivals at the sender: (time, largest pn) → (packets it reports
+    /// first, its ACK delay).
+    acks: BTreeMap<(Instant, u64), (Vec<u64>, Duration)>,
+    /// At the receiver: packets not acknowledged yet (pn, arrival), and the
+    /// next packet number expected in order.
+    unacked: Vec<(u64, Instant)>,
+    /// Packets whose ACK was lost: the next ACK reports them.
+    carry: Vec<u64>,
+    expect: u64,
     received: RangeSet,
     paced: Option<Instant>,
     delivered: u64,
@@ -93,6 +126,9 @@ pub(super) fn run(
             start: t0 + s,
             pn: 0,
             acks: BTreeMap::new(),
+            unacked: Vec::new(),
+            carry: Vec::new(),
+            expect: 0,
             received: RangeSet::new(),
             paced: None,
             delivered: 0,
@@ -108,9 +144,10 @@ pub(super) fn run(
             f.paced = None;
             while f.r.send_allowance() >= u64::from(MTU) {
                 if let Some(at) = f.r.pacing_delay(now, u64::from(MTU)) {
-                    f.paced = Some(at);
+                    f.paced = Some(at + link.wake_late);
                     break;
                 }
+                let early = matches!(f.r.controller().phase(), Some("startup" | "drain"));
                 f.r.on_packet_sent(now, SpaceId::Data, f.pn, MTU, true, true, (), &path);
                 f.stats.sent += 1;
                 let wait = link_free.saturating_duration_since(now);
@@ -119,6 +156,7 @@ pub(super) fn run(
                 rng ^= rng << 17;
                 if wait.as_nanos() / tx.as_nanos() >= u128::from(link.buffer) {
                     f.stats.dropped += 1;
+                    f.stats.dropped_in_startup += u64::from(early);
                 } else {
                     link_free = now.max(link_free) + tx;
                     let arrive = link_free + link.one_way;
@@ -129,7 +167,7 @@ pub(super) fn run(
                         if arrive >= from && arrive < end {
                             f.delivered += u64::from(MTU);
                         }
-                        f.acks.insert((arrive + link.one_way, f.pn), ());
+                        f.receive(f.pn, arrive, &link, &mut rng);
                     }
                 }
                 f.pn += 1;
@@ -142,6 +180,7 @@ pub(super) fn run(
                 [
                     (!started).then_some(f.start),
                     f.acks.keys().next().map(|k| k.0),
+                    f.ack_deadline(&link),
                     f.r.loss_detection_timer(),
                     f.paced,
                 ]
@@ -151,9 +190,14 @@ pub(super) fn run(
         let Some(t) = next else { break };
         now = t.max(now);
         for f in flows.iter_mut().filter(|f| f.start <= now) {
+            if let Some(t) = f.ack_deadline(&link).filter(|&t| t <= now) {
+                f.flush_ack(t, &link, &mut rng);
+            }
             if let Some(&key) = f.acks.keys().next().filter(|k| k.0 <= now) {
-                f.acks.remove(&key);
-                f.received.insert_one(key.1);
+                let (pns, ack_delay) = f.acks.remove(&key).unwrap_or_default();
+                for pn in pns {
+                    f.received.insert_one(pn);
+                }
                 f.received.truncate_low(32);
                 acked.clear();
                 lost.clear();
@@ -162,7 +206,7 @@ pub(super) fn run(
                     now,
                     SpaceId::Data,
                     ranges,
-                    Duration::ZERO,
+                    ack_delay,
                     None,
                     &path,
                     &mut acked,
@@ -192,6 +236,47 @@ pub(super) fn run(
             ..f.stats
         })
         .collect()
+}
+
+impl Flow {
+    /// Packet `pn` reached the receiver at `at`: acknowledge it as `link`'s
+    /// receiver would.
+    fn receive(&mut self, pn: u64, at: Instant, link: &Link, rng: &mut u64) {
+        // The delayed-ACK timer fired before this packet came.
+        if let Some(t) = self.ack_deadline(link).filter(|&t| t < at) {
+            self.flush_ack(t, link, rng);
+        }
+        let gap = pn != self.expect;
+        self.expect = pn + 1;
+        self.unacked.push((pn, at));
+        if gap || self.unacked.len() as u64 >= link.ack_every {
+            self.flush_ack(at, link, rng);
+        }
+    }
+
+    /// When the receiver's delayed-ACK timer fires.
+    fn ack_deadline(&self, link: &Link) -> Option<Instant> {
+        self.unacked.first().map(|&(_, t)| t + link.ack_delay)
+    }
+
+    /// The receiver sends an ACK at `at` for what it holds.
+    fn flush_ack(&mut self, at: Instant, link: &Link, rng: &mut u64) {
+        let Some(&(largest, arrived)) = self.unacked.last() else {
+            return;
+        };
+        self.carry.extend(self.unacked.drain(..).map(|(pn, _)| pn));
+        if link.ack_loss {
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            if *rng % 1_000_000 < link.loss_ppm {
+                return;
+            }
+        }
+        let pns = std::mem::take(&mut self.carry);
+        self.acks
+            .insert((at + link.one_way, largest), (pns, at - arrived));
+    }
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²), 1 when all are equal.
