@@ -36,7 +36,7 @@ mod ack;
 mod bounds;
 mod filter;
 #[cfg(test)]
-mod sim;
+pub(crate) mod sim;
 #[cfg(test)]
 mod sim_tests;
 #[cfg(test)]

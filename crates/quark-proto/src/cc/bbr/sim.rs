@@ -1,7 +1,8 @@
 //! A deterministic bottleneck for BBR's model tests: flows, each a paced
 //! [`Recovery`] sender with an immediately-acknowledging receiver, share one
 //! FIFO link of fixed rate with a drop-tail buffer and seeded random loss.
-//! Everything is virtual time; the same inputs give the same run.
+//! Everything is virtual time; the same inputs give the same run. Also
+//! recovery's bottleneck test.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -11,33 +12,33 @@ use crate::range_set::RangeSet;
 use crate::recovery::{PathState, Recovery, RecoveryConfig, SentPacket, test_epoch};
 use crate::types::SpaceId;
 
-pub(super) const MTU: u16 = 1200;
+pub(crate) const MTU: u16 = 1200;
 
 /// The path.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Link {
+pub(crate) struct Link {
     /// Bytes per second.
-    pub(super) rate: u64,
-    pub(super) one_way: Duration,
+    pub(crate) rate: u64,
+    pub(crate) one_way: Duration,
     /// Packets the bottleneck queue holds.
-    pub(super) buffer: u64,
+    pub(crate) buffer: u64,
     /// Random loss on the wire, in parts per million.
-    pub(super) loss_ppm: u64,
+    pub(crate) loss_ppm: u64,
     /// The receiver's ACKs: one per this many packets (1: every packet) ...
-    pub(super) ack_every: u64,
+    pub(crate) ack_every: u64,
     /// ... or this long after the first unacknowledged one arrived, and at
     /// once on a gap (draft-ietf-quic-ack-frequency's immediate ACK).
-    pub(super) ack_delay: Duration,
+    pub(crate) ack_delay: Duration,
     /// ACKs are lost at `loss_ppm` too (the lab's links lose both ways).
-    pub(super) ack_loss: bool,
+    pub(crate) ack_loss: bool,
     /// A sender held by its pacer wakes this much late (a loaded machine).
-    pub(super) wake_late: Duration,
+    pub(crate) wake_late: Duration,
 }
 
 impl Link {
     /// A link whose receiver acknowledges every packet at once, losing
     /// no ACKs.
-    pub(super) fn new(rate: u64, one_way: Duration, buffer: u64, loss_ppm: u64) -> Link {
+    pub(crate) fn new(rate: u64, one_way: Duration, buffer: u64, loss_ppm: u64) -> Link {
         Link {
             rate,
             one_way,
@@ -55,24 +56,28 @@ impl Link {
     }
 
     /// The bandwidth-delay product in bytes.
-    pub(super) fn bdp(&self) -> u64 {
+    pub(crate) fn bdp(&self) -> u64 {
         (self.rate as f64 * (2 * self.one_way).as_secs_f64()) as u64
     }
 }
 
 /// One flow's result.
 #[derive(Debug, Default)]
-pub(super) struct FlowStats {
+pub(crate) struct FlowStats {
     /// Bytes delivered to the receiver in the measured window, per second.
-    pub(super) goodput: u64,
-    pub(super) sent: u64,
-    pub(super) dropped: u64,
+    pub(crate) goodput: u64,
+    pub(crate) sent: u64,
+    pub(crate) dropped: u64,
     /// Of `dropped`, those sent before ProbeBW (Startup's overshoot).
-    pub(super) dropped_in_startup: u64,
+    pub(crate) dropped_in_startup: u64,
+    /// Mean time the packets sent in the window waited in the queue.
+    pub(crate) mean_queue: Duration,
+    /// The controller's pacing rate at the end.
+    pub(crate) pacing_rate: Option<u64>,
     /// Phases in order, each listed once per entry.
-    pub(super) phases: Vec<&'static str>,
+    pub(crate) phases: Vec<&'static str>,
     /// (pacing rate, window) sampled on every ACK in ProbeBW in the window.
-    pub(super) probe_bw: Vec<(u64, u64)>,
+    pub(crate) probe_bw: Vec<(u64, u64)>,
 }
 
 struct Flow {
@@ -91,6 +96,8 @@ struct Flow {
     received: RangeSet,
     paced: Option<Instant>,
     delivered: u64,
+    /// Queueing of the packets sent in the window: total, count.
+    queued: (Duration, u32),
     stats: FlowStats,
 }
 
@@ -106,7 +113,7 @@ fn path() -> PathState {
 
 /// Runs flows, each with its controller and start offset, through `link`
 /// until `end`, measuring goodput over `[from, end)`.
-pub(super) fn run(
+pub(crate) fn run(
     flows: &[(CcAlgorithm, Duration)],
     link: Link,
     from: Duration,
@@ -132,6 +139,7 @@ pub(super) fn run(
             received: RangeSet::new(),
             paced: None,
             delivered: 0,
+            queued: (Duration::ZERO, 0),
             stats: FlowStats::default(),
         })
         .collect();
@@ -158,6 +166,10 @@ pub(super) fn run(
                     f.stats.dropped += 1;
                     f.stats.dropped_in_startup += u64::from(early);
                 } else {
+                    if now >= from {
+                        f.queued.0 += wait;
+                        f.queued.1 += 1;
+                    }
                     link_free = now.max(link_free) + tx;
                     let arrive = link_free + link.one_way;
                     // Lost on the wire after the bottleneck: it used the link.
@@ -233,6 +245,8 @@ pub(super) fn run(
         .into_iter()
         .map(|f| FlowStats {
             goodput: (f.delivered as f64 / secs) as u64,
+            mean_queue: f.queued.0 / f.queued.1.max(1),
+            pacing_rate: f.r.controller().pacing_rate(),
             ..f.stats
         })
         .collect()
@@ -280,7 +294,7 @@ impl Flow {
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²), 1 when all are equal.
-pub(super) fn jain(x: &[u64]) -> f64 {
+pub(crate) fn jain(x: &[u64]) -> f64 {
     let sum: f64 = x.iter().map(|&v| v as f64).sum();
     let squares: f64 = x.iter().map(|&v| (v as f64).powi(2)).sum();
     sum * sum / (x.len() as f64 * squares)
