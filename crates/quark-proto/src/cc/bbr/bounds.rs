@@ -44,7 +44,10 @@ pub(super) const NO_BOUND: u64 = u64::MAX;
 pub(super) struct RoundSignals {
     pub(super) lost: u64,
     pub(super) delivered: u64,
-    /// ACK frames that declared losses.
+    /// Packets declared lost (the draft counts discontiguous lost ranges;
+    /// quark's controllers see bytes per ACK frame, and one frame under ACK
+    /// frequency reports many ranges: counting frames let a Startup that
+    /// dropped a third of a round go on).
     pub(super) loss_events: u32,
     /// An ECN-CE increase (a congestion event without loss).
     pub(super) ce: bool,
@@ -65,7 +68,10 @@ impl Bbr {
         let r = &mut self.round_signals;
         r.delivered = r.delivered.saturating_add(acked);
         r.lost = r.lost.saturating_add(lost);
-        r.loss_events += u32::from(lost > 0);
+        let packets = lost.div_ceil(self.mtu.max(1));
+        r.loss_events = r
+            .loss_events
+            .saturating_add(u32::try_from(packets).unwrap_or(u32::MAX));
         r.max_in_flight = r.max_in_flight.max(in_flight);
     }
 

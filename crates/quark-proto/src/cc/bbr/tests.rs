@@ -112,6 +112,31 @@ fn startup_ends_after_three_rounds_without_growth_then_drains() {
 }
 
 #[test]
+fn startup_ends_on_a_lossy_round_whose_losses_came_in_one_ack_frame() {
+    // Under ACK frequency one ACK frame declares a whole burst lost: the
+    // lost packets count, not the frames (the lab's 100 Mbit/s Startup went
+    // on for a round that dropped 460 kB, declared in a few frames).
+    for (lost_packets, ends) in [(5, false), (6, true)] {
+        let mut f = Feed::new();
+        let mut rate = 62_500;
+        for _ in 0..5 {
+            f.ack(rate, 50 * MS, 100_000);
+            rate *= 2;
+        }
+        rate /= 2;
+        // A round without 25 % growth, then one losing a third of its packets.
+        f.ack(rate, 50 * MS, 100_000);
+        f.ack_losing(rate, 50 * MS, 100_000, lost_packets * MTU);
+        let want = if ends {
+            BbrState::Drain
+        } else {
+            BbrState::Startup
+        };
+        assert_eq!(f.bbr.state(), want, "{lost_packets} packets lost");
+    }
+}
+
+#[test]
 fn probe_bw_cycles_gains_around_the_bandwidth_and_caps_the_window() {
     let mut f = Feed::new();
     let bw = 1_000_000;
