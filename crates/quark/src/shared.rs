@@ -166,6 +166,9 @@ pub(crate) struct State {
     pub(crate) busy_poll: std::time::Duration,
     /// Due timers wait while received datagrams wait unread (`driver::defer`).
     pub(crate) defer_timers: bool,
+    /// Receive buffer asked for per connection (`driver::recv_buffer`; 0:
+    /// the socket's own size only).
+    pub(crate) recv_buf_per_conn: usize,
     /// Times a reader went back to waiting for data (registered its waker and
     /// returned `Pending`): the driver compares it with the readers it woke, to
     /// tell whether they have all had their turn (see `Driver::poll`).

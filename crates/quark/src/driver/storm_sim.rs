@@ -10,15 +10,15 @@
 //! old behaviour (no deferral, two probes per PTO) sends far more.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use quark_proto::{
-    ClientConfig, ConnectionHandle, ConnectionStats, Dir, Endpoint, ReadOutcome, StreamId,
-    TransportConfig,
+    ClientConfig, Connection, ConnectionHandle, ConnectionStats, Dir, Endpoint, ReadOutcome,
+    StreamId, TransportConfig,
 };
 
-use super::defer::{MAX_DEFER, fire_due_before};
+use super::defer::hold_until;
+use super::sim_pair::{Pair, fire_due, pattern};
 
 /// Connections, and requests each sends, one after the other, in the burst.
 const CONNS: usize = 40;
@@ -33,11 +33,6 @@ const RESPONSE: usize = 2_000;
 /// Simulated time allowed for each phase.
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// Byte `i` of every response.
-fn pattern(i: usize) -> u8 {
-    (i % 251) as u8
-}
-
 /// A client connection's request in flight and how many it finished.
 #[derive(Default)]
 struct Client {
@@ -47,11 +42,7 @@ struct Client {
 }
 
 struct Sim {
-    now: Instant,
-    client: Endpoint,
-    server: Endpoint,
-    client_addr: SocketAddr,
-    server_addr: SocketAddr,
+    p: Pair,
     up: VecDeque<(Instant, Vec<u8>)>,
     down: VecDeque<(Instant, Vec<u8>)>,
     /// The server socket's receive queue, read one datagram per `cost`.
@@ -63,40 +54,38 @@ struct Sim {
     clients: HashMap<ConnectionHandle, Client>,
     /// Server streams: request bytes read so far.
     serving: HashMap<(ConnectionHandle, StreamId), usize>,
-    buf: Vec<u8>,
 }
 
 impl Sim {
     fn new(defer: bool, probes: u8) -> (Self, ClientConfig) {
-        let (client, server, client_cfg) = super::sim_pair::endpoints(TransportConfig {
+        let (p, client_cfg) = Pair::new(TransportConfig {
             mtu_discovery: false,
             data_pto_probes: probes,
             ..TransportConfig::default()
         });
-        // The simulated clock starts anywhere; only the loop moves it.
-        let now = Instant::now();
         let sim = Sim {
-            now,
-            client,
-            server,
-            client_addr: "10.0.0.1:5000".parse().unwrap(),
-            server_addr: "10.0.0.2:443".parse().unwrap(),
+            server_free: p.now,
+            p,
             up: VecDeque::new(),
             down: VecDeque::new(),
             inbox: VecDeque::new(),
-            server_free: now,
             cost: Duration::ZERO,
             defer,
             clients: HashMap::new(),
             serving: HashMap::new(),
-            buf: Vec::new(),
         };
         (sim, client_cfg)
     }
 
+    /// When the server fires `conn`'s timers: as the driver does, a due
+    /// loss-detection timer alone waits while datagrams wait unread.
+    fn server_timer(&self, conn: &Connection) -> Option<Instant> {
+        server_timer(conn, self.p.now, self.defer && !self.inbox.is_empty())
+    }
+
     /// Everything due at `now`, then the clock moves to the next event.
     fn step(&mut self) {
-        let now = self.now;
+        let now = self.p.now;
         while self.up.front().is_some_and(|(at, _)| *at <= now) {
             let (_, d) = self.up.pop_front().unwrap();
             self.inbox.push_back(d);
@@ -104,61 +93,65 @@ impl Sim {
         while self.down.front().is_some_and(|(at, _)| *at <= now) {
             let (_, mut d) = self.down.pop_front().unwrap();
             let len = d.len();
-            self.client
-                .handle_batch(now, self.server_addr, None, None, &mut d, len, |_, _| {});
+            self.p
+                .client
+                .handle_batch(now, self.p.server_addr, None, None, &mut d, len, |_, _| {});
         }
         // The server reads one datagram per `cost`.
         if self.server_free <= now
             && let Some(mut d) = self.inbox.pop_front()
         {
             let len = d.len();
-            self.server
-                .handle_batch(now, self.client_addr, None, None, &mut d, len, |_, _| {});
+            self.p
+                .server
+                .handle_batch(now, self.p.client_addr, None, None, &mut d, len, |_, _| {});
             self.server_free = now + self.cost;
         }
-        fire_due(&mut self.client, now, now);
+        fire_due(&mut self.p.client, now, Connection::poll_timeout);
         let unread = self.defer && !self.inbox.is_empty();
-        fire_due(&mut self.server, fire_due_before(unread, now), now);
+        fire_due(&mut self.p.server, now, |c| server_timer(c, now, unread));
         self.serve();
         self.run_clients();
         for (ep, link) in [
-            (&mut self.client, &mut self.up),
-            (&mut self.server, &mut self.down),
+            (&mut self.p.client, &mut self.up),
+            (&mut self.p.server, &mut self.down),
         ] {
-            while let Some(t) = ep.poll_transmit(&mut self.buf) {
-                link.push_back((now + DELAY, self.buf[..t.size].to_vec()));
+            while let Some(t) = ep.poll_transmit(&mut self.p.buf) {
+                link.push_back((now + DELAY, self.p.buf[..t.size].to_vec()));
             }
             let hs: Vec<_> = ep.handles().collect();
             for h in hs {
                 let conn = ep.connection_mut(h).unwrap();
-                while let Some(t) = conn.poll_transmit(now, 1, &mut self.buf) {
-                    link.push_back((now + DELAY, self.buf[..t.size].to_vec()));
+                while let Some(t) = conn.poll_transmit(now, 1, &mut self.p.buf) {
+                    link.push_back((now + DELAY, self.p.buf[..t.size].to_vec()));
                 }
                 ep.sync(h);
             }
         }
-        self.now = self.next_event().max(now + Duration::from_micros(1));
+        self.p.now = self.next_event().max(now + Duration::from_micros(1));
     }
 
     fn next_event(&self) -> Instant {
-        let mut next = self.now + LIMIT;
+        let mut next = self.p.now + LIMIT;
         for t in [self.up.front(), self.down.front()].into_iter().flatten() {
             next = next.min(t.0);
         }
         if !self.inbox.is_empty() {
             next = next.min(self.server_free);
         }
-        // The server's due timers wait while it has datagrams to read.
-        let server_wait = if self.defer && !self.inbox.is_empty() {
-            MAX_DEFER
-        } else {
-            Duration::ZERO
-        };
-        for (ep, wait) in [(&self.client, Duration::ZERO), (&self.server, server_wait)] {
-            for h in ep.handles() {
-                if let Some(t) = ep.connection(h).and_then(|c| c.poll_timeout()) {
-                    next = next.min(t + wait);
-                }
+        for h in self.p.client.handles() {
+            if let Some(t) = self.p.client.connection(h).and_then(|c| c.poll_timeout()) {
+                next = next.min(t);
+            }
+        }
+        for h in self.p.server.handles() {
+            if let Some(t) = self
+                .p
+                .server
+                .connection(h)
+                .and_then(|c| self.server_timer(c))
+            {
+                next = next.min(t);
             }
         }
         next
@@ -166,10 +159,10 @@ impl Sim {
 
     /// The server application: every request gets `RESPONSE` bytes.
     fn serve(&mut self) {
-        let handles: Vec<_> = self.server.handles().collect();
+        let handles: Vec<_> = self.p.server.handles().collect();
         let mut buf = [0u8; 64];
         for h in handles {
-            let conn = self.server.connection_mut(h).unwrap();
+            let conn = self.p.server.connection_mut(h).unwrap();
             while let Some(id) = conn.accept_stream(Dir::Bi) {
                 self.serving.insert((h, id), 0);
             }
@@ -199,7 +192,7 @@ impl Sim {
     fn run_clients(&mut self) {
         let mut buf = vec![0u8; 8 * 1024];
         for (&h, c) in self.clients.iter_mut() {
-            let conn = self.client.connection_mut(h).unwrap();
+            let conn = self.p.client.connection_mut(h).unwrap();
             if !conn.is_handshake_complete() {
                 continue;
             }
@@ -235,9 +228,9 @@ impl Sim {
 
     /// Runs until every client finished `want` requests in all.
     fn run_until_done(&mut self) {
-        let end = self.now + LIMIT;
+        let end = self.p.now + LIMIT;
         while self.clients.values().any(|c| c.done < c.want) {
-            assert!(self.now < end, "requests did not finish");
+            assert!(self.p.now < end, "requests did not finish");
             self.step();
         }
     }
@@ -255,19 +248,14 @@ impl Sim {
     }
 }
 
-/// Fires the timers of `ep`'s connections due at or before `before`.
-fn fire_due(ep: &mut Endpoint, before: Instant, now: Instant) {
-    let due: Vec<_> = ep
-        .handles()
-        .filter(|&h| {
-            ep.connection(h)
-                .and_then(|c| c.poll_timeout())
-                .is_some_and(|t| t <= before)
-        })
-        .collect();
-    for h in due {
-        ep.handle_timeout(h, now);
+/// When the server fires `conn`'s timers (`unread`: datagrams wait in its
+/// socket and the deferral is on): the driver's rule, `defer::hold_until`.
+fn server_timer(conn: &Connection, now: Instant, unread: bool) -> Option<Instant> {
+    let t = conn.poll_timeout()?;
+    if unread && t <= now {
+        return hold_until(conn.poll_timeouts(), now).or(Some(t));
     }
+    Some(t)
 }
 
 /// The burst's counters: (client, server), the phase's share only.
@@ -282,8 +270,9 @@ fn run(defer: bool, probes: u8) -> Burst {
     let (mut sim, cfg) = Sim::new(defer, probes);
     for _ in 0..CONNS {
         let h = sim
+            .p
             .client
-            .connect(sim.now, &cfg, sim.server_addr, "localhost")
+            .connect(sim.p.now, &cfg, sim.p.server_addr, "localhost")
             .unwrap();
         sim.clients.insert(
             h,
@@ -295,14 +284,14 @@ fn run(defer: bool, probes: u8) -> Burst {
         // One at a time, as the lab's setup opens them.
         sim.run_until_done();
     }
-    let (c0, s0) = (sim.stats(&sim.client), sim.stats(&sim.server));
+    let (c0, s0) = (sim.stats(&sim.p.client), sim.stats(&sim.p.server));
     assert_eq!(c0.ptos + s0.ptos, 0, "PTOs on the idle path");
     sim.cost = COST;
     for c in sim.clients.values_mut() {
         c.want += REQUESTS;
     }
     sim.run_until_done();
-    let (c1, s1) = (sim.stats(&sim.client), sim.stats(&sim.server));
+    let (c1, s1) = (sim.stats(&sim.p.client), sim.stats(&sim.p.server));
     assert_eq!(c1.packets_lost + s1.packets_lost, 0, "nothing is lost here");
     let diff = |a: ConnectionStats, b: ConnectionStats| ConnectionStats {
         ptos: a.ptos - b.ptos,
