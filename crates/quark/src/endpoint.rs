@@ -262,7 +262,10 @@ impl Endpoint {
     /// Whether a due loss-detection timer (PTO, RFC 9002 §6.2) waits, up to
     /// 200 ms, while received datagrams are still unread, as the
     /// acknowledgment it waits for may be among them. Other timers (idle,
-    /// ACK delay, pacing) never wait. See docs/results/2026-11-29-scale-cold.
+    /// ACK delay, pacing) never wait. Off by default: it paid at 20 000
+    /// cold connections, but at 144 and 5 000 three runs each on the shared
+    /// machine did not show it paying. See
+    /// docs/results/2026-11-29-scale-cold (section 5).
     pub fn set_timer_deferral(&self, on: bool) {
         let mut state = self.shared.lock();
         state.defer_timers = on;

@@ -68,8 +68,9 @@ fn tuned_off(name: &str) -> bool {
     tune.split(',').any(|t| t.trim() == format!("{name}=0"))
 }
 
-/// Whether due timers wait for unread datagrams (`QUARK_TUNE=ptodefer=1`;
-/// off by default, see `quark::Endpoint::set_timer_deferral`).
+/// Whether a due loss-detection timer waits for unread datagrams
+/// (`QUARK_TUNE=ptodefer=1`; off by default, see
+/// `quark::Endpoint::set_timer_deferral`).
 fn timer_deferral() -> bool {
     let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
     tune.split(',').any(|t| t.trim() == "ptodefer=1")

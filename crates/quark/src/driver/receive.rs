@@ -212,7 +212,7 @@ impl Driver {
 /// The receive buffer to ask for with `conns` connections at `per` bytes
 /// each, if more than `now`: room for twice the connections (so a few
 /// system calls take it from 8 000 to 100 000), within `MAX_RECV_BUF`.
-fn recv_buffer_for(conns: usize, per: usize, now: usize) -> Option<usize> {
+pub(super) fn recv_buffer_for(conns: usize, per: usize, now: usize) -> Option<usize> {
     if per == 0 || conns.saturating_mul(per) <= now {
         return None;
     }

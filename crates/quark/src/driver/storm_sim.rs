@@ -4,10 +4,11 @@
 //! once to a server that reads one datagram per `COST`. The later requests
 //! wait in the server's socket far longer than a PTO. Every PTO here is
 //! spurious (the links lose nothing), so the probes it sends are pure extra
-//! load. The server fires timers as the driver does with
-//! `Endpoint::set_timer_deferral(true)` (`defer`: not while datagrams wait
-//! unread); the test bounds the probes per connection, and shows that the
-//! old behaviour (no deferral, two probes per PTO) sends far more.
+//! load. The server fires timers as the driver does with the deferral on
+//! (`defer::hold_until`: a due loss-detection timer alone waits while
+//! datagrams wait unread); the test bounds the probes per connection, and
+//! shows that the old behaviour (no deferral, two probes per PTO) sends far
+//! more. A second test gives the server's socket a kernel-like byte limit.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -30,6 +31,9 @@ const DELAY: Duration = Duration::from_micros(50);
 const COST: Duration = Duration::from_micros(3_000);
 /// Response size.
 const RESPONSE: usize = 2_000;
+/// What the kernel charges a small datagram beyond its bytes (`sk_buff`,
+/// shared info; its `truesize` is 1-2 KiB for one of a few hundred bytes).
+const SKB_OVERHEAD: usize = 768;
 /// Simulated time allowed for each phase.
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -39,6 +43,8 @@ struct Client {
     open: Option<(StreamId, usize)>,
     done: usize,
     want: usize,
+    /// When the open request was sent.
+    sent: Option<Instant>,
 }
 
 struct Sim {
@@ -47,6 +53,13 @@ struct Sim {
     down: VecDeque<(Instant, Vec<u8>)>,
     /// The server socket's receive queue, read one datagram per `cost`.
     inbox: VecDeque<Vec<u8>>,
+    /// What the kernel charges the queue (`SKB_OVERHEAD` a datagram), the
+    /// most it may (`SO_RCVBUF` as reported), and datagrams dropped past it.
+    inbox_bytes: usize,
+    inbox_cap: usize,
+    dropped: u64,
+    /// The longest request of the burst.
+    worst: Duration,
     server_free: Instant,
     cost: Duration,
     /// Whether the server defers timers while `inbox` holds datagrams.
@@ -69,6 +82,10 @@ impl Sim {
             up: VecDeque::new(),
             down: VecDeque::new(),
             inbox: VecDeque::new(),
+            inbox_bytes: 0,
+            inbox_cap: usize::MAX,
+            dropped: 0,
+            worst: Duration::ZERO,
             cost: Duration::ZERO,
             defer,
             clients: HashMap::new(),
@@ -88,6 +105,12 @@ impl Sim {
         let now = self.p.now;
         while self.up.front().is_some_and(|(at, _)| *at <= now) {
             let (_, d) = self.up.pop_front().unwrap();
+            let charge = d.len() + SKB_OVERHEAD;
+            if self.inbox_bytes + charge > self.inbox_cap {
+                self.dropped += 1;
+                continue;
+            }
+            self.inbox_bytes += charge;
             self.inbox.push_back(d);
         }
         while self.down.front().is_some_and(|(at, _)| *at <= now) {
@@ -101,6 +124,7 @@ impl Sim {
         if self.server_free <= now
             && let Some(mut d) = self.inbox.pop_front()
         {
+            self.inbox_bytes -= d.len() + SKB_OVERHEAD;
             let len = d.len();
             self.p
                 .server
@@ -191,6 +215,7 @@ impl Sim {
     /// Client applications: read responses byte for byte, then ask again.
     fn run_clients(&mut self) {
         let mut buf = vec![0u8; 8 * 1024];
+        let (now, worst) = (self.p.now, &mut self.worst);
         for (&h, c) in self.clients.iter_mut() {
             let conn = self.p.client.connection_mut(h).unwrap();
             if !conn.is_handshake_complete() {
@@ -208,6 +233,8 @@ impl Sim {
                         ReadOutcome::Finished => {
                             assert_eq!(got, RESPONSE, "response length");
                             c.done += 1;
+                            let took = now - c.sent.take().unwrap_or(now);
+                            *worst = (*worst).max(took);
                             break;
                         }
                         ReadOutcome::Blocked => {
@@ -222,6 +249,7 @@ impl Sim {
                 assert_eq!(conn.write(id, b"get").unwrap(), 3);
                 conn.finish(id).unwrap();
                 c.open = Some((id, 0));
+                c.sent = Some(now);
             }
         }
     }
@@ -258,15 +286,24 @@ fn server_timer(conn: &Connection, now: Instant, unread: bool) -> Option<Instant
     Some(t)
 }
 
-/// The burst's counters: (client, server), the phase's share only.
+/// The burst's counters: (client, server), the phase's share only; the
+/// datagrams the server's socket dropped and the longest request.
 struct Burst {
     client: ConnectionStats,
     server: ConnectionStats,
+    dropped: u64,
+    worst: Duration,
 }
 
 /// Sets the connections up on an idle path (the server reads at once), one
 /// request each, then sends `REQUESTS` each at once to a slow server.
 fn run(defer: bool, probes: u8) -> Burst {
+    run_with(defer, probes, usize::MAX)
+}
+
+/// `run` with a server socket that holds `inbox_cap` bytes as the kernel
+/// charges them.
+fn run_with(defer: bool, probes: u8, inbox_cap: usize) -> Burst {
     let (mut sim, cfg) = Sim::new(defer, probes);
     for _ in 0..CONNS {
         let h = sim
@@ -287,12 +324,16 @@ fn run(defer: bool, probes: u8) -> Burst {
     let (c0, s0) = (sim.stats(&sim.p.client), sim.stats(&sim.p.server));
     assert_eq!(c0.ptos + s0.ptos, 0, "PTOs on the idle path");
     sim.cost = COST;
+    sim.inbox_cap = inbox_cap;
+    sim.worst = Duration::ZERO;
     for c in sim.clients.values_mut() {
         c.want += REQUESTS;
     }
     sim.run_until_done();
     let (c1, s1) = (sim.stats(&sim.p.client), sim.stats(&sim.p.server));
-    assert_eq!(c1.packets_lost + s1.packets_lost, 0, "nothing is lost here");
+    if inbox_cap == usize::MAX {
+        assert_eq!(c1.packets_lost + s1.packets_lost, 0, "nothing is lost here");
+    }
     let diff = |a: ConnectionStats, b: ConnectionStats| ConnectionStats {
         ptos: a.ptos - b.ptos,
         probes_out: a.probes_out - b.probes_out,
@@ -302,18 +343,23 @@ fn run(defer: bool, probes: u8) -> Burst {
     Burst {
         client: diff(c1, c0),
         server: diff(s1, s0),
+        dropped: sim.dropped,
+        worst: sim.worst,
     }
 }
 
 fn report(b: &Burst) -> String {
     format!(
-        "client: {} PTOs, {} probes, {} packets; server: {} PTOs, {} probes, {} packets",
+        "client: {} PTOs, {} probes, {} packets; server: {} PTOs, {} probes, {} packets; \
+         {} dropped, longest request {:?}",
         b.client.ptos,
         b.client.probes_out,
         b.client.packets_out,
         b.server.ptos,
         b.server.probes_out,
-        b.server.packets_out
+        b.server.packets_out,
+        b.dropped,
+        b.worst
     )
 }
 
@@ -345,5 +391,30 @@ fn a_burst_on_idle_connections_sends_few_probes() {
         "before: {}; after: {}",
         report(&old),
         report(&new)
+    );
+}
+
+/// Issue #33 at 20 000 connections: the server socket's fixed 32 MiB (the
+/// kernel charges 64 MiB) leaves ~3.3 KB per connection, and a cold burst
+/// (a request, then a probe per PTO from every connection) overflowed it;
+/// each dropped probe doubles a backed-off PTO, and requests waited tens of
+/// seconds. With the buffer grown by `RECV_BUF_PER_CONN` a connection, the
+/// same burst loses nothing.
+#[test]
+fn a_receive_buffer_grown_with_the_connections_holds_a_cold_burst() {
+    use super::RECV_BUF_PER_CONN;
+    use super::receive::recv_buffer_for;
+    // The kernel reports, and charges against, twice what was asked.
+    let fixed = CONNS * (64 << 20) / 20_000;
+    let grown = 2 * recv_buffer_for(CONNS, RECV_BUF_PER_CONN, 0).unwrap();
+    let before = run_with(false, 1, fixed);
+    let after = run_with(false, 1, grown);
+    eprintln!("fixed: {}", report(&before));
+    eprintln!("grown: {}", report(&after));
+    assert_eq!(after.dropped, 0, "{}", report(&after));
+    assert!(
+        before.dropped > 0,
+        "the test does not overflow: {}",
+        report(&before)
     );
 }
