@@ -211,10 +211,12 @@ impl Driver {
             if hold && self.hold(state, h, now) {
                 continue;
             }
-            if let Some(e) = state.conns.get_mut(&h) {
-                let at = e.timeout.take().unwrap_or(now);
-                counters::fired(now.saturating_duration_since(at));
-            }
+            // A held connection may be gone since.
+            let Some(e) = state.conns.get_mut(&h) else {
+                continue;
+            };
+            let at = e.timeout.take().unwrap_or(now);
+            counters::fired(now.saturating_duration_since(at));
             state.proto.handle_timeout(h, now);
             self.touch(state, h);
         }
