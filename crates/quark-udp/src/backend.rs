@@ -66,6 +66,15 @@ impl Socket {
         }
     }
 
+    /// See [`UdpSocket::grow_recv_buffer`]; AF_XDP's rings are sized at
+    /// creation (returns 0).
+    pub fn grow_recv_buffer(&self, bytes: usize) -> io::Result<usize> {
+        match self {
+            Self::Udp(s) => s.grow_recv_buffer(bytes),
+            Self::Xdp(_) => Ok(0),
+        }
+    }
+
     /// See [`UdpSocket::set_gso`].
     pub fn set_gso(&self, enabled: bool) {
         match self {

@@ -39,3 +39,72 @@ pub fn snapshot() -> Breakdown {
         syscalls: u.send_syscalls + u.recv_syscalls,
     }
 }
+
+/// What the drivers of this process did (issue #33: is a side late?).
+/// Counted while [`set_enabled`] is on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DriverCounters {
+    /// Driver rounds (a read, timers, a transmit).
+    pub rounds: u64,
+    /// Reads that filled every buffer offered: the socket may hold more.
+    pub full_reads: u64,
+    /// Connections whose due timers fired.
+    pub timers_fired: u64,
+    /// Of those, fired more than [`LATE`] after their deadline.
+    pub timers_late: u64,
+    /// The latest a timer fired after its deadline, in ns.
+    pub max_late_ns: u64,
+    /// Due loss-detection timers held for unread datagrams (`defer`).
+    pub timers_held: u64,
+}
+
+/// A timer fired this long after its deadline counts as late.
+pub const LATE: std::time::Duration = std::time::Duration::from_millis(5);
+
+pub(crate) mod driver {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::time::Duration;
+
+    pub(crate) static ROUNDS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static FULL_READS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static FIRED: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static LATE: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static MAX_LATE_NS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static HELD: AtomicU64 = AtomicU64::new(0);
+
+    #[inline]
+    pub(crate) fn on() -> bool {
+        quark_udp::stats::enabled()
+    }
+
+    #[inline]
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
+        if on() {
+            c.fetch_add(n, Relaxed);
+        }
+    }
+
+    /// A timer fired `late` after its deadline.
+    pub(crate) fn fired(late: Duration) {
+        if on() {
+            FIRED.fetch_add(1, Relaxed);
+            if late > super::LATE {
+                LATE.fetch_add(1, Relaxed);
+                MAX_LATE_NS.fetch_max(late.as_nanos() as u64, Relaxed);
+            }
+        }
+    }
+}
+
+/// The driver counters so far.
+pub fn driver_snapshot() -> DriverCounters {
+    use std::sync::atomic::Ordering::Relaxed;
+    DriverCounters {
+        rounds: driver::ROUNDS.load(Relaxed),
+        full_reads: driver::FULL_READS.load(Relaxed),
+        timers_fired: driver::FIRED.load(Relaxed),
+        timers_late: driver::LATE.load(Relaxed),
+        max_late_ns: driver::MAX_LATE_NS.load(Relaxed),
+        timers_held: driver::HELD.load(Relaxed),
+    }
+}

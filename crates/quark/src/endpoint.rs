@@ -104,6 +104,7 @@ impl Endpoint {
                 stopped: false,
                 busy_poll: std::time::Duration::ZERO,
                 defer_timers: false,
+                recv_buf_per_conn: crate::driver::RECV_BUF_PER_CONN,
                 reader_waits: 0,
                 deferrals: 0,
                 deferrals_past_all: 0,
@@ -258,15 +259,27 @@ impl Endpoint {
         state.wake_driver();
     }
 
-    /// Whether due timers wait (up to 200 ms) while received datagrams are
-    /// still unread, as the acknowledgment a PTO waits for may be among them.
-    /// Off by default: it cut the server's spurious PTOs in a 5 000-connection
-    /// cold burst, but 144 busy connections showed ~5-10 % more CPU per byte
-    /// with it (pacing and ACK-delay timers wait too; not yet separated).
-    /// See docs/results/2026-11-29-scale-cold.
+    /// Whether a due loss-detection timer (PTO, RFC 9002 §6.2) waits, up to
+    /// 200 ms, while received datagrams are still unread, as the
+    /// acknowledgment it waits for may be among them. Other timers (idle,
+    /// ACK delay, pacing) never wait. Off by default: it paid at 20 000
+    /// cold connections, but at 144 and 5 000 three runs each on the shared
+    /// machine did not show it paying. See
+    /// docs/results/2026-11-29-scale-cold (section 5).
     pub fn set_timer_deferral(&self, on: bool) {
         let mut state = self.shared.lock();
         state.defer_timers = on;
+        state.wake_driver();
+    }
+
+    /// Receive buffer to ask the kernel for per connection as connections
+    /// are accepted (default 4 KiB; 0: keep the socket's 32 MiB). One UDP socket
+    /// takes every connection's datagrams, and a burst from all of them at
+    /// once (a request and a probe or two each) must fit: the kernel charges
+    /// 1-2 KiB for even a small datagram.
+    pub fn set_recv_buffer_per_connection(&self, bytes: usize) {
+        let mut state = self.shared.lock();
+        state.recv_buf_per_conn = bytes;
         state.wake_driver();
     }
 

@@ -164,8 +164,12 @@ pub(crate) struct State {
     pub(crate) stopped: bool,
     /// How long the driver keeps polling after work before it sleeps (zero: off).
     pub(crate) busy_poll: std::time::Duration,
-    /// Due timers wait while received datagrams wait unread (`driver::defer`).
+    /// A due loss-detection timer waits while received datagrams wait
+    /// unread (`driver::defer`).
     pub(crate) defer_timers: bool,
+    /// Receive buffer asked for per connection (`Driver::fit_recv_buffer`; 0:
+    /// the socket's own size only).
+    pub(crate) recv_buf_per_conn: usize,
     /// Times a reader went back to waiting for data (registered its waker and
     /// returned `Pending`): the driver compares it with the readers it woke, to
     /// tell whether they have all had their turn (see `Driver::poll`).

@@ -240,6 +240,13 @@ impl WorkerGroup {
         }
     }
 
+    /// [`Endpoint::set_recv_buffer_per_connection`] on every worker.
+    pub fn set_recv_buffer_per_connection(&self, bytes: usize) {
+        for w in &self.workers {
+            w.endpoint.set_recv_buffer_per_connection(bytes);
+        }
+    }
+
     /// Close every connection on every worker with `code` and stop accepting.
     pub fn close(&self, code: u64, reason: &[u8]) {
         for w in &self.workers {

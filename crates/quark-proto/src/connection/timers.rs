@@ -73,10 +73,22 @@ fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 
 impl Connection {
     /// The next time [`Connection::handle_timeout`] must be called.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let (others, loss) = self.poll_timeouts();
+        earlier(others, loss)
+    }
+
+    /// [`Connection::poll_timeout`] in two: (every timer but loss detection,
+    /// the loss-detection timer of RFC 9002 §6.2 / A.8). A driver that still
+    /// holds unread datagrams may let a due loss timer wait for the ACK among
+    /// them, but not the others (idle, ACK delay, pacing, ...).
+    pub fn poll_timeouts(&self) -> (Option<Instant>, Option<Instant>) {
         match self.state {
-            State::Drained { .. } => return None,
-            State::Closing { .. } | State::Draining { .. } => return self.timers.get(Timer::Close),
+            State::Drained { .. } => return (None, None),
+            State::Closing { .. } | State::Draining { .. } => {
+                return (self.timers.get(Timer::Close), None);
+            }
             _ => {}
         }
         // Folded by hand, Application's ACK timer alone once Initial and
@@ -84,15 +96,16 @@ impl Connection {
         // iterator chain cost ~100 instructions more per request.
         let mut at = earlier(self.timers.earliest(), self.idle_deadline());
         at = earlier(at, self.send_deadline());
-        at = earlier(at, self.recovery.loss_detection_timer());
         at = earlier(at, self.mtu.timer());
+        let loss = self.recovery.loss_detection_timer();
         if self.spaces.early_dropped() {
-            return earlier(at, self.spaces[SpaceId::Data.index()].ack.timer());
+            let ack = self.spaces[SpaceId::Data.index()].ack.timer();
+            return (earlier(at, ack), loss);
         }
         for s in SpaceId::ALL {
             at = earlier(at, self.spaces[s.index()].ack.timer());
         }
-        at
+        (at, loss)
     }
 
     /// Let timers that are due fire.

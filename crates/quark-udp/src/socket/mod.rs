@@ -135,6 +135,13 @@ impl UdpSocket {
         self.state.gro_segments()
     }
 
+    /// Grows the receive buffer to at least `bytes` (`SO_RCVBUFFORCE`, else
+    /// `SO_RCVBUF` within `rmem_max`); never shrinks it. Returns the size the
+    /// kernel reports (twice what it charges datagrams against).
+    pub fn grow_recv_buffer(&self, bytes: usize) -> io::Result<usize> {
+        options::grow_recv_buffer(self.as_fd(), bytes)
+    }
+
     /// Turns GSO on or off for this socket. Turning it on has no effect when the
     /// kernel lacks GSO or a GSO send failed earlier.
     pub fn set_gso(&self, enabled: bool) {

@@ -101,6 +101,14 @@ pub(crate) fn configure(fd: BorrowedFd<'_>, v6: bool) -> Features {
     Features { gso, gro }
 }
 
+/// Grows the receive buffer to at least `size` bytes (as asked; the kernel
+/// reports twice that), never shrinking it. Returns what the kernel reports.
+pub(crate) fn grow_recv_buffer(fd: BorrowedFd<'_>, size: usize) -> io::Result<usize> {
+    let size = c_int::try_from(size).unwrap_or(c_int::MAX / 2);
+    grow_buffer(fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, size, "receive");
+    get(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).map(|n| n.max(0) as usize)
+}
+
 /// Sets a buffer size with the privileged option, falling back to the capped one.
 fn grow_buffer(fd: BorrowedFd<'_>, force: c_int, plain: c_int, size: c_int, what: &str) {
     // The kernel reports twice the size asked for (it counts its own overhead).

@@ -8,16 +8,16 @@
 //! with an unlimited budget (A's window built ahead of B's answer) it does not.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use quark_proto::{
-    ClientConfig, ConnectionHandle, DatagramEvent, Dir, Endpoint, ReadOutcome, StreamId,
+    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, ReadOutcome, StreamId,
     TransportConfig,
 };
 
 use super::CONN_BUDGET;
 use super::fair::{Step, round_robin};
+use super::sim_pair::{Pair, fire_due, pattern};
 
 /// Simulated time per round.
 const TICK: Duration = Duration::from_micros(10);
@@ -33,11 +33,6 @@ const SMALL: usize = 1_000;
 /// B's requests, one at a time, this far apart.
 const REQUESTS: usize = 10;
 const GAP: Duration = Duration::from_millis(2);
-
-/// Byte `i` of every response.
-fn pattern(i: usize) -> u8 {
-    (i % 251) as u8
-}
 
 /// A one-way link: datagrams arrive `DELAY` after they leave.
 #[derive(Default)]
@@ -68,11 +63,7 @@ struct Serving {
 }
 
 struct Sim {
-    now: Instant,
-    client: Endpoint,
-    server: Endpoint,
-    client_addr: SocketAddr,
-    server_addr: SocketAddr,
+    p: Pair,
     up: Link,
     down: Link,
     /// The server socket's queue (sent, not yet on the wire) and its bytes.
@@ -83,26 +74,18 @@ struct Sim {
     order: Vec<ConnectionHandle>,
     serving: HashMap<(ConnectionHandle, StreamId), Serving>,
     budget: usize,
-    buf: Vec<u8>,
 }
 
 impl Sim {
     fn new(budget: usize) -> (Self, ClientConfig) {
         // 1 200-byte datagrams (no path MTU probing): the socket's queue is
         // then what the bound below assumes.
-        let (client, server, client_cfg) = super::sim_pair::endpoints(TransportConfig {
+        let (p, client_cfg) = Pair::new(TransportConfig {
             mtu_discovery: false,
             ..TransportConfig::default()
         });
-        // The simulated clock starts anywhere; only the loop moves it.
-        #[allow(clippy::disallowed_methods)]
-        let now = Instant::now();
         let sim = Sim {
-            now,
-            client,
-            server,
-            client_addr: "10.0.0.1:5000".parse().unwrap(),
-            server_addr: "10.0.0.2:443".parse().unwrap(),
+            p,
             up: Link::default(),
             down: Link::default(),
             socket: VecDeque::new(),
@@ -111,20 +94,20 @@ impl Sim {
             order: Vec::new(),
             serving: HashMap::new(),
             budget,
-            buf: Vec::new(),
         };
         (sim, client_cfg)
     }
 
     /// One round: deliver, fire timers, run the server's application, send.
     fn tick(&mut self) {
-        self.now += TICK;
-        let now = self.now;
+        self.p.now += TICK;
+        let now = self.p.now;
         while let Some(mut d) = self.up.due(now) {
             let len = d.len();
             let order = &mut self.order;
-            self.server
-                .handle_batch(now, self.client_addr, None, None, &mut d, len, |e, _| {
+            self.p
+                .server
+                .handle_batch(now, self.p.client_addr, None, None, &mut d, len, |e, _| {
                     if let DatagramEvent::NewConnection(h) = e {
                         order.push(h);
                     }
@@ -132,27 +115,18 @@ impl Sim {
         }
         while let Some(mut d) = self.down.due(now) {
             let len = d.len();
-            self.client
-                .handle_batch(now, self.server_addr, None, None, &mut d, len, |_, _| {});
+            self.p
+                .client
+                .handle_batch(now, self.p.server_addr, None, None, &mut d, len, |_, _| {});
         }
-        for ep in [&mut self.client, &mut self.server] {
-            let due: Vec<_> = ep
-                .handles()
-                .filter(|&h| {
-                    ep.connection(h)
-                        .and_then(|c| c.poll_timeout())
-                        .is_some_and(|t| t <= now)
-                })
-                .collect();
-            for h in due {
-                ep.handle_timeout(h, now);
-            }
+        for ep in [&mut self.p.client, &mut self.p.server] {
+            fire_due(ep, now, Connection::poll_timeout);
         }
         self.serve();
         self.client_transmit();
         self.server_transmit();
         self.drain_socket();
-        for ep in [&mut self.client, &mut self.server] {
+        for ep in [&mut self.p.client, &mut self.p.server] {
             let hs: Vec<_> = ep.handles().collect();
             for h in hs {
                 ep.sync(h);
@@ -164,9 +138,9 @@ impl Sim {
     /// `SMALL`. The connection that asked for `big` goes first in the polling
     /// order: the worst case for the others.
     fn serve(&mut self) {
-        let handles: Vec<_> = self.server.handles().collect();
+        let handles: Vec<_> = self.p.server.handles().collect();
         for h in handles {
-            let Some(conn) = self.server.connection_mut(h) else {
+            let Some(conn) = self.p.server.connection_mut(h) else {
                 continue;
             };
             while let Some(id) = conn.accept_stream(Dir::Bi) {
@@ -206,32 +180,32 @@ impl Sim {
     }
 
     fn client_transmit(&mut self) {
-        let at = self.now + DELAY;
-        while let Some(t) = self.client.poll_transmit(&mut self.buf) {
-            self.up.0.push_back((at, self.buf[..t.size].to_vec()));
+        let at = self.p.now + DELAY;
+        while let Some(t) = self.p.client.poll_transmit(&mut self.p.buf) {
+            self.up.0.push_back((at, self.p.buf[..t.size].to_vec()));
         }
-        let handles: Vec<_> = self.client.handles().collect();
+        let handles: Vec<_> = self.p.client.handles().collect();
         for h in handles {
-            let conn = self.client.connection_mut(h).unwrap();
-            while let Some(t) = conn.poll_transmit(self.now, 1, &mut self.buf) {
-                self.up.0.push_back((at, self.buf[..t.size].to_vec()));
+            let conn = self.p.client.connection_mut(h).unwrap();
+            while let Some(t) = conn.poll_transmit(self.p.now, 1, &mut self.p.buf) {
+                self.up.0.push_back((at, self.p.buf[..t.size].to_vec()));
             }
         }
     }
 
     /// What `Driver::transmit` does, into a socket of `SOCKET_BYTES`.
     fn server_transmit(&mut self) {
-        while let Some(t) = self.server.poll_transmit(&mut self.buf) {
+        while let Some(t) = self.p.server.poll_transmit(&mut self.p.buf) {
             self.socket_bytes += t.size;
-            self.socket.push_back(self.buf[..t.size].to_vec());
+            self.socket.push_back(self.p.buf[..t.size].to_vec());
         }
         let order = std::mem::take(&mut self.order);
         let (server, socket, socket_bytes, buf, now) = (
-            &mut self.server,
+            &mut self.p.server,
             &mut self.socket,
             &mut self.socket_bytes,
-            &mut self.buf,
-            self.now,
+            &mut self.p.buf,
+            self.p.now,
         );
         let result = round_robin(&order, self.budget, &mut Vec::new(), |h| {
             if *socket_bytes >= SOCKET_BYTES {
@@ -274,7 +248,7 @@ impl Sim {
             self.credit -= d.len();
             self.socket_bytes -= d.len();
             let d = self.socket.pop_front().unwrap();
-            self.down.0.push_back((self.now + DELAY, d));
+            self.down.0.push_back((self.p.now + DELAY, d));
         }
         if self.socket.is_empty() {
             self.credit = self.credit.min(RATE_PER_TICK);
@@ -284,7 +258,7 @@ impl Sim {
     /// Reads what arrived on the client's stream `id`, checking every byte.
     /// Returns whether the response is complete.
     fn read_response(&mut self, h: ConnectionHandle, id: StreamId, r: &mut Response) -> bool {
-        let conn = self.client.connection_mut(h).unwrap();
+        let conn = self.p.client.connection_mut(h).unwrap();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match conn.read(id, &mut buf).unwrap() {
@@ -301,12 +275,12 @@ impl Sim {
     }
 
     fn request(&mut self, h: ConnectionHandle, body: &[u8]) -> (StreamId, Response) {
-        let conn = self.client.connection_mut(h).unwrap();
+        let conn = self.p.client.connection_mut(h).unwrap();
         let id = conn.open_stream(Dir::Bi).unwrap();
         assert_eq!(conn.write(id, body).unwrap(), body.len());
         conn.finish(id).unwrap();
         let r = Response {
-            sent_at: self.now,
+            sent_at: self.p.now,
             len: 0,
         };
         (id, r)
@@ -316,24 +290,26 @@ impl Sim {
 /// Runs the scenario with a per-pass `budget`; returns B's request latencies.
 fn run(budget: usize) -> Vec<Duration> {
     let (mut sim, cfg) = Sim::new(budget);
-    let now = sim.now;
+    let now = sim.p.now;
     let a = sim
+        .p
         .client
-        .connect(now, &cfg, sim.server_addr, "localhost")
+        .connect(now, &cfg, sim.p.server_addr, "localhost")
         .unwrap();
     let b = sim
+        .p
         .client
-        .connect(now, &cfg, sim.server_addr, "localhost")
+        .connect(now, &cfg, sim.p.server_addr, "localhost")
         .unwrap();
     for _ in 0..100_000 {
-        let up = |h| sim.client.connection(h).unwrap().is_handshake_complete();
+        let up = |h| sim.p.client.connection(h).unwrap().is_handshake_complete();
         if up(a) && up(b) {
             break;
         }
         sim.tick();
     }
     let (a_id, mut a_resp) = sim.request(a, b"big");
-    let b_start = sim.now + Duration::from_millis(5);
+    let b_start = sim.p.now + Duration::from_millis(5);
     let mut b_next = Some(b_start);
     let mut b_open: Option<(StreamId, Response)> = None;
     let mut latencies = Vec::new();
@@ -348,12 +324,12 @@ fn run(budget: usize) -> Vec<Duration> {
         if let Some((id, mut r)) = b_open.take() {
             if sim.read_response(b, id, &mut r) {
                 assert_eq!(r.len, SMALL, "B's response length");
-                latencies.push(sim.now - r.sent_at);
-                b_next = (latencies.len() < REQUESTS).then(|| sim.now + GAP);
+                latencies.push(sim.p.now - r.sent_at);
+                b_next = (latencies.len() < REQUESTS).then(|| sim.p.now + GAP);
             } else {
                 b_open = Some((id, r));
             }
-        } else if b_next.is_some_and(|t| t <= sim.now) {
+        } else if b_next.is_some_and(|t| t <= sim.p.now) {
             b_open = Some(sim.request(b, b"small"));
             b_next = None;
             overlapped += usize::from(!a_done);

@@ -29,6 +29,7 @@ use quark_proto::{ConnectionError, ConnectionHandle, Transmit};
 use quark_udp::{RecvMeta, Socket};
 
 use crate::busy_poll::BusyPoll;
+use crate::counters::driver as counters;
 use crate::deadlines::Deadlines;
 use crate::events::{Woken, apply, deliver_events};
 use crate::forward::{Inbox, Link};
@@ -41,6 +42,16 @@ const RECV_BATCH: usize = 16;
 const MIN_RECV_ASK: usize = 4;
 /// Room for a full GRO batch per buffer.
 const RECV_BUF_SIZE: usize = 64 * 1024;
+/// Receive buffer asked for per connection (`Endpoint::set_recv_buffer_per_connection`):
+/// room for a small datagram or two from each connection at once at the
+/// kernel's charge (1-2 KiB each, doubled in its accounting). At 20 000
+/// connections the socket's fixed 32 MiB overflowed in a cold burst: every
+/// connection's request, then its probes (issue #33).
+pub(crate) const RECV_BUF_PER_CONN: usize = 4 * 1024;
+/// The most the receive buffer grows to (asked; the kernel charges twice).
+const MAX_RECV_BUF: usize = 512 << 20;
+/// What quark-udp asks for every socket (its `RECV_BUFFER_SIZE`).
+const BASE_RECV_BUF: usize = 32 << 20;
 /// Transmits collected before one `sendmmsg`.
 const SEND_BATCH: usize = 32;
 /// Upper bound on bytes in one GSO super-datagram.
@@ -112,6 +123,10 @@ pub(crate) struct Driver {
     again: Vec<ConnectionHandle>,
     /// Scratch for `timers` (kept to reuse its allocation).
     due: Vec<ConnectionHandle>,
+    /// Connections whose due loss-detection timer waits for the socket to
+    /// be read empty (`defer`); at most one entry per connection after a
+    /// dedup, so bounded by the connections.
+    held: Vec<ConnectionHandle>,
     /// The connections' deadlines, earliest first.
     deadlines: Deadlines,
     /// This worker's place in its group, and datagrams other workers passed on.
@@ -122,6 +137,8 @@ pub(crate) struct Driver {
     drained: bool,
     /// The last read filled every buffer offered: more datagrams may wait.
     unread: bool,
+    /// Receive buffer asked for so far (`fit_recv_buffer`).
+    recv_buf_bytes: usize,
     /// Keep polling the socket for a while after work instead of sleeping.
     busy: BusyPoll,
     /// How far transmitting is put off for the tasks a round's events woke
@@ -150,9 +167,11 @@ impl Driver {
             backlog: Vec::new(),
             again: Vec::new(),
             due: Vec::new(),
+            held: Vec::new(),
             deadlines: Deadlines::default(),
             drained: false,
             unread: false,
+            recv_buf_bytes: BASE_RECV_BUF,
             busy: BusyPoll::default(),
             deferred: Deferred::No,
             woken: Woken::default(),
@@ -175,19 +194,57 @@ impl Driver {
         }
     }
 
-    /// Fire due timers, unless received datagrams still wait (see `defer`).
+    /// Fire due timers; with the deferral on, a due loss-detection timer
+    /// waits while received datagrams do (see `defer`).
     fn timers(&mut self, state: &mut State, now: Instant) {
         let mut due = std::mem::take(&mut self.due);
-        let before = defer::fire_due_before(self.unread && state.defer_timers, now);
-        self.deadlines.take_due(&state.conns, before, &mut due);
+        self.deadlines.take_due(&state.conns, now, &mut due);
+        let hold = self.unread && state.defer_timers;
+        if !hold && !self.held.is_empty() {
+            // The socket was read empty: what the held timers waited for
+            // has been read, or is not coming.
+            due.append(&mut self.held);
+            due.sort_unstable();
+            due.dedup();
+        }
         for h in due.drain(..) {
-            state.proto.handle_timeout(h, now);
-            if let Some(e) = state.conns.get_mut(&h) {
-                e.timeout = None;
+            if hold && self.hold(state, h, now) {
+                continue;
             }
+            // A held connection may be gone since.
+            let Some(e) = state.conns.get_mut(&h) else {
+                continue;
+            };
+            let at = e.timeout.take().unwrap_or(now);
+            counters::fired(now.saturating_duration_since(at));
+            state.proto.handle_timeout(h, now);
             self.touch(state, h);
         }
         self.due = due;
+    }
+
+    /// Holds `h`'s due loss-detection timer if nothing else of it is due:
+    /// its deadline becomes the bound (or its next other timer), and it fires
+    /// when the socket is read empty (`defer::hold_until`).
+    fn hold(&mut self, state: &mut State, h: ConnectionHandle, now: Instant) -> bool {
+        let Some(conn) = state.proto.connection(h) else {
+            return false;
+        };
+        let Some(until) = defer::hold_until(conn.poll_timeouts(), now) else {
+            return false;
+        };
+        let Some(e) = state.conns.get_mut(&h) else {
+            return false;
+        };
+        e.timeout = Some(until);
+        self.deadlines.set(&state.conns, h, until);
+        self.held.push(h);
+        if self.held.len() > 2 * state.conns.len() + 64 {
+            self.held.sort_unstable();
+            self.held.dedup();
+        }
+        counters::add(&counters::HELD, 1);
+        true
     }
 
     /// Deliver the touched connections' events to waiting tasks, leaving the
@@ -259,6 +316,7 @@ impl Future for Driver {
         let socket = this.socket.clone();
         for _ in 0..POLL_BUDGET {
             let now = Instant::now();
+            counters::add(&counters::ROUNDS, 1);
             // Tasks asked for something since the last round (wrote, read, ...).
             let answered = !state.dirty.is_empty();
             while let Some(h) = state.dirty.pop_front() {
@@ -380,6 +438,8 @@ impl Driver {
     /// connections to it (RFC 9000 §9.2).
     fn rebind(&mut self, state: &mut State, same_host: bool) {
         self.socket = self.shared.socket();
+        self.recv_buf_bytes = BASE_RECV_BUF;
+        self.fit_recv_buffer(state);
         let now = Instant::now();
         let handles: Vec<ConnectionHandle> = state.proto.handles().collect();
         for h in handles {

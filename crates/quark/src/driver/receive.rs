@@ -10,7 +10,7 @@ use quark_proto::{DatagramEvent, EcnCodepoint};
 use quark_udp::Socket;
 use smallvec::SmallVec;
 
-use super::{Driver, INBOX_BATCH, MIN_RECV_ASK, RECV_BATCH};
+use super::{Driver, INBOX_BATCH, MAX_RECV_BUF, MIN_RECV_ASK, RECV_BATCH};
 use crate::forward::{Forwarded, Link};
 use crate::shared::{ConnEntry, State};
 
@@ -111,6 +111,9 @@ impl Driver {
                 Poll::Ready(Ok(n)) => {
                     // Every buffer filled: the socket may hold more.
                     self.unread = n == self.recv_ask;
+                    if self.unread {
+                        crate::counters::driver::add(&crate::counters::driver::FULL_READS, 1);
+                    }
                     self.recv_ask = (2 * n).clamp(MIN_RECV_ASK, RECV_BATCH);
                     return n;
                 }
@@ -168,6 +171,7 @@ impl Driver {
         match event {
             Some(DatagramEvent::NewConnection(h)) => {
                 state.conns.insert(h, ConnEntry::new(true));
+                self.fit_recv_buffer(state);
                 self.touch(state, h);
             }
             Some(DatagramEvent::Connection(h)) => self.touch(state, h),
@@ -187,5 +191,60 @@ fn forwarded(
         local_ip,
         ecn,
         data: data.to_vec(),
+    }
+}
+
+impl Driver {
+    /// Grows the socket's receive buffer with the connections (`recv_buffer_for`).
+    pub(super) fn fit_recv_buffer(&mut self, state: &State) {
+        let n = state.conns.len();
+        let Some(want) = recv_buffer_for(n, state.recv_buf_per_conn, self.recv_buf_bytes) else {
+            return;
+        };
+        self.recv_buf_bytes = want;
+        match self.socket.grow_recv_buffer(want) {
+            Ok(got) => tracing::debug!(conns = n, want, got, "receive buffer grown"),
+            Err(e) => tracing::debug!(error = %e, "cannot grow the receive buffer"),
+        }
+    }
+}
+
+/// The receive buffer to ask for with `conns` connections at `per` bytes
+/// each, if more than `now`: room for twice the connections (so a few
+/// system calls take it from 8 000 to 100 000), within `MAX_RECV_BUF`.
+pub(super) fn recv_buffer_for(conns: usize, per: usize, now: usize) -> Option<usize> {
+    if per == 0 || conns.saturating_mul(per) <= now {
+        return None;
+    }
+    let want = conns
+        .saturating_mul(2)
+        .saturating_mul(per)
+        .min(MAX_RECV_BUF);
+    (want > now).then_some(want)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_receive_buffer_doubles_with_the_connections_within_a_bound() {
+        let (per, base) = (4 << 10, 32 << 20);
+        // 8 192 connections fit the socket's own 32 MiB.
+        assert_eq!(recv_buffer_for(8_192, per, base), None);
+        assert_eq!(recv_buffer_for(8_193, per, base), Some(2 * 8_193 * per));
+        let mut now = base;
+        let mut calls = 0;
+        for n in 1..=100_000 {
+            if let Some(w) = recv_buffer_for(n, per, now) {
+                assert!(w >= n * per);
+                now = w;
+                calls += 1;
+            }
+        }
+        assert!(calls <= 4, "{calls} system calls");
+        assert_eq!(recv_buffer_for(10_000_000, per, 0), Some(MAX_RECV_BUF));
+        assert_eq!(recv_buffer_for(10_000_000, per, MAX_RECV_BUF), None);
+        assert_eq!(recv_buffer_for(100_000, 0, base), None);
     }
 }

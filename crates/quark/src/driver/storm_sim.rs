@@ -4,21 +4,22 @@
 //! once to a server that reads one datagram per `COST`. The later requests
 //! wait in the server's socket far longer than a PTO. Every PTO here is
 //! spurious (the links lose nothing), so the probes it sends are pure extra
-//! load. The server fires timers as the driver does with
-//! `Endpoint::set_timer_deferral(true)` (`defer`: not while datagrams wait
-//! unread); the test bounds the probes per connection, and shows that the
-//! old behaviour (no deferral, two probes per PTO) sends far more.
+//! load. The server fires timers as the driver does with the deferral on
+//! (`defer::hold_until`: a due loss-detection timer alone waits while
+//! datagrams wait unread); the test bounds the probes per connection, and
+//! shows that the old behaviour (no deferral, two probes per PTO) sends far
+//! more. A second test gives the server's socket a kernel-like byte limit.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use quark_proto::{
-    ClientConfig, ConnectionHandle, ConnectionStats, Dir, Endpoint, ReadOutcome, StreamId,
-    TransportConfig,
+    ClientConfig, Connection, ConnectionHandle, ConnectionStats, Dir, Endpoint, ReadOutcome,
+    StreamId, TransportConfig,
 };
 
-use super::defer::{MAX_DEFER, fire_due_before};
+use super::defer::hold_until;
+use super::sim_pair::{Pair, fire_due, pattern};
 
 /// Connections, and requests each sends, one after the other, in the burst.
 const CONNS: usize = 40;
@@ -30,13 +31,11 @@ const DELAY: Duration = Duration::from_micros(50);
 const COST: Duration = Duration::from_micros(3_000);
 /// Response size.
 const RESPONSE: usize = 2_000;
+/// What the kernel charges a small datagram beyond its bytes (`sk_buff`,
+/// shared info; its `truesize` is 1-2 KiB for one of a few hundred bytes).
+const SKB_OVERHEAD: usize = 768;
 /// Simulated time allowed for each phase.
 const LIMIT: Duration = Duration::from_secs(30);
-
-/// Byte `i` of every response.
-fn pattern(i: usize) -> u8 {
-    (i % 251) as u8
-}
 
 /// A client connection's request in flight and how many it finished.
 #[derive(Default)]
@@ -44,18 +43,23 @@ struct Client {
     open: Option<(StreamId, usize)>,
     done: usize,
     want: usize,
+    /// When the open request was sent.
+    sent: Option<Instant>,
 }
 
 struct Sim {
-    now: Instant,
-    client: Endpoint,
-    server: Endpoint,
-    client_addr: SocketAddr,
-    server_addr: SocketAddr,
+    p: Pair,
     up: VecDeque<(Instant, Vec<u8>)>,
     down: VecDeque<(Instant, Vec<u8>)>,
     /// The server socket's receive queue, read one datagram per `cost`.
     inbox: VecDeque<Vec<u8>>,
+    /// What the kernel charges the queue (`SKB_OVERHEAD` a datagram), the
+    /// most it may (`SO_RCVBUF` as reported), and datagrams dropped past it.
+    inbox_bytes: usize,
+    inbox_cap: usize,
+    dropped: u64,
+    /// The longest request of the burst.
+    worst: Duration,
     server_free: Instant,
     cost: Duration,
     /// Whether the server defers timers while `inbox` holds datagrams.
@@ -63,102 +67,115 @@ struct Sim {
     clients: HashMap<ConnectionHandle, Client>,
     /// Server streams: request bytes read so far.
     serving: HashMap<(ConnectionHandle, StreamId), usize>,
-    buf: Vec<u8>,
 }
 
 impl Sim {
     fn new(defer: bool, probes: u8) -> (Self, ClientConfig) {
-        let (client, server, client_cfg) = super::sim_pair::endpoints(TransportConfig {
+        let (p, client_cfg) = Pair::new(TransportConfig {
             mtu_discovery: false,
             data_pto_probes: probes,
             ..TransportConfig::default()
         });
-        // The simulated clock starts anywhere; only the loop moves it.
-        let now = Instant::now();
         let sim = Sim {
-            now,
-            client,
-            server,
-            client_addr: "10.0.0.1:5000".parse().unwrap(),
-            server_addr: "10.0.0.2:443".parse().unwrap(),
+            server_free: p.now,
+            p,
             up: VecDeque::new(),
             down: VecDeque::new(),
             inbox: VecDeque::new(),
-            server_free: now,
+            inbox_bytes: 0,
+            inbox_cap: usize::MAX,
+            dropped: 0,
+            worst: Duration::ZERO,
             cost: Duration::ZERO,
             defer,
             clients: HashMap::new(),
             serving: HashMap::new(),
-            buf: Vec::new(),
         };
         (sim, client_cfg)
     }
 
+    /// When the server fires `conn`'s timers: as the driver does, a due
+    /// loss-detection timer alone waits while datagrams wait unread.
+    fn server_timer(&self, conn: &Connection) -> Option<Instant> {
+        server_timer(conn, self.p.now, self.defer && !self.inbox.is_empty())
+    }
+
     /// Everything due at `now`, then the clock moves to the next event.
     fn step(&mut self) {
-        let now = self.now;
+        let now = self.p.now;
         while self.up.front().is_some_and(|(at, _)| *at <= now) {
             let (_, d) = self.up.pop_front().unwrap();
+            let charge = d.len() + SKB_OVERHEAD;
+            if self.inbox_bytes + charge > self.inbox_cap {
+                self.dropped += 1;
+                continue;
+            }
+            self.inbox_bytes += charge;
             self.inbox.push_back(d);
         }
         while self.down.front().is_some_and(|(at, _)| *at <= now) {
             let (_, mut d) = self.down.pop_front().unwrap();
             let len = d.len();
-            self.client
-                .handle_batch(now, self.server_addr, None, None, &mut d, len, |_, _| {});
+            self.p
+                .client
+                .handle_batch(now, self.p.server_addr, None, None, &mut d, len, |_, _| {});
         }
         // The server reads one datagram per `cost`.
         if self.server_free <= now
             && let Some(mut d) = self.inbox.pop_front()
         {
+            self.inbox_bytes -= d.len() + SKB_OVERHEAD;
             let len = d.len();
-            self.server
-                .handle_batch(now, self.client_addr, None, None, &mut d, len, |_, _| {});
+            self.p
+                .server
+                .handle_batch(now, self.p.client_addr, None, None, &mut d, len, |_, _| {});
             self.server_free = now + self.cost;
         }
-        fire_due(&mut self.client, now, now);
+        fire_due(&mut self.p.client, now, Connection::poll_timeout);
         let unread = self.defer && !self.inbox.is_empty();
-        fire_due(&mut self.server, fire_due_before(unread, now), now);
+        fire_due(&mut self.p.server, now, |c| server_timer(c, now, unread));
         self.serve();
         self.run_clients();
         for (ep, link) in [
-            (&mut self.client, &mut self.up),
-            (&mut self.server, &mut self.down),
+            (&mut self.p.client, &mut self.up),
+            (&mut self.p.server, &mut self.down),
         ] {
-            while let Some(t) = ep.poll_transmit(&mut self.buf) {
-                link.push_back((now + DELAY, self.buf[..t.size].to_vec()));
+            while let Some(t) = ep.poll_transmit(&mut self.p.buf) {
+                link.push_back((now + DELAY, self.p.buf[..t.size].to_vec()));
             }
             let hs: Vec<_> = ep.handles().collect();
             for h in hs {
                 let conn = ep.connection_mut(h).unwrap();
-                while let Some(t) = conn.poll_transmit(now, 1, &mut self.buf) {
-                    link.push_back((now + DELAY, self.buf[..t.size].to_vec()));
+                while let Some(t) = conn.poll_transmit(now, 1, &mut self.p.buf) {
+                    link.push_back((now + DELAY, self.p.buf[..t.size].to_vec()));
                 }
                 ep.sync(h);
             }
         }
-        self.now = self.next_event().max(now + Duration::from_micros(1));
+        self.p.now = self.next_event().max(now + Duration::from_micros(1));
     }
 
     fn next_event(&self) -> Instant {
-        let mut next = self.now + LIMIT;
+        let mut next = self.p.now + LIMIT;
         for t in [self.up.front(), self.down.front()].into_iter().flatten() {
             next = next.min(t.0);
         }
         if !self.inbox.is_empty() {
             next = next.min(self.server_free);
         }
-        // The server's due timers wait while it has datagrams to read.
-        let server_wait = if self.defer && !self.inbox.is_empty() {
-            MAX_DEFER
-        } else {
-            Duration::ZERO
-        };
-        for (ep, wait) in [(&self.client, Duration::ZERO), (&self.server, server_wait)] {
-            for h in ep.handles() {
-                if let Some(t) = ep.connection(h).and_then(|c| c.poll_timeout()) {
-                    next = next.min(t + wait);
-                }
+        for h in self.p.client.handles() {
+            if let Some(t) = self.p.client.connection(h).and_then(|c| c.poll_timeout()) {
+                next = next.min(t);
+            }
+        }
+        for h in self.p.server.handles() {
+            if let Some(t) = self
+                .p
+                .server
+                .connection(h)
+                .and_then(|c| self.server_timer(c))
+            {
+                next = next.min(t);
             }
         }
         next
@@ -166,10 +183,10 @@ impl Sim {
 
     /// The server application: every request gets `RESPONSE` bytes.
     fn serve(&mut self) {
-        let handles: Vec<_> = self.server.handles().collect();
+        let handles: Vec<_> = self.p.server.handles().collect();
         let mut buf = [0u8; 64];
         for h in handles {
-            let conn = self.server.connection_mut(h).unwrap();
+            let conn = self.p.server.connection_mut(h).unwrap();
             while let Some(id) = conn.accept_stream(Dir::Bi) {
                 self.serving.insert((h, id), 0);
             }
@@ -198,8 +215,9 @@ impl Sim {
     /// Client applications: read responses byte for byte, then ask again.
     fn run_clients(&mut self) {
         let mut buf = vec![0u8; 8 * 1024];
+        let (now, worst) = (self.p.now, &mut self.worst);
         for (&h, c) in self.clients.iter_mut() {
-            let conn = self.client.connection_mut(h).unwrap();
+            let conn = self.p.client.connection_mut(h).unwrap();
             if !conn.is_handshake_complete() {
                 continue;
             }
@@ -215,6 +233,8 @@ impl Sim {
                         ReadOutcome::Finished => {
                             assert_eq!(got, RESPONSE, "response length");
                             c.done += 1;
+                            let took = now - c.sent.take().unwrap_or(now);
+                            *worst = (*worst).max(took);
                             break;
                         }
                         ReadOutcome::Blocked => {
@@ -229,15 +249,16 @@ impl Sim {
                 assert_eq!(conn.write(id, b"get").unwrap(), 3);
                 conn.finish(id).unwrap();
                 c.open = Some((id, 0));
+                c.sent = Some(now);
             }
         }
     }
 
     /// Runs until every client finished `want` requests in all.
     fn run_until_done(&mut self) {
-        let end = self.now + LIMIT;
+        let end = self.p.now + LIMIT;
         while self.clients.values().any(|c| c.done < c.want) {
-            assert!(self.now < end, "requests did not finish");
+            assert!(self.p.now < end, "requests did not finish");
             self.step();
         }
     }
@@ -255,35 +276,40 @@ impl Sim {
     }
 }
 
-/// Fires the timers of `ep`'s connections due at or before `before`.
-fn fire_due(ep: &mut Endpoint, before: Instant, now: Instant) {
-    let due: Vec<_> = ep
-        .handles()
-        .filter(|&h| {
-            ep.connection(h)
-                .and_then(|c| c.poll_timeout())
-                .is_some_and(|t| t <= before)
-        })
-        .collect();
-    for h in due {
-        ep.handle_timeout(h, now);
+/// When the server fires `conn`'s timers (`unread`: datagrams wait in its
+/// socket and the deferral is on): the driver's rule, `defer::hold_until`.
+fn server_timer(conn: &Connection, now: Instant, unread: bool) -> Option<Instant> {
+    let t = conn.poll_timeout()?;
+    if unread && t <= now {
+        return hold_until(conn.poll_timeouts(), now).or(Some(t));
     }
+    Some(t)
 }
 
-/// The burst's counters: (client, server), the phase's share only.
+/// The burst's counters: (client, server), the phase's share only; the
+/// datagrams the server's socket dropped and the longest request.
 struct Burst {
     client: ConnectionStats,
     server: ConnectionStats,
+    dropped: u64,
+    worst: Duration,
 }
 
 /// Sets the connections up on an idle path (the server reads at once), one
 /// request each, then sends `REQUESTS` each at once to a slow server.
 fn run(defer: bool, probes: u8) -> Burst {
+    run_with(defer, probes, usize::MAX)
+}
+
+/// `run` with a server socket that holds `inbox_cap` bytes as the kernel
+/// charges them.
+fn run_with(defer: bool, probes: u8, inbox_cap: usize) -> Burst {
     let (mut sim, cfg) = Sim::new(defer, probes);
     for _ in 0..CONNS {
         let h = sim
+            .p
             .client
-            .connect(sim.now, &cfg, sim.server_addr, "localhost")
+            .connect(sim.p.now, &cfg, sim.p.server_addr, "localhost")
             .unwrap();
         sim.clients.insert(
             h,
@@ -295,15 +321,19 @@ fn run(defer: bool, probes: u8) -> Burst {
         // One at a time, as the lab's setup opens them.
         sim.run_until_done();
     }
-    let (c0, s0) = (sim.stats(&sim.client), sim.stats(&sim.server));
+    let (c0, s0) = (sim.stats(&sim.p.client), sim.stats(&sim.p.server));
     assert_eq!(c0.ptos + s0.ptos, 0, "PTOs on the idle path");
     sim.cost = COST;
+    sim.inbox_cap = inbox_cap;
+    sim.worst = Duration::ZERO;
     for c in sim.clients.values_mut() {
         c.want += REQUESTS;
     }
     sim.run_until_done();
-    let (c1, s1) = (sim.stats(&sim.client), sim.stats(&sim.server));
-    assert_eq!(c1.packets_lost + s1.packets_lost, 0, "nothing is lost here");
+    let (c1, s1) = (sim.stats(&sim.p.client), sim.stats(&sim.p.server));
+    if inbox_cap == usize::MAX {
+        assert_eq!(c1.packets_lost + s1.packets_lost, 0, "nothing is lost here");
+    }
     let diff = |a: ConnectionStats, b: ConnectionStats| ConnectionStats {
         ptos: a.ptos - b.ptos,
         probes_out: a.probes_out - b.probes_out,
@@ -313,18 +343,23 @@ fn run(defer: bool, probes: u8) -> Burst {
     Burst {
         client: diff(c1, c0),
         server: diff(s1, s0),
+        dropped: sim.dropped,
+        worst: sim.worst,
     }
 }
 
 fn report(b: &Burst) -> String {
     format!(
-        "client: {} PTOs, {} probes, {} packets; server: {} PTOs, {} probes, {} packets",
+        "client: {} PTOs, {} probes, {} packets; server: {} PTOs, {} probes, {} packets; \
+         {} dropped, longest request {:?}",
         b.client.ptos,
         b.client.probes_out,
         b.client.packets_out,
         b.server.ptos,
         b.server.probes_out,
-        b.server.packets_out
+        b.server.packets_out,
+        b.dropped,
+        b.worst
     )
 }
 
@@ -356,5 +391,30 @@ fn a_burst_on_idle_connections_sends_few_probes() {
         "before: {}; after: {}",
         report(&old),
         report(&new)
+    );
+}
+
+/// Issue #33 at 20 000 connections: the server socket's fixed 32 MiB (the
+/// kernel charges 64 MiB) leaves ~3.3 KB per connection, and a cold burst
+/// (a request, then a probe per PTO from every connection) overflowed it;
+/// each dropped probe doubles a backed-off PTO, and requests waited tens of
+/// seconds. With the buffer grown by `RECV_BUF_PER_CONN` a connection, the
+/// same burst loses nothing.
+#[test]
+fn a_receive_buffer_grown_with_the_connections_holds_a_cold_burst() {
+    use super::RECV_BUF_PER_CONN;
+    use super::receive::recv_buffer_for;
+    // The kernel reports, and charges against, twice what was asked.
+    let fixed = CONNS * (64 << 20) / 20_000;
+    let grown = 2 * recv_buffer_for(CONNS, RECV_BUF_PER_CONN, 0).unwrap();
+    let before = run_with(false, 1, fixed);
+    let after = run_with(false, 1, grown);
+    eprintln!("fixed: {}", report(&before));
+    eprintln!("grown: {}", report(&after));
+    assert_eq!(after.dropped, 0, "{}", report(&after));
+    assert!(
+        before.dropped > 0,
+        "the test does not overflow: {}",
+        report(&before)
     );
 }

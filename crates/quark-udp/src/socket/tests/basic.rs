@@ -280,3 +280,15 @@ async fn short_batch_clears_readiness_without_losing_wakeups() {
         assert_eq!(&a[..meta[0].len], &late[..]);
     }
 }
+
+#[tokio::test]
+async fn the_receive_buffer_grows_and_never_shrinks() {
+    let s = bind("127.0.0.1:0");
+    let start = s.grow_recv_buffer(0).unwrap();
+    assert!(start > 0);
+    // Within `rmem_max` (or beyond it with CAP_NET_ADMIN) the kernel
+    // reports twice what was asked; it never goes down.
+    let grown = s.grow_recv_buffer(start).unwrap();
+    assert!(grown >= start, "{grown} < {start}");
+    assert_eq!(s.grow_recv_buffer(1024).unwrap(), grown);
+}
