@@ -7,6 +7,7 @@
 
 pub mod one_rtt;
 pub mod relabel;
+pub mod reserve;
 pub(crate) mod retry;
 #[cfg(test)]
 pub(crate) mod test_pair;
