@@ -143,7 +143,8 @@ impl Connection {
                     self.recovery.update_timer(now, &path);
                 }
                 Some(LevelKeys::OneRtt(keys, next)) => {
-                    self.one_rtt = Some(OneRttKeys::new(keys, next));
+                    let reserve = self.tls.one_rtt_reserve(self.side);
+                    self.one_rtt = Some(OneRttKeys::new(keys, next).with_reserve(reserve));
                 }
                 None if out.is_empty() => break,
                 None => {}

@@ -164,7 +164,7 @@ impl Connection {
         // Tickets sent and acknowledged: only the offsets matter now.
         self.spaces[SpaceId::Data.index()].park_crypto();
         if let Some(keys) = self.one_rtt.as_mut() {
-            keys.park_next();
+            keys.park();
         }
         if self.events.is_empty() {
             self.events = VecDeque::new();

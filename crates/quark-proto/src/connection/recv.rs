@@ -481,6 +481,7 @@ impl Connection {
                     return None;
                 }
                 let keys = self.one_rtt.as_mut()?;
+                keys.wake();
                 let hdr =
                     packet::remove_header_protection(packet, pd, keys.remote_header(), largest)
                         .ok()?;

@@ -370,7 +370,13 @@ impl Connection {
         };
         let tag_len = match space {
             SpaceId::Data if kind == PacketKind::ZeroRtt => self.zero_rtt_keys()?.packet.tag_len(),
-            SpaceId::Data => self.one_rtt.as_ref()?.local_packet().tag_len(),
+            SpaceId::Data => {
+                // Every 1-RTT packet starts here: an idle connection's keys
+                // come back before `end_packet` and `seal_batch` use them.
+                let keys = self.one_rtt.as_mut()?;
+                keys.wake();
+                keys.local_packet().tag_len()
+            }
             _ => self.spaces[space.index()]
                 .keys
                 .as_ref()?

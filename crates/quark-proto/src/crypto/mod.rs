@@ -8,6 +8,7 @@
 pub mod one_rtt;
 pub mod provider;
 pub mod relabel;
+pub mod reserve;
 pub(crate) mod retry;
 #[cfg(test)]
 pub(crate) mod test_pair;

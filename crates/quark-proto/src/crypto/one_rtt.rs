@@ -18,10 +18,14 @@
 //! signal: that follows a packet that authenticated). An idle connection gives
 //! the next receive key back (`park_next`) and derives it again when its next
 //! packet arrives, whatever that packet's Key Phase bit, so the derivation
-//! reveals nothing about the bit. Not done here, because it needs frame-level knowledge
+//! reveals nothing about the bit. With a [`Reserve`] (the current phase's
+//! secrets), an idle connection gives back its current keys too (`park`) and
+//! derives them again before its next packet is protected or opened (`wake`).
+//! Not done here, because it needs frame-level knowledge
 //! or a clock: waiting for handshake confirmation before the first update (§6.1),
 //! and the ACK-in-old-keys check of §6.2's last paragraph; the connection owns those.
 
+use crate::crypto::reserve::{Asleep, Reserve};
 use crate::crypto::{HeaderProtectionKey, Keys, NextSecrets, PacketKey};
 use crate::error::TransportError;
 
@@ -39,6 +43,10 @@ pub struct OneRttKeys {
     parked: bool,
     /// Secrets of the next phase (`next` is derived from a copy).
     secrets: NextSecrets,
+    /// Secrets of the current phase, to derive the keys above again.
+    reserve: Option<Box<Reserve>>,
+    /// The four keys above are [`Asleep`] placeholders: `wake` before use.
+    asleep: bool,
     /// Receive key of the previous phase, until `discard_previous`.
     prev_remote: Option<Box<dyn PacketKey>>,
     /// Key Phase bit of the current phase.
@@ -89,6 +97,8 @@ impl OneRttKeys {
             next: None,
             parked: false,
             secrets: next,
+            reserve: None,
+            asleep: false,
             prev_remote: None,
             phase: false,
             recv_range: None,
@@ -98,6 +108,55 @@ impl OneRttKeys {
             sent_with_key: 0,
             updates: 0,
         }
+    }
+
+    /// Keep the current phase's secrets so that `park` can give the keys back.
+    pub fn with_reserve(mut self, reserve: Option<Reserve>) -> Self {
+        self.reserve = reserve.map(Box::new);
+        self
+    }
+
+    /// Derive the current keys again if `park` gave them back. Call before
+    /// protecting or opening a packet (one test when awake).
+    #[inline]
+    pub fn wake(&mut self) {
+        if self.asleep {
+            self.wake_up();
+        }
+    }
+
+    #[cold]
+    fn wake_up(&mut self) {
+        let Some(reserve) = self.reserve.as_deref() else {
+            return;
+        };
+        let keys = reserve.keys();
+        self.local_hp = keys.local.header;
+        self.remote_hp = keys.remote.header;
+        self.local = keys.local.packet;
+        self.remote = keys.remote.packet;
+        self.asleep = false;
+    }
+
+    /// Idle: give back the next receive key and, with a reserve, the current
+    /// keys (1.6 KiB with AES-GCM); `wake` and `decrypt` derive them again.
+    /// Not while the previous phase's key is kept (an update settling).
+    pub fn park(&mut self) {
+        self.park_next();
+        if self.asleep || self.reserve.is_none() || self.prev_remote.is_some() {
+            return;
+        }
+        // Boxes of a zero-sized type: no allocation.
+        self.local_hp = Box::new(Asleep);
+        self.remote_hp = Box::new(Asleep);
+        self.local = Box::new(Asleep);
+        self.remote = Box::new(Asleep);
+        self.asleep = true;
+    }
+
+    /// Whether `park` gave the current keys back.
+    pub fn is_asleep(&self) -> bool {
+        self.asleep
     }
 
     /// Header protection for packets we send.
@@ -129,6 +188,7 @@ impl OneRttKeys {
         header: &[u8],
         payload: &mut [u8],
     ) -> Result<usize, OneRttError> {
+        self.wake();
         if self.parked {
             //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3
             //# Endpoints are generally expected to have current and next
@@ -223,6 +283,10 @@ impl OneRttKeys {
     //# The endpoint toggles the value of the Key Phase bit and uses the
     //# updated key and IV to protect all subsequent packets.
     fn roll(&mut self) {
+        self.wake();
+        if let Some(r) = self.reserve.as_mut() {
+            r.update();
+        }
         // Both keys again: the send key was never kept ahead.
         let next = self.secrets.next_packet_keys();
         self.next = None;
@@ -252,6 +316,10 @@ impl OneRttKeys {
                 .as_ref()
                 .map_or(0, |k| std::mem::size_of_val(&**k))
             + next
+            + self
+                .reserve
+                .as_ref()
+                .map_or(0, |r| std::mem::size_of_val(&**r))
     }
 
     /// Derive the next phase's keys now, if not done yet.

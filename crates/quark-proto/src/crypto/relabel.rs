@@ -42,7 +42,7 @@ impl Capture {
         }
     }
 
-    fn get(&self, label: usize) -> Option<Vec<u8>> {
+    pub(super) fn get(&self, label: usize) -> Option<Vec<u8>> {
         self.secrets.lock().ok()?[label].clone()
     }
 }
@@ -66,7 +66,7 @@ impl KeyLog for Capture {
 
 /// The algorithms of one TLS 1.3 cipher suite.
 #[derive(Clone, Copy)]
-struct Suite {
+pub(super) struct Suite {
     hash: hkdf::Algorithm,
     aead: &'static aead::Algorithm,
     hp: &'static aead::quic::Algorithm,
@@ -76,7 +76,7 @@ struct Suite {
 }
 
 impl Suite {
-    fn of(suite: CipherSuite) -> Option<Self> {
+    pub(super) fn of(suite: CipherSuite) -> Option<Self> {
         //= https://www.rfc-editor.org/rfc/rfc9001#section-6.6
         //# For AEAD_AES_128_GCM and AEAD_AES_256_GCM, the confidentiality limit
         //# is 2^23 encrypted packets
@@ -111,7 +111,7 @@ impl Suite {
 }
 
 /// The labels of `version` (RFC 9001 §5.1, RFC 9369 §3.3.2).
-fn labels(version: u32) -> [&'static [u8]; 4] {
+pub(super) fn labels(version: u32) -> [&'static [u8]; 4] {
     if version == VERSION_2 {
         [b"quicv2 key", b"quicv2 iv", b"quicv2 hp", b"quicv2 ku"]
     } else {
@@ -131,7 +131,12 @@ impl hkdf::KeyType for Len {
 //# HKDF-Expand-Label(Secret, Label, Context, Length) =
 //#      HKDF-Expand(Secret, HkdfLabel, Length)
 /// HKDF-Expand-Label with an empty context.
-fn expand_label(hash: hkdf::Algorithm, secret: &[u8], label: &[u8], len: usize) -> Vec<u8> {
+pub(super) fn expand_label(
+    hash: hkdf::Algorithm,
+    secret: &[u8],
+    label: &[u8],
+    len: usize,
+) -> Vec<u8> {
     let prk = hkdf::Prk::new_less_safe(hash, secret);
     let length = (len as u16).to_be_bytes();
     let label_len = [(b"tls13 ".len() + label.len()) as u8];
@@ -269,7 +274,7 @@ impl HeaderProtectionKey for Header {
     }
 }
 
-fn packet_key(suite: Suite, secret: &[u8], version: u32) -> Box<dyn PacketKey> {
+pub(super) fn packet_key(suite: Suite, secret: &[u8], version: u32) -> Box<dyn PacketKey> {
     let [key, iv, _, _] = labels(version);
     let key = expand_label(suite.hash, secret, key, suite.aead.key_len());
     let iv = expand_label(suite.hash, secret, iv, 12);
@@ -282,14 +287,28 @@ fn packet_key(suite: Suite, secret: &[u8], version: u32) -> Box<dyn PacketKey> {
     })
 }
 
-fn directional(suite: Suite, secret: &[u8], version: u32) -> DirectionalKeys {
-    let hp = expand_label(suite.hash, secret, labels(version)[2], suite.hp.key_len());
+pub(super) fn directional(suite: Suite, secret: &[u8], version: u32) -> DirectionalKeys {
     DirectionalKeys {
-        header: Box::new(Header(
-            aead::quic::HeaderProtectionKey::new(suite.hp, &hp).expect("key of the HP's length"),
-        )),
+        header: header_key(suite, &header_key_bytes(suite, secret, version)),
         packet: packet_key(suite, secret, version),
     }
+}
+
+/// The header protection key's bytes from a traffic secret (RFC 9001 §5.1).
+pub(super) fn header_key_bytes(suite: Suite, secret: &[u8], version: u32) -> Vec<u8> {
+    expand_label(suite.hash, secret, labels(version)[2], suite.hp.key_len())
+}
+
+/// Header protection with `key` (from [`header_key_bytes`]).
+pub(super) fn header_key(suite: Suite, key: &[u8]) -> Box<dyn HeaderProtectionKey> {
+    Box::new(Header(
+        aead::quic::HeaderProtectionKey::new(suite.hp, key).expect("key of the HP's length"),
+    ))
+}
+
+/// The traffic secret of the next phase (RFC 9001 §6.1, "quic ku").
+pub(super) fn next_secret(suite: Suite, secret: &[u8], version: u32) -> Vec<u8> {
+    expand_label(suite.hash, secret, labels(version)[3], secret.len())
 }
 
 /// The 1-RTT secrets of the phase after the current keys, for key updates.
@@ -311,10 +330,8 @@ impl Secrets {
     //# hp" to "quicv2 hp", and from "quic ku" to "quicv2 ku", to meet the
     //# guidance for new versions in Section 9.6 of that document.
     fn update(&mut self) {
-        let ku = labels(self.version)[3];
-        let len = self.client.len();
-        self.client = expand_label(self.suite.hash, &self.client, ku, len);
-        self.server = expand_label(self.suite.hash, &self.server, ku, len);
+        self.client = next_secret(self.suite, &self.client, self.version);
+        self.server = next_secret(self.suite, &self.server, self.version);
     }
 
     /// The packet keys of this phase; then move to the next one.

@@ -11,6 +11,7 @@ use rustls::pki_types::ServerName;
 use rustls::quic::{self, Connection};
 
 use crate::crypto::relabel::{self, Capture};
+use crate::crypto::reserve::Reserve;
 use crate::crypto::tickets::TicketSkipper;
 use crate::crypto::{KeyChange, LevelKeys};
 use crate::error::{TransportError, TransportErrorCode};
@@ -37,9 +38,20 @@ pub struct TlsSession {
     /// by `shed_after_handshake` (the connection keeps its own copy): 340
     /// bytes an idle connection need not carry twice.
     peer_params: OnceLock<Box<Result<TransportParameters, TransportError>>>,
-    /// A client that may move to another version (RFC 9368): its traffic
-    /// secrets, and the version whose labels its keys must now use.
-    relabel: Option<Box<(Arc<Capture>, Option<u32>)>>,
+    /// The traffic secrets, from the key log: for an idle connection's
+    /// keys ([`Reserve`]) and a client moving to another version (RFC 9368).
+    relabel: Option<Box<Captured>>,
+}
+
+/// Traffic secrets captured from rustls' key log, and the labels they take.
+struct Captured {
+    capture: Arc<Capture>,
+    /// The version whose labels the keys use.
+    version: u32,
+    /// A client made with [`TlsSession::client_upgradable`].
+    upgradable: bool,
+    /// [`TlsSession::switch_version`] was called: keys come from here.
+    switched: bool,
 }
 
 /// The negotiated results kept when the session itself goes.
@@ -128,29 +140,29 @@ impl TlsSession {
         server_name: &str,
         params: &TransportParameters,
     ) -> Result<Self, TlsSetupError> {
-        let mut config = (*config).clone();
-        let capture = Arc::new(Capture::new(config.key_log.clone()));
-        config.key_log = capture.clone();
-        let mut session = Self::client_for(version, Arc::new(config), server_name, params)?;
-        session.relabel = Some(Box::new((capture, None)));
+        let mut session = Self::client_for(version, config, server_name, params)?;
+        if let Some(r) = session.relabel.as_mut() {
+            r.upgradable = true;
+        }
         Ok(session)
     }
 
     /// Whether [`Self::switch_version`] can work (a session made with
     /// [`Self::client_upgradable`]).
     pub fn can_switch_version(&self) -> bool {
-        self.relabel.is_some()
+        self.relabel.as_ref().is_some_and(|r| r.upgradable)
     }
 
     /// From now on hand out keys with `version`'s labels. False for a session
     /// not made with [`Self::client_upgradable`].
     pub fn switch_version(&mut self, version: u32) -> bool {
         match self.relabel.as_mut() {
-            Some(r) => {
-                r.1 = Some(version);
+            Some(r) if r.upgradable => {
+                r.version = version;
+                r.switched = true;
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
@@ -172,9 +184,14 @@ impl TlsSession {
     ) -> Result<Self, TlsSetupError> {
         let name = ServerName::try_from(server_name.to_owned())
             .map_err(|e| TlsSetupError::Config(format!("server name {server_name:?}: {e}")))?;
-        let conn = quic::ClientConnection::new(config, rustls_version(version), name, params)
-            .map_err(|e| TlsSetupError::Config(e.to_string()))?;
-        Ok(Self::wrap(conn.into()))
+        // The config's own key log still gets every line (`Capture`).
+        let mut config = (*config).clone();
+        let capture = Arc::new(Capture::new(config.key_log.clone()));
+        config.key_log = capture.clone();
+        let conn =
+            quic::ClientConnection::new(Arc::new(config), rustls_version(version), name, params)
+                .map_err(|e| TlsSetupError::Config(e.to_string()))?;
+        Ok(Self::wrap(conn.into()).capturing(capture, version))
     }
 
     /// A server session sending already-encoded transport parameters.
@@ -191,9 +208,30 @@ impl TlsSession {
         config: Arc<rustls::ServerConfig>,
         params: Vec<u8>,
     ) -> Result<Self, TlsSetupError> {
-        let conn = quic::ServerConnection::new(config, rustls_version(version), params)
+        let mut config = (*config).clone();
+        let capture = Arc::new(Capture::new(config.key_log.clone()));
+        config.key_log = capture.clone();
+        let conn = quic::ServerConnection::new(Arc::new(config), rustls_version(version), params)
             .map_err(|e| TlsSetupError::Config(e.to_string()))?;
-        Ok(Self::wrap(conn.into()))
+        Ok(Self::wrap(conn.into()).capturing(capture, version))
+    }
+
+    fn capturing(mut self, capture: Arc<Capture>, version: u32) -> Self {
+        self.relabel = Some(Box::new(Captured {
+            capture,
+            version,
+            upgradable: false,
+            switched: false,
+        }));
+        self
+    }
+
+    /// The secrets behind the first 1-RTT keys, so that an idle connection
+    /// can give the keys back and derive them again (`None` without them).
+    pub fn one_rtt_reserve(&self, our_side: Side) -> Option<Reserve> {
+        let r = self.relabel.as_ref()?;
+        let suite = self.cipher_suite()?.suite();
+        Reserve::from_capture(&r.capture, suite, r.version, our_side)
     }
 
     fn wrap(conn: Connection) -> Self {
@@ -289,7 +327,8 @@ impl TlsSession {
         let target = self
             .relabel
             .as_ref()
-            .and_then(|r| Some((r.0.clone(), r.1?)));
+            .filter(|r| r.switched)
+            .map(|r| (r.capture.clone(), r.version));
         let Some((capture, version)) = target else {
             return Ok(Some(match change {
                 KeyChange::Handshake { keys } => LevelKeys::Handshake(keys),
@@ -458,6 +497,8 @@ impl TlsSession {
             tickets: TicketSkipper::default(),
         };
         self.pending = VecDeque::new();
+        // The secrets went into the 1-RTT keys' reserve, if at all.
+        self.relabel = None;
     }
 
     /// A server's handshake is over and its output collected (tickets
