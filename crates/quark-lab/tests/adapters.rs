@@ -1,60 +1,18 @@
 //! Every adapter, client and server in one process: exact bytes, exact counts,
 //! exact concurrency.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use quark_lab::adapter::{
-    Cipher, Client, ClientConfig, Identity, Kind, Request, ServeConfig, Server, ServerStats, find,
-    registry,
-};
+use quark_lab::adapter::{Cipher, Kind, Request, ServerStats, registry};
 use quark_lab::workload::{Workload, prepare, run};
 use sha2::{Digest, Sha256};
 
-struct Pair {
-    _server: Box<dyn Server>,
-    stats: Arc<ServerStats>,
-    client: Arc<dyn Client>,
-    addr: SocketAddr,
-    identity: Identity,
-}
+mod common;
+use common::Pair;
 
 async fn pair(proto: &str) -> Pair {
-    pair_with(proto, None, 1).await
-}
-
-async fn pair_with(proto: &str, workers: Option<usize>, sockets: usize) -> Pair {
-    let adapter = find(proto).unwrap();
-    let identity = Identity::generate().unwrap();
-    let stats = Arc::new(ServerStats::default());
-    let server = adapter
-        .serve(ServeConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            identity: identity.clone(),
-            cipher: Cipher::Aes128Gcm,
-            stats: stats.clone(),
-            workers,
-        })
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    let client = adapter
-        .client(ClientConfig {
-            server: addr,
-            cert: identity.cert.clone(),
-            cipher: Cipher::Aes128Gcm,
-            sockets,
-        })
-        .await
-        .unwrap();
-    Pair {
-        _server: server,
-        stats,
-        client,
-        addr,
-        identity,
-    }
+    common::pair(proto, proto).await
 }
 
 /// The stream adapters that run in this process (quic-go's is a program of
@@ -292,7 +250,7 @@ async fn workloads_issue_exact_counts_and_concurrency() {
 #[tokio::test]
 async fn quic_server_workers_count_every_request_exactly() {
     // Two SO_REUSEPORT workers, connections from eight client sockets.
-    let p = pair_with("quic", Some(2), 8).await;
+    let p = common::pair_with("quic", "quic", Cipher::Aes128Gcm, Some(2), 8).await;
     let w = Workload::Persistent {
         connections: 16,
         in_flight: 2,
@@ -401,29 +359,12 @@ async fn quic_stacks_interoperate_through_the_lab_adapters() {
         ("h3", "h3-on-quark"),
         ("h3-on-quark", "h3"),
     ] {
-        let identity = Identity::generate().unwrap();
-        let stats = Arc::new(ServerStats::default());
-        let srv = find(server)
-            .unwrap()
-            .serve(ServeConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                identity: identity.clone(),
-                cipher: Cipher::Aes128Gcm,
-                stats: stats.clone(),
-                workers: None,
-            })
-            .await
-            .unwrap();
-        let cl = find(client)
-            .unwrap()
-            .client(ClientConfig {
-                server: srv.local_addr(),
-                cert: identity.cert.clone(),
-                cipher: Cipher::Aes128Gcm,
-                sockets: 1,
-            })
-            .await
-            .unwrap();
+        let Pair {
+            stats,
+            client: cl,
+            server: _srv,
+            ..
+        } = common::pair(server, client).await;
         let conn = cl.connect().await.unwrap();
         for (response_len, body_len) in [(2_000_003, 0), (5, 700_001)] {
             conn.request(Request {

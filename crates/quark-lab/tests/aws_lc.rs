@@ -3,10 +3,10 @@
 //! lab's rustls configurations, and transfers stay byte-exact. One test per
 //! binary: the choice is made once per process.
 
-use std::sync::Arc;
+mod common;
 
 use quark::tls::{Crypto, crypto, set_crypto};
-use quark_lab::adapter::{Cipher, ClientConfig, Identity, Request, ServeConfig, ServerStats, find};
+use quark_lab::adapter::{Cipher, Request};
 
 #[tokio::test]
 async fn quic_and_tcp_tls_transfer_exact_bytes_on_aws_lc_rs() {
@@ -20,28 +20,12 @@ async fn quic_and_tcp_tls_transfer_exact_bytes_on_aws_lc_rs() {
     );
     assert_eq!(p.cipher_suites.len(), 1);
     for proto in ["quic", "tcp+tls"] {
-        let adapter = find(proto).unwrap();
-        let identity = Identity::generate().unwrap();
-        let stats = Arc::new(ServerStats::default());
-        let server = adapter
-            .serve(ServeConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
-                identity: identity.clone(),
-                cipher: Cipher::Aes128Gcm,
-                stats: stats.clone(),
-                workers: None,
-            })
-            .await
-            .unwrap();
-        let client = adapter
-            .client(ClientConfig {
-                server: server.local_addr(),
-                cert: identity.cert.clone(),
-                cipher: Cipher::Aes128Gcm,
-                sockets: 1,
-            })
-            .await
-            .unwrap();
+        let common::Pair {
+            stats,
+            client,
+            server: _server,
+            ..
+        } = common::pair(proto, proto).await;
         let conn = client.connect().await.unwrap();
         // The adapters' clients check every byte against the pattern.
         for (response_len, body_len) in [(1_000_003, 0), (3, 200_001)] {

@@ -3,12 +3,11 @@
 //! nginx's access log and its CPU read from /proc. Skipped (with a line
 //! saying so) where nginx is not installed, unless QUARK_REQUIRE_NGINX=1.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quark_lab::adapter::{
-    Cipher, ClientConfig, Identity, Request, ServeConfig, Server, ServerStats, find,
-};
+mod common;
+
+use quark_lab::adapter::{Request, Server, ServerStats, find};
 
 fn nginx_or_skip() -> bool {
     let a = find("nginx").unwrap();
@@ -45,29 +44,13 @@ async fn nginx_serves_exact_bytes_over_tls13_and_counts_them() {
     if !nginx_or_skip() {
         return;
     }
-    let adapter = find("nginx").unwrap();
-    let identity = Identity::generate().unwrap();
-    let stats = Arc::new(ServerStats::default());
-    let server = adapter
-        .serve(ServeConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            identity: identity.clone(),
-            cipher: Cipher::Aes128Gcm,
-            stats: stats.clone(),
-            workers: None,
-        })
-        .await
-        .unwrap();
+    let common::Pair {
+        server,
+        stats,
+        client,
+        ..
+    } = common::pair("nginx", "nginx").await;
     let cpu0 = server.helper_cpu().unwrap();
-    let client = adapter
-        .client(ClientConfig {
-            server: server.local_addr(),
-            cert: identity.cert.clone(),
-            cipher: Cipher::Aes128Gcm,
-            sockets: 1,
-        })
-        .await
-        .unwrap();
     let conn = client.connect().await.unwrap();
     // 0 bytes, one span, and three spans (16 MiB each) at shifted pattern offsets.
     let sizes = [0u64, 1, 1_000_003, (33 << 20) + 7];

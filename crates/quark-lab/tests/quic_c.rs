@@ -5,46 +5,14 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use quark_lab::adapter::{
-    Cipher, Client, ClientConfig, Identity, Request, ServeConfig, Server, ServerStats, find,
-};
+use quark_lab::adapter::{Cipher, ClientConfig, Identity, Request, find};
 use quark_lab::workload::{Measured, Workload, prepare, run};
 
-struct Pair {
-    _server: Box<dyn Server>,
-    stats: Arc<ServerStats>,
-    client: Arc<dyn Client>,
-}
+mod common;
+use common::Pair;
 
 async fn pair(server: &str, client: &str, cipher: Cipher) -> Pair {
-    let identity = Identity::generate().unwrap();
-    let stats = Arc::new(ServerStats::default());
-    let srv = find(server)
-        .unwrap()
-        .serve(ServeConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            identity: identity.clone(),
-            cipher,
-            stats: stats.clone(),
-            workers: None,
-        })
-        .await
-        .unwrap();
-    let cl = find(client)
-        .unwrap()
-        .client(ClientConfig {
-            server: srv.local_addr(),
-            cert: identity.cert.clone(),
-            cipher,
-            sockets: 1,
-        })
-        .await
-        .unwrap();
-    Pair {
-        _server: srv,
-        stats,
-        client: cl,
-    }
+    common::pair_with(server, client, cipher, None, 1).await
 }
 
 /// Requests of every shape on one connection, then a second connection

@@ -1,56 +1,21 @@
 //! `udp` request/response (the cloud study's udp cells): client and server in
 //! one process over loopback, every byte checked.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use quark_lab::adapter::udp_rr::{CHUNK, DATAGRAM, SOCKET_BUFFER, grow_buffers};
-use quark_lab::adapter::{
-    Cipher, Client, ClientConfig, Identity, Request, ServeConfig, Server, ServerStats, find,
-};
+use quark_lab::adapter::{Cipher, ClientConfig, Identity, Request, ServerStats, find};
 use quark_lab::workload::{Workload, prepare, run};
 use sha2::{Digest, Sha256};
 use tokio::net::UdpSocket;
 
-struct Pair {
-    _server: Box<dyn Server>,
-    stats: Arc<ServerStats>,
-    client: Arc<dyn Client>,
-    addr: SocketAddr,
-}
+mod common;
+use common::Pair;
 
 async fn pair() -> Pair {
-    let adapter = find("udp").unwrap();
-    let identity = Identity::generate().unwrap();
-    let stats = Arc::new(ServerStats::default());
-    let server = adapter
-        .serve(ServeConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            identity: identity.clone(),
-            cipher: Cipher::Aes128Gcm,
-            stats: stats.clone(),
-            workers: None,
-        })
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    let client = adapter
-        .client(ClientConfig {
-            server: addr,
-            cert: identity.cert.clone(),
-            cipher: Cipher::Aes128Gcm,
-            sockets: 1,
-        })
-        .await
-        .unwrap();
-    Pair {
-        _server: server,
-        stats,
-        client,
-        addr,
-    }
+    common::pair("udp", "udp").await
 }
 
 /// The server counts a request after sending its last datagram, which the
