@@ -6,7 +6,7 @@
 //! instead (under 0.25 KiB) and derives the keys again with ring when its
 //! next packet comes or goes. rustls hands out only the keys of the first
 //! phase and the secrets of the next, so the first phase's secrets come
-//! from the key log ([`Capture`]).
+//! from the key log (`Capture`).
 
 use rustls::CipherSuite;
 use rustls::quic::Tag;
