@@ -427,7 +427,7 @@ impl OneRttKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crypto::test_pair::handshake;
+    use crate::crypto::test_pair::{Sealed, handshake, seal as send};
     use crate::error::TransportErrorCode;
     use rustls::SupportedCipherSuite;
     use rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
@@ -437,21 +437,6 @@ mod tests {
         let (ck, cn) = client.one_rtt.unwrap();
         let (sk, sn) = server.one_rtt.unwrap();
         (OneRttKeys::new(ck, cn), OneRttKeys::new(sk, sn))
-    }
-
-    /// A sealed packet: (pn, key phase bit, header, payload + tag).
-    struct Sealed(u64, bool, Vec<u8>, Vec<u8>);
-
-    fn send(from: &mut OneRttKeys, pn: u64) -> Sealed {
-        let header = vec![0x40 | (u8::from(from.key_phase()) << 2), pn as u8];
-        let mut payload = pn.to_be_bytes().to_vec();
-        let tag = from
-            .local_packet()
-            .encrypt_in_place(pn, &header, &mut payload)
-            .unwrap();
-        payload.extend_from_slice(tag.as_ref());
-        from.on_packet_sent(pn);
-        Sealed(pn, from.key_phase(), header, payload)
     }
 
     fn recv(to: &mut OneRttKeys, p: &Sealed) -> Result<u64, OneRttError> {

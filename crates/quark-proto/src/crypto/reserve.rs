@@ -152,19 +152,12 @@ impl HeaderProtectionKey for Asleep {
 mod tests {
     use super::*;
     use crate::crypto::one_rtt::OneRttKeys;
-    use crate::crypto::test_pair::{handshake, suites};
+    use crate::crypto::test_pair::{Sealed, handshake, seal, suites};
 
     /// One packet `from` → `to`, header protection included, checked.
     fn one_way(from: &mut OneRttKeys, to: &mut OneRttKeys, pn: u64) {
         from.wake();
-        let header = [0x40 | (u8::from(from.key_phase()) << 2), pn as u8];
-        let mut payload = pn.to_be_bytes().to_vec();
-        let tag = from
-            .local_packet()
-            .encrypt_in_place(pn, &header, &mut payload)
-            .unwrap();
-        payload.extend_from_slice(tag.as_ref());
-        from.on_packet_sent(pn);
+        let Sealed(_, _, header, mut payload) = seal(from, pn);
         let sample = payload[..16].to_vec();
         let (mut first, mut pn_byte) = (header[0], [header[1]]);
         from.local_header()

@@ -7,6 +7,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{ClientConfig, RootCertStore, ServerConfig, SupportedCipherSuite};
 
+use super::one_rtt::OneRttKeys;
 use super::tls::TlsSession;
 use super::{KeyChange, Keys, Secrets};
 use crate::cid::ConnectionId;
@@ -178,4 +179,21 @@ pub(crate) fn handshake(suite: SupportedCipherSuite) -> (Peer, Peer) {
     let mut server = Peer::new(TlsSession::server_raw(sc, b"server params".to_vec()).unwrap());
     drive(&mut client, &mut server).unwrap();
     (client, server)
+}
+
+/// A sealed 1-RTT packet: (pn, key phase bit, header, payload + tag).
+pub(crate) struct Sealed(pub u64, pub bool, pub Vec<u8>, pub Vec<u8>);
+
+/// A packet carrying `pn` sealed with `from`'s current send key (no header
+/// protection).
+pub(crate) fn seal(from: &mut OneRttKeys, pn: u64) -> Sealed {
+    let header = vec![0x40 | (u8::from(from.key_phase()) << 2), pn as u8];
+    let mut payload = pn.to_be_bytes().to_vec();
+    let tag = from
+        .local_packet()
+        .encrypt_in_place(pn, &header, &mut payload)
+        .unwrap();
+    payload.extend_from_slice(tag.as_ref());
+    from.on_packet_sent(pn);
+    Sealed(pn, from.key_phase(), header, payload)
 }
