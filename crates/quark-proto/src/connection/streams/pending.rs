@@ -137,6 +137,18 @@ pub(super) struct Pending {
 }
 
 impl Pending {
+    /// Whether no control frame at all is waiting.
+    pub(super) fn is_idle(&self) -> bool {
+        !self.max_data
+            && self.max_streams == [false; 2]
+            && self.streams_blocked == [None; 2]
+            && self.data_blocked.is_none()
+            && self.max_stream_data.is_empty()
+            && self.stream_data_blocked.is_empty()
+            && self.reset.is_empty()
+            && self.stop.is_empty()
+    }
+
     /// Idle: the empty queues give their storage back.
     pub(super) fn shrink_idle(&mut self) {
         self.max_stream_data.shrink_idle();
