@@ -24,6 +24,13 @@ type Path = (Option<IpAddr>, IpAddr);
 /// an arbitrary path for each new one.
 const MAX_PATHS: usize = 4096;
 
+/// The most the path's estimate may raise a PTO base to: that of a
+/// connection with no RTT sample at all (RFC 9002 §6.2.2: kInitialRtt
+/// 333 ms, rttvar half of it, so 999 ms). Another connection from the same
+/// address (behind one NAT) that holds back its ACKs can then delay this
+/// one's loss recovery no more than knowing nothing about the path would.
+const MAX_BASE: Duration = Duration::from_millis(999);
+
 /// One path's estimate: RFC 9002 §5.3's smoothing over every connection's
 /// latest_rtt (ack_delay left in: it errs towards a later PTO, not an
 /// earlier one).
@@ -71,7 +78,7 @@ impl PathRtts {
             .get(&conn.mtu_path())
             .map(|e| (e.pto_base(), e.at))
             .filter(|&(base, at)| now.saturating_duration_since(at) <= base)
-            .map_or(Duration::ZERO, |(base, _)| base);
+            .map_or(Duration::ZERO, |(base, _)| base.min(MAX_BASE));
         conn.offer_path_pto(base, now);
     }
 
