@@ -660,14 +660,14 @@ impl Connection {
     }
 
     /// Whether a due loss-detection timer should first hear what the path's
-    /// other connections measured.
-    pub(crate) fn wants_path_rtt(&self, now: Instant) -> bool {
-        self.config.shared_path_rtt
-            && self.handshake_confirmed
-            && self
-                .recovery
-                .loss_detection_timer()
-                .is_some_and(|t| t <= now)
+    /// other connections measured: then the peer's max_ack_delay.
+    pub(crate) fn wants_path_rtt(&self, now: Instant) -> Option<Duration> {
+        let due = self
+            .recovery
+            .loss_detection_timer()
+            .is_some_and(|t| t <= now);
+        (self.config.shared_path_rtt && self.handshake_confirmed && due)
+            .then(|| self.peer_max_ack_delay())
     }
 
     /// The path's shared PTO base (zero: none fresh); see

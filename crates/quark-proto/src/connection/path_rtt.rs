@@ -65,19 +65,24 @@ impl PathRtts {
     }
 
     /// Before a connection's due loss-detection timer fires: offer the
-    /// path's PTO base, if its last sample is fresh (taken within that base:
-    /// the peer is answering the others). A stale one offers nothing: when
-    /// the answers stop for everyone, the path may have failed, and every
-    /// connection's own PTO fires.
+    /// path's PTO base, if its last sample is fresh (taken within the path's
+    /// PTO period, base + max_ack_delay: the peer is answering the others).
+    /// A stale one offers nothing: when the answers stop for everyone, the
+    /// path may have failed, and every connection's own PTO fires. (Within
+    /// the base alone was too strict: at a burst's start the base is still
+    /// the idle path's ~1 ms, and a client busy sending its requests reads
+    /// the first answers later than that.)
     pub(crate) fn offer(&self, conn: &mut Connection, now: Instant) {
-        if !conn.wants_path_rtt(now) {
+        let Some(max_ack_delay) = conn.wants_path_rtt(now) else {
             return;
-        }
+        };
         let base = self
             .paths
             .get(&conn.mtu_path())
             .map(|e| (e.pto_base(), e.at))
-            .filter(|&(base, at)| now.saturating_duration_since(at) <= base)
+            .filter(|&(base, at)| {
+                now.saturating_duration_since(at) <= base.saturating_add(max_ack_delay)
+            })
             .map_or(Duration::ZERO, |(base, _)| base.min(MAX_BASE));
         conn.offer_path_pto(base, now);
     }
