@@ -366,6 +366,9 @@ impl QuarkEndpoints {
                 .collect::<std::io::Result<Vec<_>>>()?,
         };
         for e in &endpoints {
+            // One RTT estimate per path for all the client's sockets (the
+            // connections of every socket go to the same server).
+            e.share_path_rtts_with(&endpoints[0]);
             e.set_busy_poll(busy_poll());
             e.set_timer_deferral(timer_deferral());
             if fixed_recv_buffer() {

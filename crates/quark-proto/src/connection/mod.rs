@@ -72,7 +72,7 @@ use close::State;
 use mtu::MtuDiscovery;
 pub(crate) use mtu::PathMtu;
 pub(crate) use mtu_cache::MtuCache;
-pub(crate) use path_rtt::PathRtts;
+pub use path_rtt::PathRttCache;
 use sent::SentFrames;
 #[cfg(test)]
 use spaces::PacketSpace;

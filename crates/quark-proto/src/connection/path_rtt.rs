@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::Connection;
@@ -56,14 +57,37 @@ pub(crate) struct PathRtts {
     paths: HashMap<Path, Estimate>,
 }
 
-impl PathRtts {
-    /// Take the sample a connection reported, if any.
-    pub(crate) fn sync(&mut self, conn: &mut Connection) {
+/// A per-path RTT cache that several endpoints of one process may share
+/// ([`crate::Endpoint::share_path_rtts`]): a client spreading its
+/// connections over sockets (an endpoint each) otherwise learns the path
+/// once per socket, and the sockets whose requests the peer serves last see
+/// no fresh answer of their own at a burst's start.
+#[derive(Clone, Debug, Default)]
+pub struct PathRttCache(Arc<Mutex<PathRtts>>);
+
+impl PathRttCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PathRtts> {
+        // A panic elsewhere while holding it leaves estimates, not broken
+        // invariants: keep using them.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `PathRtts::sync` under the lock, taken only when there is news.
+    pub(crate) fn sync(&self, conn: &mut Connection) {
         if let Some((rtt, at)) = conn.take_rtt_news() {
-            self.sample(conn.mtu_path(), rtt, at);
+            self.lock().sample(conn.mtu_path(), rtt, at);
         }
     }
 
+    /// `PathRtts::offer` under the lock, taken only for a due loss timer.
+    pub(crate) fn offer(&self, conn: &mut Connection, now: Instant) {
+        if conn.wants_path_rtt(now).is_some() {
+            self.lock().offer(conn, now);
+        }
+    }
+}
+
+impl PathRtts {
     /// Before a connection's due loss-detection timer fires: offer the
     /// path's PTO base, if its last sample is fresh (taken within the path's
     /// PTO period, base + max_ack_delay: the peer is answering the others).
@@ -72,7 +96,7 @@ impl PathRtts {
     /// the base alone was too strict: at a burst's start the base is still
     /// the idle path's ~1 ms, and a client busy sending its requests reads
     /// the first answers later than that.)
-    pub(crate) fn offer(&self, conn: &mut Connection, now: Instant) {
+    fn offer(&self, conn: &mut Connection, now: Instant) {
         let Some(max_ack_delay) = conn.wants_path_rtt(now) else {
             return;
         };
@@ -140,5 +164,19 @@ mod tests {
             rtts.sample((None, IpAddr::V4(Ipv4Addr::from(i))), MS, t0);
             assert!(rtts.paths.len() <= MAX_PATHS);
         }
+    }
+
+    #[test]
+    fn endpoints_sharing_a_cache_see_each_others_samples() {
+        #[allow(clippy::disallowed_methods)]
+        let t0 = Instant::now();
+        let p = (None, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let first = PathRttCache::default();
+        let second = first.clone();
+        first.lock().sample(p, 80 * MS, t0);
+        let e = second.lock().paths[&p];
+        assert_eq!((e.smoothed, e.var, e.at), (80 * MS, 40 * MS, t0));
+        // An endpoint's own cache is its own.
+        assert!(PathRttCache::default().lock().paths.is_empty());
     }
 }

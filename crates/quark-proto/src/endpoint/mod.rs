@@ -28,7 +28,7 @@ use smallvec::SmallVec;
 
 use crate::cid::{ConnectionId, ResetToken};
 use crate::config::{CidGenerator, ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
-use crate::connection::{CidEvent, Connection, ConnectionParams, MtuCache, PathRtts, Transmit};
+use crate::connection::{CidEvent, Connection, ConnectionParams, MtuCache, PathRttCache, Transmit};
 use crate::crypto::tls::{TlsSession, TlsSetupError};
 use crate::crypto::tokens::{ResetKey, TokenKey};
 use crate::packet::{HeaderType, PacketDecodeError, PartialDecode};
@@ -129,7 +129,7 @@ pub struct Endpoint {
     mtus: MtuCache,
     /// Each path's RTT from all its connections' samples, offered to a
     /// connection's due PTO (`TransportConfig::shared_path_rtt`).
-    rtts: PathRtts,
+    rtts: PathRttCache,
     /// 0-RTT datagrams that came before their connection's Initial.
     early: early::EarlyDatagrams,
 }
@@ -161,7 +161,7 @@ impl Endpoint {
             route_key: RandomState::new(),
             owned: Vec::new(),
             mtus: MtuCache::default(),
-            rtts: PathRtts::default(),
+            rtts: PathRttCache::default(),
             early: early::EarlyDatagrams::default(),
             reset_tokens: IdMap::default(),
             token_key,
@@ -425,6 +425,18 @@ impl Endpoint {
                 }
             }
         }
+    }
+
+    /// This endpoint's per-path RTT cache (`TransportConfig::shared_path_rtt`).
+    pub fn path_rtts(&self) -> PathRttCache {
+        self.rtts.clone()
+    }
+
+    /// Use `cache` (another endpoint's [`Endpoint::path_rtts`]) for this
+    /// endpoint's per-path RTT: endpoints of one process on the same paths
+    /// then learn them together.
+    pub fn share_path_rtts(&mut self, cache: PathRttCache) {
+        self.rtts = cache;
     }
 
     /// Next server connection not yet accepted.
