@@ -92,6 +92,12 @@ pub struct TransportConfig {
     /// (RFC 9002 §6.2.4 allows one or two; 0 counts as 1). One by default:
     /// most PTOs there are a busy peer's queueing, not loss (issue #33).
     pub data_pto_probes: u8,
+    /// Share RTT samples among the endpoint's connections on one path (local
+    /// and remote IP): a connection's Application Data PTO is at least what
+    /// the others measure lately (RFC 9040's ensemble sharing), so a burst
+    /// of connections set up on an idle path does not fire a PTO each while
+    /// their peer works through the queue they made (issue #33).
+    pub shared_path_rtt: bool,
     /// Upper bound on CRYPTO data buffered out of order per space.
     pub crypto_buffer: usize,
     /// Give up on a handshake that has not completed this long after it began
@@ -154,6 +160,7 @@ impl Default for TransportConfig {
             active_connection_id_limit: 4,
             ack_frequency: true,
             data_pto_probes: 1,
+            shared_path_rtt: true,
             crypto_buffer: 64 * 1024,
             handshake_timeout: Duration::from_secs(10),
             max_datagram_frame_size: None,

@@ -48,8 +48,8 @@ pub mod varint;
 pub use cid::{ConnectionId, ResetToken};
 pub use config::{ClientConfig, EndpointConfig, MemoryBudget, ServerConfig, TransportConfig};
 pub use connection::{
-    Connection, ConnectionError, ConnectionStats, Event, MemoryBreakdown, MigrateError, Priority,
-    SendDatagramError, StreamError, StreamEvent, Transmit, ZeroRtt,
+    Connection, ConnectionError, ConnectionStats, Event, MemoryBreakdown, MigrateError,
+    PathRttCache, Priority, SendDatagramError, StreamError, StreamEvent, Transmit, ZeroRtt,
 };
 pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
 pub use error::{TransportError, TransportErrorCode};

@@ -259,6 +259,15 @@ impl Endpoint {
         state.wake_driver();
     }
 
+    /// Learn each path's RTT together with `other` (another endpoint of this
+    /// process): a client spreading connections over several sockets then
+    /// shares one estimate per path among all of them, as one endpoint's
+    /// connections do (`TransportConfig::shared_path_rtt`, issue #33).
+    pub fn share_path_rtts_with(&self, other: &Endpoint) {
+        let cache = other.shared.lock().proto.path_rtts();
+        self.shared.lock().proto.share_path_rtts(cache);
+    }
+
     /// Whether a due loss-detection timer (PTO, RFC 9002 §6.2) waits, up to
     /// 200 ms, while received datagrams are still unread, as the
     /// acknowledgment it waits for may be among them. Other timers (idle,

@@ -93,7 +93,8 @@ fn fixed_recv_buffer() -> bool {
 /// needs a few: control and QPACK streams). `QUARK_TUNE` switches
 /// optimisations off for the before/after tables (e.g.
 /// `QUARK_TUNE=pmtud=0,ackfreq=0,pacing=0`; `pto1=0`: two probes per
-/// application-data PTO, as before issue #33); GSO and GRO are switched by
+/// application-data PTO, as before issue #33; `pathrtt=0`: each connection's
+/// PTO from its own RTT samples only); GSO and GRO are switched by
 /// quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
 fn transport(uni: u64) -> Arc<quark::TransportConfig> {
     let off = tuned_off;
@@ -105,6 +106,7 @@ fn transport(uni: u64) -> Arc<quark::TransportConfig> {
         ack_frequency: !off("ackfreq"),
         pacing: !off("pacing"),
         data_pto_probes: if off("pto1") { 2 } else { 1 },
+        shared_path_rtt: !off("pathrtt"),
         max_idle_timeout: IDLE_TIMEOUT,
         ..quark::TransportConfig::default()
     })
@@ -230,7 +232,7 @@ fn dump_stats(side: &str, conn: &quark::Connection) {
     {
         let _ = writeln!(
             f,
-            "dgram_in={} dgram_out={} pkt_in={} pkt_out={} dropped={} acks_in={} acks_out={} lost={} ptos={} probes={} spurious={} mtu_probes={}",
+            "dgram_in={} dgram_out={} pkt_in={} pkt_out={} dropped={} acks_in={} acks_out={} lost={} ptos={} probes={} putoff={} spurious={} mtu_probes={}",
             s.datagrams_in,
             s.datagrams_out,
             s.packets_in,
@@ -241,6 +243,7 @@ fn dump_stats(side: &str, conn: &quark::Connection) {
             s.packets_lost,
             s.ptos,
             s.probes_out,
+            s.ptos_put_off,
             s.spurious_losses,
             s.mtu_probes
         );
@@ -363,6 +366,9 @@ impl QuarkEndpoints {
                 .collect::<std::io::Result<Vec<_>>>()?,
         };
         for e in &endpoints {
+            // One RTT estimate per path for all the client's sockets (the
+            // connections of every socket go to the same server).
+            e.share_path_rtts_with(&endpoints[0]);
             e.set_busy_poll(busy_poll());
             e.set_timer_deferral(timer_deferral());
             if fixed_recv_buffer() {

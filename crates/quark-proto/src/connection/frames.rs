@@ -196,7 +196,10 @@ impl Connection {
         self.acked_scratch = acked;
         self.lost_scratch = lost;
         self.qlog_metrics(now);
-        result?;
+        let summary = result?;
+        if space == SpaceId::Data && summary.rtt_sample && self.config.shared_path_rtt {
+            self.rtt_news = Some(now);
+        }
         if space == SpaceId::Data {
             if let Some(keys) = self.one_rtt.as_mut() {
                 keys.on_ack(ack.largest);

@@ -27,6 +27,7 @@ mod memory;
 mod migration;
 mod mtu;
 mod mtu_cache;
+mod path_rtt;
 mod qlog;
 mod recv;
 mod send;
@@ -71,6 +72,7 @@ use close::State;
 use mtu::MtuDiscovery;
 pub(crate) use mtu::PathMtu;
 pub(crate) use mtu_cache::MtuCache;
+pub use path_rtt::PathRttCache;
 use sent::SentFrames;
 #[cfg(test)]
 use spaces::PacketSpace;
@@ -141,6 +143,9 @@ pub struct ConnectionStats {
     pub ptos: u64,
     /// Probe packets sent when a PTO fired (RFC 9002 §6.2.4).
     pub probes_out: u64,
+    /// Times a due PTO was put off by what the path's other connections
+    /// measured (`TransportConfig::shared_path_rtt`).
+    pub ptos_put_off: u64,
     /// Key updates.
     pub key_updates: u64,
     /// Packets declared lost and acknowledged afterwards (reordering).
@@ -329,6 +334,9 @@ pub struct Connection {
     /// Reused per ACK: packets newly acknowledged / lost (no allocation per ACK).
     acked_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
     lost_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
+    /// When an ACK last gave an Application Data RTT sample not yet reported
+    /// to the endpoint's path cache (`path_rtt`).
+    rtt_news: Option<Instant>,
     /// Frames to send verbatim (testing a misbehaving peer).
     #[cfg(feature = "testing")]
     raw_frames: Vec<u8>,
@@ -460,6 +468,7 @@ impl Connection {
             skipped,
             acked_scratch: Vec::new(),
             lost_scratch: Vec::new(),
+            rtt_news: None,
             crypto_scratch: Vec::new(),
             decrypt_failures: 0,
             seal_jobs: Vec::new(),
@@ -640,6 +649,33 @@ impl Connection {
     pub(crate) fn offer_mtu(&mut self, hint: PathMtu) {
         if matches!(hint, PathMtu::Known(_)) || self.stats.bytes_out >= mtu::MTU_PROBE_AFTER / 2 {
             self.mtu.offer(hint);
+        }
+    }
+
+    /// The RTT sample (latest_rtt, when) taken since the last call, for the
+    /// endpoint's per-path estimate (`TransportConfig::shared_path_rtt`).
+    pub(crate) fn take_rtt_news(&mut self) -> Option<(Duration, Instant)> {
+        let at = self.rtt_news.take()?;
+        Some((self.recovery.rtt().latest(), at))
+    }
+
+    /// Whether a due loss-detection timer should first hear what the path's
+    /// other connections measured: then the peer's max_ack_delay.
+    pub(crate) fn wants_path_rtt(&self, now: Instant) -> Option<Duration> {
+        let due = self
+            .recovery
+            .loss_detection_timer()
+            .is_some_and(|t| t <= now);
+        (self.config.shared_path_rtt && self.handshake_confirmed && due)
+            .then(|| self.peer_max_ack_delay())
+    }
+
+    /// The path's shared PTO base (zero: none fresh); see
+    /// `Recovery::offer_path_pto`.
+    pub(crate) fn offer_path_pto(&mut self, base: Duration, now: Instant) {
+        let path = self.path_state();
+        if self.recovery.offer_path_pto(base, now, &path) {
+            self.stats.ptos_put_off += 1;
         }
     }
 

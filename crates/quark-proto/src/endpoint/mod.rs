@@ -28,7 +28,7 @@ use smallvec::SmallVec;
 
 use crate::cid::{ConnectionId, ResetToken};
 use crate::config::{CidGenerator, ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
-use crate::connection::{CidEvent, Connection, ConnectionParams, MtuCache, Transmit};
+use crate::connection::{CidEvent, Connection, ConnectionParams, MtuCache, PathRttCache, Transmit};
 use crate::crypto::tls::{TlsSession, TlsSetupError};
 use crate::crypto::tokens::{ResetKey, TokenKey};
 use crate::packet::{HeaderType, PacketDecodeError, PartialDecode};
@@ -127,6 +127,9 @@ pub struct Endpoint {
     /// What connections learnt about each path's MTU, offered to the other
     /// connections on the same path, and the paths' traffic.
     mtus: MtuCache,
+    /// Each path's RTT from all its connections' samples, offered to a
+    /// connection's due PTO (`TransportConfig::shared_path_rtt`).
+    rtts: PathRttCache,
     /// 0-RTT datagrams that came before their connection's Initial.
     early: early::EarlyDatagrams,
 }
@@ -158,6 +161,7 @@ impl Endpoint {
             route_key: RandomState::new(),
             owned: Vec::new(),
             mtus: MtuCache::default(),
+            rtts: PathRttCache::default(),
             early: early::EarlyDatagrams::default(),
             reset_tokens: IdMap::default(),
             token_key,
@@ -404,6 +408,7 @@ impl Endpoint {
         }
         if let Some(conn) = self.conns.get_mut(h.0) {
             self.mtus.sync(conn);
+            self.rtts.sync(conn);
             let owned = &mut self.owned[h.0];
             if (conn.is_handshake_complete() || conn.is_closed())
                 && let Some(source) = owned.half_open.take()
@@ -420,6 +425,18 @@ impl Endpoint {
                 }
             }
         }
+    }
+
+    /// This endpoint's per-path RTT cache (`TransportConfig::shared_path_rtt`).
+    pub fn path_rtts(&self) -> PathRttCache {
+        self.rtts.clone()
+    }
+
+    /// Use `cache` (another endpoint's [`Endpoint::path_rtts`]) for this
+    /// endpoint's per-path RTT: endpoints of one process on the same paths
+    /// then learn them together.
+    pub fn share_path_rtts(&mut self, cache: PathRttCache) {
+        self.rtts = cache;
     }
 
     /// Next server connection not yet accepted.
@@ -447,6 +464,7 @@ impl Endpoint {
     /// Let a connection's due timers fire.
     pub fn handle_timeout(&mut self, h: ConnectionHandle, now: Instant) {
         if let Some(conn) = self.conns.get_mut(h.0) {
+            self.rtts.offer(conn, now);
             conn.handle_timeout(now);
             self.sync(h);
         }

@@ -156,6 +156,8 @@ impl<T> Recovery<T> {
                 path.handshake_confirmed,
             );
             self.first_rtt_sample.get_or_insert(now);
+            // Its own sample is fresher than the path's offer.
+            self.path_pto = Duration::ZERO;
             summary.rtt_sample = true;
         }
 

@@ -219,6 +219,10 @@ impl<T> Space<T> {
 pub struct Recovery<T> {
     spaces: SpaceSet<Space<T>>,
     rtt: RttEstimator,
+    /// The least PTO base (smoothed + 4·var) for the Application Data space,
+    /// from other connections' samples on the same path (`offer_path_pto`):
+    /// zero unless offered, cleared by this connection's next own sample.
+    path_pto: Duration,
     /// When the first RTT sample was taken (A.3 first_rtt_sample).
     first_rtt_sample: Option<Instant>,
     pto_count: u32,
@@ -264,6 +268,7 @@ impl<T> Recovery<T> {
         Recovery {
             spaces: SpaceSet::new(Space::new),
             rtt: RttEstimator::new(config.initial_rtt),
+            path_pto: Duration::ZERO,
             first_rtt_sample: None,
             pto_count: 0,
             timer: None,
@@ -297,6 +302,29 @@ impl<T> Recovery<T> {
     /// this when something changed, not on every datagram.
     pub fn update_timer(&mut self, now: Instant, path: &PathState) {
         self.set_timer(now, path);
+    }
+
+    /// What other connections on the same path measured: `base` is their
+    /// shared smoothed_rtt + max(4·rttvar, kGranularity), the least the
+    /// Application Data PTO base may be until this connection's own next RTT
+    /// sample (zero: none). Re-arms the timer if that changes it; returns
+    /// whether it did.
+    ///
+    /// Why: a connection's estimate from an idle path (a PTO of ~26 ms)
+    /// knows nothing of the queue that 5 000 connections bursting at once
+    /// build at their common peer; the others' answers measure it, and RFC
+    /// 9040 (TCP control block interdependence) shares RTT among concurrent
+    /// connections to one host for that reason. The PTO keeps its meaning
+    /// (RFC 9002 §6.2.1: no acknowledgment within the path's expected RTT)
+    /// with a better estimate of that RTT; it can only grow.
+    pub fn offer_path_pto(&mut self, base: Duration, now: Instant, path: &PathState) -> bool {
+        if base == self.path_pto {
+            return false;
+        }
+        self.path_pto = base;
+        let before = self.timer;
+        self.set_timer(now, path);
+        self.timer != before
     }
 
     /// Keys for `space` were discarded: forget its packets (removing them from bytes in

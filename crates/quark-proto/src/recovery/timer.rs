@@ -73,6 +73,11 @@ impl<T> Recovery<T> {
                 //= https://www.rfc-editor.org/rfc/rfc9002#appendix-A.8
                 //# // Include max_ack_delay and backoff for Application Data.
                 //# duration += max_ack_delay * (2 ^ pto_count)
+                // At least what the path's other connections measure
+                // (`Recovery::offer_path_pto`), with the same backoff.
+                if !self.path_pto.is_zero() {
+                    duration = duration.max(self.path_pto.saturating_mul(backoff));
+                }
                 duration = duration.saturating_add(max_ack_delay);
             }
             let Some(t) = sp

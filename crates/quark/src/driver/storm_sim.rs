@@ -70,10 +70,11 @@ struct Sim {
 }
 
 impl Sim {
-    fn new(defer: bool, probes: u8) -> (Self, ClientConfig) {
+    fn new(defer: bool, probes: u8, shared_rtt: bool) -> (Self, ClientConfig) {
         let (p, client_cfg) = Pair::new(TransportConfig {
             mtu_discovery: false,
             data_pto_probes: probes,
+            shared_path_rtt: shared_rtt,
             ..TransportConfig::default()
         });
         let sim = Sim {
@@ -271,6 +272,7 @@ impl Sim {
             sum.probes_out += s.probes_out;
             sum.packets_out += s.packets_out;
             sum.packets_lost += s.packets_lost;
+            sum.ptos_put_off += s.ptos_put_off;
         }
         sum
     }
@@ -297,14 +299,15 @@ struct Burst {
 
 /// Sets the connections up on an idle path (the server reads at once), one
 /// request each, then sends `REQUESTS` each at once to a slow server.
+/// Each connection's own RTT estimate only (`shared_path_rtt` off).
 fn run(defer: bool, probes: u8) -> Burst {
-    run_with(defer, probes, usize::MAX)
+    run_with(defer, probes, false, usize::MAX)
 }
 
 /// `run` with a server socket that holds `inbox_cap` bytes as the kernel
 /// charges them.
-fn run_with(defer: bool, probes: u8, inbox_cap: usize) -> Burst {
-    let (mut sim, cfg) = Sim::new(defer, probes);
+fn run_with(defer: bool, probes: u8, shared_rtt: bool, inbox_cap: usize) -> Burst {
+    let (mut sim, cfg) = Sim::new(defer, probes, shared_rtt);
     for _ in 0..CONNS {
         let h = sim
             .p
@@ -338,6 +341,7 @@ fn run_with(defer: bool, probes: u8, inbox_cap: usize) -> Burst {
         ptos: a.ptos - b.ptos,
         probes_out: a.probes_out - b.probes_out,
         packets_out: a.packets_out - b.packets_out,
+        ptos_put_off: a.ptos_put_off - b.ptos_put_off,
         ..ConnectionStats::default()
     };
     Burst {
@@ -350,12 +354,14 @@ fn run_with(defer: bool, probes: u8, inbox_cap: usize) -> Burst {
 
 fn report(b: &Burst) -> String {
     format!(
-        "client: {} PTOs, {} probes, {} packets; server: {} PTOs, {} probes, {} packets; \
-         {} dropped, longest request {:?}",
+        "client: {} PTOs ({} put off), {} probes, {} packets; server: {} PTOs ({} put off), \
+         {} probes, {} packets; {} dropped, longest request {:?}",
         b.client.ptos,
+        b.client.ptos_put_off,
         b.client.probes_out,
         b.client.packets_out,
         b.server.ptos,
+        b.server.ptos_put_off,
         b.server.probes_out,
         b.server.packets_out,
         b.dropped,
@@ -407,8 +413,8 @@ fn a_receive_buffer_grown_with_the_connections_holds_a_cold_burst() {
     // The kernel reports, and charges against, twice what was asked.
     let fixed = CONNS * (64 << 20) / 20_000;
     let grown = 2 * recv_buffer_for(CONNS, RECV_BUF_PER_CONN, 0).unwrap();
-    let before = run_with(false, 1, fixed);
-    let after = run_with(false, 1, grown);
+    let before = run_with(false, 1, false, fixed);
+    let after = run_with(false, 1, false, grown);
     eprintln!("fixed: {}", report(&before));
     eprintln!("grown: {}", report(&after));
     assert_eq!(after.dropped, 0, "{}", report(&after));
@@ -417,4 +423,37 @@ fn a_receive_buffer_grown_with_the_connections_holds_a_cold_burst() {
         "the test does not overflow: {}",
         report(&before)
     );
+}
+
+/// The client's PTOs of the burst (issue #33's last cost): its requests wait
+/// in the server's socket, which no deferral on its side can see, and each
+/// connection's estimate from the idle path says 26 ms. With the path's RTT
+/// shared (the default), the answers the other connections get measure the
+/// queue, and a due PTO waits while they keep coming. The default
+/// configuration otherwise (no deferral, one probe). The server's first
+/// PTOs of the burst still fire: its first ACKs wait in its own socket
+/// before any connection has measured that queue (the deferral's case).
+#[test]
+fn a_burst_sharing_the_path_rtt_sends_almost_no_probes() {
+    let per_conn = |n: u64| n as f64 / CONNS as f64;
+    let own = run(false, 1);
+    let shared = run_with(false, 1, true, usize::MAX);
+    let both = run_with(true, 1, true, usize::MAX);
+    eprintln!("own RTT only: {}", report(&own));
+    eprintln!("path RTT shared: {}", report(&shared));
+    eprintln!("shared and deferred: {}", report(&both));
+    assert!(per_conn(own.client.probes_out) >= 1.0, "{}", report(&own));
+    assert!(
+        per_conn(shared.client.probes_out) <= 0.1,
+        "{}",
+        report(&shared)
+    );
+    assert!(shared.client.ptos_put_off > 0, "{}", report(&shared));
+    assert!(
+        2 * shared.server.probes_out <= own.server.probes_out,
+        "{}",
+        report(&shared)
+    );
+    // Nothing was lost, and the requests did not take longer for it.
+    assert!(shared.worst <= own.worst, "{}", report(&shared));
 }
