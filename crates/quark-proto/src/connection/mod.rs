@@ -27,6 +27,7 @@ mod memory;
 mod migration;
 mod mtu;
 mod mtu_cache;
+mod path_map;
 mod path_rtt;
 mod qlog;
 mod recv;

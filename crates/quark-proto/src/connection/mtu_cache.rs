@@ -6,13 +6,9 @@
 //! thousands of requests in 1200-byte datagrams; now one of them searches as
 //! soon as the path as a whole carried 64 KB.
 
-use std::collections::HashMap;
-use std::net::IpAddr;
-
 use super::Connection;
 use super::mtu::{BASE_MTU, MTU_PROBE_AFTER, PathMtu};
-
-type Path = (Option<IpAddr>, IpAddr);
+use super::path_map::{Path, PathMap};
 
 /// Paths remembered (bounded: peers choose addresses). A full cache forgets
 /// an arbitrary path for each new one, so new paths are still learnt.
@@ -28,9 +24,17 @@ enum Entry {
 }
 
 /// Per-path MTU knowledge and traffic, shared by an endpoint's connections.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct MtuCache {
-    paths: HashMap<Path, Entry>,
+    paths: PathMap<Entry>,
+}
+
+impl Default for MtuCache {
+    fn default() -> Self {
+        MtuCache {
+            paths: PathMap::new(MAX_PATHS),
+        }
+    }
 }
 
 impl MtuCache {
@@ -76,18 +80,13 @@ impl MtuCache {
     }
 
     fn insert(&mut self, path: Path, entry: Entry) {
-        if self.paths.len() >= MAX_PATHS && !self.paths.contains_key(&path) {
-            if let Some(old) = self.paths.keys().next().copied() {
-                self.paths.remove(&old);
-            }
-        }
         self.paths.insert(path, entry);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::net::Ipv4Addr;
+    use std::net::{IpAddr, Ipv4Addr};
 
     use super::*;
 
@@ -98,7 +97,7 @@ mod tests {
         for i in 0..(MAX_PATHS as u32 + 500) {
             cache.learn(path(i), PathMtu::Known(9000));
             assert!(cache.paths.len() <= MAX_PATHS);
-            assert!(cache.paths.contains_key(&path(i)), "path {i} not learnt");
+            assert!(cache.paths.get(&path(i)).is_some(), "path {i} not learnt");
         }
         // What is already known is updated in place, without evicting.
         let known = *cache.paths.keys().next().unwrap();

@@ -11,15 +11,12 @@
 //! RFC 9040 (TCP control block interdependence) shares RTT among concurrent connections to one host in TCP
 //! for the same reason ("ensemble sharing").
 
-use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::Connection;
+use super::path_map::{Path, PathMap};
 use crate::recovery::rtt::GRANULARITY;
-
-type Path = (Option<IpAddr>, IpAddr);
 
 /// Paths remembered (bounded: peers choose addresses). A full cache forgets
 /// an arbitrary path for each new one.
@@ -52,9 +49,17 @@ impl Estimate {
 }
 
 /// Per-path RTT shared by an endpoint's connections.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct PathRtts {
-    paths: HashMap<Path, Estimate>,
+    paths: PathMap<Estimate>,
+}
+
+impl Default for PathRtts {
+    fn default() -> Self {
+        PathRtts {
+            paths: PathMap::new(MAX_PATHS),
+        }
+    }
 }
 
 /// A per-path RTT cache that several endpoints of one process may share
@@ -122,11 +127,6 @@ impl PathRtts {
             e.at = e.at.max(at);
             return;
         }
-        if self.paths.len() >= MAX_PATHS {
-            if let Some(old) = self.paths.keys().next().copied() {
-                self.paths.remove(&old);
-            }
-        }
         let e = Estimate {
             smoothed: rtt,
             var: rtt / 2,
@@ -138,7 +138,7 @@ impl PathRtts {
 
 #[cfg(test)]
 mod tests {
-    use std::net::Ipv4Addr;
+    use std::net::{IpAddr, Ipv4Addr};
 
     use super::*;
 
@@ -177,6 +177,6 @@ mod tests {
         let e = second.lock().paths[&p];
         assert_eq!((e.smoothed, e.var, e.at), (80 * MS, 40 * MS, t0));
         // An endpoint's own cache is its own.
-        assert!(PathRttCache::default().lock().paths.is_empty());
+        assert_eq!(PathRttCache::default().lock().paths.len(), 0);
     }
 }
