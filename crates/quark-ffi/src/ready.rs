@@ -13,7 +13,6 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::task::{Wake, Waker};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -95,7 +94,7 @@ impl Ready {
         self.inner.lock()
     }
 
-    fn mark(&self, handle: i64) {
+    pub(crate) fn mark(&self, handle: i64) {
         let mut inner = self.lock();
         let i = handle_index(handle);
         if inner.listed.len() <= i {
@@ -153,29 +152,6 @@ impl Ready {
         // borrow ends with the duplicate made.
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(self.raw_fd()) };
         fd.try_clone_to_owned()
-    }
-
-    /// The waker a handle leaves with what it waits for.
-    pub(crate) fn waker(self: &Arc<Self>, handle: i64) -> Waker {
-        Waker::from(Arc::new(Notify {
-            ready: self.clone(),
-            handle,
-        }))
-    }
-}
-
-struct Notify {
-    ready: Arc<Ready>,
-    handle: i64,
-}
-
-impl Wake for Notify {
-    fn wake(self: Arc<Self>) {
-        self.ready.mark(self.handle);
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.ready.mark(self.handle);
     }
 }
 
