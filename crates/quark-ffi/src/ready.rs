@@ -21,11 +21,14 @@ use crate::driven::Driven;
 use crate::error::QuarkError;
 use crate::object::entry;
 use crate::table;
+use crate::tls_cache::TlsCache;
 
 /// The ready list of one endpoint and the descriptor that signals it.
 pub(crate) struct Ready {
     inner: Mutex<Inner>,
     signal: Signal,
+    /// The TLS configuration the endpoint's `quark_connect_on`s share.
+    pub(crate) tls: TlsCache,
 }
 
 /// What makes the descriptor C polls readable.
@@ -63,6 +66,7 @@ impl Ready {
                 read_end,
                 write_end,
             },
+            tls: TlsCache::default(),
         }))
     }
 
@@ -71,6 +75,7 @@ impl Ready {
         Arc::new(Ready {
             inner: Mutex::new(Inner::default()),
             signal: Signal::Driven(Box::new(driven)),
+            tls: TlsCache::default(),
         })
     }
 
