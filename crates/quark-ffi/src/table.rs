@@ -115,16 +115,26 @@ impl Deref for Ref {
 }
 
 impl Drop for Ref {
+    #[inline]
     fn drop(&mut self) {
         let before = self.slot.state.fetch_sub(1, Ordering::AcqRel);
-        if before & USERS == 1 && before & OPEN == 0 {
-            // Closed and we were its last user: no `Ref` is left, none can
-            // be made, so the object is ours to drop.
-            // SAFETY: exclusive access, as above.
-            let handle = unsafe { (*self.slot.handle.get()).take() };
-            drop(handle);
-            FREE.lock().free.push(self.index);
+        // Closed (no OPEN bit) and we were its last user.
+        if before & (OPEN | USERS) == 1 {
+            self.reclaim();
         }
+    }
+}
+
+impl Ref {
+    /// Drop the object of a closed slot whose last user this was: no `Ref`
+    /// is left and none can be made, so it is ours.
+    #[cold]
+    #[inline(never)]
+    fn reclaim(&self) {
+        // SAFETY: exclusive access, as above.
+        let handle = unsafe { (*self.slot.handle.get()).take() };
+        drop(handle);
+        FREE.lock().free.push(self.index);
     }
 }
 
@@ -164,6 +174,7 @@ pub(crate) fn insert(object: Object, ready: Arc<Ready>) -> Result<i64, QuarkErro
 
 /// The object behind `handle`, in use until the `Ref` drops: the caller may
 /// block on it while another thread closes the handle.
+#[inline]
 pub(crate) fn get(handle: i64) -> Result<Ref, QuarkError> {
     let (index, generation) = split(handle).ok_or(QuarkError::BadHandle)?;
     let slot = slot(index).ok_or(QuarkError::BadHandle)?;
