@@ -25,6 +25,17 @@
 // drives the endpoint, so another thread's `quark_process` waits for it.
 #define QUARK_FLAG_CALLER_DRIVEN 1
 
+// Flag for `quark_client` / `quark_listen_flags` / `quark_listen_pem_flags`
+// / `quark_connect_flags`: handshakes of the endpoint's `quark_connect_on`
+// connections never resume a TLS session. Without it, connections on one
+// endpoint with the same TLS arguments (ALPN, CA file contents, cipher
+// suites, `insecure`) share one TLS configuration and its session tickets,
+// so a later handshake to the same server may resume (no certificate
+// check, no signature). `quark_connect*` makes an endpoint per connection,
+// which never resumes. A listening endpoint with it also issues no
+// session tickets.
+#define QUARK_FLAG_NO_RESUMPTION 2
+
 // Why a call failed. Every call returns one of these (all negative) on
 // failure, so `ret < 0` is the test for an error.
 enum QuarkError
@@ -112,6 +123,13 @@ int64_t quark_connect_on(int64_t endpoint,
 //
 // Thread safety: safe from any thread.
 int32_t quark_connected(int64_t conn);
+
+// Whether the handshake of `conn` resumed a TLS session (like OpenSSL's
+// `SSL_session_reused`): 1 if it did, 0 if it was a full handshake (or is
+// still under way), or a negative error. See `QUARK_FLAG_NO_RESUMPTION`.
+//
+// Thread safety: safe from any thread; does not block.
+int32_t quark_resumed(int64_t conn);
 
 // Bind a server endpoint on `addr` ("127.0.0.1:4433", port 0 for any) with
 // the PEM certificate chain and key in the named files, offering the
@@ -278,8 +296,8 @@ int64_t quark_stream_read_with(int64_t stream, uintptr_t max, void (*visit)(void
                                                                             const uint8_t*,
                                                                             uintptr_t), void *arg);
 
-// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` or 0; other
-// bits give `QUARK_ERROR_INVAL`).
+// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` and
+// `QUARK_FLAG_NO_RESUMPTION`, or 0; other bits give `QUARK_ERROR_INVAL`).
 //
 // Thread safety: safe from any thread; does not block on the network.
 //

@@ -11,7 +11,7 @@ use quark::Endpoint;
 use crate::conn::{client_args, resolve};
 use crate::error::QuarkError;
 use crate::object::{Conn, Handle, Object, c_str, entry, entry_status, runtime};
-use crate::options::{caller_driven, driven_endpoint};
+use crate::options::{caller_driven, driven_endpoint, with_flags};
 use crate::ready::Ready;
 use crate::table;
 
@@ -30,13 +30,13 @@ pub unsafe extern "C" fn quark_client(addr: *const c_char, flags: u32) -> i64 {
         let addr = resolve(unsafe { c_str(addr)? })?;
         if caller_driven(flags)? {
             let (endpoint, ready) = driven_endpoint(None, addr)?;
-            return table::insert(Object::Endpoint(endpoint), ready);
+            return table::insert(Object::Endpoint(endpoint), with_flags(ready, flags));
         }
         let endpoint = {
             let _guard = runtime()?.enter();
             Endpoint::client(addr).map_err(|_| QuarkError::Io)?
         };
-        table::insert(Object::Endpoint(endpoint), Ready::new()?)
+        table::insert(Object::Endpoint(endpoint), with_flags(Ready::new()?, flags))
     })
 }
 
@@ -72,8 +72,17 @@ pub unsafe extern "C" fn quark_connect_on(
             return Err(QuarkError::WrongKind);
         };
         // SAFETY: the caller's contract above.
-        let (addr, name, config) =
-            unsafe { client_args(addr, server_name, alpn, insecure, ca_pem_path, ciphers)? };
+        let (addr, name, config) = unsafe {
+            client_args(
+                addr,
+                server_name,
+                alpn,
+                insecure,
+                ca_pem_path,
+                ciphers,
+                Some(&handle.ready.tls),
+            )?
+        };
         let connecting = {
             let _guard = match handle.ready.as_driven() {
                 Some(d) => d.enter(),
@@ -113,6 +122,22 @@ pub extern "C" fn quark_connected(conn: i64) -> i32 {
         handle.run(c.established())??;
         Ok(())
     })
+}
+
+/// Whether the handshake of `conn` resumed a TLS session (like OpenSSL's
+/// `SSL_session_reused`): 1 if it did, 0 if it was a full handshake (or is
+/// still under way), or a negative error. See `QUARK_FLAG_NO_RESUMPTION`.
+///
+/// Thread safety: safe from any thread; does not block.
+#[unsafe(no_mangle)]
+pub extern "C" fn quark_resumed(conn: i64) -> i32 {
+    entry(|| {
+        let handle = table::get(conn)?;
+        let Object::Connection(c) = &handle.object else {
+            return Err(QuarkError::WrongKind);
+        };
+        Ok(c.get().is_some_and(|c| c.is_resumed()).into())
+    }) as i32
 }
 
 /// `quark_connect_on` on a non-blocking endpoint: like `connect(2)` on an

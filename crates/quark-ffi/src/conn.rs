@@ -3,6 +3,7 @@
 use std::ffi::c_char;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quark::{Endpoint, tls};
@@ -11,9 +12,12 @@ use crate::error::QuarkError;
 use crate::object::{
     Conn, Handle, LINGER, Object, Stream, c_str, c_str_opt, entry, entry_status, runtime,
 };
-use crate::options::{caller_driven, close_driven, driven_endpoint};
+use crate::options::{
+    QUARK_FLAG_NO_RESUMPTION, caller_driven, close_driven, driven_endpoint, with_flags,
+};
 use crate::ready::Ready;
 use crate::table;
+use crate::tls_cache::{TlsArgs, TlsCache};
 
 /// ALPN protocols from a comma-separated list ("hq-interop,h3").
 fn alpn_list(alpn: &str) -> Result<Vec<&[u8]>, QuarkError> {
@@ -147,14 +151,20 @@ fn bind_server(
     alpn: &str,
     flags: u32,
 ) -> Result<i64, QuarkError> {
-    let config = tls::server_config(identity, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
+    let mut config =
+        tls::server_config(identity, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
+    if flags & QUARK_FLAG_NO_RESUMPTION != 0 {
+        let tls = Arc::make_mut(&mut config.tls);
+        tls.send_tls13_tickets = 0;
+        tls.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    }
     if caller_driven(flags)? {
         let (endpoint, ready) = driven_endpoint(Some(config), addr)?;
-        return table::insert(Object::Endpoint(endpoint), ready);
+        return table::insert(Object::Endpoint(endpoint), with_flags(ready, flags));
     }
     let _guard = runtime()?.enter();
     let endpoint = Endpoint::server(config, addr).map_err(|_| QuarkError::Io)?;
-    table::insert(Object::Endpoint(endpoint), Ready::new()?)
+    table::insert(Object::Endpoint(endpoint), with_flags(Ready::new()?, flags))
 }
 
 /// The local UDP port of an endpoint or of a connection's endpoint.
@@ -264,8 +274,17 @@ pub(crate) unsafe fn connect(
 ) -> i64 {
     entry(|| {
         // SAFETY: the caller's contract above.
-        let (addr, name, config) =
-            unsafe { client_args(addr, server_name, alpn, insecure, ca_pem_path, ciphers)? };
+        let (addr, name, config) = unsafe {
+            client_args(
+                addr,
+                server_name,
+                alpn,
+                insecure,
+                ca_pem_path,
+                ciphers,
+                None,
+            )?
+        };
         let local: SocketAddr = if addr.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
         } else {
@@ -303,7 +322,8 @@ pub(crate) unsafe fn connect(
 }
 
 /// The peer's address, the server name and the TLS configuration of a
-/// connect call.
+/// connect call; with `shared`, the configuration of the endpoint's last
+/// connect if its TLS arguments were the same (`tls_cache.rs`).
 ///
 /// # Safety
 /// As `quark_connect_with`.
@@ -314,6 +334,7 @@ pub(crate) unsafe fn client_args<'a>(
     insecure: i32,
     ca_pem_path: *const c_char,
     ciphers: *const c_char,
+    shared: Option<&TlsCache>,
 ) -> Result<(SocketAddr, &'a str, quark::ClientConfig), QuarkError> {
     // SAFETY: the caller's contract above.
     let (addr, name, alpn, ca, ciphers) = unsafe {
@@ -326,15 +347,56 @@ pub(crate) unsafe fn client_args<'a>(
         )
     };
     let addr = resolve(addr)?;
-    let verify = match (insecure != 0, ca) {
-        (true, _) => tls::Verify::Insecure,
-        (false, Some(ca)) => tls::Verify::CaFile(ca.into()),
-        (false, None) => return Err(QuarkError::Inval),
+    let insecure = insecure != 0;
+    if !insecure && ca.is_none() {
+        return Err(QuarkError::Inval);
+    }
+    let Some(shared) = shared else {
+        let verify = match ca {
+            Some(ca) if !insecure => tls::Verify::CaFile(ca.into()),
+            _ => tls::Verify::Insecure,
+        };
+        return Ok((addr, name, client_config(verify, alpn, ciphers)?));
     };
-    let suites = cipher_list(ciphers.unwrap_or(""))?;
-    let config =
-        tls::client_config_with(verify, &alpn_list(alpn)?, &suites).map_err(|_| QuarkError::Tls)?;
+    let args = TlsArgs {
+        insecure,
+        ca_pem: match ca {
+            Some(ca) if !insecure => Some(std::fs::read(ca).map_err(|_| QuarkError::Tls)?),
+            _ => None,
+        },
+        alpn: alpn.into(),
+        ciphers: ciphers.unwrap_or("").into(),
+    };
+    let config = shared.get(args, |a| {
+        let verify = match &a.ca_pem {
+            Some(pem) => tls::Verify::Roots(ca_certs(pem)?),
+            None => tls::Verify::Insecure,
+        };
+        client_config(verify, &a.alpn, Some(&a.ciphers))
+    })?;
     Ok((addr, name, config))
+}
+
+fn client_config(
+    verify: tls::Verify,
+    alpn: &str,
+    ciphers: Option<&str>,
+) -> Result<quark::ClientConfig, QuarkError> {
+    let suites = cipher_list(ciphers.unwrap_or(""))?;
+    tls::client_config_with(verify, &alpn_list(alpn)?, &suites).map_err(|_| QuarkError::Tls)
+}
+
+/// The certificates of a PEM file's contents; none is an error, as for
+/// `Verify::CaFile`.
+fn ca_certs(pem: &[u8]) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, QuarkError> {
+    use rustls_pki_types::pem::PemObject;
+    let certs: Vec<_> = rustls_pki_types::CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|_| QuarkError::Tls)?;
+    if certs.is_empty() {
+        return Err(QuarkError::Tls);
+    }
+    Ok(certs)
 }
 
 /// Cipher suites from a comma-separated list of names; empty means all.

@@ -13,10 +13,11 @@
 //! | `quark_stream_open_uni` / `quark_stream_accept_uni` | a unidirectional stream (write-only / read-only) |
 //! | `quark_set_nonblocking` | `O_NONBLOCK`: `QUARK_ERROR_AGAIN` instead of waiting |
 //! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
-//! | `quark_listen_flags` / `quark_listen_pem_flags` / `quark_connect_flags` | the same with options: `QUARK_FLAG_CALLER_DRIVEN` |
+//! | `quark_listen_flags` / `quark_listen_pem_flags` / `quark_connect_flags` | the same with options: `QUARK_FLAG_CALLER_DRIVEN`, `QUARK_FLAG_NO_RESUMPTION` |
 //! | `quark_process` | caller-driven mode: run the endpoint's I/O and timers on the calling thread |
 //! | `quark_client` / `quark_connect_on` | a client endpoint shared by many connections (one socket); on a non-blocking endpoint the connect returns before the handshake |
 //! | `quark_connected` | `getsockopt(SO_ERROR)` after a non-blocking connect: is the handshake done |
+//! | `quark_resumed` | `SSL_session_reused`: did the handshake resume a TLS session |
 //! | `quark_stream_write_ref` / `quark_stream_read_with` | a write that lends the buffer, a read that visits the data in place (no copy at the boundary) |
 //! | `quark_on_work` | caller-driven mode: a callback when the endpoint gets work for `quark_process` |
 //!
@@ -52,8 +53,9 @@ mod options;
 mod ready;
 mod stream;
 mod table;
+mod tls_cache;
 
-pub use client::{quark_client, quark_connect_on, quark_connected};
+pub use client::{quark_client, quark_connect_on, quark_connected, quark_resumed};
 pub use conn::{
     quark_accept, quark_close, quark_connect, quark_connect_with, quark_listen, quark_listen_pem,
     quark_local_port, quark_set_nonblocking, quark_stream_accept, quark_stream_accept_uni,
@@ -62,8 +64,8 @@ pub use conn::{
 pub use error::{QuarkError, quark_strerror};
 pub use lend::{quark_stream_read_with, quark_stream_write_ref};
 pub use options::{
-    QUARK_FLAG_CALLER_DRIVEN, quark_connect_flags, quark_listen_flags, quark_listen_pem_flags,
-    quark_on_work, quark_process,
+    QUARK_FLAG_CALLER_DRIVEN, QUARK_FLAG_NO_RESUMPTION, quark_connect_flags, quark_listen_flags,
+    quark_listen_pem_flags, quark_on_work, quark_process,
 };
 pub use ready::{quark_ready, quark_ready_fd};
 pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};

@@ -33,12 +33,31 @@ use crate::table;
 /// drives the endpoint, so another thread's `quark_process` waits for it.
 pub const QUARK_FLAG_CALLER_DRIVEN: u32 = 1;
 
+/// Flag for `quark_client` / `quark_listen_flags` / `quark_listen_pem_flags`
+/// / `quark_connect_flags`: handshakes of the endpoint's `quark_connect_on`
+/// connections never resume a TLS session. Without it, connections on one
+/// endpoint with the same TLS arguments (ALPN, CA file contents, cipher
+/// suites, `insecure`) share one TLS configuration and its session tickets,
+/// so a later handshake to the same server may resume (no certificate
+/// check, no signature). `quark_connect*` makes an endpoint per connection,
+/// which never resumes. A listening endpoint with it also issues no
+/// session tickets.
+pub const QUARK_FLAG_NO_RESUMPTION: u32 = 2;
+
 /// Whether `flags` ask for caller-driven mode; unknown bits are an error.
 pub(crate) fn caller_driven(flags: u32) -> Result<bool, QuarkError> {
-    if flags & !QUARK_FLAG_CALLER_DRIVEN != 0 {
+    if flags & !(QUARK_FLAG_CALLER_DRIVEN | QUARK_FLAG_NO_RESUMPTION) != 0 {
         return Err(QuarkError::Inval);
     }
     Ok(flags & QUARK_FLAG_CALLER_DRIVEN != 0)
+}
+
+/// The options of `flags` that live with the endpoint's ready list.
+pub(crate) fn with_flags(ready: Arc<Ready>, flags: u32) -> Arc<Ready> {
+    if flags & QUARK_FLAG_NO_RESUMPTION != 0 {
+        ready.tls.disable_resumption();
+    }
+    ready
 }
 
 /// Bind a caller-driven endpoint on `addr` (kernel UDP only).
@@ -97,8 +116,8 @@ fn linger(d: &Driven, conn: &quark::Connection) {
     conn.close(0, b"");
 }
 
-/// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` or 0; other
-/// bits give `QUARK_ERROR_INVAL`).
+/// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` and
+/// `QUARK_FLAG_NO_RESUMPTION`, or 0; other bits give `QUARK_ERROR_INVAL`).
 ///
 /// Thread safety: safe from any thread; does not block on the network.
 ///

@@ -13,7 +13,6 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::task::{Wake, Waker};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -22,11 +21,14 @@ use crate::driven::Driven;
 use crate::error::QuarkError;
 use crate::object::entry;
 use crate::table;
+use crate::tls_cache::TlsCache;
 
 /// The ready list of one endpoint and the descriptor that signals it.
 pub(crate) struct Ready {
     inner: Mutex<Inner>,
     signal: Signal,
+    /// The TLS configuration the endpoint's `quark_connect_on`s share.
+    pub(crate) tls: TlsCache,
 }
 
 /// What makes the descriptor C polls readable.
@@ -64,6 +66,7 @@ impl Ready {
                 read_end,
                 write_end,
             },
+            tls: TlsCache::default(),
         }))
     }
 
@@ -72,6 +75,7 @@ impl Ready {
         Arc::new(Ready {
             inner: Mutex::new(Inner::default()),
             signal: Signal::Driven(Box::new(driven)),
+            tls: TlsCache::default(),
         })
     }
 
@@ -95,7 +99,7 @@ impl Ready {
         self.inner.lock()
     }
 
-    fn mark(&self, handle: i64) {
+    pub(crate) fn mark(&self, handle: i64) {
         let mut inner = self.lock();
         let i = handle_index(handle);
         if inner.listed.len() <= i {
@@ -153,29 +157,6 @@ impl Ready {
         // borrow ends with the duplicate made.
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(self.raw_fd()) };
         fd.try_clone_to_owned()
-    }
-
-    /// The waker a handle leaves with what it waits for.
-    pub(crate) fn waker(self: &Arc<Self>, handle: i64) -> Waker {
-        Waker::from(Arc::new(Notify {
-            ready: self.clone(),
-            handle,
-        }))
-    }
-}
-
-struct Notify {
-    ready: Arc<Ready>,
-    handle: i64,
-}
-
-impl Wake for Notify {
-    fn wake(self: Arc<Self>) {
-        self.ready.mark(self.handle);
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.ready.mark(self.handle);
     }
 }
 

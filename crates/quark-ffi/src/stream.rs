@@ -1,7 +1,5 @@
 //! Stream reads, writes and shutdown.
 
-use std::sync::Arc;
-
 use crate::error::QuarkError;
 use crate::object::{Handle, Object, Stream, entry, entry_status, lock};
 use crate::table;
@@ -19,7 +17,7 @@ pub(crate) fn for_bytes(
     stream: i64,
     buf: *const u8,
     len: usize,
-) -> Result<Option<Arc<Handle>>, QuarkError> {
+) -> Result<Option<table::Ref>, QuarkError> {
     let handle = table::get(stream)?;
     stream_of(&handle)?;
     if len == 0 {

@@ -123,7 +123,9 @@ fn start_echo(name: &str, connections: &str) -> (std::process::Child, u16, PathB
 /// `start_echo` with the arguments after the key file.
 fn start_echo_with(name: &str, extra: &[&str]) -> (std::process::Child, u16, PathBuf) {
     let bin = examples();
-    let dir = scratch(name);
+    // A directory per set of arguments: the tests of one program run at once
+    // and must not overwrite each other's certificate.
+    let dir = scratch(&format!("{name}-{}", extra.join("-")));
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     std::fs::write(&cert, ck.cert.pem()).unwrap();

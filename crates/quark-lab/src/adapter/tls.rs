@@ -131,7 +131,7 @@ pub fn set_resumption(on: bool) {
     let _ = RESUMPTION.set(on);
 }
 
-fn resumption() -> bool {
+pub(crate) fn resumption() -> bool {
     RESUMPTION.get().copied().unwrap_or(true)
 }
 

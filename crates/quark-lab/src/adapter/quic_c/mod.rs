@@ -45,6 +45,16 @@ use super::{
 /// Every endpoint is caller-driven: this runtime's threads run it.
 const DRIVEN: u32 = quark_ffi::QUARK_FLAG_CALLER_DRIVEN;
 
+/// The endpoints' flags: caller-driven, and without session resumption when
+/// the lab turned it off (as `quic`'s TLS configurations then are).
+fn flags() -> u32 {
+    if super::tls::resumption() {
+        DRIVEN
+    } else {
+        DRIVEN | quark_ffi::QUARK_FLAG_NO_RESUMPTION
+    }
+}
+
 /// The `quic-c` adapter.
 #[derive(Debug)]
 pub struct QuicC;
@@ -185,7 +195,7 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
     let key = c_string(&pem("PRIVATE KEY", cfg.identity.key.secret_pkcs8_der()))?;
     let alpn = c_string(std::str::from_utf8(ALPN)?)?;
     let addr = c_string(&cfg.listen.to_string())?;
-    let endpoint = quark_ffi::call::listen_pem_flags(&addr, &cert, &key, &alpn, DRIVEN);
+    let endpoint = quark_ffi::call::listen_pem_flags(&addr, &cert, &key, &alpn, flags());
     check("quark_listen_pem_flags", endpoint)
         .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
     let port = quark_ffi::quark_local_port(endpoint);
@@ -292,7 +302,7 @@ impl QuicCClient {
         } else {
             "[::]:0"
         };
-        let endpoint = quark_ffi::call::client(&c_string(local)?, DRIVEN);
+        let endpoint = quark_ffi::call::client(&c_string(local)?, flags());
         check("quark_client", endpoint)?;
         // Connects return before the handshake, as `connect(2)` on a
         // non-blocking socket.
