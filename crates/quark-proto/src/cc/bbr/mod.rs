@@ -28,9 +28,8 @@
 //!
 //! Not the default: on the lab's emulated grid (BENCHMARKS.md, "BBR on the lossy
 //! grid") it keeps 5–10× CUBIC's goodput under 1–2 % random loss and matches
-//! Linux TCP BBR at 1 %, but not at 2 % loss on a 30 ms path (v3's 2 %
-//! threshold), and in buffers of a BDP or less it takes most of the link
-//! from a competing CUBIC flow.
+//! Linux TCP BBR at 1–2 %, but in buffers of a BDP or less it takes most of
+//! the link from a competing CUBIC flow.
 //!
 //! Simplifications: loss recovery follows RFC 9002's recovery period (it ends when
 //! a packet sent after it began is acknowledged) rather than TCP's; ProbeRTT does
