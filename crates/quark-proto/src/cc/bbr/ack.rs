@@ -43,6 +43,9 @@ impl Bbr {
         //#   BBRUpdateRTprop()
         //#   BBRCheckProbeRTT()
         self.update_btl_bw(&rs);
+        if self.v3 {
+            self.update_ack_aggregation(now, event.newly_acked);
+        }
         if self.round_start {
             self.end_round(now);
         }
@@ -107,7 +110,7 @@ impl Bbr {
             // v3: a loss ends the probe only once the round's loss rate is too
             // high (draft-ietf-ccwg-bbr §5.5.10.2), not at the first loss.
             let lossy = if self.v3 {
-                self.round_signals.too_high()
+                self.round_signals.too_high(self.loss_baseline_ppm)
             } else {
                 lost > 0
             };
@@ -281,6 +284,13 @@ impl Bbr {
         //# BBRModulateCwndForProbeRTT()
         //
         // The loss part of BBRModulateCwndForRecovery ran in on_congestion_event.
+        //
+        // v3 adds extra_acked here (§5.6.4.2: inflight_cap += BBR.extra_acked);
+        // quark adds it to the least the bounds leave instead (bounds.rs). On
+        // top of cwnd_gain 2, which already covers ACKs delayed up to a round
+        // trip, it let a flow that got ahead keep a standing queue of 0.7 BDP
+        // in a one-BDP buffer: two flows stopped converging in the simulator
+        // (Jain 0.67, `two_flows_converge_to_fair_shares`).
         let target = self.inflight(self.cwnd_gain);
         let acked = event.newly_acked;
         if self.packet_conservation {

@@ -40,6 +40,16 @@ impl MaxFilter {
     pub(super) fn get(&self) -> u64 {
         self.max
     }
+
+    /// The largest sample of the last `rounds` rounds only (at most the window).
+    pub(super) fn recent(&self, rounds: u64) -> u64 {
+        self.slots
+            .iter()
+            .filter(|(r, _)| self.latest_round - r < rounds)
+            .map(|&(_, v)| v)
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 #[cfg(test)]
@@ -64,5 +74,8 @@ mod tests {
         assert_eq!(f.get(), 10, "everything older than 10 rounds is gone");
         f.update(500, 29);
         assert_eq!(f.get(), 500, "a late sample counts for the latest round");
+        f.update(20, 31);
+        assert_eq!(f.recent(1), 20, "the latest round alone");
+        assert_eq!(f.recent(2), 500);
     }
 }

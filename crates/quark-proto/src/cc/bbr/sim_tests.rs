@@ -153,3 +153,48 @@ fn keeps_the_link_when_the_pacer_wakes_late_and_acks_come_in_batches() {
     let f = one(BBR, l);
     assert!(f.goodput >= l.rate * 9 / 10, "goodput {}", f.goodput);
 }
+
+/// The lab's 100 Mbit/s link with one BDP of buffer and `loss_ppm` random
+/// loss both ways, RTT `rtt_ms`.
+fn lab_link(rtt_ms: u64, loss_ppm: u64) -> Link {
+    let rate = 12_500_000;
+    let bdp_packets = rate * rtt_ms / 1000 / 1200;
+    Link {
+        ack_loss: true,
+        ..Link::new(
+            rate,
+            Duration::from_millis(rtt_ms / 2),
+            bdp_packets,
+            loss_ppm,
+        )
+    }
+}
+
+#[test]
+fn keeps_the_link_at_two_percent_loss_when_acks_come_in_batches() {
+    // 2 % loss at 20 ms, an ACK per 64 packets or after 10 ms, wake-ups 2 ms
+    // late: the bounds hold the window near one BDP, and a window of one
+    // BDP idles the link between batched ACKs. v3's extra_acked, in the
+    // least the bounds leave, covers those gaps (91.9 % without, 97.1 %).
+    let l = Link {
+        ack_every: 64,
+        ack_delay: Duration::from_millis(10),
+        wake_late: Duration::from_millis(2),
+        ..lab_link(20, 20_000)
+    };
+    let f = one(BBR, l);
+    assert!(f.goodput >= l.rate * 95 / 100, "goodput {}", f.goodput);
+}
+
+#[test]
+fn random_loss_at_the_threshold_leaves_the_window_at_two_bdp() {
+    // 2 % random loss at 30 ms: with the draft's fixed 2 % a round in two
+    // was "too lossy", probes ended and the window sat at the bounds' floor
+    // (1.1 BDP). Judged above the path's own loss it stays at cwnd_gain 2.
+    let l = lab_link(30, 20_000);
+    let f = one(BBR, l);
+    let n = f.probe_bw.len().max(1) as u64;
+    let cwnd = f.probe_bw.iter().map(|s| s.1).sum::<u64>() / n;
+    assert!(cwnd >= l.bdp() * 17 / 10, "cwnd {cwnd}, BDP {}", l.bdp());
+    assert!(f.goodput >= l.rate * 95 / 100, "goodput {}", f.goodput);
+}
