@@ -216,12 +216,20 @@ impl Pacer {
     }
 
     /// Add the tokens earned since the last refill at the last known rate.
+    #[inline]
     fn refill(&mut self, now: Instant) {
-        // Already refilled at `now` (`delay` then `on_sent` for one packet):
-        // nothing more was earned and no wake-up is pending, so this is a no-op.
+        // Already refilled at `now` (`delay` then `on_sent` for one packet, and
+        // every packet of a batch built at one instant): nothing more was
+        // earned and no wake-up is pending, so this is a no-op. Inlined, apart
+        // from the work, so the common case costs no call.
         if self.last == Some(now) && self.wake.is_none() {
             return;
         }
+        self.refill_at(now);
+    }
+
+    #[inline(never)]
+    fn refill_at(&mut self, now: Instant) {
         let Some(last) = self.last else {
             self.last = Some(now);
             return;
