@@ -202,13 +202,15 @@ mod tests {
     /// reserve (they sleep when idle, 1.6 KiB less on the heap), 4 432 with
     /// the pacer's memory of a late wake-up (recovery/pacer.rs), 4 464 with
     /// the path's shared RTT (`connection/path_rtt.rs`: the sample to
-    /// report, the PTO floor offered, a counter).
+    /// report, the PTO floor offered, a counter), 4 480 with the pacer's
+    /// burst size kept per rate (recovery/pacer.rs: a 128-bit division less
+    /// per packet sent); Recovery 816 -> 848 with both.
     #[test]
     fn struct_sizes_stay_bounded() {
         let sizes = [
-            ("Connection", size_of::<Connection>(), 4_464),
+            ("Connection", size_of::<Connection>(), 4_480),
             ("PacketSpace", size_of::<PacketSpace>(), 248),
-            ("Recovery", size_of::<Recovery<SentFrames>>(), 832),
+            ("Recovery", size_of::<Recovery<SentFrames>>(), 848),
             ("Streams", size_of::<Streams>(), 820),
             ("TlsSession", size_of::<TlsSession>(), 160),
             ("Migration", size_of::<migration::Migration>(), 128),

@@ -70,6 +70,9 @@ impl<T> Recovery<T> {
             None => Default::default(),
         };
         sp.loss_time = scan.loss_time;
+        if sp.loss_time.is_some() {
+            self.timer_data_only = false;
+        }
         sp.sent.compact();
         let mut marked_lost = 0;
         let mut congestion_lost = 0u32;

@@ -227,6 +227,11 @@ pub struct Recovery<T> {
     first_rtt_sample: Option<Instant>,
     pto_count: u32,
     timer: Option<Instant>,
+    /// No space has a loss time and only Application Data can have
+    /// ack-eliciting packets in flight: a Data send may re-arm the timer
+    /// without the full A.8 walk (send.rs). Set after a full walk on send;
+    /// cleared when a loss time is set (loss.rs) or other spaces send.
+    timer_data_only: bool,
     cc: Box<dyn Controller>,
     /// The controller's window, noted after every change to it: read several
     /// times per packet, it would otherwise cost a virtual call (and for CUBIC
@@ -272,6 +277,7 @@ impl<T> Recovery<T> {
             first_rtt_sample: None,
             pto_count: 0,
             timer: None,
+            timer_data_only: false,
             window: cc.window(),
             cc,
             pacer: Pacer::new(mtu, burst),

@@ -95,6 +95,10 @@ pub struct Pacer {
     /// Tokens the bucket may hold above `capacity`: what a late wake-up
     /// earned past its time (at most [`BURST_INTERVAL`]'s worth).
     late: u64,
+    /// [`BURST_INTERVAL`]'s worth of bytes at `rate`: asked before every
+    /// packet, and the rate only changes with the window or the RTT, so the
+    /// 128-bit division is done once per rate, not per packet.
+    per_interval: u64,
 }
 
 impl Pacer {
@@ -109,6 +113,7 @@ impl Pacer {
             rate: Rate::default(),
             wake: None,
             late: 0,
+            per_interval: 0,
         }
     }
 
@@ -145,11 +150,12 @@ impl Pacer {
     }
 
     fn delay_with(&mut self, now: Instant, bytes: u64, rate: Rate, cwnd: u64) -> Option<Instant> {
+        let same_rate = self.rate == rate;
         self.rate = rate;
         if rate.is_zero() {
             return None;
         }
-        self.update_capacity(cwnd);
+        self.update_capacity(cwnd, same_rate);
         self.refill(now);
         // A packet larger than the bucket would wait forever; a full bucket suffices.
         let need = bytes.min(self.capacity);
@@ -179,9 +185,13 @@ impl Pacer {
     /// rate, between the configured minimum and one congestion window. Bursts that
     /// short are what the network sees anyway (timer and scheduling granularity),
     /// and they let a whole GSO batch go out in one system call.
-    fn update_capacity(&mut self, cwnd: u64) {
-        let per_interval = self.rate.bytes_in(BURST_INTERVAL.as_nanos());
-        let per_interval = u64::try_from(per_interval).unwrap_or(u64::MAX);
+    /// `same_rate`: `per_interval` is still the current rate's.
+    fn update_capacity(&mut self, cwnd: u64, same_rate: bool) {
+        if !same_rate {
+            let per_interval = self.rate.bytes_in(BURST_INTERVAL.as_nanos());
+            self.per_interval = u64::try_from(per_interval).unwrap_or(u64::MAX);
+        }
+        let per_interval = self.per_interval;
         self.capacity = per_interval.min(cwnd).max(self.min_capacity);
         // Before first use the bucket is full, whatever its size turned out to be.
         self.tokens = if self.last.is_none() {
@@ -206,7 +216,20 @@ impl Pacer {
     }
 
     /// Add the tokens earned since the last refill at the last known rate.
+    #[inline]
     fn refill(&mut self, now: Instant) {
+        // Already refilled at `now` (`delay` then `on_sent` for one packet, and
+        // every packet of a batch built at one instant): nothing more was
+        // earned and no wake-up is pending, so this is a no-op. Inlined, apart
+        // from the work, so the common case costs no call.
+        if self.last == Some(now) && self.wake.is_none() {
+            return;
+        }
+        self.refill_at(now);
+    }
+
+    #[inline(never)]
+    fn refill_at(&mut self, now: Instant) {
         let Some(last) = self.last else {
             self.last = Some(now);
             return;

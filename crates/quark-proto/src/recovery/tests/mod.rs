@@ -8,6 +8,7 @@ mod loss;
 mod pto;
 mod reorder;
 mod sim;
+mod timer_cache;
 
 use super::*;
 use crate::error::{TransportError, TransportErrorCode};
