@@ -88,6 +88,9 @@ fn serve(args: ServerArgs) -> anyhow::Result<()> {
                     if adapter.kind() == Kind::Datagram {
                         drain(&stats).await;
                     }
+                    // The same race as at "start": the client has the last
+                    // response before its task counts it (199 of 200).
+                    settle(&stats).await;
                     server.sync_counters();
                     let (m, cpu, helper) = meter
                         .take()
