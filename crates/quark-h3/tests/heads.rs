@@ -16,7 +16,6 @@ fn spawn_head_server(server: &quark::Endpoint, config: Config) {
     let server = server.clone();
     tokio::spawn(async move {
         while let Some(conn) = server.accept().await {
-            let config = config.clone();
             tokio::spawn(async move {
                 let h3 = quark_h3::Server::with_config(conn, &config).await.unwrap();
                 while let Ok(Some(stream)) = h3.accept_stream().await {
@@ -117,7 +116,7 @@ async fn echo(client: &quark_h3::Client, body: &[u8]) {
 
 async fn field_api_both_ends(config: Config) {
     let (server, id) = quark_server();
-    spawn_head_server(&server, config.clone());
+    spawn_head_server(&server, config);
     let conn = quark_connect(server.local_addr().unwrap(), &id).await;
     let client = quark_h3::Client::with_config(conn, &config).await.unwrap();
     for n in [0, 1, 2048, 100_000] {
@@ -184,7 +183,7 @@ async fn field_api_meets_the_http_types() {
 
         // The `http`-typed client against the field API's server.
         let (server, id) = quark_server();
-        spawn_head_server(&server, config.clone());
+        spawn_head_server(&server, config);
         let conn = quark_connect(server.local_addr().unwrap(), &id).await;
         let client = quark_h3::Client::with_config(conn, &config).await.unwrap();
         let body = data(30_000, 5);

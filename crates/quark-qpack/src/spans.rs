@@ -119,7 +119,10 @@ mod tests {
     use super::*;
     use crate::{decode_section, encode_section};
 
-    fn spans(block: &[u8], max: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DecodeError> {
+    /// Decoded lines, owned.
+    type Lines = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn spans(block: &[u8], max: u64) -> Result<Lines, DecodeError> {
         let (mut buf, mut lines) = (Vec::new(), Vec::new());
         decode_section_spans(block, max, &mut buf, |n, v| lines.push((n, v)))?;
         Ok(lines
@@ -128,7 +131,7 @@ mod tests {
             .collect())
     }
 
-    fn owned(block: &[u8], max: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>, DecodeError> {
+    fn owned(block: &[u8], max: u64) -> Result<Lines, DecodeError> {
         let fields = decode_section(block, max)?;
         Ok(fields
             .into_iter()
