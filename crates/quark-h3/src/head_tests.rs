@@ -209,3 +209,12 @@ fn dynamic_table_fields_read_the_same() {
     assert_eq!(from.line(1), (&b"x-a"[..], &b"1"[..]));
     assert!(!from.is_empty() && Fields::default().is_empty());
 }
+
+#[test]
+fn the_name_table_holds_the_lowercase_tchars() {
+    for b in 0..=255u8 {
+        let tchar = b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.^_`|~".contains(&b);
+        assert_eq!(valid_name(&[b]), tchar, "{b:#x}");
+    }
+    assert!(!valid_name(b""));
+}

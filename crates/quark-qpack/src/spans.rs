@@ -7,13 +7,16 @@ use crate::field::{
     FIELD_OVERHEAD, INDEXED, INDEXED_STATIC, LITERAL_NAME, NAME_REF, NAME_REF_STATIC, Reader,
     static_ref,
 };
-use crate::{DecodeError, huffman};
+use crate::{DecodeError, huffman, static_entry};
 
-/// Where a decoded name or value lies.
+/// Where a decoded name or value lies (12 bytes: a head's lines are kept
+/// in place, and moved with it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Span {
-    /// A static table entry's bytes.
-    Static(&'static [u8]),
+    /// The name of static table entry `i`.
+    Name(u8),
+    /// The value of static table entry `i`.
+    Value(u8),
     /// `buf[start..end]` of the buffer the section was decoded into.
     At(u32, u32),
 }
@@ -22,10 +25,16 @@ impl Span {
     /// The bytes, given the buffer the section was decoded into.
     pub fn get<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
         match *self {
-            Span::Static(s) => s,
+            Span::Name(i) => static_entry(i.into()).map_or(&[], |e| e.0),
+            Span::Value(i) => static_entry(i.into()).map_or(&[], |e| e.1),
             Span::At(start, end) => &buf[start as usize..end as usize],
         }
     }
+}
+
+/// A static table index that decoded (below 99, so it fits a byte).
+fn index(i: u64) -> u8 {
+    i as u8
 }
 
 /// Decodes a static-table field section (the rules and errors of
@@ -63,17 +72,19 @@ pub fn decode_section_spans(
             if first & INDEXED_STATIC == 0 {
                 return Err(DecodeError::DynamicReference);
             }
-            let (name, value) = static_ref(r.int(6)?)?;
+            let i = r.int(6)?;
+            let (name, value) = static_ref(i)?;
             r.charge(FIELD_OVERHEAD + name.len() as u64 + value.len() as u64)?;
-            line(Span::Static(name), Span::Static(value));
+            line(Span::Name(index(i)), Span::Value(index(i)));
         } else if first & NAME_REF != 0 {
             if first & NAME_REF_STATIC == 0 {
                 return Err(DecodeError::DynamicReference);
             }
-            let (name, _) = static_ref(r.int(4)?)?;
+            let i = r.int(4)?;
+            let (name, _) = static_ref(i)?;
             r.charge(FIELD_OVERHEAD + name.len() as u64)?;
             let value = r.string_into(7, buf)?;
-            line(Span::Static(name), value);
+            line(Span::Name(index(i)), value);
         } else if first & LITERAL_NAME != 0 {
             r.charge(FIELD_OVERHEAD)?;
             let name = r.string_into(3, buf)?;
