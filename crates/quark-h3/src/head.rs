@@ -71,6 +71,23 @@ impl Fields {
         (n.get(&self.buf), v.get(&self.buf))
     }
 
+    /// Whether line `i`'s name is a static table entry's: a lowercase token
+    /// and no connection-specific field (`static_names_are_valid` checks).
+    fn static_name(&self, i: usize) -> bool {
+        matches!(self.lines[i].0, Span::Name(_))
+    }
+
+    /// Checks regular line `i` as [`check_regular`] does; a name from the
+    /// static table needs only its ':' checked.
+    fn check_regular(&self, i: usize) -> Result<(&[u8], &[u8]), Error> {
+        let (name, value) = self.line(i);
+        match self.static_name(i) && name.first() != Some(&b':') {
+            true if valid_value(value) => Ok((name, value)),
+            true => Err(malformed("a bad field value")),
+            false => check_regular(name, value).map(|()| (name, value)),
+        }
+    }
+
     /// Every line in order (pseudo-header fields first).
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         (0..self.len()).map(|i| self.line(i))
@@ -233,8 +250,7 @@ impl RequestHead {
         }
         let (mut host, mut content_length) = (None, None);
         for i in n..fields.len() {
-            let (name, v) = fields.line(i);
-            check_regular(name, v)?;
+            let (name, v) = fields.check_regular(i)?;
             match name {
                 b"host" if host.is_none() => host = Some(i as u8),
                 b"content-length" => add_length(&mut content_length, v)?,
@@ -360,8 +376,7 @@ impl ResponseHead {
         }
         let mut content_length = None;
         for i in n..fields.len() {
-            let (name, value) = fields.line(i);
-            check_regular(name, value)?;
+            let (name, value) = fields.check_regular(i)?;
             if name == b"content-length" {
                 add_length(&mut content_length, value)?;
             }

@@ -218,3 +218,26 @@ fn the_name_table_holds_the_lowercase_tchars() {
     }
     assert!(!valid_name(b""));
 }
+
+#[test]
+fn static_names_are_valid() {
+    // `Fields::check_regular` skips the name checks for these.
+    for i in 0..quark_qpack::STATIC_TABLE_LEN {
+        let (name, _) = quark_qpack::static_entry(i).unwrap();
+        if name.first() != Some(&b':') {
+            assert!(
+                check_regular(name, b"v").is_ok(),
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
+    }
+    // A static name still may not follow a regular field if it is a
+    // pseudo-header field, nor carry a bad value.
+    let block = section(&[(":status", "200"), ("server", "a"), (":path", "/")]);
+    let head = ResponseHead::parse(Fields::decode(&block, 1 << 16).unwrap());
+    assert_eq!(code(head), H3_MESSAGE_ERROR);
+    let block = section(&[(":status", "200"), ("content-length", "1\r\n")]);
+    let head = ResponseHead::parse(Fields::decode(&block, 1 << 16).unwrap());
+    assert_eq!(code(head), H3_MESSAGE_ERROR);
+}

@@ -49,7 +49,9 @@ pub struct RequestStream {
     /// have no body), and what arrived so far.
     expected: Option<u64>,
     received: u64,
-    trailers: Option<HeaderMap>,
+    /// Boxed: a stream is moved whole several times per request, and few
+    /// messages have trailers.
+    trailers: Option<Box<HeaderMap>>,
     /// Our side ended (FIN or reset).
     sent_all: bool,
     /// A client's request was HEAD: its response has no body.
@@ -506,7 +508,7 @@ impl RequestStream {
     async fn read_trailers(&mut self, h: FrameHeader) -> Result<(), Error> {
         let mut fields = self.fields(h).await?;
         let trailers = crate::message::headers(&mut fields)?;
-        self.trailers = Some(trailers);
+        self.trailers = Some(Box::new(trailers));
         self.end_body()?;
         self.state = Recv::Body(0);
         while let Some(h) = self.recv.header().await? {
@@ -532,7 +534,7 @@ impl RequestStream {
 
     /// The trailing header fields, once the body has been read to its end.
     pub fn trailers(&self) -> Option<&HeaderMap> {
-        self.trailers.as_ref()
+        self.trailers.as_deref()
     }
 }
 
