@@ -7,7 +7,8 @@ use quark_proto::Side;
 use crate::config::Config;
 use crate::conn::Conn;
 use crate::error::*;
-use crate::frame::FrameBuf;
+use crate::head::{ResponseHead, check_regular};
+use crate::message::Lines;
 use crate::reader::FrameReader;
 use crate::request::RequestStream;
 
@@ -40,18 +41,7 @@ impl Client {
     /// [`RequestStream::send_data`], end it with [`RequestStream::finish`], then
     /// read the answer with [`RequestStream::recv_response`].
     pub async fn send_request<B>(&self, req: &Request<B>) -> Result<RequestStream, Error> {
-        if let Some(e) = self.conn.error() {
-            return Err(e);
-        }
-        if self.conn.state.lock().unwrap().goaway.is_some() {
-            return Err(Error::GoingAway);
-        }
-        // On a connection taken before its handshake (0-RTT), only safe
-        // methods go at once (0-RTT can be replayed: RFC 9114 §10.9 points
-        // to RFC 8470); the others wait for the handshake.
-        if !matches!(*req.method(), http::Method::GET | http::Method::HEAD) {
-            self.conn.quic.handshake().await?;
-        }
+        self.ready(req.method()).await?;
         // Checked before a stream is opened; encoded once its ID is known
         // (QPACK tracks dynamic references per stream).
         if req.extensions().get::<crate::Protocol>().is_some() && !self.extended_connect() {
@@ -59,13 +49,79 @@ impl Client {
             return Err(Error::Usage("the server did not enable Extended CONNECT"));
         }
         let lines = crate::message::request_lines(req, self.conn.peer_field_limit())?;
+        self.open(req.method(), &lines).await
+    }
+
+    /// Sends a request head on a new stream without building an
+    /// `http::Request`: `method` (not CONNECT: that takes
+    /// [`send_request`](Self::send_request)), scheme https, `authority`,
+    /// `path` (with its query) and regular `fields` (lowercase names, e.g.
+    /// `(b"content-length", b"10")`), checked as `send_request` checks a
+    /// `Request`'s. Then as after `send_request`.
+    pub async fn send_request_fields(
+        &self,
+        method: &http::Method,
+        authority: &str,
+        path: &str,
+        fields: &[(&[u8], &[u8])],
+    ) -> Result<RequestStream, Error> {
+        if method == http::Method::CONNECT {
+            return Err(Error::Usage("CONNECT goes through send_request"));
+        }
+        let visible = |s: &str| s.bytes().all(|b| (0x21..0x7f).contains(&b));
+        if path.is_empty() || !visible(path) || !visible(authority) {
+            return Err(Error::Usage("a bad authority or path"));
+        }
+        self.ready(method).await?;
+        let mut lines: Lines = smallvec::smallvec![
+            (&b":method"[..], method.as_str().as_bytes()),
+            (&b":scheme"[..], &b"https"[..]),
+        ];
+        if !authority.is_empty() {
+            lines.push((b":authority", authority.as_bytes()));
+        }
+        lines.push((b":path", path.as_bytes()));
+        for &(name, value) in fields {
+            check_regular(name, value)?;
+            lines.push((name, value));
+        }
+        crate::message::check_size(&lines, self.conn.peer_field_limit())?;
+        self.open(method, &lines).await
+    }
+
+    /// Whether a request may go now: the connection is up and the server
+    /// sent no GOAWAY. On a connection taken before its handshake (0-RTT),
+    /// only safe methods go at once (0-RTT can be replayed: RFC 9114 §10.9
+    /// points to RFC 8470); the others wait for the handshake.
+    async fn ready(&self, method: &http::Method) -> Result<(), Error> {
+        if let Some(e) = self.conn.error() {
+            return Err(e);
+        }
+        if self.conn.state.lock().unwrap().goaway.is_some() {
+            return Err(Error::GoingAway);
+        }
+        if !matches!(*method, http::Method::GET | http::Method::HEAD) {
+            self.conn.quic.handshake().await?;
+        }
+        Ok(())
+    }
+
+    /// Opens a request stream and sends the head `lines` on it (encoded
+    /// once the stream's ID is known: QPACK tracks dynamic references per
+    /// stream).
+    async fn open(
+        &self,
+        method: &http::Method,
+        lines: &[(&[u8], &[u8])],
+    ) -> Result<RequestStream, Error> {
         let (send, recv) = self.conn.quic.open_bi().await?;
-        let mut stream = RequestStream::new(self.conn.clone(), send, FrameReader::new(recv));
-        stream.head_request = req.method() == http::Method::HEAD;
-        let mut section = FrameBuf::new();
-        self.conn.encode(stream.id(), &lines, section.payload());
+        let reader = FrameReader::with_buf(recv, self.conn.buffers.take());
+        let mut stream = RequestStream::new(self.conn.clone(), send, reader);
+        stream.head_request = method == http::Method::HEAD;
+        let mut section = stream.frame_buf();
+        self.conn.encode(stream.id(), lines, section.payload());
         stream.send_headers(section).await?;
-        if req.method() == http::Method::CONNECT {
+        if method == http::Method::CONNECT {
             stream.take_datagrams();
         }
         Ok(stream)
@@ -121,6 +177,32 @@ impl Client {
 }
 
 impl RequestStream {
+    /// The final response's head as a [`ResponseHead`]: the checks of
+    /// [`recv_response`](Self::recv_response) (interim responses skipped),
+    /// without building an `http::Response`.
+    pub async fn recv_response_head(&mut self) -> Result<ResponseHead, Error> {
+        loop {
+            let Some(fields) = self.recv_section().await? else {
+                return Err(Error::stream(H3_REQUEST_INCOMPLETE, "no response"));
+            };
+            let head = match ResponseHead::parse(fields) {
+                Ok(head) => head,
+                Err(e) => {
+                    self.cancel(H3_MESSAGE_ERROR);
+                    return Err(e);
+                }
+            };
+            let status = head.status();
+            if status.is_informational() {
+                continue;
+            }
+            // No body after HEAD, 204 or 304, whatever content-length says.
+            let no_body = self.head_request || status == 204 || status == 304;
+            self.start_body_len(head.content_length(), no_body);
+            return Ok(head);
+        }
+    }
+
     /// The response's head; interim (1xx) responses are skipped.
     pub async fn recv_response(&mut self) -> Result<Response<()>, Error> {
         loop {

@@ -73,6 +73,8 @@ pub(crate) struct Inner {
     pub(crate) local: Settings,
     /// QPACK's dynamic table, when our configuration allows one.
     pub(crate) qpack: Option<Qpack>,
+    /// Spare buffers for request streams' reads and HEADERS frames.
+    pub(crate) buffers: crate::pool::Buffers,
 }
 
 impl std::ops::Deref for Conn {
@@ -111,6 +113,7 @@ impl Conn {
             side,
             local,
             qpack,
+            buffers: Default::default(),
         }));
         let acceptor = conn.clone();
         conn.quic.spawn(async move { acceptor.accept_uni().await });

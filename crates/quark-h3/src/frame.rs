@@ -68,10 +68,21 @@ const MAX_HEADER: usize = 16;
 pub(crate) struct FrameBuf(Vec<u8>);
 
 impl FrameBuf {
+    #[cfg(test)]
     pub(crate) fn new() -> Self {
-        let mut buf = Vec::with_capacity(128);
+        FrameBuf::with(Vec::with_capacity(128))
+    }
+
+    /// A frame built in `buf` (a reused one: its bytes are dropped).
+    pub(crate) fn with(mut buf: Vec<u8>) -> Self {
+        buf.clear();
         buf.resize(MAX_HEADER, 0);
         FrameBuf(buf)
+    }
+
+    /// The buffer, for reuse.
+    pub(crate) fn into_inner(self) -> Vec<u8> {
+        self.0
     }
 
     /// Where the payload goes: append to it.

@@ -43,6 +43,8 @@
 //! | `qpack` | the connection's QPACK encoder, decoder and their streams |
 //! | `reader` | frames read from a stream (bounded buffers) |
 //! | `message` | HTTP messages to and from field lines, and their rules |
+//! | [`head`] | [`RequestHead`], [`ResponseHead`]: heads without the `http` types |
+//! | `pool` | buffers a connection reuses |
 //! | [`priority`] | RFC 9218: the Priority field, PRIORITY_UPDATE, applying them |
 //! | `connect` | Extended CONNECT (RFC 9220) and HTTP Datagrams (RFC 9297), both off by default |
 //! | `conn` | control stream, the peer's unidirectional streams, connection errors |
@@ -60,7 +62,9 @@ mod connect;
 pub mod error;
 pub mod files;
 pub mod frame;
+pub mod head;
 mod message;
+mod pool;
 pub mod priority;
 mod qpack;
 mod reader;
@@ -72,6 +76,7 @@ pub use client::Client;
 pub use config::{Config, QPACK_BLOCKED_STREAMS, QPACK_CAPACITY};
 pub use connect::Protocol;
 pub use error::Error;
+pub use head::{Fields, RequestHead, ResponseHead};
 pub use priority::Priority;
 pub use request::RequestStream;
 pub use server::Server;

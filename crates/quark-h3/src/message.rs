@@ -46,7 +46,7 @@ pub(crate) type Encode<'e> = &'e mut dyn FnMut(&[(&[u8], &[u8])], &mut Vec<u8>);
 
 /// Refuses a field section larger (RFC 9114 §4.2.2 size) than the peer's
 /// SETTINGS_MAX_FIELD_SECTION_SIZE: it would refuse it anyway.
-fn check_size(fields: &[(&[u8], &[u8])], limit: Option<u64>) -> Result<(), Error> {
+pub(crate) fn check_size(fields: &[(&[u8], &[u8])], limit: Option<u64>) -> Result<(), Error> {
     let size: u64 = fields
         .iter()
         .map(|(n, v)| (n.len() + v.len()) as u64 + 32)

@@ -329,8 +329,14 @@ impl Conn {
     /// The priority of request stream `id` once its head arrived: a
     /// PRIORITY_UPDATE's if one came, else the Priority field's, if any.
     pub(crate) fn request_priority(&self, id: u64, headers: &http::HeaderMap) -> Option<Priority> {
+        self.request_priority_field(id, headers.get(PRIORITY).map(|v| v.as_bytes()))
+    }
+
+    /// [`request_priority`](Self::request_priority) given the head's
+    /// Priority field value, if it has one.
+    pub(crate) fn request_priority_field(&self, id: u64, field: Option<&[u8]>) -> Option<Priority> {
         let update = self.state.lock().unwrap().priorities.remove(&id);
-        update.or_else(|| headers.get(PRIORITY).map(|v| parse(v.as_bytes())))
+        update.or_else(|| field.map(parse))
     }
 
     /// Sends a PRIORITY_UPDATE for request stream `id` (a client's).

@@ -29,12 +29,24 @@ pub(crate) struct FrameReader {
 
 impl FrameReader {
     pub(crate) fn new(recv: RecvStream) -> Self {
+        FrameReader::with_buf(recv, Vec::new())
+    }
+
+    /// A reader whose read-ahead goes into `buf` (a reused one, emptied).
+    pub(crate) fn with_buf(recv: RecvStream, mut buf: Vec<u8>) -> Self {
+        buf.clear();
         FrameReader {
             recv,
-            buf: Vec::new(),
+            buf,
             pos: 0,
             fin: false,
         }
+    }
+
+    /// Takes the read-ahead buffer (for reuse once the stream is done with).
+    pub(crate) fn take_buf(&mut self) -> Vec<u8> {
+        self.pos = 0;
+        std::mem::take(&mut self.buf)
     }
 
     pub(crate) fn stream(&mut self) -> &mut RecvStream {

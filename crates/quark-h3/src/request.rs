@@ -11,6 +11,7 @@ use quark_proto::Side;
 use crate::conn::Conn;
 use crate::error::*;
 use crate::frame::{self, FrameBuf, FrameHeader};
+use crate::head::Fields;
 use crate::reader::{FrameReader, HEAD_READ_AHEAD};
 
 /// Bytes of a blocked request's stream read ahead while it waits for QPACK
@@ -48,7 +49,9 @@ pub struct RequestStream {
     /// have no body), and what arrived so far.
     expected: Option<u64>,
     received: u64,
-    trailers: Option<HeaderMap>,
+    /// Boxed: a stream is moved whole several times per request, and few
+    /// messages have trailers.
+    trailers: Option<Box<HeaderMap>>,
     /// Our side ended (FIN or reset).
     sent_all: bool,
     /// A client's request was HEAD: its response has no body.
@@ -90,6 +93,7 @@ impl Drop for RequestStream {
             q.cancel(self.id());
             self.conn.defer_decoder_flush();
         }
+        self.conn.buffers.give(self.recv.take_buf());
     }
 }
 
@@ -175,7 +179,13 @@ impl RequestStream {
         self.conn.flush_encoder().await?;
         self.conn.flush_decoder().await?;
         self.send.write_all(section.finish(frame::HEADERS)).await?;
+        self.conn.buffers.give(section.into_inner());
         Ok(())
+    }
+
+    /// A buffer to build a HEADERS frame in (a reused one).
+    pub(crate) fn frame_buf(&self) -> FrameBuf {
+        FrameBuf::with(self.conn.buffers.take())
     }
 
     /// Sends `data` as one DATA frame (the bytes are not copied into the stream
@@ -228,7 +238,7 @@ impl RequestStream {
     /// Sends trailing header fields (the same rules as a head's regular
     /// fields); the stream ends after them.
     pub async fn send_trailers(&mut self, trailers: &HeaderMap) -> Result<(), Error> {
-        let mut section = FrameBuf::new();
+        let mut section = self.frame_buf();
         let limit = self.conn.peer_field_limit();
         let (id, conn) = (self.id(), &self.conn);
         let mut encode = |f: &[(&[u8], &[u8])], out: &mut Vec<u8>| conn.encode(id, f, out);
@@ -268,12 +278,44 @@ impl RequestStream {
     }
 
     async fn next_headers(&mut self) -> Result<Option<Vec<quark_qpack::Field>>, Error> {
+        match self.next_headers_frame().await? {
+            Some(h) => self.fields(h).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// [`recv_fields`](Self::recv_fields) as a [`Fields`] section: decoded
+    /// into one buffer (no allocation per field) when there is no dynamic table.
+    pub(crate) async fn recv_section(&mut self) -> Result<Option<Fields>, Error> {
+        let got = self.next_section().await;
+        got.map_err(|e| self.fail(e))
+    }
+
+    async fn next_section(&mut self) -> Result<Option<Fields>, Error> {
+        let Some(h) = self.next_headers_frame().await? else {
+            return Ok(None);
+        };
+        if self.conn.qpack.is_some() {
+            return Ok(Some(Fields::from_fields(&self.fields(h).await?)));
+        }
+        let limit = self.check_section_len(h)?;
+        let decoded = self
+            .recv
+            .payload_with(h.len, |block| Fields::decode(block, limit))
+            .await?;
+        self.head_decoded = true;
+        decoded.map(Some).map_err(decode_error)
+    }
+
+    /// The next HEADERS frame's header, skipping unknown frames; `None` if the
+    /// stream ends first.
+    async fn next_headers_frame(&mut self) -> Result<Option<FrameHeader>, Error> {
         loop {
             let Some(h) = self.recv.header_ahead(HEAD_READ_AHEAD).await? else {
                 return Ok(None);
             };
             match h.ty {
-                frame::HEADERS => return self.fields(h).await.map(Some),
+                frame::HEADERS => return Ok(Some(h)),
                 frame::DATA => {
                     return Err(Error::conn(H3_FRAME_UNEXPECTED, "DATA before HEADERS"));
                 }
@@ -287,13 +329,7 @@ impl RequestStream {
     /// decoder bounds how many streams may wait, a server's head timeout how
     /// long).
     async fn fields(&mut self, h: FrameHeader) -> Result<Vec<quark_qpack::Field>, Error> {
-        let limit = self.conn.local.max_field_section_size.unwrap_or(u64::MAX);
-        if h.len > limit {
-            return Err(Error::stream(
-                H3_EXCESSIVE_LOAD,
-                "a field section too large",
-            ));
-        }
+        let limit = self.check_section_len(h)?;
         let Some(q) = &self.conn.qpack else {
             let decoded = self
                 .recv
@@ -322,6 +358,18 @@ impl RequestStream {
         self.head_decoded = true;
         self.conn.defer_decoder_flush();
         Ok(fields)
+    }
+
+    /// Our field section size limit; a HEADERS frame longer than it is refused.
+    fn check_section_len(&self, h: FrameHeader) -> Result<u64, Error> {
+        let limit = self.conn.local.max_field_section_size.unwrap_or(u64::MAX);
+        if h.len > limit {
+            return Err(Error::stream(
+                H3_EXCESSIVE_LOAD,
+                "a field section too large",
+            ));
+        }
+        Ok(limit)
     }
 
     /// Waits for the inserts a blocked field section needs, then decodes it.
@@ -388,9 +436,14 @@ impl RequestStream {
     /// expects none, whatever its content-length says.
     pub(crate) fn start_body(&mut self, headers: &HeaderMap, no_body: bool) -> Result<(), Error> {
         let announced = crate::message::content_length(headers).map_err(|e| self.fail(e))?;
+        self.start_body_len(announced, no_body);
+        Ok(())
+    }
+
+    /// [`start_body`](Self::start_body) with the length already read.
+    pub(crate) fn start_body_len(&mut self, announced: Option<u64>, no_body: bool) {
         self.expected = if no_body { Some(0) } else { announced };
         self.state = Recv::Body(0);
-        Ok(())
     }
 
     /// The next piece of the body, or `None` at its end (trailers, if any, are
@@ -455,7 +508,7 @@ impl RequestStream {
     async fn read_trailers(&mut self, h: FrameHeader) -> Result<(), Error> {
         let mut fields = self.fields(h).await?;
         let trailers = crate::message::headers(&mut fields)?;
-        self.trailers = Some(trailers);
+        self.trailers = Some(Box::new(trailers));
         self.end_body()?;
         self.state = Recv::Body(0);
         while let Some(h) = self.recv.header().await? {
@@ -481,7 +534,7 @@ impl RequestStream {
 
     /// The trailing header fields, once the body has been read to its end.
     pub fn trailers(&self) -> Option<&HeaderMap> {
-        self.trailers.as_ref()
+        self.trailers.as_deref()
     }
 }
 

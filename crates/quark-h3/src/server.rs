@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use http::{Request, Response};
+use http::{Request, Response, StatusCode};
 use quark::Connection;
 use quark_proto::Side;
 use tokio::task::JoinSet;
@@ -10,7 +10,8 @@ use tokio::task::JoinSet;
 use crate::config::Config;
 use crate::conn::Conn;
 use crate::error::*;
-use crate::frame::FrameBuf;
+use crate::head::{RequestHead, check_regular};
+use crate::message::Lines;
 use crate::reader::FrameReader;
 use crate::request::RequestStream;
 
@@ -138,7 +139,7 @@ async fn next_stream(conn: &Conn) -> Result<Option<RequestStream>, Error> {
             let _ = recv.stop(H3_REQUEST_REJECTED);
             continue;
         }
-        let reader = FrameReader::new(recv);
+        let reader = FrameReader::with_buf(recv, conn.buffers.take());
         return Ok(Some(RequestStream::new(conn.clone(), send, reader)));
     }
 }
@@ -193,10 +194,75 @@ impl RequestStream {
         Ok(req)
     }
 
+    /// Reads the request's head as a [`RequestHead`]: the checks of
+    /// [`recv_request`](Self::recv_request) (and its stream errors), without
+    /// building an `http::Request` (no `Uri`, `HeaderMap` or allocation
+    /// per field). For a server that routes on the path and a few fields.
+    pub async fn recv_request_head(&mut self) -> Result<RequestHead, Error> {
+        let Some(fields) = self.recv_section().await? else {
+            self.cancel(H3_REQUEST_INCOMPLETE);
+            return Err(Error::stream(H3_REQUEST_INCOMPLETE, "no request head"));
+        };
+        let head = match RequestHead::parse(fields) {
+            Ok(head) => head,
+            Err(e) => {
+                if let Error::Stream { code, .. } = e {
+                    self.cancel(code);
+                }
+                return Err(e);
+            }
+        };
+        if head.method() == http::Method::CONNECT {
+            // RFC 9220 §3, as in `recv_request`.
+            if head.protocol().is_some() && !self.conn.local.enable_connect_protocol {
+                self.cancel(H3_MESSAGE_ERROR);
+                return Err(Error::stream(H3_MESSAGE_ERROR, ":protocol not enabled"));
+            }
+            self.take_datagrams();
+        }
+        self.start_body_len(head.content_length(), false);
+        // RFC 9218 §5, §7: the client's priority orders our response.
+        let field = head.header(crate::priority::PRIORITY.as_bytes());
+        if let Some(p) = self.conn.request_priority_field(self.id(), field) {
+            self.set_send_priority(p);
+        }
+        Ok(head)
+    }
+
+    /// Sends a response head of `status` and regular `fields` (lowercase
+    /// names; e.g. `(b"content-length", b"2048")`), checked as
+    /// [`send_response`](Self::send_response) checks a `Response`'s, without
+    /// building one.
+    pub async fn send_response_fields(
+        &mut self,
+        status: StatusCode,
+        fields: &[(&[u8], &[u8])],
+    ) -> Result<(), Error> {
+        if status == StatusCode::SWITCHING_PROTOCOLS {
+            return Err(Error::stream(
+                H3_MESSAGE_ERROR,
+                "101 does not exist in HTTP/3",
+            ));
+        }
+        let mut lines: Lines = smallvec::smallvec![(&b":status"[..], status.as_str().as_bytes())];
+        for &(name, value) in fields {
+            check_regular(name, value)?;
+            lines.push((name, value));
+        }
+        crate::message::check_size(&lines, self.conn.peer_field_limit())?;
+        let mut section = self.frame_buf();
+        self.conn.encode(self.id(), &lines, section.payload());
+        self.send_headers(section).await?;
+        if !status.is_informational() {
+            self.status_sent = Some(status);
+        }
+        Ok(())
+    }
+
     /// Sends the response's head (then the body with
     /// [`send_data`](Self::send_data), and [`finish`](Self::finish)).
     pub async fn send_response<B>(&mut self, resp: &Response<B>) -> Result<(), Error> {
-        let mut section = FrameBuf::new();
+        let mut section = self.frame_buf();
         let limit = self.conn.peer_field_limit();
         let (id, conn) = (self.id(), &self.conn);
         let mut encode = |f: &[(&[u8], &[u8])], out: &mut Vec<u8>| conn.encode(id, f, out);

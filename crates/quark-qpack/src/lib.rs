@@ -29,6 +29,7 @@
 //! | module | what lives there |
 //! |---|---|
 //! | `field` | [`encode_section`], [`decode_section`] (static only) |
+//! | `spans` | [`decode_section_spans`]: the same, into one caller's buffer |
 //! | `table` | the dynamic table: entries, sizes, eviction, absolute indices |
 //! | `section` | Required Insert Count and Base, dynamic representations |
 //! | `instructions` | encoder and decoder stream instructions |
@@ -60,6 +61,7 @@ mod huffman_table;
 mod instructions;
 mod prefix_int;
 mod section;
+mod spans;
 mod static_table;
 mod streams;
 mod table;
@@ -67,6 +69,7 @@ mod table;
 pub use decoder::Decoder;
 pub use encoder::Encoder;
 pub use field::{decode_section, encode_section};
+pub use spans::{Span, decode_section_spans};
 use std::borrow::Cow;
 
 pub use static_table::{STATIC_TABLE_LEN, static_entry};

@@ -1,7 +1,10 @@
 //! `h3`: HTTP/3 over quark (`quark-h3`). `GET /<n>` (or `POST /<n>` with a
 //! body) returns `n` bytes of pattern, as the hyper adapters serve them; one
 //! request per bidirectional stream, the body sent as shared chunks. The
-//! server reads each request's head in the connection's own task.
+//! server reads each request's head in the connection's own task. Heads go
+//! through quark-h3's field API (`recv_request_head`, `send_response_fields`,
+//! `send_request_fields`, `recv_response_head`), not the `http` types: a
+//! server that routes on the path needs no `Uri` or `HeaderMap`.
 
 use std::sync::Arc;
 
@@ -51,6 +54,19 @@ async fn read_pattern(stream: &mut quark_h3::RequestStream, expect: u64) -> anyh
     }
 }
 
+/// `n` in decimal, at the end of `out`.
+fn decimal(mut n: u64, out: &mut [u8; 20]) -> &[u8] {
+    let mut i = out.len();
+    loop {
+        i -= 1;
+        out[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &out[i..];
+        }
+    }
+}
+
 /// The `n` of a path `/<n>` (the hyper adapters' routes).
 pub(crate) fn response_len(path: &str) -> Option<u64> {
     super::http::parse_path(path)
@@ -61,20 +77,21 @@ async fn serve_request(
     stats: &ServerStats,
 ) -> anyhow::Result<()> {
     let guard = stats.request();
-    let req = stream.recv_request().await?;
-    let Some(n) = response_len(req.uri().path()) else {
-        let resp = http::Response::builder().status(404).body(())?;
-        stream.send_response(&resp).await?;
+    let head = stream.recv_request_head().await?;
+    let Some(n) = head.path().and_then(response_len) else {
+        stream
+            .send_response_fields(http::StatusCode::NOT_FOUND, &[])
+            .await?;
         stream.finish()?;
-        bail!("no such route: {}", req.uri().path());
+        bail!("no such route: {:?}", head.path());
     };
+    drop(head);
     let body = read_pattern(&mut stream, MAX_LEN).await?;
-    // Built in place: `Response::builder` moves its parts (a few hundred
-    // bytes) through every call.
-    let mut resp = http::Response::new(());
-    resp.headers_mut()
-        .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(n));
-    stream.send_response(&resp).await?;
+    let mut digits = [0; 20];
+    let len = decimal(n, &mut digits);
+    stream
+        .send_response_fields(http::StatusCode::OK, &[(b"content-length", len)])
+        .await?;
     send_pattern(&mut stream, n).await?;
     stream.finish()?;
     guard.finish(body, n);
@@ -132,24 +149,27 @@ impl Adapter for H3 {
         Box::pin(async move {
             let alpn = quark_h3::ALPN;
             let config = quark_client_config(&cfg.cert, cfg.cipher, alpn, H3_UNI_STREAMS.into())?;
-            let base = format!("https://{SERVER_NAME}:{}", cfg.server.port());
+            let authority = format!("{SERVER_NAME}:{}", cfg.server.port());
             let endpoints = QuarkEndpoints::new(&cfg, config)?;
-            Ok(Arc::new(H3Client { endpoints, base }) as Arc<dyn Client>)
+            Ok(Arc::new(H3Client {
+                endpoints,
+                authority,
+            }) as Arc<dyn Client>)
         })
     }
 }
 
 struct H3Client {
     endpoints: QuarkEndpoints,
-    base: String,
+    authority: String,
 }
 
 impl Client for H3Client {
     fn connect(&self) -> BoxFuture<'_, anyhow::Result<Arc<dyn Connection>>> {
         Box::pin(async move {
             let client = quark_h3::Client::new(self.endpoints.connect().await?).await?;
-            let base = self.base.clone();
-            Ok(Arc::new(H3Conn { client, base }) as Arc<dyn Connection>)
+            let authority = self.authority.clone();
+            Ok(Arc::new(H3Conn { client, authority }) as Arc<dyn Connection>)
         })
     }
 
@@ -164,7 +184,7 @@ impl Client for H3Client {
 
 struct H3Conn {
     client: quark_h3::Client,
-    base: String,
+    authority: String,
 }
 
 /// The request of `req`: GET without a body, POST with one. A client sends
@@ -209,11 +229,23 @@ fn build_request(base: &str, req: &Request) -> anyhow::Result<http::Request<()>>
 impl Connection for H3Conn {
     fn request(&self, req: Request) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async move {
-            let head = http_request(&self.base, &req)?;
-            let mut stream = self.client.send_request(&head).await?;
+            // `/<n>` and content-length, formatted on the stack.
+            let (mut path, mut digits) = ([b'/'; 21], [0; 20]);
+            let n = decimal(req.response_len, &mut digits).len();
+            path[1..=n].copy_from_slice(&digits[20 - n..]);
+            let path = std::str::from_utf8(&path[..=n])?;
+            let len = decimal(req.body_len, &mut digits);
+            let (method, fields): (_, &[(&[u8], &[u8])]) = match req.body_len {
+                0 => (&http::Method::GET, &[]),
+                _ => (&http::Method::POST, &[(b"content-length", len)]),
+            };
+            let mut stream = self
+                .client
+                .send_request_fields(method, &self.authority, path, fields)
+                .await?;
             send_pattern(&mut stream, req.body_len).await?;
             stream.finish()?;
-            let resp = stream.recv_response().await?;
+            let resp = stream.recv_response_head().await?;
             if resp.status() != http::StatusCode::OK {
                 bail!("server answered {}", resp.status());
             }
