@@ -268,6 +268,13 @@ impl Endpoint {
         self.shared.lock().proto.share_path_rtts(cache);
     }
 
+    /// Whether this endpoint learns path RTTs together with `other`
+    /// ([`Endpoint::share_path_rtts_with`], or workers of one group).
+    pub fn shares_path_rtts_with(&self, other: &Endpoint) -> bool {
+        let cache = other.shared.lock().proto.path_rtts();
+        self.shared.lock().proto.path_rtts().is_shared_with(&cache)
+    }
+
     /// Whether a due loss-detection timer (PTO, RFC 9002 §6.2) waits, up to
     /// 200 ms, while received datagrams are still unread, as the
     /// acknowledgment it waits for may be among them. Other timers (idle,
