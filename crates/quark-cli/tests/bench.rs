@@ -266,7 +266,11 @@ fn client_threads_count_every_request_once() {
             assert_eq!(r["peak_connections"], conns, "{scenario} {proto}");
             assert_eq!(r["server_counters"]["peak_connections"], conns);
             assert_eq!(r["client_thread_cpu_s"].as_array().unwrap().len(), 2);
-            assert!(r["warnings"].is_null(), "{scenario} {proto}: {}", r["warnings"]);
+            assert!(
+                r["warnings"].is_null(),
+                "{scenario} {proto}: {}",
+                r["warnings"]
+            );
         }
     }
     let _ = std::fs::remove_file(&json);
