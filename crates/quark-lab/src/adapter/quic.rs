@@ -68,12 +68,11 @@ fn tuned_off(name: &str) -> bool {
     tune.split(',').any(|t| t.trim() == format!("{name}=0"))
 }
 
-/// Whether a due loss-detection timer waits for unread datagrams
-/// (`QUARK_TUNE=ptodefer=1`; off by default, see
+/// Whether a due loss-detection timer waits for unread datagrams (on, as
+/// quark's default; `QUARK_TUNE=ptodefer=0` switches it off, see
 /// `quark::Endpoint::set_timer_deferral`).
 fn timer_deferral() -> bool {
-    let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
-    tune.split(',').any(|t| t.trim() == "ptodefer=1")
+    !tuned_off("ptodefer")
 }
 
 /// The idle timeout (RFC 9000 §10.1) of the lab's connections. The `scale`
