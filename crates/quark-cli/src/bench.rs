@@ -95,6 +95,11 @@ pub(crate) struct Args {
     /// `--server-workers`, since the kernel spreads load by 4-tuple.
     #[arg(long, default_value_t = 1, value_name = "N")]
     client_sockets: usize,
+    /// Client threads for every protocol whose lab client quark runs (not
+    /// quic-go's): each its own runtime, sockets and share of the connections,
+    /// results merged exactly; the report names a thread at its core's limit.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    client_threads: usize,
     /// TLS 1.3 cipher suite: aes128gcm, aes256gcm or chacha20.
     #[arg(long, default_value = "aes128gcm")]
     cipher: String,
@@ -349,6 +354,7 @@ fn config(a: &Args) -> anyhow::Result<BenchConfig> {
         die_after: a.die_after,
         server_workers: a.server_workers,
         client_sockets: a.client_sockets,
+        client_threads: a.client_threads,
         repeat: a.repeat,
         agents: agents(a)?,
         cloud: cloud.map(|p| p.section),

@@ -187,6 +187,8 @@ fn bad_input_gives_one_error_line_and_nonzero_exit() {
         vec!["--server-workers", "0"],
         vec!["--server-workers", "2", "--pin"],
         vec!["--client-sockets", "0"],
+        vec!["--client-threads", "0"],
+        vec!["-p", "quic-go", "--client-threads", "2"],
     ];
     for args in cases {
         let out = quark().arg("bench").args(&args).output().unwrap();
@@ -225,6 +227,51 @@ fn server_workers_reach_the_server_and_the_record() {
         let r = &cells(&v, "rps", proto)[0]["metrics"];
         assert_eq!(r["server_counters"]["requests"], 200, "{proto}");
         assert_eq!(r["server_counters"]["peak_connections"], 12, "{proto}");
+    }
+    let _ = std::fs::remove_file(&json);
+}
+
+#[test]
+fn client_threads_count_every_request_once() {
+    let json = tmp("client-threads.json");
+    let v = bench_json(
+        &["-p", "quic,tcp+tls", "-s", "rps,scale", "--requests", "301"],
+        &[
+            "--connections",
+            "7",
+            "--scale-connections",
+            "5",
+            "--client-threads",
+            "2",
+            "--client-sockets",
+            "4",
+            "--warmup",
+            "0",
+        ],
+        &json,
+    );
+    assert_eq!(v["config"]["client_threads"], 2);
+    for (scenario, conns) in [("rps", 7), ("scale", 5)] {
+        for proto in ["quic", "tcp+tls"] {
+            let c = cells(&v, scenario, proto);
+            let r = &c[0]["metrics"];
+            // Counted once on each side; every response byte checked by the
+            // client (a mismatch fails the cell) and counted by the server.
+            assert_eq!(r["requests"], 301, "{scenario} {proto}");
+            assert_eq!(r["server_counters"]["requests"], 301, "{scenario} {proto}");
+            assert_eq!(
+                r["server_counters"]["bytes_out"], r["payload_bytes"],
+                "{scenario} {proto}"
+            );
+            assert_eq!(r["peak_connections"], conns, "{scenario} {proto}");
+            assert_eq!(r["server_counters"]["peak_connections"], conns);
+            assert_eq!(r["client_thread_cpu_s"].as_array().unwrap().len(), 2);
+            assert!(
+                r["warnings"].is_null(),
+                "{scenario} {proto}: {}",
+                r["warnings"]
+            );
+        }
     }
     let _ = std::fs::remove_file(&json);
 }

@@ -106,6 +106,9 @@ pub struct RunConfig {
     /// Client sockets connections were spread over.
     #[serde(default = "one")]
     pub client_sockets: u32,
+    /// Client threads connections were spread over (`--client-threads`).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub client_threads: u32,
     /// Runs of every cell, protocols taking turns (`--repeat`; absent: 1).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub repeat: u32,
@@ -304,6 +307,9 @@ pub struct Metrics {
     /// Disagreements between what the client did and the server saw.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// CPU seconds of each client thread (`--client-threads` above 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_thread_cpu_s: Vec<f64>,
 }
 
 /// A protocol's headline numbers and its ratios to the reference.

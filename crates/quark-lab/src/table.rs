@@ -48,6 +48,15 @@ pub fn phase_line(scenario: &str, proto: &str, label: &str, m: &Metrics) -> Stri
     if let Some(d) = m.datagrams {
         let _ = write!(s, ", {:.2}% lost", d.loss_ratio * 100.0);
     }
+    if !m.client_thread_cpu_s.is_empty() && m.elapsed_s > 0.0 {
+        // Each client thread's share of its core: which side set the pace.
+        let busy: Vec<String> = m
+            .client_thread_cpu_s
+            .iter()
+            .map(|c| format!("{:.0}%", 100.0 * c / m.elapsed_s))
+            .collect();
+        let _ = write!(s, ", client threads {}", busy.join("/"));
+    }
     for w in &m.warnings {
         let _ = write!(s, " [warning: {w}]");
     }

@@ -176,6 +176,15 @@ impl Prepared {
     }
 }
 
+/// Counters the client threads of one phase share (`--client-threads`), so
+/// that exactly `requests` requests are issued in all and the peak in flight
+/// is the process's, not a sum of the threads' peaks.
+#[derive(Default)]
+pub struct Shared {
+    tickets: AtomicU64,
+    gauge: Gauge,
+}
+
 /// A gauge that remembers its peak.
 #[derive(Default)]
 struct Gauge {
@@ -311,8 +320,18 @@ pub async fn run(
     prepared: &Prepared,
     progress: &Arc<AtomicU64>,
 ) -> anyhow::Result<Measured> {
-    let gauge = Arc::new(Gauge::default());
-    let tickets = Arc::new(AtomicU64::new(0));
+    run_shared(client, w, prepared, progress, &Arc::default()).await
+}
+
+/// [`run`] with ticket and in-flight counters shared with other client
+/// threads running their share of the same phase.
+pub async fn run_shared(
+    client: &Arc<dyn Client>,
+    w: &Workload,
+    prepared: &Prepared,
+    progress: &Arc<AtomicU64>,
+    shared: &Arc<Shared>,
+) -> anyhow::Result<Measured> {
     let mut set: JoinSet<anyhow::Result<TaskOut>> = JoinSet::new();
     let start = Instant::now();
     let mut fresh_conns = false;
@@ -326,29 +345,24 @@ pub async fn run(
         } => {
             fresh_conns = true;
             for _ in 0..workers {
-                let (client, gauge, tickets, progress) = (
-                    client.clone(),
-                    gauge.clone(),
-                    tickets.clone(),
-                    progress.clone(),
-                );
+                let (client, shared, progress) = (client.clone(), shared.clone(), progress.clone());
                 let mut out = TaskOut::sized(requests, workers as usize, true);
                 set.spawn(async move {
-                    while tickets.fetch_add(1, Relaxed) < requests {
-                        gauge.inc();
+                    while shared.tickets.fetch_add(1, Relaxed) < requests {
+                        shared.gauge.inc();
                         let req = Request {
                             response_len,
                             body_len,
                         };
                         let (c, l) = match fresh_request(&*client, req).await {
                             Err(e) if lost(&e) => {
-                                gauge.dec();
+                                shared.gauge.dec();
                                 out.lost += 1;
                                 continue;
                             }
                             r => r?,
                         };
-                        gauge.dec();
+                        shared.gauge.dec();
                         out.connect.push(c);
                         out.latency.push(l);
                         out.requests += 1;
@@ -369,17 +383,12 @@ pub async fn run(
         } => {
             for conn in &prepared.conns {
                 for _ in 0..in_flight {
-                    let (conn, gauge, tickets, progress) = (
-                        conn.clone(),
-                        gauge.clone(),
-                        tickets.clone(),
-                        progress.clone(),
-                    );
+                    let (conn, shared, progress) = (conn.clone(), shared.clone(), progress.clone());
                     let tasks = prepared.conns.len() * in_flight as usize;
                     let mut out = TaskOut::sized(requests, tasks, false);
                     set.spawn(async move {
-                        while tickets.fetch_add(1, Relaxed) < requests {
-                            gauge.inc();
+                        while shared.tickets.fetch_add(1, Relaxed) < requests {
+                            shared.gauge.inc();
                             let t = Instant::now();
                             let req = Request {
                                 response_len,
@@ -387,14 +396,14 @@ pub async fn run(
                             };
                             match conn.request(req).await {
                                 Err(e) if lost(&e) => {
-                                    gauge.dec();
+                                    shared.gauge.dec();
                                     out.lost += 1;
                                     continue;
                                 }
                                 r => r?,
                             }
                             out.latency.push(t.elapsed().as_nanos() as u64);
-                            gauge.dec();
+                            shared.gauge.dec();
                             out.requests += 1;
                             out.bytes_in += response_len;
                             out.bytes_out += body_len;
@@ -414,11 +423,11 @@ pub async fn run(
             let until = start + Duration::from_millis(duration_ms);
             for conn in &prepared.conns {
                 for _ in 0..streams {
-                    let (conn, gauge) = (conn.clone(), gauge.clone());
+                    let (conn, shared) = (conn.clone(), shared.clone());
                     set.spawn(async move {
                         let mut out = TaskOut::default();
                         while Instant::now() < until {
-                            gauge.inc();
+                            shared.gauge.inc();
                             let t = Instant::now();
                             conn.request(Request {
                                 response_len: chunk,
@@ -426,7 +435,7 @@ pub async fn run(
                             })
                             .await?;
                             out.latency.push(t.elapsed().as_nanos() as u64);
-                            gauge.dec();
+                            shared.gauge.dec();
                             out.requests += 1;
                             out.bytes_in += chunk;
                         }
@@ -498,7 +507,7 @@ pub async fn run(
         datagrams += out.datagrams;
     }
     m.elapsed = start.elapsed();
-    m.peak_in_flight = gauge.peak.load(Relaxed);
+    m.peak_in_flight = shared.gauge.peak.load(Relaxed);
     match w {
         Workload::Blast { .. } | Workload::BlastFor { .. } => m.datagrams_sent = Some(datagrams),
         Workload::Streams { .. } => m.peak_connections = prepared.conns.len() as u64,

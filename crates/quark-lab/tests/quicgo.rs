@@ -77,6 +77,7 @@ fn config(scenarios: Vec<(Scenario, Params)>, cipher: Cipher) -> BenchConfig {
         die_after: None,
         server_workers: None,
         client_sockets: 1,
+        client_threads: 1,
         repeat: 1,
         agents: Default::default(),
         cloud: None,

@@ -67,6 +67,7 @@ fn metrics(goodput: f64, cpu_per_gb: f64, samples: &mut [u64]) -> Metrics {
         datagrams: None,
         breakdown: None,
         warnings: vec![],
+        client_thread_cpu_s: vec![],
     }
 }
 
@@ -213,6 +214,7 @@ fn fixture() -> Report {
             )],
             server_workers: None,
             client_sockets: 1,
+            client_threads: 1,
             repeat: 1,
             placement: None,
         },

@@ -103,7 +103,7 @@ impl Endpoint {
                 closed: false,
                 stopped: false,
                 busy_poll: std::time::Duration::ZERO,
-                defer_timers: false,
+                defer_timers: true,
                 recv_buf_per_conn: crate::driver::RECV_BUF_PER_CONN,
                 reader_waits: 0,
                 deferrals: 0,
@@ -268,13 +268,21 @@ impl Endpoint {
         self.shared.lock().proto.share_path_rtts(cache);
     }
 
+    /// Whether this endpoint learns path RTTs together with `other`
+    /// ([`Endpoint::share_path_rtts_with`], or workers of one group).
+    pub fn shares_path_rtts_with(&self, other: &Endpoint) -> bool {
+        let cache = other.shared.lock().proto.path_rtts();
+        self.shared.lock().proto.path_rtts().is_shared_with(&cache)
+    }
+
     /// Whether a due loss-detection timer (PTO, RFC 9002 §6.2) waits, up to
     /// 200 ms, while received datagrams are still unread, as the
     /// acknowledgment it waits for may be among them. Other timers (idle,
-    /// ACK delay, pacing) never wait. Off by default: it paid at 20 000
-    /// cold connections, but at 144 and 5 000 three runs each on the shared
-    /// machine did not show it paying. See
-    /// docs/results/2026-11-29-scale-cold (section 5).
+    /// ACK delay, pacing) never wait. On by default: with the shared path
+    /// RTT it halved the server's PTOs at 5 000 cold connections, with no
+    /// cost seen at 144 (docs/results/2026-11-29-scale-cold, section 8);
+    /// RFC 9002 §6.2.1 restarts a PTO on the acknowledgment, which had
+    /// arrived and waited only in our own socket.
     pub fn set_timer_deferral(&self, on: bool) {
         let mut state = self.shared.lock();
         state.defer_timers = on;

@@ -159,6 +159,14 @@ impl WorkerGroup {
             this.workers
                 .push(start_worker(config, server.clone(), socket, link, inbox)?);
         }
+        // One RTT estimate per path for the whole group, as one endpoint
+        // keeps for its connections: a client's sockets land on different
+        // workers, and a worker whose connections the burst serves last
+        // learns the queue from the others' answers (issue #33).
+        let first = this.workers[0].endpoint.clone();
+        for w in &this.workers[1..] {
+            w.endpoint.share_path_rtts_with(&first);
+        }
         Ok(this)
     }
 

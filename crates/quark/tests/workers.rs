@@ -319,3 +319,36 @@ async fn accept_yields_connections_of_every_worker() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn the_workers_learn_path_rtts_together() {
+    let bed = Bed::new(3);
+    let (group, config, placement) = echo_group(&bed, 3);
+    let first = group.worker(0).unwrap();
+    for i in 1..3 {
+        assert!(group.worker(i).unwrap().shares_path_rtts_with(first), "{i}");
+    }
+    // An endpoint of its own does not, and the shared cache serves
+    // connections on every worker.
+    let client = bed.client();
+    assert!(!client.shares_path_rtts_with(first));
+    let mut conns = Vec::new();
+    for _ in 0..12 {
+        let client = bed.client();
+        let conn = client
+            .connect(config.clone(), group.local_addr(), "localhost")
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(echo(&conn, &data(3000, 7)).await, data(3000, 7));
+        conns.push((client, conn));
+    }
+    let workers: HashSet<usize> = placement
+        .lock()
+        .unwrap()
+        .values()
+        .flatten()
+        .copied()
+        .collect();
+    assert!(workers.len() > 1, "{workers:?}");
+}

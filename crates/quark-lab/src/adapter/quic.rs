@@ -68,12 +68,11 @@ fn tuned_off(name: &str) -> bool {
     tune.split(',').any(|t| t.trim() == format!("{name}=0"))
 }
 
-/// Whether a due loss-detection timer waits for unread datagrams
-/// (`QUARK_TUNE=ptodefer=1`; off by default, see
+/// Whether a due loss-detection timer waits for unread datagrams (on, as
+/// quark's default; `QUARK_TUNE=ptodefer=0` switches it off, see
 /// `quark::Endpoint::set_timer_deferral`).
 fn timer_deferral() -> bool {
-    let tune = std::env::var("QUARK_TUNE").unwrap_or_default();
-    tune.split(',').any(|t| t.trim() == "ptodefer=1")
+    !tuned_off("ptodefer")
 }
 
 /// The idle timeout (RFC 9000 §10.1) of the lab's connections. The `scale`
@@ -345,6 +344,30 @@ where
     Ok(Box::new(QuicServer::Single { endpoint, task }))
 }
 
+/// With [`share_path_rtts_across_clients`]: the first client endpoint made
+/// in this process, whose path RTT cache every later one shares.
+static CLIENT_RTT_ANCHOR: std::sync::Mutex<Option<Option<quark::Endpoint>>> =
+    std::sync::Mutex::new(None);
+
+/// Makes every quark client made from now on in this process share one path
+/// RTT cache (the lab client's threads, `--client-threads`), as one client's
+/// sockets do. Off by default: tests make many clients in one process.
+pub fn share_path_rtts_across_clients() {
+    let mut anchor = CLIENT_RTT_ANCHOR.lock().unwrap_or_else(|e| e.into_inner());
+    anchor.get_or_insert(None);
+}
+
+/// Shares `first`'s path RTT cache with the process's anchor endpoint (or
+/// makes `first` the anchor) when [`share_path_rtts_across_clients`] asked.
+fn share_with_anchor(first: &quark::Endpoint) {
+    let mut anchor = CLIENT_RTT_ANCHOR.lock().unwrap_or_else(|e| e.into_inner());
+    match anchor.as_mut() {
+        Some(Some(a)) => first.share_path_rtts_with(a),
+        Some(slot @ None) => *slot = Some(first.clone()),
+        None => {}
+    }
+}
+
 /// A client's quark endpoints ([`ClientConfig::sockets`] of them, over AF_XDP
 /// when `QUARK_XDP` asks) and what it connects with.
 pub(crate) struct QuarkEndpoints {
@@ -365,6 +388,7 @@ impl QuarkEndpoints {
                 .map(|_| quark::Endpoint::client(bind))
                 .collect::<std::io::Result<Vec<_>>>()?,
         };
+        share_with_anchor(&endpoints[0]);
         for e in &endpoints {
             // One RTT estimate per path for all the client's sockets (the
             // connections of every socket go to the same server).

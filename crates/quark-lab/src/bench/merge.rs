@@ -107,6 +107,16 @@ pub fn merge(
             c.cores
         ));
     }
+    // With client threads, each has a core at most: one at its limit sets
+    // the pace of its share however idle the others are.
+    for (i, &cpu) in c.thread_cpu_s.iter().enumerate() {
+        if crate::scale::saturated(cpu, c.elapsed_s, 1) {
+            warnings.push(format!(
+                "client thread {i} at {:.0} % of a core: the client may be the bottleneck",
+                100.0 * cpu / c.elapsed_s
+            ));
+        }
+    }
     if c.lost > 0 {
         // The study's udp: a response missing datagrams is not retried.
         warnings.push(format!(
@@ -145,6 +155,7 @@ pub fn merge(
         datagrams,
         breakdown: None,
         warnings,
+        client_thread_cpu_s: c.thread_cpu_s.clone(),
     }
 }
 
@@ -183,6 +194,7 @@ mod tests {
             usage: usage(0.5, 10_000_000, 2_800_000),
             breakdown: None,
             cores: 1,
+            thread_cpu_s: Vec::new(),
         };
         let counters = ServerCounters {
             requests: 1000,
@@ -230,5 +242,14 @@ mod tests {
                 .len(),
             1
         );
+        // A client thread at its core's limit is named, an idle one is not.
+        let threads = ClientReport {
+            thread_cpu_s: vec![0.4, 1.95],
+            ..c.clone()
+        };
+        let t = merge(Scenario::Rps, &w, &threads, &usage(1.0, 0, 0), &counters);
+        assert_eq!(t.client_thread_cpu_s, [0.4, 1.95]);
+        assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
+        assert!(t.warnings[0].starts_with("client thread 1 at 98 %"));
     }
 }

@@ -99,6 +99,9 @@ pub struct BenchConfig {
     pub server_workers: Option<usize>,
     /// Client sockets to spread connections over (see `ClientArgs::client_sockets`).
     pub client_sockets: usize,
+    /// Client threads, each with its own sockets and share of the connections
+    /// (see `ClientArgs::client_threads`); the same for every protocol.
+    pub client_threads: usize,
     /// Runs of every cell, the protocols taking turns (see `repeat`).
     pub repeat: u32,
     /// Sides placed on other hosts' agents (`--server-agent`, `--client-agent`).
@@ -144,6 +147,23 @@ impl BenchConfig {
         }
         if !(1..=1024).contains(&self.client_sockets) {
             bail!("--client-sockets must be between 1 and 1024");
+        }
+        if !(1..=256).contains(&self.client_threads) {
+            bail!("--client-threads must be between 1 and 256");
+        }
+        if self.client_threads > 1 && self.pin.is_some() {
+            bail!("--pin puts the whole client on one CPU: leave it out with --client-threads");
+        }
+        if self.client_threads > 1 {
+            // Every protocol gets the same client threads, or none runs.
+            for p in &self.protocols {
+                if find(p).is_some_and(|a| a.external_child().is_some()) {
+                    bail!(
+                        "--client-threads: {p}'s lab client is a program of its own \
+                         and runs one thread"
+                    );
+                }
+            }
         }
         // Over AF_XDP a queue carries each client socket's datagrams to the
         // server worker of that queue, and the veth has one per worker.
@@ -269,6 +289,7 @@ pub async fn run(cfg: BenchConfig, mut log: impl FnMut(&str)) -> anyhow::Result<
             network: Vec::new(),
             server_workers: cfg.server_workers.map(|n| n as u32),
             client_sockets: cfg.client_sockets as u32,
+            client_threads: cfg.client_threads as u32,
             repeat: cfg.repeat,
             placement: None,
         },
@@ -616,6 +637,7 @@ impl Cell<'_> {
             phases,
             progress_ms: if cfg.progress { 100 } else { 0 },
             client_sockets: cfg.client_sockets,
+            client_threads: cfg.client_threads,
         };
         if let Some(agent) = &cfg.agents.client {
             let argv = client.to_argv();

@@ -26,6 +26,9 @@ use crate::results::SideBreakdown;
 
 mod client;
 mod server;
+mod threads;
+#[cfg(test)]
+mod threads_tests;
 mod ticker;
 
 pub use client::run_client;
@@ -105,6 +108,10 @@ pub struct ClientReport {
     /// unknown, from an older client).
     #[serde(default)]
     pub cores: u32,
+    /// CPU seconds of each client thread in the interval (`--client-threads`
+    /// above 1; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_cpu_s: Vec<f64>,
 }
 
 /// Events a client prints.
@@ -283,6 +290,10 @@ pub struct ClientArgs {
     /// Local sockets to spread connections over (protocols that share one).
     #[arg(long, default_value_t = 1)]
     pub client_sockets: usize,
+    /// Client threads, each with its own runtime, sockets and share of the
+    /// connections (1: the phases run on the process's runtime).
+    #[arg(long, default_value_t = 1)]
+    pub client_threads: usize,
 }
 
 impl ClientArgs {
@@ -297,6 +308,10 @@ impl ClientArgs {
         ]);
         v.extend(["--progress-ms".into(), self.progress_ms.to_string()]);
         v.extend(["--client-sockets".into(), self.client_sockets.to_string()]);
+        // Only when asked: external clients (quic-go's) do not know it.
+        if self.client_threads > 1 {
+            v.extend(["--client-threads".into(), self.client_threads.to_string()]);
+        }
         v
     }
 }

@@ -77,6 +77,11 @@ impl PathRttCache {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether `self` and `other` are one cache (shared, not copied).
+    pub fn is_shared_with(&self, other: &PathRttCache) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// `PathRtts::sync` under the lock, taken only when there is news.
     pub(crate) fn sync(&self, conn: &mut Connection) {
         if let Some((rtt, at)) = conn.take_rtt_news() {
