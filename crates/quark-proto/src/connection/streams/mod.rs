@@ -8,6 +8,7 @@ mod incoming;
 mod memory;
 mod outgoing;
 mod pending;
+mod pool;
 mod sched;
 mod spare;
 
@@ -19,6 +20,7 @@ use bytes::Bytes;
 
 use self::budget::{CreditWait, SendBudget};
 use self::pending::Pending;
+pub use self::pool::{release_stream_pool, stream_pool_bytes};
 pub use self::sched::Priority;
 use self::sched::SendQueue;
 use self::spare::Spare;
@@ -118,7 +120,11 @@ const DIRS: [Dir; 2] = [Dir::Bi, Dir::Uni];
 pub struct Streams {
     side: Side,
     limits: StreamLimits,
-    map: IdMap<StreamEntry>,
+    /// Boxed: an entry is ~530 bytes, and a table holds at least four
+    /// slots, so a connection serving one request held 2.1 KiB of table
+    /// (issue #33); boxed, ~600 bytes, in an allocation glibc's per-thread
+    /// cache serves.
+    map: IdMap<Box<StreamEntry>>,
     /// Next index for streams we open, per direction.
     next_local: [u64; 2],
     /// The peer's MAX_STREAMS for our streams.
@@ -375,6 +381,7 @@ impl Streams {
         self.on_consumed(consumed);
         if matches!(outcome, Ok(ReadOutcome::Finished) | Err(_)) {
             self.maybe_free(id);
+            self.release_read(id);
         }
         outcome.map_err(StreamError::from)
     }
@@ -465,6 +472,9 @@ impl Streams {
     }
 
     fn insert_stream(&mut self, id: StreamId) {
+        if self.map.capacity() == 0 {
+            self.map = pool::take_table();
+        }
         let ours = id.initiator() == self.side;
         let send = match (id.dir(), ours) {
             (Dir::Uni, false) => None,
@@ -472,14 +482,14 @@ impl Streams {
             (Dir::Bi, true) => Some(self.peer_window[1]),
             (Dir::Uni, true) => Some(self.peer_window[2]),
         }
-        .map(|max| SendStream::with_storage(max, self.limits.send_buffer, self.spare[0].take()));
+        .map(|max| SendStream::with_storage(max, self.limits.send_buffer, self.spare[0].take(0)));
         let recv = (id.dir() == Dir::Bi || !ours).then(|| {
             let window = AutoWindow::new(self.limits.stream_window, self.limits.stream_window_max);
-            RecvStream::with_storage(window, self.spare[1].take())
+            RecvStream::with_storage(window, self.spare[1].take(1))
         });
         self.map.insert(
             id,
-            StreamEntry {
+            pool::entry(StreamEntry {
                 send,
                 recv,
                 queued: false,
@@ -490,7 +500,7 @@ impl Streams {
                 reserved: 0,
                 budget_queued: false,
                 credit_wait: CreditWait::None,
-            },
+            }),
         );
     }
 
@@ -534,17 +544,22 @@ impl Streams {
         if !(send_done && recv_done) || entry.queued {
             return;
         }
-        let entry = slot.remove();
+        let mut entry = slot.remove();
         self.pending.forget(id);
         self.budget.forget(&entry);
+        let (s, r) = (entry.send.take(), entry.recv.take());
+        pool::put_entry(entry);
         let window = self.limits.connection_window as usize;
         let over = self.map.is_empty();
         let [send, recv] = &mut self.spare;
-        if let Some(s) = entry.send {
+        if let Some(s) = s {
             send.keep(s.into_storage(), window, over);
         }
-        if let Some(r) = entry.recv {
+        if let Some(r) = r {
             recv.keep(r.into_storage(), window, over);
+        }
+        if over {
+            self.donate_small();
         }
         if id.initiator() != self.side {
             let d = dir_index(id.dir());

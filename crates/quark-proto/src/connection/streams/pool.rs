@@ -1,0 +1,137 @@
+//! Stream storage shared by the connections of a thread (issue #33: memory
+//! per connection while serving). A connection that serves one request at a
+//! time kept a send ring, a receive ring and a stream table between its
+//! requests: ~6 KiB each at 5 000 connections, although only the requests in
+//! progress need them. Small bursts now hand their storage here when their
+//! last stream closes, and the next stream of any connection on this thread
+//! takes it back: memory follows the requests in progress, not the
+//! connections, and a request still costs no allocation (the streams'
+//! boxed entries come from here too).
+//!
+//! Per thread, not per endpoint: no lock and no handle to pass to every
+//! stream call; a runtime drives an endpoint's connections from its thread.
+//! Bounded in count and bytes; what does not fit is freed.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+
+use super::StreamEntry;
+use crate::types::{IdMap, StreamId};
+
+/// Most rings of each kind kept, all connections of the thread together.
+const MAX_RINGS: usize = 1024;
+/// Most bytes of rings kept.
+const MAX_RING_BYTES: usize = 2 << 20;
+/// Larger rings are not pooled (a big transfer's; freed as before).
+pub(super) const MAX_RING_CAPACITY: usize = 64 * 1024;
+/// Most stream tables kept.
+const MAX_TABLES: usize = 512;
+/// Tables for more streams than this are not pooled.
+const MAX_TABLE_CAPACITY: usize = 8;
+/// Most stream entries' boxes kept.
+const MAX_ENTRIES: usize = 1024;
+
+pub(super) type Table = IdMap<StreamId, Box<StreamEntry>>;
+
+#[derive(Default)]
+struct Pool {
+    /// Send rings, receive rings: apart, as in a connection's `Spare`.
+    rings: [Vec<VecDeque<u8>>; 2],
+    ring_bytes: usize,
+    tables: Vec<Table>,
+    /// The boxes themselves are what is kept: handed out without allocating.
+    #[allow(clippy::vec_box)]
+    entries: Vec<Box<StreamEntry>>,
+}
+
+thread_local! {
+    static POOL: RefCell<Pool> = RefCell::new(Pool::default());
+}
+
+/// A kept ring of `kind` (0 send, 1 receive), if any (empty).
+pub(super) fn take_ring(kind: usize) -> Option<VecDeque<u8>> {
+    POOL.with_borrow_mut(|p| {
+        let ring = p.rings[kind].pop()?;
+        p.ring_bytes -= ring.capacity();
+        Some(ring)
+    })
+}
+
+/// Keep `ring` (emptied) of `kind` for any connection's next stream, if
+/// there is room (else it is freed). A ring too large for the pool comes
+/// back: a connection with large messages keeps its own (`Spare`).
+pub(super) fn put_ring(kind: usize, mut ring: VecDeque<u8>) -> Option<VecDeque<u8>> {
+    let cap = ring.capacity();
+    if cap > MAX_RING_CAPACITY {
+        return Some(ring);
+    }
+    if cap == 0 {
+        return None;
+    }
+    ring.clear();
+    POOL.with_borrow_mut(|p| {
+        let rings = &mut p.rings[kind];
+        if rings.len() < MAX_RINGS && p.ring_bytes + cap <= MAX_RING_BYTES {
+            p.ring_bytes += cap;
+            rings.push(ring);
+        }
+    });
+    None
+}
+
+/// A kept (empty) stream table, or a new one.
+pub(super) fn take_table() -> Table {
+    POOL.with_borrow_mut(|p| p.tables.pop()).unwrap_or_default()
+}
+
+/// Keep an emptied stream table, if small and there is room.
+pub(super) fn put_table(table: Table) {
+    let cap = table.capacity();
+    if cap == 0 || cap > MAX_TABLE_CAPACITY || !table.is_empty() {
+        return;
+    }
+    POOL.with_borrow_mut(|p| {
+        if p.tables.len() < MAX_TABLES {
+            p.tables.push(table);
+        }
+    });
+}
+
+/// `e` in a box, a kept one if any: a stream costs no allocation.
+pub(super) fn entry(e: StreamEntry) -> Box<StreamEntry> {
+    match POOL.with_borrow_mut(|p| p.entries.pop()) {
+        Some(mut b) => {
+            *b = e;
+            b
+        }
+        None => Box::new(e),
+    }
+}
+
+/// Keep a freed stream's box (its halves already taken out), if there is room.
+pub(super) fn put_entry(b: Box<StreamEntry>) {
+    POOL.with_borrow_mut(|p| {
+        if p.entries.len() < MAX_ENTRIES {
+            p.entries.push(b);
+        }
+    });
+}
+
+/// Bytes this thread's pool holds (rings and an estimate of the tables).
+pub fn stream_pool_bytes() -> usize {
+    let entry = std::mem::size_of::<(StreamId, Box<StreamEntry>)>() + 1;
+    POOL.with_borrow(|p| {
+        p.ring_bytes
+            + (p.rings[0].capacity() + p.rings[1].capacity()) * std::mem::size_of::<VecDeque<u8>>()
+            + p.tables.iter().map(|t| t.capacity() * entry).sum::<usize>()
+            + p.tables.capacity() * std::mem::size_of::<Table>()
+            + p.entries.len() * std::mem::size_of::<StreamEntry>()
+            + p.entries.capacity() * std::mem::size_of::<Box<StreamEntry>>()
+    })
+}
+
+/// Free everything this thread's pool holds (a runtime's periodic trim, or
+/// a test that measures the heap).
+pub fn release_stream_pool() {
+    POOL.with_borrow_mut(|p| *p = Pool::default());
+}
