@@ -135,3 +135,35 @@ pub fn stream_pool_bytes() -> usize {
 pub fn release_stream_pool() {
     POOL.with_borrow_mut(|p| *p = Pool::default());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_is_bounded() {
+        release_stream_pool();
+        for _ in 0..2 * MAX_RINGS {
+            assert!(put_ring(0, VecDeque::with_capacity(4096)).is_none());
+        }
+        POOL.with_borrow(|p| {
+            assert!(p.rings[0].len() <= MAX_RINGS);
+            assert!(p.ring_bytes <= MAX_RING_BYTES);
+        });
+        // A large ring is handed back for its connection to keep.
+        let big = VecDeque::with_capacity(MAX_RING_CAPACITY + 1);
+        assert!(put_ring(1, big).is_some());
+        assert!(take_ring(1).is_none(), "the kinds are apart");
+        let ring = take_ring(0).expect("a kept send ring");
+        assert!(ring.is_empty() && ring.capacity() >= 4096);
+        for _ in 0..2 * MAX_TABLES {
+            let mut t = Table::default();
+            t.reserve(1);
+            put_table(t);
+        }
+        POOL.with_borrow(|p| assert!(p.tables.len() <= MAX_TABLES));
+        assert!(stream_pool_bytes() <= 3 << 20);
+        release_stream_pool();
+        assert_eq!(stream_pool_bytes(), 0);
+    }
+}
