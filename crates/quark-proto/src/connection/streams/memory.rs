@@ -59,7 +59,7 @@ impl Streams {
         if !self.map.is_empty() {
             return;
         }
-        pool::put_table(std::mem::take(&mut self.map));
+        pool::with(|pool| pool.put_table(std::mem::take(&mut self.map)));
         for s in &mut self.spare {
             s.clear();
         }
@@ -79,11 +79,11 @@ impl Streams {
 impl Streams {
     /// The last stream closed: after a small burst, the kept rings and the
     /// table go to the thread's pool (`pool.rs`) until the next stream.
-    pub(super) fn donate_small(&mut self) {
+    pub(super) fn donate_small(&mut self, pool: &mut pool::Pool) {
         let [send, recv] = &mut self.spare;
-        let both = send.donate_small(0) & recv.donate_small(1);
+        let both = send.donate_small(0, pool) & recv.donate_small(1, pool);
         if both {
-            pool::put_table(std::mem::take(&mut self.map));
+            pool.put_table(std::mem::take(&mut self.map));
         }
     }
 }
@@ -100,7 +100,10 @@ impl Streams {
         if let Some(recv) = self.map.get_mut(&id).and_then(|e| e.recv.as_mut())
             && recv.storage_capacity() <= pool::MAX_RING_CAPACITY
         {
-            let _ = pool::put_ring(1, recv.take_storage());
+            let ring = recv.take_storage();
+            if ring.capacity() > 0 {
+                pool::with(|pool| pool.put_ring(1, ring));
+            }
         }
     }
 }

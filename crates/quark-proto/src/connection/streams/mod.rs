@@ -472,24 +472,26 @@ impl Streams {
     }
 
     fn insert_stream(&mut self, id: StreamId) {
-        if self.map.capacity() == 0 {
-            self.map = pool::take_table();
-        }
         let ours = id.initiator() == self.side;
-        let send = match (id.dir(), ours) {
+        let max_send = match (id.dir(), ours) {
             (Dir::Uni, false) => None,
             (Dir::Bi, false) => Some(self.peer_window[0]),
             (Dir::Bi, true) => Some(self.peer_window[1]),
             (Dir::Uni, true) => Some(self.peer_window[2]),
-        }
-        .map(|max| SendStream::with_storage(max, self.limits.send_buffer, self.spare[0].take(0)));
-        let recv = (id.dir() == Dir::Bi || !ours).then(|| {
-            let window = AutoWindow::new(self.limits.stream_window, self.limits.stream_window_max);
-            RecvStream::with_storage(window, self.spare[1].take(1))
-        });
-        self.map.insert(
-            id,
-            pool::entry(StreamEntry {
+        };
+        let has_recv = id.dir() == Dir::Bi || !ours;
+        let window = AutoWindow::new(self.limits.stream_window, self.limits.stream_window_max);
+        let send_buffer = self.limits.send_buffer;
+        // One visit to the thread's pool for the table, the rings and the box.
+        pool::with(|pool| {
+            if self.map.capacity() == 0 {
+                self.map = pool.take_table();
+            }
+            let [send_spare, recv_spare] = &mut self.spare;
+            let send = max_send
+                .map(|max| SendStream::with_storage(max, send_buffer, send_spare.take(0, pool)));
+            let recv = has_recv.then(|| RecvStream::with_storage(window, recv_spare.take(1, pool)));
+            let entry = pool.entry(StreamEntry {
                 send,
                 recv,
                 queued: false,
@@ -500,8 +502,9 @@ impl Streams {
                 reserved: 0,
                 budget_queued: false,
                 credit_wait: CreditWait::None,
-            }),
-        );
+            });
+            self.map.insert(id, entry);
+        });
     }
 
     /// The connection closed: nothing more is sent or received on any stream.
@@ -547,20 +550,22 @@ impl Streams {
         let mut entry = slot.remove();
         self.pending.forget(id);
         self.budget.forget(&entry);
-        let (s, r) = (entry.send.take(), entry.recv.take());
-        pool::put_entry(entry);
         let window = self.limits.connection_window as usize;
         let over = self.map.is_empty();
         let [send, recv] = &mut self.spare;
-        if let Some(s) = s {
+        if let Some(s) = entry.send.take() {
             send.keep(s.into_storage(), window, over);
         }
-        if let Some(r) = r {
+        if let Some(r) = entry.recv.take() {
             recv.keep(r.into_storage(), window, over);
         }
-        if over {
-            self.donate_small();
-        }
+        // One visit to the thread's pool for the box, the rings and the table.
+        pool::with(|pool| {
+            pool.put_entry(entry);
+            if over {
+                self.donate_small(pool);
+            }
+        });
         if id.initiator() != self.side {
             let d = dir_index(id.dir());
             self.closed_remote[d] += 1;

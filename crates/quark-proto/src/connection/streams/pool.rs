@@ -33,8 +33,11 @@ const MAX_ENTRIES: usize = 1024;
 
 pub(super) type Table = IdMap<StreamId, Box<StreamEntry>>;
 
+/// What a thread keeps. Reached through [`with`], once per stream opened or
+/// freed: a thread-local access costs tens of instructions, so a stream's
+/// ring, table and entry moves share one.
 #[derive(Default)]
-struct Pool {
+pub(super) struct Pool {
     /// Send rings, receive rings: apart, as in a connection's `Spare`.
     rings: [Vec<VecDeque<u8>>; 2],
     ring_bytes: usize,
@@ -45,76 +48,81 @@ struct Pool {
 }
 
 thread_local! {
-    static POOL: RefCell<Pool> = RefCell::new(Pool::default());
+    static POOL: RefCell<Pool> = const {
+        RefCell::new(Pool {
+            rings: [Vec::new(), Vec::new()],
+            ring_bytes: 0,
+            tables: Vec::new(),
+            entries: Vec::new(),
+        })
+    };
 }
 
-/// A kept ring of `kind` (0 send, 1 receive), if any (empty).
-pub(super) fn take_ring(kind: usize) -> Option<VecDeque<u8>> {
-    POOL.with_borrow_mut(|p| {
-        let ring = p.rings[kind].pop()?;
-        p.ring_bytes -= ring.capacity();
+/// Run `f` with this thread's pool (not re-entrant: `f` must not call `with`).
+pub(super) fn with<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
+    POOL.with_borrow_mut(f)
+}
+
+impl Pool {
+    /// A kept ring of `kind` (0 send, 1 receive), if any (empty).
+    pub(super) fn take_ring(&mut self, kind: usize) -> Option<VecDeque<u8>> {
+        let ring = self.rings[kind].pop()?;
+        self.ring_bytes -= ring.capacity();
         Some(ring)
-    })
-}
+    }
 
-/// Keep `ring` (emptied) of `kind` for any connection's next stream, if
-/// there is room (else it is freed). A ring too large for the pool comes
-/// back: a connection with large messages keeps its own (`Spare`).
-pub(super) fn put_ring(kind: usize, mut ring: VecDeque<u8>) -> Option<VecDeque<u8>> {
-    let cap = ring.capacity();
-    if cap > MAX_RING_CAPACITY {
-        return Some(ring);
-    }
-    if cap == 0 {
-        return None;
-    }
-    ring.clear();
-    POOL.with_borrow_mut(|p| {
-        let rings = &mut p.rings[kind];
-        if rings.len() < MAX_RINGS && p.ring_bytes + cap <= MAX_RING_BYTES {
-            p.ring_bytes += cap;
+    /// Keep `ring` (emptied) of `kind` for any connection's next stream, if
+    /// there is room (else it is freed). A ring too large for the pool comes
+    /// back: a connection with large messages keeps its own (`Spare`).
+    pub(super) fn put_ring(&mut self, kind: usize, mut ring: VecDeque<u8>) -> Option<VecDeque<u8>> {
+        let cap = ring.capacity();
+        if cap > MAX_RING_CAPACITY {
+            return Some(ring);
+        }
+        let rings = &mut self.rings[kind];
+        if cap > 0 && rings.len() < MAX_RINGS && self.ring_bytes + cap <= MAX_RING_BYTES {
+            ring.clear();
+            self.ring_bytes += cap;
             rings.push(ring);
         }
-    });
-    None
-}
-
-/// A kept (empty) stream table, or a new one.
-pub(super) fn take_table() -> Table {
-    POOL.with_borrow_mut(|p| p.tables.pop()).unwrap_or_default()
-}
-
-/// Keep an emptied stream table, if small and there is room.
-pub(super) fn put_table(table: Table) {
-    let cap = table.capacity();
-    if cap == 0 || cap > MAX_TABLE_CAPACITY || !table.is_empty() {
-        return;
+        None
     }
-    POOL.with_borrow_mut(|p| {
-        if p.tables.len() < MAX_TABLES {
-            p.tables.push(table);
-        }
-    });
-}
 
-/// `e` in a box, a kept one if any: a stream costs no allocation.
-pub(super) fn entry(e: StreamEntry) -> Box<StreamEntry> {
-    match POOL.with_borrow_mut(|p| p.entries.pop()) {
-        Some(mut b) => {
-            *b = e;
-            b
-        }
-        None => Box::new(e),
+    /// A kept (empty) stream table, or a new one.
+    pub(super) fn take_table(&mut self) -> Table {
+        self.tables.pop().unwrap_or_default()
     }
-}
 
-/// Keep a freed stream's box (its halves already taken out), if there is room.
-pub(super) fn put_entry(b: Box<StreamEntry>) {
-    POOL.with_borrow_mut(|p| {
-        if p.entries.len() < MAX_ENTRIES {
-            p.entries.push(b);
+    /// Keep an emptied stream table, if small and there is room.
+    pub(super) fn put_table(&mut self, table: Table) {
+        let cap = table.capacity();
+        if cap > 0
+            && cap <= MAX_TABLE_CAPACITY
+            && table.is_empty()
+            && self.tables.len() < MAX_TABLES
+        {
+            self.tables.push(table);
         }
-    });
+    }
+
+    /// `e` in a box, a kept one if any: a stream costs no allocation.
+    pub(super) fn entry(&mut self, e: StreamEntry) -> Box<StreamEntry> {
+        match self.entries.pop() {
+            Some(mut b) => {
+                *b = e;
+                b
+            }
+            None => Box::new(e),
+        }
+    }
+
+    /// Keep a freed stream's box (its halves already taken out), if there is
+    /// room.
+    pub(super) fn put_entry(&mut self, b: Box<StreamEntry>) {
+        if self.entries.len() < MAX_ENTRIES {
+            self.entries.push(b);
+        }
+    }
 }
 
 /// Bytes this thread's pool holds (rings and an estimate of the tables).
@@ -143,25 +151,25 @@ mod tests {
     #[test]
     fn the_pool_is_bounded() {
         release_stream_pool();
-        for _ in 0..2 * MAX_RINGS {
-            assert!(put_ring(0, VecDeque::with_capacity(4096)).is_none());
-        }
-        POOL.with_borrow(|p| {
+        with(|p| {
+            for _ in 0..2 * MAX_RINGS {
+                assert!(p.put_ring(0, VecDeque::with_capacity(4096)).is_none());
+            }
             assert!(p.rings[0].len() <= MAX_RINGS);
             assert!(p.ring_bytes <= MAX_RING_BYTES);
+            // A large ring is handed back for its connection to keep.
+            let big = VecDeque::with_capacity(MAX_RING_CAPACITY + 1);
+            assert!(p.put_ring(1, big).is_some());
+            assert!(p.take_ring(1).is_none(), "the kinds are apart");
+            let ring = p.take_ring(0).expect("a kept send ring");
+            assert!(ring.is_empty() && ring.capacity() >= 4096);
+            for _ in 0..2 * MAX_TABLES {
+                let mut t = Table::default();
+                t.reserve(1);
+                p.put_table(t);
+            }
+            assert!(p.tables.len() <= MAX_TABLES);
         });
-        // A large ring is handed back for its connection to keep.
-        let big = VecDeque::with_capacity(MAX_RING_CAPACITY + 1);
-        assert!(put_ring(1, big).is_some());
-        assert!(take_ring(1).is_none(), "the kinds are apart");
-        let ring = take_ring(0).expect("a kept send ring");
-        assert!(ring.is_empty() && ring.capacity() >= 4096);
-        for _ in 0..2 * MAX_TABLES {
-            let mut t = Table::default();
-            t.reserve(1);
-            put_table(t);
-        }
-        POOL.with_borrow(|p| assert!(p.tables.len() <= MAX_TABLES));
         assert!(stream_pool_bytes() <= 3 << 20);
         release_stream_pool();
         assert_eq!(stream_pool_bytes(), 0);

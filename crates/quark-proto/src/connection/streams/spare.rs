@@ -16,6 +16,8 @@
 
 use std::collections::VecDeque;
 
+use super::pool::Pool;
+
 /// Fewest buffers a store may keep, however small the last burst.
 pub(super) const MAX_SPARE: usize = 8;
 /// Most buffers kept, whatever the bursts.
@@ -47,7 +49,7 @@ impl Spare {
 
     /// An empty ring, reused when one is kept, here or in the thread's pool
     /// of `kind` (0 send, 1 receive rings).
-    pub(super) fn take(&mut self, kind: usize) -> VecDeque<u8> {
+    pub(super) fn take(&mut self, kind: usize, pool: &mut Pool) -> VecDeque<u8> {
         self.out += 1;
         self.peak = self.peak.max(self.out);
         match self.bufs.pop() {
@@ -55,7 +57,7 @@ impl Spare {
                 self.bytes -= buf.capacity();
                 buf
             }
-            None => super::pool::take_ring(kind).unwrap_or_default(),
+            None => pool.take_ring(kind).unwrap_or_default(),
         }
     }
 
@@ -63,7 +65,7 @@ impl Spare {
     /// hand the kept rings to the thread's pool (`pool.rs`), so that a
     /// connection between two requests holds none. Whether it did: larger
     /// bursts keep theirs here, sized to this connection's bursts.
-    pub(super) fn donate_small(&mut self, kind: usize) -> bool {
+    pub(super) fn donate_small(&mut self, kind: usize, pool: &mut Pool) -> bool {
         if self.out != 0 || self.keep_count > MAX_SPARE {
             return false;
         }
@@ -77,7 +79,7 @@ impl Spare {
             }
             let buf = self.bufs.swap_remove(i);
             self.bytes -= buf.capacity();
-            let _ = super::pool::put_ring(kind, buf);
+            let _ = pool.put_ring(kind, buf);
         }
         true
     }
@@ -158,7 +160,9 @@ mod tests {
 
     /// Takes `n` buffers, as `n` streams opening.
     fn open(spare: &mut Spare, n: usize) -> Vec<VecDeque<u8>> {
-        (0..n).map(|_| spare.take(0)).collect()
+        (0..n)
+            .map(|_| spare.take(0, &mut Pool::default()))
+            .collect()
     }
 
     #[test]
@@ -166,18 +170,18 @@ mod tests {
         let mut spare = Spare::default();
         // Streams of 4 KiB, one at a time: each burst has one buffer out.
         for _ in 0..MAX_SPARE + 3 {
-            let mut b = spare.take(0);
+            let mut b = spare.take(0, &mut Pool::default());
             b.reserve(4096);
             spare.keep(b, WINDOW, true);
         }
         assert_eq!(spare.len(), 1, "the one buffer goes round");
-        let b = spare.take(0);
+        let b = spare.take(0, &mut Pool::default());
         assert!(b.is_empty() && b.capacity() >= 4096);
         spare.keep(b, WINDOW, true);
         // Empty rings and overlarge ones are not kept.
-        let _ = spare.take(0);
+        let _ = spare.take(0, &mut Pool::default());
         spare.keep(VecDeque::new(), WINDOW, true);
-        let _ = spare.take(0);
+        let _ = spare.take(0, &mut Pool::default());
         spare.keep(VecDeque::with_capacity(MAX_KEPT_CAPACITY * 2), WINDOW, true);
         assert_eq!(spare.len(), 0);
         // Many large buffers back at once after a small burst: the idle bounds.
@@ -188,7 +192,7 @@ mod tests {
         assert!(spare.bytes <= MAX_SPARE_BYTES, "{} bytes kept", spare.bytes);
         assert!(spare.len() >= 1 && spare.len() < MAX_SPARE);
         while spare.len() > 0 {
-            spare.take(0);
+            spare.take(0, &mut Pool::default());
         }
         assert_eq!(spare.bytes, 0);
     }
