@@ -58,9 +58,16 @@ thread_local! {
     };
 }
 
-/// Run `f` with this thread's pool (not re-entrant: `f` must not call `with`).
+/// Run `f` with this thread's pool (not re-entrant: `f` must not call
+/// `with`). While the thread is being torn down, with an empty pool of its
+/// own (what it keeps is then freed).
 pub(super) fn with<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
-    POOL.with_borrow_mut(f)
+    let mut f = Some(f);
+    match POOL.try_with(|p| f.take().map(|f| f(&mut p.borrow_mut()))) {
+        Ok(Some(r)) => r,
+        // `f` ran above only if the pool was there.
+        _ => f.map(|f| f(&mut Pool::default())).expect("not run yet"),
+    }
 }
 
 impl Pool {
