@@ -56,7 +56,9 @@ fn trimming_can_be_turned_off() {
     run_echo(&mut sim, &mut echo, 100_000);
     sim.run_for(Duration::from_secs(10));
     let idle = sim.server.connection(s).unwrap().memory_breakdown();
-    assert!(idle.streams > 1024, "kept without trimming: {idle}");
+    // Stream rings go to the thread's pool after every small burst (issue
+    // #33), trim or not; the 1-RTT keys sleep only when trimmed.
+    assert!(idle.keys > 1024, "kept without trimming: {idle}");
 }
 
 /// The keys' heap of `h` on `side` (server if true).

@@ -54,7 +54,9 @@ pub use close::ConnectionError;
 pub use datagrams::{DATAGRAM_OVERHEAD, SendDatagramError};
 pub use memory::MemoryBreakdown;
 pub use migration::MigrateError;
-pub use streams::{Priority, StreamError, StreamEvent, Streams};
+pub use streams::{
+    Priority, StreamError, StreamEvent, Streams, release_stream_pool, stream_pool_bytes,
+};
 pub use zero_rtt::ZeroRtt;
 
 use crate::cid::ConnectionId;

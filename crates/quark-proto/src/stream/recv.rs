@@ -99,6 +99,21 @@ impl RecvStream {
         self.buf.into_storage()
     }
 
+    /// Capacity of the byte storage.
+    pub fn storage_capacity(&self) -> usize {
+        self.buf.storage_capacity()
+    }
+
+    /// The byte storage of a stream read to its end (`DataRead`), for
+    /// another stream while this one waits for its sending half; empty
+    /// otherwise.
+    pub fn take_storage(&mut self) -> VecDeque<u8> {
+        if self.state != RecvState::DataRead {
+            return VecDeque::new();
+        }
+        self.buf.take_storage()
+    }
+
     /// A STREAM frame arrived. Checks the stream limit (FLOW_CONTROL_ERROR) and the
     /// final-size rules (FINAL_SIZE_ERROR). Returns how many new bytes count against
     /// connection-level flow control (growth of the highest offset).

@@ -3,8 +3,8 @@
 
 use std::collections::VecDeque;
 
-use super::{StreamEntry, StreamEvent, Streams};
-use crate::types::{IdMap, StreamId};
+use super::{StreamEntry, StreamEvent, Streams, pool, spare};
+use crate::types::StreamId;
 
 /// A stream's entry in the map, its two halves' fixed parts included (an
 /// estimate: the map's own slack is not counted).
@@ -34,7 +34,8 @@ impl Streams {
     /// breakdown; O(streams).
     pub(crate) fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
-        let table = self.map.capacity() * (size_of::<(StreamId, StreamEntry)>() + 1);
+        let table = self.map.capacity() * (size_of::<(StreamId, Box<StreamEntry>)>() + 1)
+            + self.map.len() * size_of::<StreamEntry>();
         let buffers: usize = self
             .map
             .values()
@@ -58,7 +59,7 @@ impl Streams {
         if !self.map.is_empty() {
             return;
         }
-        self.map = IdMap::default();
+        pool::with(|pool| pool.put_table(std::mem::take(&mut self.map)));
         for s in &mut self.spare {
             s.clear();
         }
@@ -71,6 +72,38 @@ impl Streams {
         self.pending.shrink_idle();
         if self.events.is_empty() {
             self.events = VecDeque::new();
+        }
+    }
+}
+
+impl Streams {
+    /// The last stream closed: after a small burst, the kept rings and the
+    /// table go to the thread's pool (`pool.rs`) until the next stream.
+    pub(super) fn donate_small(&mut self, pool: &mut pool::Pool) {
+        let [send, recv] = &mut self.spare;
+        let both = send.donate_small(0, pool) & recv.donate_small(1, pool);
+        if both {
+            pool.put_table(std::mem::take(&mut self.map));
+        }
+    }
+}
+
+impl Streams {
+    /// A request read to its end while its answer is still being sent: its
+    /// receive ring goes to the thread's pool now, not when the answer is
+    /// acknowledged (issue #33). Only with few streams open, as for
+    /// `donate_small`: a burst of large uploads keeps its rings here.
+    pub(super) fn release_read(&mut self, id: StreamId) {
+        if self.map.len() > spare::MAX_SPARE {
+            return;
+        }
+        if let Some(recv) = self.map.get_mut(&id).and_then(|e| e.recv.as_mut())
+            && recv.storage_capacity() <= pool::MAX_RING_CAPACITY
+        {
+            let ring = recv.take_storage();
+            if ring.capacity() > 0 {
+                pool::with(|pool| pool.put_ring(1, ring));
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ mod incoming;
 mod memory;
 mod outgoing;
 mod pending;
+mod pool;
 mod sched;
 mod spare;
 
@@ -19,6 +20,7 @@ use bytes::Bytes;
 
 use self::budget::{CreditWait, SendBudget};
 use self::pending::Pending;
+pub use self::pool::{release_stream_pool, stream_pool_bytes};
 pub use self::sched::Priority;
 use self::sched::SendQueue;
 use self::spare::Spare;
@@ -118,7 +120,11 @@ const DIRS: [Dir; 2] = [Dir::Bi, Dir::Uni];
 pub struct Streams {
     side: Side,
     limits: StreamLimits,
-    map: IdMap<StreamEntry>,
+    /// Boxed: an entry is ~530 bytes, and a table holds at least four
+    /// slots, so a connection serving one request held 2.1 KiB of table
+    /// (issue #33); boxed, ~600 bytes, in an allocation glibc's per-thread
+    /// cache serves.
+    map: IdMap<Box<StreamEntry>>,
     /// Next index for streams we open, per direction.
     next_local: [u64; 2],
     /// The peer's MAX_STREAMS for our streams.
@@ -375,6 +381,7 @@ impl Streams {
         self.on_consumed(consumed);
         if matches!(outcome, Ok(ReadOutcome::Finished) | Err(_)) {
             self.maybe_free(id);
+            self.release_read(id);
         }
         outcome.map_err(StreamError::from)
     }
@@ -466,20 +473,25 @@ impl Streams {
 
     fn insert_stream(&mut self, id: StreamId) {
         let ours = id.initiator() == self.side;
-        let send = match (id.dir(), ours) {
+        let max_send = match (id.dir(), ours) {
             (Dir::Uni, false) => None,
             (Dir::Bi, false) => Some(self.peer_window[0]),
             (Dir::Bi, true) => Some(self.peer_window[1]),
             (Dir::Uni, true) => Some(self.peer_window[2]),
-        }
-        .map(|max| SendStream::with_storage(max, self.limits.send_buffer, self.spare[0].take()));
-        let recv = (id.dir() == Dir::Bi || !ours).then(|| {
-            let window = AutoWindow::new(self.limits.stream_window, self.limits.stream_window_max);
-            RecvStream::with_storage(window, self.spare[1].take())
-        });
-        self.map.insert(
-            id,
-            StreamEntry {
+        };
+        let has_recv = id.dir() == Dir::Bi || !ours;
+        let window = AutoWindow::new(self.limits.stream_window, self.limits.stream_window_max);
+        let send_buffer = self.limits.send_buffer;
+        // One visit to the thread's pool for the table, the rings and the box.
+        pool::with(|pool| {
+            if self.map.capacity() == 0 {
+                self.map = pool.take_table();
+            }
+            let [send_spare, recv_spare] = &mut self.spare;
+            let send = max_send
+                .map(|max| SendStream::with_storage(max, send_buffer, send_spare.take(0, pool)));
+            let recv = has_recv.then(|| RecvStream::with_storage(window, recv_spare.take(1, pool)));
+            let entry = pool.entry(StreamEntry {
                 send,
                 recv,
                 queued: false,
@@ -490,8 +502,9 @@ impl Streams {
                 reserved: 0,
                 budget_queued: false,
                 credit_wait: CreditWait::None,
-            },
-        );
+            });
+            self.map.insert(id, entry);
+        });
     }
 
     /// The connection closed: nothing more is sent or received on any stream.
@@ -534,18 +547,25 @@ impl Streams {
         if !(send_done && recv_done) || entry.queued {
             return;
         }
-        let entry = slot.remove();
+        let mut entry = slot.remove();
         self.pending.forget(id);
         self.budget.forget(&entry);
         let window = self.limits.connection_window as usize;
         let over = self.map.is_empty();
         let [send, recv] = &mut self.spare;
-        if let Some(s) = entry.send {
+        if let Some(s) = entry.send.take() {
             send.keep(s.into_storage(), window, over);
         }
-        if let Some(r) = entry.recv {
+        if let Some(r) = entry.recv.take() {
             recv.keep(r.into_storage(), window, over);
         }
+        // One visit to the thread's pool for the box, the rings and the table.
+        pool::with(|pool| {
+            pool.put_entry(entry);
+            if over {
+                self.donate_small(pool);
+            }
+        });
         if id.initiator() != self.side {
             let d = dir_index(id.dir());
             self.closed_remote[d] += 1;

@@ -16,8 +16,10 @@
 
 use std::collections::VecDeque;
 
+use super::pool::Pool;
+
 /// Fewest buffers a store may keep, however small the last burst.
-const MAX_SPARE: usize = 8;
+pub(super) const MAX_SPARE: usize = 8;
 /// Most buffers kept, whatever the bursts.
 const MAX_SPARE_BUSY: usize = 256;
 /// Larger buffers are freed, not kept.
@@ -45,13 +47,41 @@ impl Spare {
         self.bytes
     }
 
-    /// An empty ring, reused when one is kept.
-    pub(super) fn take(&mut self) -> VecDeque<u8> {
+    /// An empty ring, reused when one is kept, here or in the thread's pool
+    /// of `kind` (0 send, 1 receive rings).
+    pub(super) fn take(&mut self, kind: usize, pool: &mut Pool) -> VecDeque<u8> {
         self.out += 1;
         self.peak = self.peak.max(self.out);
-        let buf = self.bufs.pop().unwrap_or_default();
-        self.bytes -= buf.capacity();
-        buf
+        match self.bufs.pop() {
+            Some(buf) => {
+                self.bytes -= buf.capacity();
+                buf
+            }
+            None => pool.take_ring(kind).unwrap_or_default(),
+        }
+    }
+
+    /// After a burst of at most [`MAX_SPARE`] streams, with none open now:
+    /// hand the kept rings to the thread's pool (`pool.rs`), so that a
+    /// connection between two requests holds none. Whether it did: larger
+    /// bursts keep theirs here, sized to this connection's bursts.
+    pub(super) fn donate_small(&mut self, kind: usize, pool: &mut Pool) -> bool {
+        if self.out != 0 || self.keep_count > MAX_SPARE {
+            return false;
+        }
+        // Rings too large for the pool stay. The stack keeps its (small)
+        // storage: the next burst pushes again.
+        let mut i = 0;
+        while i < self.bufs.len() {
+            if self.bufs[i].capacity() > super::pool::MAX_RING_CAPACITY {
+                i += 1;
+                continue;
+            }
+            let buf = self.bufs.swap_remove(i);
+            self.bytes -= buf.capacity();
+            let _ = pool.put_ring(kind, buf);
+        }
+        true
     }
 
     /// Take back `buf` (emptied) for a later stream, if it is not too large
@@ -130,7 +160,9 @@ mod tests {
 
     /// Takes `n` buffers, as `n` streams opening.
     fn open(spare: &mut Spare, n: usize) -> Vec<VecDeque<u8>> {
-        (0..n).map(|_| spare.take()).collect()
+        (0..n)
+            .map(|_| spare.take(0, &mut Pool::default()))
+            .collect()
     }
 
     #[test]
@@ -138,18 +170,18 @@ mod tests {
         let mut spare = Spare::default();
         // Streams of 4 KiB, one at a time: each burst has one buffer out.
         for _ in 0..MAX_SPARE + 3 {
-            let mut b = spare.take();
+            let mut b = spare.take(0, &mut Pool::default());
             b.reserve(4096);
             spare.keep(b, WINDOW, true);
         }
         assert_eq!(spare.len(), 1, "the one buffer goes round");
-        let b = spare.take();
+        let b = spare.take(0, &mut Pool::default());
         assert!(b.is_empty() && b.capacity() >= 4096);
         spare.keep(b, WINDOW, true);
         // Empty rings and overlarge ones are not kept.
-        let _ = spare.take();
+        let _ = spare.take(0, &mut Pool::default());
         spare.keep(VecDeque::new(), WINDOW, true);
-        let _ = spare.take();
+        let _ = spare.take(0, &mut Pool::default());
         spare.keep(VecDeque::with_capacity(MAX_KEPT_CAPACITY * 2), WINDOW, true);
         assert_eq!(spare.len(), 0);
         // Many large buffers back at once after a small burst: the idle bounds.
@@ -160,7 +192,7 @@ mod tests {
         assert!(spare.bytes <= MAX_SPARE_BYTES, "{} bytes kept", spare.bytes);
         assert!(spare.len() >= 1 && spare.len() < MAX_SPARE);
         while spare.len() > 0 {
-            spare.take();
+            spare.take(0, &mut Pool::default());
         }
         assert_eq!(spare.bytes, 0);
     }

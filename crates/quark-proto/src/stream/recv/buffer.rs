@@ -138,6 +138,20 @@ impl RecvBuffer {
         self.data
     }
 
+    /// Capacity of the contiguous byte storage.
+    pub fn storage_capacity(&self) -> usize {
+        self.data.capacity()
+    }
+
+    /// The byte storage, once everything received was read (empty
+    /// otherwise): the stream keeps only its offsets.
+    pub fn take_storage(&mut self) -> VecDeque<u8> {
+        match self.all_read_at() {
+            Some(_) => std::mem::take(&mut self.data),
+            None => VecDeque::new(),
+        }
+    }
+
     /// One past the last contiguous byte received.
     pub fn contiguous_end(&self) -> u64 {
         self.read_offset + self.data.len() as u64
