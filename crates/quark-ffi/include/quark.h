@@ -296,6 +296,20 @@ int64_t quark_stream_read_with(int64_t stream, uintptr_t max, void (*visit)(void
                                                                             const uint8_t*,
                                                                             uintptr_t), void *arg);
 
+// As `quark_close`, but never waits: a connection whose written data the
+// peer has acknowledged is closed (code 0) at once; otherwise the endpoint
+// keeps it until that data is acknowledged, at most 3 s, and then closes
+// it, all while the endpoint runs (the library thread, or for a
+// caller-driven endpoint the caller's `quark_process`, which must go on
+// running for the close to be sent). Streams close as with `quark_close`.
+// A connection made by `quark_connect` / `quark_connect_flags` (with its
+// own client endpoint) and an endpoint handle close as with `quark_close`,
+// waiting, since their endpoint goes with them.
+//
+// Thread safety: safe from any thread; exactly one of two racing closes of
+// the same handle succeeds.
+int32_t quark_close_nowait(int64_t handle);
+
 // As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` and
 // `QUARK_FLAG_NO_RESUMPTION`, or 0; other bits give `QUARK_ERROR_INVAL`).
 //

@@ -206,3 +206,13 @@ pub fn strerror(code: i64) -> &'static str {
     let text = unsafe { CStr::from_ptr(crate::quark_strerror(code)) };
     text.to_str().unwrap_or("unknown error")
 }
+
+/// How many connections endpoint `handle` still holds, closing and draining
+/// ones included (for tests and leak checks: nothing left behind after its
+/// connections closed); a negative error for a bad or non-endpoint handle.
+pub fn connection_count(handle: i64) -> i64 {
+    crate::object::entry(|| match &crate::table::get(handle)?.object {
+        crate::object::Object::Endpoint(e) => Ok(e.connection_count() as i64),
+        _ => Err(QuarkError::Inval),
+    })
+}

@@ -10,6 +10,7 @@
 //! | `quark_stream_open` / `quark_stream_accept` | a bidirectional stream |
 //! | `quark_stream_read` / `quark_stream_write` / `quark_stream_shutdown` | `read` / `write` / `shutdown(SHUT_WR)` |
 //! | `quark_close` | `close` for any handle |
+//! | `quark_close_nowait` | `close` without `SO_LINGER`: a connection lingers in the endpoint, not in the call |
 //! | `quark_stream_open_uni` / `quark_stream_accept_uni` | a unidirectional stream (write-only / read-only) |
 //! | `quark_set_nonblocking` | `O_NONBLOCK`: `QUARK_ERROR_AGAIN` instead of waiting |
 //! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
@@ -48,6 +49,7 @@ mod conn;
 mod driven;
 mod error;
 mod lend;
+mod nowait;
 mod object;
 mod options;
 mod ready;
@@ -63,6 +65,7 @@ pub use conn::{
 };
 pub use error::{QuarkError, quark_strerror};
 pub use lend::{quark_stream_read_with, quark_stream_write_ref};
+pub use nowait::quark_close_nowait;
 pub use options::{
     QUARK_FLAG_CALLER_DRIVEN, QUARK_FLAG_NO_RESUMPTION, quark_connect_flags, quark_listen_flags,
     quark_listen_pem_flags, quark_on_work, quark_process,
