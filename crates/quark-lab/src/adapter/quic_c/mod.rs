@@ -309,12 +309,10 @@ impl QuicCClient {
             ca: c_string(&ca_file.to_string_lossy())?,
             ciphers: c_string(cipher_name(cfg.cipher))?,
         };
-        let local = if cfg.server.is_ipv4() {
-            "0.0.0.0:0"
-        } else {
-            "[::]:0"
-        };
-        let endpoint = quark_ffi::call::client(&c_string(local)?, flags());
+        // Bound as `quic`'s client is (loopback for a loopback server, not
+        // the wildcard), so that the two differ only in the boundary.
+        let local = super::client_bind(cfg.server).to_string();
+        let endpoint = quark_ffi::call::client(&c_string(&local)?, flags());
         check("quark_client", endpoint)?;
         // Connects return before the handshake, as `connect(2)` on a
         // non-blocking socket.
