@@ -118,7 +118,8 @@ int main(int argc, char **argv) {
             if (conns[i] == 0) continue;
             int64_t s = quark_stream_accept(conns[i]);
             if (s == QUARK_ERROR_CLOSED) { /* the client closed the connection */
-                quark_close(conns[i]);
+                /* No wait in the loop: the endpoint lingers for it. */
+                quark_close_nowait(conns[i]);
                 conns[i] = 0;
                 ended++;
                 progress = 1;
@@ -134,12 +135,13 @@ int main(int argc, char **argv) {
         if (progress) continue;
         /* Nothing can advance: sleep until a handle is ready. This loop
          * retries every handle, so the list itself is only drained. */
-        if (driven)
-            check("process", quark_process(endpoint, -1));
+        int64_t ready[64], n = 0;
+        if (driven) /* sleep, run the endpoint, take the ready list: one call */
+            check("process", n = quark_process_ready(endpoint, -1, ready, 64, NULL));
         else if (poll(&pfd, 1, -1) < 0)
             return 1;
-        int64_t ready[64];
-        while (quark_ready(endpoint, ready, 64) == 64) {}
+        if (!driven || n == 64)
+            while (quark_ready(endpoint, ready, 64) == 64) {}
         wakeups++;
     }
     fprintf(stderr, "echo-poll: %ld connections, %ld wake-ups\n", ended, wakeups);

@@ -282,6 +282,22 @@ int64_t quark_stream_write_ref(int64_t stream,
                                void (*release)(void*),
                                void *arg);
 
+// As `quark_stream_write_ref`, and once all of `buf` is taken, the sending
+// direction ends as with `quark_stream_shutdown`, in the same call (one
+// call less per message, and the FIN can leave with the last bytes). A
+// partial write (non-blocking mode) does not end it: write the rest with
+// this call again. With `len` 0 it only ends the stream.
+//
+// Thread safety: as `quark_stream_write_ref`.
+//
+// # Safety
+// As `quark_stream_write_ref`.
+int64_t quark_stream_write_ref_fin(int64_t stream,
+                                   const uint8_t *buf,
+                                   uintptr_t len,
+                                   void (*release)(void*),
+                                   void *arg);
+
 // As `quark_stream_read`, but the bytes are not copied: `visit(arg, data,
 // n)` is called with what has arrived in order, at most `max` bytes in
 // one or two pieces, pointing into libquark's receive buffer and valid
@@ -295,6 +311,20 @@ int64_t quark_stream_write_ref(int64_t stream,
 int64_t quark_stream_read_with(int64_t stream, uintptr_t max, void (*visit)(void*,
                                                                             const uint8_t*,
                                                                             uintptr_t), void *arg);
+
+// As `quark_close`, but never waits: a connection whose written data the
+// peer has acknowledged is closed (code 0) at once; otherwise the endpoint
+// keeps it until that data is acknowledged, at most 3 s, and then closes
+// it, all while the endpoint runs (the library thread, or for a
+// caller-driven endpoint the caller's `quark_process`, which must go on
+// running for the close to be sent). Streams close as with `quark_close`.
+// A connection made by `quark_connect` / `quark_connect_flags` (with its
+// own client endpoint) and an endpoint handle close as with `quark_close`,
+// waiting, since their endpoint goes with them.
+//
+// Thread safety: safe from any thread; exactly one of two racing closes of
+// the same handle succeeds.
+int32_t quark_close_nowait(int64_t handle);
 
 // As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` and
 // `QUARK_FLAG_NO_RESUMPTION`, or 0; other bits give `QUARK_ERROR_INVAL`).
@@ -349,6 +379,25 @@ int64_t quark_connect_flags(const char *addr,
 //
 // Thread safety: safe from any thread; calls on one endpoint serialise.
 int64_t quark_process(int64_t handle, int32_t timeout_ms);
+
+// `quark_process` then `quark_ready` in one call (one entry less per
+// round of an event loop): runs the endpoint as `quark_process(handle,
+// timeout_ms)`, stores its result (1: more work pending, 0: idle) in
+// `*more` (when not NULL), and takes up to `cap` handles off the ready
+// list into `out`. Returns how many, or a negative error (then `*more` is
+// untouched). When it returns `cap`, more may be listed: drain them with
+// `quark_ready`.
+//
+// Thread safety: as `quark_process` and `quark_ready`.
+//
+// # Safety
+// `out` points to `cap` writable `int64_t`s (it may be NULL when `cap` is
+// 0); `more` is NULL or points to a writable `int32_t`.
+int64_t quark_process_ready(int64_t handle,
+                            int32_t timeout_ms,
+                            int64_t *out,
+                            uintptr_t cap,
+                            int32_t *more);
 
 // Have `cb(arg)` called whenever `handle`'s caller-driven endpoint gets
 // work for `quark_process`: a call gave it some (a write, a read that frees

@@ -151,6 +151,35 @@ pub fn stream_write_static(stream: i64, buf: &'static [u8]) -> i64 {
     }
 }
 
+/// `quark_stream_write_ref_fin` of static bytes: as [`stream_write_static`],
+/// ending the stream once all of `buf` is taken.
+pub fn stream_write_static_fin(stream: i64, buf: &'static [u8]) -> i64 {
+    // SAFETY: as in `stream_write_static`.
+    unsafe {
+        crate::quark_stream_write_ref_fin(
+            stream,
+            buf.as_ptr(),
+            buf.len(),
+            None,
+            std::ptr::null_mut(),
+        )
+    }
+}
+
+/// `quark_process_ready`: how many handles went into `out`, and whether the
+/// endpoint wants another round soon (or the negative error).
+pub fn process_ready(handle: i64, timeout_ms: i32, out: &mut [i64]) -> Result<(usize, bool), i64> {
+    let mut more = 0i32;
+    // SAFETY: `out` has room for its length; `more` is a writable i32.
+    let n = unsafe {
+        crate::quark_process_ready(handle, timeout_ms, out.as_mut_ptr(), out.len(), &mut more)
+    };
+    if n < 0 {
+        return Err(n);
+    }
+    Ok((n as usize, more != 0))
+}
+
 /// `quark_stream_read_with`: `f` sees each piece in place.
 pub fn stream_read_with<F: FnMut(&[u8])>(stream: i64, max: usize, mut f: F) -> i64 {
     extern "C" fn visit<F: FnMut(&[u8])>(arg: *mut std::ffi::c_void, data: *const u8, len: usize) {
@@ -205,4 +234,14 @@ pub fn strerror(code: i64) -> &'static str {
     // static, NUL-terminated ASCII.
     let text = unsafe { CStr::from_ptr(crate::quark_strerror(code)) };
     text.to_str().unwrap_or("unknown error")
+}
+
+/// How many connections endpoint `handle` still holds, closing and draining
+/// ones included (for tests and leak checks: nothing left behind after its
+/// connections closed); a negative error for a bad or non-endpoint handle.
+pub fn connection_count(handle: i64) -> i64 {
+    crate::object::entry(|| match &crate::table::get(handle)?.object {
+        crate::object::Object::Endpoint(e) => Ok(e.connection_count() as i64),
+        _ => Err(QuarkError::Inval),
+    })
 }

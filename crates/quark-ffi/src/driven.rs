@@ -26,6 +26,7 @@ use quark::Drive;
 use tokio::runtime::{Handle as RtHandle, Runtime};
 
 use crate::error::QuarkError;
+use crate::nowait::Lingering;
 use crate::object::lock;
 
 /// The longest a blocking call sleeps between checks when the reactor is
@@ -110,6 +111,9 @@ pub(crate) struct Driven {
     rt_id: tokio::runtime::Id,
     /// The private runtime, when the endpoint was not made inside one.
     rt: Option<Runtime>,
+    /// Connections closed by `quark_close_nowait` that wait for their
+    /// acknowledgments.
+    lingering: Lingering,
 }
 
 /// A private runtime, or the caller's when it runs inside one.
@@ -174,6 +178,7 @@ impl Driven {
             rt_id: handle.id(),
             handle,
             rt,
+            lingering: Lingering::default(),
         })
     }
 
@@ -270,13 +275,22 @@ impl Driven {
             self.rt.is_none() && RtHandle::try_current().is_ok_and(|h| h.id() == self.rt_id);
         let _guard = (!inside).then(|| self.enter());
         self.flag.take();
-        match d.poll(&mut Context::from_waker(&self.waker)) {
+        let polled = d.poll(&mut Context::from_waker(&self.waker));
+        // A close queued here sets the flag: the caller runs another round.
+        self.lingering.sweep();
+        match polled {
             Poll::Ready(()) => {
                 *drive = None;
                 false
             }
             Poll::Pending => self.flag.is_set(),
         }
+    }
+
+    /// `quark_close_nowait` of a connection with data not yet acknowledged:
+    /// a later round closes it (`Lingering::sweep`).
+    pub(crate) fn linger_later(&self, conn: quark::Connection) {
+        self.lingering.push(conn);
     }
 
     /// Drive the endpoint on this thread until `fut` completes, or until

@@ -90,6 +90,45 @@ pub unsafe extern "C" fn quark_stream_write_ref(
     release: Option<extern "C" fn(*mut c_void)>,
     arg: *mut c_void,
 ) -> i64 {
+    // SAFETY: the caller's contract, the same.
+    unsafe { write_ref(stream, buf, len, release, arg, false) }
+}
+
+/// As `quark_stream_write_ref`, and once all of `buf` is taken, the sending
+/// direction ends as with `quark_stream_shutdown`, in the same call (one
+/// call less per message, and the FIN can leave with the last bytes). A
+/// partial write (non-blocking mode) does not end it: write the rest with
+/// this call again. With `len` 0 it only ends the stream.
+///
+/// Thread safety: as `quark_stream_write_ref`.
+///
+/// # Safety
+/// As `quark_stream_write_ref`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_stream_write_ref_fin(
+    stream: i64,
+    buf: *const u8,
+    len: usize,
+    release: Option<extern "C" fn(*mut c_void)>,
+    arg: *mut c_void,
+) -> i64 {
+    // SAFETY: the caller's contract, the same.
+    unsafe { write_ref(stream, buf, len, release, arg, true) }
+}
+
+/// `quark_stream_write_ref`, ending the stream after it when `fin` and the
+/// whole of `buf` was taken.
+///
+/// # Safety
+/// As `quark_stream_write_ref`.
+unsafe fn write_ref(
+    stream: i64,
+    buf: *const u8,
+    len: usize,
+    release: Option<Release>,
+    arg: *mut c_void,
+    fin: bool,
+) -> i64 {
     // Made first, so every way out (an error, a caught panic) releases.
     let lent = Lent {
         ptr: buf,
@@ -99,6 +138,9 @@ pub unsafe extern "C" fn quark_stream_write_ref(
     };
     entry(|| {
         let Some(handle) = for_bytes(stream, buf, len)? else {
+            if fin {
+                crate::stream::shutdown(stream)?;
+            }
             return Ok(0);
         };
         let s = stream_of(&handle)?;
@@ -109,12 +151,16 @@ pub unsafe extern "C" fn quark_stream_write_ref(
             // free per call saved).
             None => Bytes::from_static(lent.forever()),
         };
-        if handle.is_nonblocking() {
-            let n = handle.run(std::future::poll_fn(|cx| send.poll_write_chunk(cx, &chunk)))??;
-            return Ok(n as i64);
+        let n = if handle.is_nonblocking() {
+            handle.run(std::future::poll_fn(|cx| send.poll_write_chunk(cx, &chunk)))??
+        } else {
+            handle.run(send.write_chunk(chunk))??;
+            len
+        };
+        if fin && n == len {
+            send.finish()?;
         }
-        handle.run(send.write_chunk(chunk))??;
-        Ok(len as i64)
+        Ok(n as i64)
     })
 }
 

@@ -10,6 +10,7 @@
 //! | `quark_stream_open` / `quark_stream_accept` | a bidirectional stream |
 //! | `quark_stream_read` / `quark_stream_write` / `quark_stream_shutdown` | `read` / `write` / `shutdown(SHUT_WR)` |
 //! | `quark_close` | `close` for any handle |
+//! | `quark_close_nowait` | `close` without `SO_LINGER`: a connection lingers in the endpoint, not in the call |
 //! | `quark_stream_open_uni` / `quark_stream_accept_uni` | a unidirectional stream (write-only / read-only) |
 //! | `quark_set_nonblocking` | `O_NONBLOCK`: `QUARK_ERROR_AGAIN` instead of waiting |
 //! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
@@ -19,6 +20,7 @@
 //! | `quark_connected` | `getsockopt(SO_ERROR)` after a non-blocking connect: is the handshake done |
 //! | `quark_resumed` | `SSL_session_reused`: did the handshake resume a TLS session |
 //! | `quark_stream_write_ref` / `quark_stream_read_with` | a write that lends the buffer, a read that visits the data in place (no copy at the boundary) |
+//! | `quark_process_ready` / `quark_stream_write_ref_fin` | `quark_process` + `quark_ready`, `quark_stream_write_ref` + `quark_stream_shutdown`: one call each instead of two |
 //! | `quark_on_work` | caller-driven mode: a callback when the endpoint gets work for `quark_process` |
 //!
 //! Handles are positive `int64_t`s indexing a table with generation
@@ -48,6 +50,7 @@ mod conn;
 mod driven;
 mod error;
 mod lend;
+mod nowait;
 mod object;
 mod options;
 mod ready;
@@ -62,10 +65,11 @@ pub use conn::{
     quark_stream_open, quark_stream_open_uni,
 };
 pub use error::{QuarkError, quark_strerror};
-pub use lend::{quark_stream_read_with, quark_stream_write_ref};
+pub use lend::{quark_stream_read_with, quark_stream_write_ref, quark_stream_write_ref_fin};
+pub use nowait::quark_close_nowait;
 pub use options::{
     QUARK_FLAG_CALLER_DRIVEN, QUARK_FLAG_NO_RESUMPTION, quark_connect_flags, quark_listen_flags,
-    quark_listen_pem_flags, quark_on_work, quark_process,
+    quark_listen_pem_flags, quark_on_work, quark_process, quark_process_ready,
 };
 pub use ready::{quark_ready, quark_ready_fd};
 pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};

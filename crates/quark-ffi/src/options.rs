@@ -206,6 +206,41 @@ pub extern "C" fn quark_process(handle: i64, timeout_ms: i32) -> i64 {
     })
 }
 
+/// `quark_process` then `quark_ready` in one call (one entry less per
+/// round of an event loop): runs the endpoint as `quark_process(handle,
+/// timeout_ms)`, stores its result (1: more work pending, 0: idle) in
+/// `*more` (when not NULL), and takes up to `cap` handles off the ready
+/// list into `out`. Returns how many, or a negative error (then `*more` is
+/// untouched). When it returns `cap`, more may be listed: drain them with
+/// `quark_ready`.
+///
+/// Thread safety: as `quark_process` and `quark_ready`.
+///
+/// # Safety
+/// `out` points to `cap` writable `int64_t`s (it may be NULL when `cap` is
+/// 0); `more` is NULL or points to a writable `int32_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_process_ready(
+    handle: i64,
+    timeout_ms: i32,
+    out: *mut i64,
+    cap: usize,
+    more: *mut i32,
+) -> i64 {
+    entry(|| {
+        let h = table::get(handle)?;
+        let d = h.ready.as_driven().ok_or(QuarkError::WrongKind)?;
+        let busy = d.process(timeout_ms, || h.ready.has_listed())?;
+        // SAFETY: the caller's contract.
+        let n = unsafe { crate::ready::drain_into(&h.ready, out, cap) }?;
+        if !more.is_null() {
+            // SAFETY: non-null: the caller promises a writable int32_t.
+            unsafe { *more = i32::from(busy) };
+        }
+        Ok(n)
+    })
+}
+
 /// Have `cb(arg)` called whenever `handle`'s caller-driven endpoint gets
 /// work for `quark_process`: a call gave it some (a write, a read that frees
 /// flow-control credit, a close), or, for an endpoint made inside a Rust

@@ -194,15 +194,28 @@ pub extern "C" fn quark_ready_fd(handle: i64) -> i32 {
 pub unsafe extern "C" fn quark_ready(handle: i64, out: *mut i64, cap: usize) -> i64 {
     entry(|| {
         let h = table::get(handle)?;
-        if cap == 0 {
-            return Ok(0);
-        }
-        if out.is_null() || cap > isize::MAX as usize / 8 {
-            return Err(QuarkError::Inval);
-        }
-        // SAFETY: non-null, and the caller promises `cap` writable, aligned
-        // int64_t slots that nothing else touches during the call.
-        let out = unsafe { std::slice::from_raw_parts_mut(out, cap) };
-        Ok(h.ready.drain(out) as i64)
+        // SAFETY: the caller's contract.
+        unsafe { drain_into(&h.ready, out, cap) }
     })
+}
+
+/// `quark_ready`'s work once the handle is looked up.
+///
+/// # Safety
+/// As `quark_ready`.
+pub(crate) unsafe fn drain_into(
+    ready: &Ready,
+    out: *mut i64,
+    cap: usize,
+) -> Result<i64, QuarkError> {
+    if cap == 0 {
+        return Ok(0);
+    }
+    if out.is_null() || cap > isize::MAX as usize / 8 {
+        return Err(QuarkError::Inval);
+    }
+    // SAFETY: non-null, and the caller promises `cap` writable, aligned
+    // int64_t slots that nothing else touches during the call.
+    let out = unsafe { std::slice::from_raw_parts_mut(out, cap) };
+    Ok(ready.drain(out) as i64)
 }

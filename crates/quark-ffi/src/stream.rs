@@ -97,10 +97,13 @@ pub unsafe extern "C" fn quark_stream_write(stream: i64, buf: *const u8, len: us
 /// the same stream to finish first.
 #[unsafe(no_mangle)]
 pub extern "C" fn quark_stream_shutdown(stream: i64) -> i32 {
-    entry_status(|| {
-        let handle = table::get(stream)?;
-        let s = stream_of(&handle)?;
-        lock(s.send.as_ref().ok_or(QuarkError::Shutdown)?).finish()?;
-        Ok(())
-    })
+    entry_status(|| shutdown(stream))
+}
+
+/// `quark_stream_shutdown` inside a call.
+pub(crate) fn shutdown(stream: i64) -> Result<(), QuarkError> {
+    let handle = table::get(stream)?;
+    let s = stream_of(&handle)?;
+    lock(s.send.as_ref().ok_or(QuarkError::Shutdown)?).finish()?;
+    Ok(())
 }

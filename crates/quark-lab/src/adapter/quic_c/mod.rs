@@ -10,9 +10,11 @@
 //! endpoint's ready list (`quark_ready`, module `ready`; the endpoint's
 //! readiness comes through `quark_on_work` from this runtime's reactor);
 //! connections are made with a non-blocking `quark_connect_on` (the
-//! handshake runs in the endpoint's processing); only `quark_close` of a
-//! connection or endpoint, which blocks by design (driving the endpoint
-//! while it lingers), runs on a blocking thread.
+//! handshake runs in the endpoint's processing); connections are closed
+//! with `quark_close_nowait` (the endpoint lingers for them, no thread
+//! waits); only `quark_close` of an endpoint, which blocks by design
+//! (driving the endpoint while its connections end), runs on a blocking
+//! thread.
 //!
 //! Differences that come with the C API: the client's connections share one
 //! client endpoint (`quark_client` / `quark_connect_on`, one UDP socket as
@@ -95,7 +97,7 @@ fn cipher_name(c: Cipher) -> &'static str {
     }
 }
 
-/// Closes a connection or endpoint handle on a blocking thread (the call
+/// Closes an endpoint handle on a blocking thread (the call
 /// blocks by design), once `watcher` (if any) no longer polls its descriptor.
 async fn close_blocking(handle: i64, watcher: Option<JoinHandle<()>>) {
     if let Some(w) = watcher {
@@ -153,12 +155,10 @@ struct ConnGuard {
 impl Drop for ConnGuard {
     fn drop(&mut self) {
         self.ready.unregister(self.conn);
-        let conn = self.conn;
-        // Closing waits for the peer: on a blocking thread.
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => drop(rt.spawn_blocking(move || quark_ffi::quark_close(conn))),
-            Err(_) => drop(std::thread::spawn(move || quark_ffi::quark_close(conn))),
-        }
+        // The endpoint lingers for what is unacknowledged: no thread waits
+        // (a blocking close on a thread of its own cost a hand-off and a
+        // second thread driving the endpoint per connection).
+        quark_ffi::quark_close_nowait(self.conn);
     }
 }
 
@@ -236,6 +236,32 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
     }))
 }
 
+/// The CA file holding `pem` (libquark reads it at each connect), named by
+/// its contents: one file per certificate, shared by the clients and
+/// processes that use it. A client process exits without dropping its
+/// client, so a file per client was left behind by every run.
+fn ca_file(pem: &str) -> anyhow::Result<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pem.hash(&mut h);
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("quark-lab-quic-c-{:016x}.pem", h.finish()));
+    if std::fs::read_to_string(&path).is_ok_and(|text| text == pem) {
+        return Ok(path);
+    }
+    // Written whole, then renamed: a concurrent reader never sees a part.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(
+        "quark-lab-quic-c-{:016x}.{}-{n}.tmp",
+        h.finish(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, pem)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}
+
 /// What every connection of a client connects with.
 struct Target {
     addr: CString,
@@ -252,24 +278,14 @@ struct QuicCClient {
     endpoint: i64,
     ready: Arc<Ready>,
     watcher: Option<JoinHandle<()>>,
-    /// The CA file (the server's certificate), removed with the client.
-    ca_file: PathBuf,
-    closing: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 impl Drop for QuicCClient {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.ca_file);
         let (endpoint, watcher) = (self.endpoint, self.watcher.take());
-        let closing = std::mem::take(&mut *self.closing.lock().unwrap_or_else(|p| p.into_inner()));
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
-                rt.spawn(async move {
-                    for c in closing {
-                        let _ = c.await;
-                    }
-                    close_blocking(endpoint, watcher).await;
-                });
+                rt.spawn(close_blocking(endpoint, watcher));
             }
             Err(_) => {
                 if let Some(w) = watcher {
@@ -285,11 +301,7 @@ impl QuicCClient {
     /// Inside the lab's runtime: the endpoint runs on it.
     fn new(cfg: &ClientConfig) -> anyhow::Result<Self> {
         quark::counters::set_enabled(super::quic::counters_wanted());
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let ca_file =
-            std::env::temp_dir().join(format!("quark-lab-quic-c-{}-{n}.pem", std::process::id()));
-        std::fs::write(&ca_file, pem("CERTIFICATE", &cfg.cert))?;
+        let ca_file = ca_file(&pem("CERTIFICATE", &cfg.cert))?;
         let target = Target {
             addr: c_string(&cfg.server.to_string())?,
             name: c_string(SERVER_NAME)?,
@@ -297,12 +309,10 @@ impl QuicCClient {
             ca: c_string(&ca_file.to_string_lossy())?,
             ciphers: c_string(cipher_name(cfg.cipher))?,
         };
-        let local = if cfg.server.is_ipv4() {
-            "0.0.0.0:0"
-        } else {
-            "[::]:0"
-        };
-        let endpoint = quark_ffi::call::client(&c_string(local)?, flags());
+        // Bound as `quic`'s client is (loopback for a loopback server, not
+        // the wildcard), so that the two differ only in the boundary.
+        let local = super::client_bind(cfg.server).to_string();
+        let endpoint = quark_ffi::call::client(&c_string(&local)?, flags());
         check("quark_client", endpoint)?;
         // Connects return before the handshake, as `connect(2)` on a
         // non-blocking socket.
@@ -323,8 +333,6 @@ impl QuicCClient {
             endpoint,
             ready,
             watcher: Some(watcher),
-            ca_file,
-            closing: Arc::default(),
         })
     }
 }
@@ -357,25 +365,14 @@ impl Client for QuicCClient {
             };
             if let Err(e) = connected.await {
                 self.ready.unregister(conn);
-                let _ = tokio::task::spawn_blocking(move || quark_ffi::quark_close(conn)).await;
+                quark_ffi::quark_close_nowait(conn);
                 return Err(e).context("QUIC handshake");
             }
             Ok(Arc::new(QuicCConn {
                 conn,
                 ready: self.ready.clone(),
                 closed: AtomicBool::new(false),
-                closing: self.closing.clone(),
             }) as Arc<dyn Connection>)
-        })
-    }
-
-    fn wait_idle(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            let pending =
-                std::mem::take(&mut *self.closing.lock().unwrap_or_else(|p| p.into_inner()));
-            for p in pending {
-                let _ = p.await;
-            }
         })
     }
 
@@ -389,28 +386,18 @@ struct QuicCConn {
     ready: Arc<Ready>,
     /// Closing has begun.
     closed: AtomicBool,
-    /// The client's closes under way ([`Client::wait_idle`] waits for them).
-    closing: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 impl QuicCConn {
-    /// Starts closing (once): `quark_close` waits for what was written to be
-    /// acknowledged and for the close to be sent, so it runs in the
-    /// background like `quic`'s close, and `wait_idle` waits for it.
+    /// Closes (once) without waiting, like `quic`'s close: the endpoint
+    /// keeps the connection until what was written is acknowledged, then
+    /// sends the close (`quark_close_nowait`).
     fn begin_close(&self) {
         if self.closed.swap(true, std::sync::atomic::Ordering::Relaxed) {
             return;
         }
         self.ready.unregister(self.conn);
-        let conn = self.conn;
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            std::thread::spawn(move || quark_ffi::quark_close(conn));
-            return;
-        };
-        let task = rt.spawn(close_blocking(conn, None));
-        let mut closing = self.closing.lock().unwrap_or_else(|p| p.into_inner());
-        closing.retain(|t| !t.is_finished());
-        closing.push(task);
+        quark_ffi::quark_close_nowait(self.conn);
     }
 }
 

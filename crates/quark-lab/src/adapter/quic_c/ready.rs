@@ -164,7 +164,8 @@ impl Ready {
 /// stopped. It sleeps on `quark_on_work`, which says when a call gave the
 /// endpoint work or, the endpoint being made inside this runtime, when its
 /// reactor saw the endpoint's socket or timer ready; then it calls
-/// `quark_process` and drains `quark_ready` until the endpoint is idle,
+/// `quark_process_ready` (`quark_process` and the first of `quark_ready` in
+/// one call) and drains the rest of the ready list, until the endpoint is idle,
 /// letting the woken tasks make their calls in between. `quark_ready_fd`
 /// (what a C loop polls) is not watched as well: it reports the same
 /// readiness a second time, through a second registration per wake-up.
@@ -177,23 +178,23 @@ pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle
         loop {
             // Work given before this round, the round does.
             work.pending.store(false, Ordering::SeqCst);
-            let more = quark_ffi::quark_process(handle, 0);
-            if more < 0 {
+            // The round and the first of the ready list in one call.
+            let Ok((mut n, more)) = call::process_ready(handle, 0, &mut listed) else {
                 return;
-            }
+            };
             loop {
-                let n = call::ready(handle, &mut listed);
-                if n < 0 {
-                    return;
-                }
-                for &h in &listed[..n as usize] {
+                for &h in &listed[..n] {
                     ready.notify(h);
                 }
-                if (n as usize) < listed.len() {
+                if n < listed.len() {
                     break;
                 }
+                match usize::try_from(call::ready(handle, &mut listed)) {
+                    Ok(m) => n = m,
+                    Err(_) => return,
+                }
             }
-            if more == 0 {
+            if !more {
                 std::future::poll_fn(|cx| work.poll_wait(cx)).await;
                 if work.from_task.swap(false, Ordering::Relaxed) {
                     // A task's call woke this one, which tokio then runs

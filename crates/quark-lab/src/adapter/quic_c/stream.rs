@@ -70,14 +70,22 @@ impl Half<'_> {
 impl SendPattern for Half<'_> {
     async fn send(&mut self, head: &[u8], len: u64) -> anyhow::Result<()> {
         self.write_all(head, call::stream_write).await?;
-        for (off, n) in chunk_spans(len) {
-            self.write_all(pattern_slice(off, n), call::stream_write_static)
-                .await?;
+        let mut spans = chunk_spans(len).peekable();
+        while let Some((off, n)) = spans.next() {
+            // The last piece ends the stream in the same call
+            // (`quark_stream_write_ref_fin`): no `quark_stream_shutdown`.
+            let write: fn(i64, &'static [u8]) -> i64 = match spans.peek() {
+                None => call::stream_write_static_fin,
+                Some(_) => call::stream_write_static,
+            };
+            self.write_all(pattern_slice(off, n), write).await?;
         }
-        check(
-            "quark_stream_shutdown",
-            i64::from(quark_ffi::quark_stream_shutdown(self.s.handle)),
-        )?;
+        if len == 0 {
+            check(
+                "quark_stream_shutdown",
+                i64::from(quark_ffi::quark_stream_shutdown(self.s.handle)),
+            )?;
+        }
         Ok(())
     }
 }
