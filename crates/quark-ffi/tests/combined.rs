@@ -6,7 +6,7 @@ use quark_ffi::*;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::calls::{AGAIN, c, listen, read_to_end};
+use common::calls::{AGAIN, c, connect_on, listen, read_to_end};
 
 static DATA: [u8; 300_000] = {
     let mut d = [0u8; 300_000];
@@ -50,20 +50,7 @@ fn until_done(ep: i64, mut call: impl FnMut() -> i64) -> (i64, Vec<i64>) {
 /// A non-blocking connection to `port` and a non-blocking stream on it;
 /// whether the connection was listed when its handshake ended.
 fn open(ep: i64, port: u16) -> (i64, i64, bool) {
-    let addr = c(&format!("127.0.0.1:{port}"));
-    // SAFETY: NUL-terminated strings that live across the call; NULL CA and ciphers.
-    let conn = unsafe {
-        quark_connect_on(
-            ep,
-            addr.as_ptr(),
-            c("localhost").as_ptr(),
-            c("test").as_ptr(),
-            1,
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert!(conn > 0, "connect_on: {conn}");
+    let conn = connect_on(ep, port);
     let (done, listed) = until_done(ep, || i64::from(quark_connected(conn)));
     assert_eq!(done, 0);
     let (s, _) = until_done(ep, || quark_stream_open(conn));

@@ -12,7 +12,8 @@ use sha2::{Digest, Sha256};
 
 mod common;
 use common::calls::{
-    AGAIN, c, connect, echo_next_stream, first_stream, listen, read, read_to_end, ready, write,
+    AGAIN, c, connect, connect_on, echo_next_stream, first_stream, listen, read, read_to_end,
+    ready, write,
 };
 
 const DRIVEN: u32 = QUARK_FLAG_CALLER_DRIVEN;
@@ -368,25 +369,7 @@ fn connections_share_a_caller_driven_client_endpoint() {
     // SAFETY: a NUL-terminated string that lives across the call.
     let client = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), DRIVEN) };
     assert!(client > 0, "client: {client}");
-    let addr = c(&format!("127.0.0.1:{port}"));
-    let connect_on = || {
-        // SAFETY: NUL-terminated strings that live across the call; NULL CA
-        // and ciphers.
-        let conn = unsafe {
-            quark_connect_on(
-                client,
-                addr.as_ptr(),
-                c("localhost").as_ptr(),
-                c("test").as_ptr(),
-                1,
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert!(conn > 0, "connect_on: {conn}");
-        conn
-    };
-    let (a, b) = (connect_on(), connect_on());
+    let (a, b) = (connect_on(client, port), connect_on(client, port));
     assert_eq!(quark_ready_fd(a), quark_ready_fd(client), "one endpoint");
     let (x, y) = (payload(150_000), payload(70_001));
     assert_eq!(sha(&echo_client(a, &x)), sha(&x));

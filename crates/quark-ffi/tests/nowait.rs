@@ -6,7 +6,7 @@ use quark_ffi::*;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::calls::{AGAIN, c, echo_next_stream, listen, read, read_to_end, write};
+use common::calls::{AGAIN, c, connect_on, echo_next_stream, listen, read, read_to_end, write};
 
 /// A caller-driven, non-blocking client endpoint.
 fn client() -> i64 {
@@ -15,24 +15,6 @@ fn client() -> i64 {
     assert!(ep > 0, "client: {ep}");
     assert_eq!(quark_set_nonblocking(ep, 1), 0);
     ep
-}
-
-fn connect_on(ep: i64, port: u16) -> i64 {
-    let addr = c(&format!("127.0.0.1:{port}"));
-    // SAFETY: NUL-terminated strings that live across the call; NULL CA and ciphers.
-    let conn = unsafe {
-        quark_connect_on(
-            ep,
-            addr.as_ptr(),
-            c("localhost").as_ptr(),
-            c("test").as_ptr(),
-            1,
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert!(conn > 0, "connect_on: {conn}");
-    conn
 }
 
 /// Processes `ep` until `call` gives something else than AGAIN.

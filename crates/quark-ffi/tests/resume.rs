@@ -5,7 +5,7 @@
 use quark_ffi::*;
 
 mod common;
-use common::calls::{c, listen};
+use common::calls::{c, connect_on, listen};
 
 /// `n` blocking insecure connects on a new threaded client endpoint made
 /// with `flags` to a new server made with `server_flags`; whether each
@@ -24,24 +24,10 @@ fn resumed(flags: u32, server_flags: u32, n: usize) -> Vec<i32> {
     // SAFETY: a NUL-terminated string that lives across the call.
     let ep = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), flags) };
     assert!(ep > 0, "client: {ep}");
-    let addr = c(&format!("127.0.0.1:{port}"));
     let mut out = Vec::new();
     let mut conns = Vec::new();
     for _ in 0..n {
-        // SAFETY: NUL-terminated strings that live across the call; NULL CA
-        // (insecure) and ciphers.
-        let conn = unsafe {
-            quark_connect_on(
-                ep,
-                addr.as_ptr(),
-                c("localhost").as_ptr(),
-                c("test").as_ptr(),
-                1,
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert!(conn > 0, "connect: {conn}");
+        let conn = connect_on(ep, port);
         out.push(quark_resumed(conn));
         conns.push(conn);
         // The server's session tickets follow its handshake: let them land.

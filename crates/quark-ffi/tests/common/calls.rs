@@ -51,6 +51,27 @@ pub(crate) fn connect(port: u16, flags: u32) -> i64 {
     conn
 }
 
+/// An insecure connection to `port` on loopback made on the client endpoint
+/// `ep` (`quark_connect_on`: the endpoint's TLS configuration, so a second
+/// connection can resume).
+pub(crate) fn connect_on(ep: i64, port: u16) -> i64 {
+    let addr = c(&format!("127.0.0.1:{port}"));
+    // SAFETY: NUL-terminated strings that live across the call; NULL CA and ciphers.
+    let conn = unsafe {
+        quark_connect_on(
+            ep,
+            addr.as_ptr(),
+            c("localhost").as_ptr(),
+            c("test").as_ptr(),
+            1,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert!(conn > 0, "connect_on: {conn}");
+    conn
+}
+
 pub(crate) fn write(stream: i64, data: &[u8]) -> i64 {
     // SAFETY: `data` is valid for `data.len()` bytes.
     unsafe { quark_stream_write(stream, data.as_ptr(), data.len()) }
