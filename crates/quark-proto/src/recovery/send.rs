@@ -44,25 +44,21 @@ impl<T> Recovery<T> {
         path: &PathState,
     ) {
         let prior_in_flight = self.bytes_in_flight();
-        let delivery = self
-            .delivery
-            .as_mut()
-            .map(|d| d.on_sent(now, prior_in_flight == 0));
+        let packet = SentPacket {
+            time_sent: now,
+            size,
+            ack_eliciting: flags.ack_eliciting,
+            in_flight: flags.in_flight,
+            ecn: flags.ecn,
+            mtu_probe: flags.mtu_probe,
+            delivery: self
+                .delivery
+                .as_mut()
+                .map(|d| d.on_sent(now, prior_in_flight == 0)),
+            data,
+        };
         let sp = self.spaces.get_mut(space.index(), Space::new);
-        let recorded = sp
-            .sent
-            .push_with(pn, flags.in_flight, flags.ack_eliciting, size, || {
-                SentPacket {
-                    time_sent: now,
-                    size,
-                    ack_eliciting: flags.ack_eliciting,
-                    in_flight: flags.in_flight,
-                    ecn: flags.ecn,
-                    mtu_probe: flags.mtu_probe,
-                    delivery,
-                    data,
-                }
-            });
+        let recorded = sp.sent.push(pn, packet);
         debug_assert!(recorded, "packet numbers must increase");
         if !recorded {
             return;

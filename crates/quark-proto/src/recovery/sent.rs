@@ -104,29 +104,7 @@ impl<T> SentStore<T> {
 
     /// Record packet `pn`; numbers must increase. Returns false (dropping nothing
     /// but the call) if `pn` does not.
-    #[cfg(test)]
     pub(super) fn push(&mut self, pn: u64, packet: SentPacket<T>) -> bool {
-        self.push_with(
-            pn,
-            packet.in_flight,
-            packet.ack_eliciting,
-            packet.size,
-            || packet,
-        )
-    }
-
-    /// [`push`](Self::push) with the record built by `make` straight into its
-    /// slot: a record is ~210 bytes and building it first, then moving it in,
-    /// cost two `memcpy` calls a packet sent (~60 instructions).
-    #[inline]
-    pub(super) fn push_with(
-        &mut self,
-        pn: u64,
-        in_flight: bool,
-        ack_eliciting: bool,
-        size: u16,
-        make: impl FnOnce() -> SentPacket<T>,
-    ) -> bool {
         if pn < self.next_pn {
             return false;
         }
@@ -140,18 +118,13 @@ impl<T> SentStore<T> {
             }
         }
         self.next_pn = pn + 1;
-        if in_flight {
-            self.bytes_in_flight += u64::from(size);
-            if ack_eliciting {
+        if packet.in_flight {
+            self.bytes_in_flight += u64::from(packet.size);
+            if packet.ack_eliciting {
                 self.ack_eliciting_in_flight += 1;
             }
         }
-        // A placeholder first (it grows the ring if needed), then the record
-        // written into the slot in place.
-        self.slots.push_back(Slot::Skipped);
-        if let Some(slot) = self.slots.back_mut() {
-            *slot = Slot::Sent(make());
-        }
+        self.slots.push_back(Slot::Sent(packet));
         self.expire_idle();
         true
     }
