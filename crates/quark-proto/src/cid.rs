@@ -39,6 +39,13 @@ impl ConnectionId {
         cid
     }
 
+    /// The 20-byte inline storage; only the first [`len`](Self::len) bytes
+    /// are the ID. A fixed-size copy of it costs a few moves where a copy of
+    /// the ID's own length is a `memcpy` call.
+    pub(crate) fn padded(&self) -> &[u8; MAX_CID_LEN] {
+        &self.bytes
+    }
+
     /// Length in bytes.
     pub fn len(&self) -> usize {
         usize::from(self.len)

@@ -77,12 +77,15 @@ impl Connection {
                 break;
             }
         }
+        // Every packet of the batch is processed at one `now`: the idle timer
+        // is restarted once, after the last (nothing in between reads it).
+        let mut restart_idle = false;
         for d in decrypted.drain(..) {
             if !matches!(self.state, State::Handshake | State::Established) {
                 break;
             }
             let packet = &segments[d.segment][d.packet.clone()];
-            self.process_packet(
+            restart_idle |= self.process_packet(
                 now,
                 ecn,
                 PacketKind::OneRtt,
@@ -94,6 +97,9 @@ impl Connection {
             );
         }
         self.decrypted_scratch = decrypted;
+        if restart_idle {
+            self.reset_idle_timer(now);
+        }
         if self.early.is_some() {
             self.flush_buffered_0rtt(now);
         }
@@ -306,7 +312,7 @@ impl Connection {
             self.on_undecryptable(pd, tail);
             return;
         };
-        self.process_packet(
+        if self.process_packet(
             now,
             ecn,
             kind,
@@ -315,12 +321,16 @@ impl Connection {
             payload,
             &pd.dst_cid,
             Some(pd.src_cid),
-        );
+        ) {
+            self.reset_idle_timer(now);
+        }
     }
 
     /// Phase two: a decrypted packet's checks and frames. `src_cid` is the long
-    /// header's Source Connection ID.
+    /// header's Source Connection ID. Returns true when the packet was processed
+    /// and the caller owes `reset_idle_timer(now)` (RFC 9000 §10.1).
     #[allow(clippy::too_many_arguments)]
+    #[must_use]
     fn process_packet(
         &mut self,
         now: Instant,
@@ -331,7 +341,7 @@ impl Connection {
         payload: Range<usize>,
         dst_cid: &ConnectionId,
         src_cid: Option<ConnectionId>,
-    ) {
+    ) -> bool {
         let space = kind.space();
         if !hdr.reserved_bits_zero {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-17.2
@@ -339,11 +349,11 @@ impl Connection {
             //# these bits after removing both packet and header protection as a
             //# connection error of type PROTOCOL_VIOLATION.
             self.close_on_error(now, TransportError::protocol_violation("reserved bits set"));
-            return;
+            return false;
         }
         if self.spaces[space.index()].ack.is_duplicate(hdr.pn) {
             self.stats.packets_dropped += 1;
-            return;
+            return false;
         }
         crate::cpu::count_packet();
         if kind == PacketKind::OneRtt && self.early.is_some() {
@@ -379,7 +389,7 @@ impl Connection {
             self.discard_space(now, SpaceId::Initial);
         }
         if matches!(self.state, State::Closing { .. }) {
-            return;
+            return false;
         }
         match ecn {
             Some(EcnCodepoint::Ect0) => self.stats.ecn_ect0_in += 1,
@@ -399,7 +409,7 @@ impl Connection {
                 now,
                 TransportError::protocol_violation("packet without frames"),
             );
-            return;
+            return false;
         }
         let mut ack_eliciting = false;
         let mut probing = true;
@@ -415,10 +425,10 @@ impl Connection {
                     continue;
                 }
                 self.close_on_error(now, e);
-                return;
+                return false;
             }
             if self.is_closed() {
-                return;
+                return false;
             }
         }
         if self.migration.off_path_rx && !probing && space == SpaceId::Data {
@@ -434,17 +444,20 @@ impl Connection {
         // Finished ends the server's Handshake space): nothing is owed there
         // any more, and a write would bring the dropped space back.
         if space == SpaceId::Data || !self.spaces[space.index()].discarded {
-            let policy = self.ack_policy;
+            // By reference: the spaces and the policy are separate fields.
             self.spaces[space.index()].ack.on_packet(
                 space,
                 hdr.pn,
                 ack_eliciting,
                 ecn,
                 now,
-                &policy,
+                &self.ack_policy,
             );
         }
-        self.reset_idle_timer(now);
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-10.1
+        //# An endpoint restarts its idle timer when a packet from its peer is
+        //# received and processed successfully.
+        true
     }
 
     /// Remove header and packet protection; `None` if the packet must be dropped.

@@ -58,6 +58,11 @@ impl<T> Recovery<T> {
         //# assert(largest_acked_packet[pn_space] != infinite)
         //# loss_time[pn_space] = 0
         sp.loss_time = None;
+        // The resolved slots at the front (most of them this ACK's packets)
+        // change nothing in the scan (an acknowledged slot only ends a run of
+        // losses, and none has begun before the first unresolved packet): pop
+        // them first, so the walk covers only what is still outstanding.
+        sp.sent.compact();
         let scan = match sp.largest_acked {
             Some(largest) => sp.sent.detect_lost(
                 largest,

@@ -175,15 +175,26 @@ impl<T> SentStore<T> {
         }
         for pn in lo..=hi {
             let index = (pn - self.base) as usize;
-            match self.slots.get(index) {
-                Some(Slot::Sent(_)) => {
-                    if let Some(p) = self.take(index, Slot::Acked) {
+            let Some(slot) = self.slots.get_mut(index) else {
+                continue;
+            };
+            match slot {
+                Slot::Sent(p) => {
+                    if p.in_flight {
+                        self.bytes_in_flight -= u64::from(p.size);
+                        if p.ack_eliciting {
+                            self.ack_eliciting_in_flight -= 1;
+                        }
+                    }
+                    // Moved once into `acked`, not through `take`'s return
+                    // value as well (~30 instructions a packet acknowledged).
+                    if let Slot::Sent(p) = std::mem::replace(slot, Slot::Acked) {
                         acked.push((pn, p));
                     }
                 }
-                Some(Slot::Skipped) => return Err(pn),
+                Slot::Skipped => return Err(pn),
                 // Already acknowledged, or acknowledged after being declared lost.
-                Some(Slot::Acked | Slot::Lost) | None => {}
+                Slot::Acked | Slot::Lost => {}
             }
         }
         Ok(())
