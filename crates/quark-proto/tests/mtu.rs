@@ -236,3 +236,31 @@ fn the_discovered_size_comes_back_after_an_outage() {
     let size = sim.client.connection(c).unwrap().max_datagram_size();
     assert!(size > 8000, "{size} bytes after the outage");
 }
+
+/// A peer that goes away is no black hole for the path: its connection sends
+/// into silence until its PTOs drop it to the base size, but the endpoint
+/// keeps the validated size for the next connection on the path. (Told to
+/// the endpoint, that fallback kept every later connection on the path at
+/// 1 200 bytes for the endpoint's life: fresh transfers through the C API,
+/// whose clients exit without closing, cost twice the CPU per byte.)
+#[test]
+fn a_vanished_peer_leaves_the_path_mtu_alone() {
+    let (mut sim, tls, first, found) = path_searched_once(66, 8);
+    sim.filter = Some(Box::new(|_, _| false));
+    let conn = sim.client.connection_mut(first).unwrap();
+    let id = conn.open_stream(quark_proto::Dir::Bi).unwrap();
+    assert_eq!(conn.write(id, &payload(200_000, 9)).unwrap(), 200_000);
+    sim.run_for(Duration::from_secs(5));
+    let conn = sim.client.connection(first).unwrap();
+    assert!(
+        conn.max_datagram_size() <= 1300 || conn.is_drained(),
+        "the silent path should look like a black hole"
+    );
+    sim.filter = None;
+    let (second, mut echo) = second_connection(&mut sim, &tls, payload(6_000, 10));
+    sim.run_for(Duration::from_millis(50));
+    run_echo(&mut sim, &mut echo, 400_000);
+    let conn = sim.client.connection(second).unwrap();
+    assert_eq!(conn.max_datagram_size(), found);
+    assert_eq!(conn.stats().mtu_probes, 0, "second connection probed");
+}

@@ -61,6 +61,12 @@ pub(crate) struct MtuDiscovery {
     /// searching: a larger size learnt later on the path is taken too (the
     /// searching connection reports each step, 1452 before 8896).
     adopted: bool,
+    /// Fell back to the base size after a black hole, and nothing was
+    /// acknowledged since: not news for the endpoint until the path is seen
+    /// to carry small packets. A peer that went away also looks like a black
+    /// hole, and told to every later connection on the path it kept them all
+    /// at the base size for the endpoint's life.
+    black_hole_unconfirmed: bool,
 }
 
 /// What connections on one path tell each other through the endpoint (see
@@ -118,6 +124,7 @@ impl MtuDiscovery {
             reported: None,
             granted: false,
             adopted: false,
+            black_hole_unconfirmed: false,
         }
     }
 
@@ -150,8 +157,11 @@ impl MtuDiscovery {
     }
 
     /// Whether the endpoint's offers can still change anything here.
+    /// Not after a black hole the path has not confirmed: the size on offer
+    /// may be the one that just vanished.
     pub(crate) fn open_to_offers(&self) -> bool {
-        self.fresh() || (self.enabled && self.adopted && self.probe.is_none())
+        !self.black_hole_unconfirmed
+            && (self.fresh() || (self.enabled && self.adopted && self.probe.is_none()))
     }
 
     /// Offer what other connections learnt about the path.
@@ -245,6 +255,12 @@ impl MtuDiscovery {
     /// Packet `pn` (not a probe) was acknowledged.
     pub(crate) fn on_acked(&mut self, pn: u64) {
         self.stalled = false;
+        if self.black_hole_unconfirmed {
+            // Small packets get through where large ones did not: now it is
+            // the path's news (RFC 8899 §4.3).
+            self.black_hole_unconfirmed = false;
+            self.news = Some(PathMtu::Known(BASE_MTU));
+        }
         if self.probe.is_some_and(|p| pn > p.pn) {
             self.path_alive = true;
         }
@@ -336,7 +352,8 @@ impl MtuDiscovery {
         // down; if the path was only out for a while, the old size comes back
         // with the first probe after it.
         self.current = BASE_MTU;
-        self.news = Some(PathMtu::Known(BASE_MTU));
+        self.news = None;
+        self.black_hole_unconfirmed = true;
         self.hint = None;
         self.probe = None;
         self.attempts = 0;
@@ -521,7 +538,24 @@ mod tests {
         assert!(d.on_probe_acked(1));
         assert_eq!(d.take_news(), Some(PathMtu::Known(65_000)));
         assert!(d.on_black_hole());
+        assert_eq!(d.take_news(), None, "not news before an ACK");
+        d.on_acked(2);
         assert_eq!(d.take_news(), Some(PathMtu::Known(BASE_MTU)));
+    }
+
+    #[test]
+    fn a_peer_that_went_away_is_no_black_hole_for_the_path() {
+        let t = now();
+        let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
+        d.on_probe_sent(65_000, 1, t, Duration::from_millis(10));
+        assert!(d.on_probe_acked(1));
+        assert_eq!(d.take_news(), Some(PathMtu::Known(65_000)));
+        // The peer stops answering: PTOs until the fallback, and silence.
+        d.on_pto();
+        assert!(d.on_black_hole());
+        assert_eq!(d.current(), BASE_MTU);
+        assert_eq!(d.take_news(), None, "the endpoint keeps 65 000 for others");
+        assert!(!d.open_to_offers(), "but does not offer it back here");
     }
 
     #[test]
