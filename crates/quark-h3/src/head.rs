@@ -11,11 +11,8 @@ use http::{Method, StatusCode};
 use quark_qpack::{Field, Span};
 use smallvec::SmallVec;
 
-use crate::error::{Error, H3_MESSAGE_ERROR};
-
-fn malformed(reason: &'static str) -> Error {
-    Error::stream(H3_MESSAGE_ERROR, reason)
-}
+use crate::error::Error;
+use crate::message::{final_status, malformed};
 
 /// A decoded field section: its lines in order, names and values either
 /// static table entries or ranges of one buffer.
@@ -366,14 +363,7 @@ impl ResponseHead {
             }
             n += 1;
         }
-        let status = status.ok_or(malformed("no :status"))?;
-        if status.len() != 3 {
-            return Err(malformed("a bad :status"));
-        }
-        let status = StatusCode::from_bytes(status).map_err(|_| malformed("a bad :status"))?;
-        if status == StatusCode::SWITCHING_PROTOCOLS {
-            return Err(malformed("101 does not exist in HTTP/3"));
-        }
+        let status = final_status(status)?;
         let mut content_length = None;
         for i in n..fields.len() {
             let (name, value) = fields.check_regular(i)?;

@@ -2,6 +2,7 @@
 //! same sections accepted with the same parts, the same ones refused.
 
 use super::*;
+use crate::error::H3_MESSAGE_ERROR;
 use crate::message::{decode_request, decode_response};
 
 fn section(list: &[(&str, &str)]) -> Vec<u8> {

@@ -16,8 +16,22 @@ use crate::error::{Error, H3_MESSAGE_ERROR};
 /// list per message was an allocation and a free per request at each end).
 pub(crate) type Lines<'a> = SmallVec<[(&'a [u8], &'a [u8]); 8]>;
 
-fn malformed(reason: &'static str) -> Error {
+pub(crate) fn malformed(reason: &'static str) -> Error {
     Error::stream(H3_MESSAGE_ERROR, reason)
+}
+
+/// A final response's `:status` (RFC 9114 §4.3.2): three digits, and not 101,
+/// which HTTP/3 has no use for.
+pub(crate) fn final_status(status: Option<&[u8]>) -> Result<StatusCode, Error> {
+    let status = status.ok_or(malformed("no :status"))?;
+    if status.len() != 3 {
+        return Err(malformed("a bad :status"));
+    }
+    let status = StatusCode::from_bytes(status).map_err(|_| malformed("a bad :status"))?;
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return Err(malformed("101 does not exist in HTTP/3"));
+    }
+    Ok(status)
 }
 
 /// Fields HTTP/3 forbids (RFC 9114 §4.2): they describe a hop-by-hop connection.
@@ -270,14 +284,7 @@ pub(crate) fn decode_response(fields: &mut [Field]) -> Result<Response<()>, Erro
         }
         n += 1;
     }
-    let status = status.ok_or(malformed("no :status"))?;
-    if status.len() != 3 {
-        return Err(malformed("a bad :status"));
-    }
-    let status = StatusCode::from_bytes(status).map_err(|_| malformed("a bad :status"))?;
-    if status == StatusCode::SWITCHING_PROTOCOLS {
-        return Err(malformed("101 does not exist in HTTP/3"));
-    }
+    let status = final_status(status.map(|s| &s[..]))?;
     let mut resp = Response::new(());
     *resp.status_mut() = status;
     *resp.version_mut() = http::Version::HTTP_3;

@@ -89,27 +89,7 @@ pub fn decode_section(block: &[u8], max_size: u64) -> Result<Vec<Field>, DecodeE
         buf: block,
         budget: max_size,
     };
-    //= https://www.rfc-editor.org/rfc/rfc9204#section-4.5.1.1
-    //# If the decoder encounters a value
-    //# of EncodedInsertCount that could not have been produced by a
-    //# conformant encoder, it MUST treat this as a connection error of type
-    //# QPACK_DECOMPRESSION_FAILED.
-    // With MaxEntries = 0 only 0 can be produced.
-    if r.int(8)? != 0 {
-        return Err(DecodeError::DynamicReference);
-    }
-    //= https://www.rfc-editor.org/rfc/rfc9204#section-4.5.1.2
-    //# An endpoint MUST treat a field block
-    //# with a Sign bit of 1 as invalid if the value of Required Insert Count
-    //# is less than or equal to the value of Delta Base.
-    // Required Insert Count is 0, so S = 1 is always invalid; a negative Base
-    // only makes sense for dynamic references, hence the error chosen.
-    let sign = r.peek()? & 0x80 != 0;
-    r.int(7)?;
-    if sign {
-        return Err(DecodeError::DynamicReference);
-    }
-    // Base itself is irrelevant without a dynamic table.
+    r.static_prefix()?; // Base itself is irrelevant without a dynamic table.
 
     let mut fields = Vec::new();
     while let Some(&first) = r.buf.first() {
@@ -177,6 +157,32 @@ impl Reader<'_> {
         })?;
         self.buf = &self.buf[used..];
         Ok(v)
+    }
+
+    /// The section prefix (RFC 9204 §4.5.1) of a decoder with no dynamic
+    /// table: Required Insert Count 0 and a non-negative Base.
+    pub(crate) fn static_prefix(&mut self) -> Result<(), DecodeError> {
+        //= https://www.rfc-editor.org/rfc/rfc9204#section-4.5.1.1
+        //# If the decoder encounters a value
+        //# of EncodedInsertCount that could not have been produced by a
+        //# conformant encoder, it MUST treat this as a connection error of type
+        //# QPACK_DECOMPRESSION_FAILED.
+        // With MaxEntries = 0 only 0 can be produced.
+        if self.int(8)? != 0 {
+            return Err(DecodeError::DynamicReference);
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9204#section-4.5.1.2
+        //# An endpoint MUST treat a field block
+        //# with a Sign bit of 1 as invalid if the value of Required Insert Count
+        //# is less than or equal to the value of Delta Base.
+        // Required Insert Count is 0, so S = 1 is always invalid; a negative Base
+        // only makes sense for dynamic references, hence the error chosen.
+        let sign = self.peek()? & 0x80 != 0;
+        self.int(7)?;
+        if sign {
+            return Err(DecodeError::DynamicReference);
+        }
+        Ok(())
     }
 
     /// Takes `n` bytes of the size budget.

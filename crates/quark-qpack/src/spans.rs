@@ -53,16 +53,7 @@ pub fn decode_section_spans(
         buf: block,
         budget: max_size,
     };
-    // RFC 9204 §4.5.1: Required Insert Count 0 and a non-negative Base, as
-    // in `decode_section` (a dynamic table of capacity 0).
-    if r.int(8)? != 0 {
-        return Err(DecodeError::DynamicReference);
-    }
-    let sign = r.peek()? & 0x80 != 0;
-    r.int(7)?;
-    if sign {
-        return Err(DecodeError::DynamicReference);
-    }
+    r.static_prefix()?;
     while let Some(&first) = r.buf.first() {
         //= https://www.rfc-editor.org/rfc/rfc9204#section-4.5.2
         //# An indexed field line representation identifies an entry in the
