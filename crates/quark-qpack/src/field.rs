@@ -194,6 +194,13 @@ impl Reader<'_> {
     /// Reads a string literal whose length has an `n`-bit prefix (H flag just
     /// above it) and charges its decoded length to the budget.
     pub(crate) fn string(&mut self, n: u8) -> Result<Vec<u8>, DecodeError> {
+        let mut out = Vec::new();
+        self.string_to(n, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`string`](Reader::string), appended to `out`.
+    pub(crate) fn string_to(&mut self, n: u8, out: &mut Vec<u8>) -> Result<(), DecodeError> {
         let huffman = self.peek()? & (1 << n) != 0;
         let len = self.int(n)?;
         let data = usize::try_from(len)
@@ -203,17 +210,18 @@ impl Reader<'_> {
         self.buf = &self.buf[data.len()..];
         if !huffman {
             self.charge(len)?;
-            return Ok(data.to_vec());
+            out.extend_from_slice(data);
+            return Ok(());
         }
         // Huffman codes are at least 5 bits, so `data` decodes to at most
         // len * 8 / 5 bytes; reserve no more than that or the budget.
         let limit = usize::try_from(self.budget).unwrap_or(usize::MAX);
-        let mut out = Vec::with_capacity((data.len() / 5 * 8 + 8).min(limit));
-        huffman::decode(data, limit, &mut out).map_err(|e| match e {
+        let start = out.len();
+        out.reserve((data.len() / 5 * 8 + 8).min(limit));
+        huffman::decode(data, limit, out).map_err(|e| match e {
             huffman::HuffmanError::Invalid => DecodeError::BadHuffman,
             huffman::HuffmanError::TooLong => DecodeError::TooLarge,
         })?;
-        self.charge(out.len() as u64)?;
-        Ok(out)
+        self.charge((out.len() - start) as u64)
     }
 }

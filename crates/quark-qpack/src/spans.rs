@@ -7,7 +7,7 @@ use crate::field::{
     FIELD_OVERHEAD, INDEXED, INDEXED_STATIC, LITERAL_NAME, NAME_REF, NAME_REF_STATIC, Reader,
     static_ref,
 };
-use crate::{DecodeError, huffman, static_entry};
+use crate::{DecodeError, static_entry};
 
 /// Where a decoded name or value lies (12 bytes: a head's lines are kept
 /// in place, and moved with it).
@@ -92,25 +92,8 @@ pub fn decode_section_spans(
 impl Reader<'_> {
     /// [`string`](Reader::string), appended to `buf`: where it landed.
     fn string_into(&mut self, n: u8, buf: &mut Vec<u8>) -> Result<Span, DecodeError> {
-        let huffman = self.peek()? & (1 << n) != 0;
-        let len = self.int(n)?;
-        let data = usize::try_from(len)
-            .ok()
-            .and_then(|len| self.buf.get(..len))
-            .ok_or(DecodeError::Truncated)?;
-        self.buf = &self.buf[data.len()..];
         let start = buf.len();
-        if huffman {
-            let limit = usize::try_from(self.budget).unwrap_or(usize::MAX);
-            huffman::decode(data, limit, buf).map_err(|e| match e {
-                huffman::HuffmanError::Invalid => DecodeError::BadHuffman,
-                huffman::HuffmanError::TooLong => DecodeError::TooLarge,
-            })?;
-            self.charge((buf.len() - start) as u64)?;
-        } else {
-            self.charge(len)?;
-            buf.extend_from_slice(data);
-        }
+        self.string_to(n, buf)?;
         let end = u32::try_from(buf.len()).map_err(|_| DecodeError::TooLarge)?;
         Ok(Span::At(start as u32, end))
     }
