@@ -155,6 +155,9 @@ pub struct ConnectionStats {
     pub spurious_losses: u64,
     /// PMTU probes sent.
     pub mtu_probes: u64,
+    /// Path MTUs taken from the endpoint's cache (what another connection on
+    /// the path validated) instead of searching.
+    pub mtu_adopted: u64,
     /// Packets sent in ECN-marked datagrams (ECT(0)).
     pub ecn_marked_out: u64,
     /// Packets received in datagrams marked ECT(0).
