@@ -79,6 +79,9 @@ pub(crate) enum PathMtu {
     Probing(Instant),
     /// This size was validated (the base size after a black hole: forget it).
     Known(u16),
+    /// The connection that was probing closed with its probe unanswered:
+    /// nobody searches the path any more.
+    Abandoned,
 }
 
 /// What an offer from the endpoint did.
@@ -250,6 +253,15 @@ impl MtuDiscovery {
         self.adopted = false;
         self.path_alive = false;
         self.sent_after = false;
+    }
+
+    /// The connection is closing: a probe still out will never be answered,
+    /// so its claim on the path is withdrawn (others waited for it until its
+    /// timeout, in base-size datagrams).
+    pub(crate) fn abandon(&mut self) {
+        if self.probe.take().is_some() {
+            self.news = Some(PathMtu::Abandoned);
+        }
     }
 
     /// Packet `pn` (not a probe) was acknowledged.
