@@ -87,8 +87,8 @@ typedef struct QuarkConnStats {
   uint64_t max_datagram_size;
   // PMTU probes sent.
   uint64_t mtu_probes;
-  // Path MTUs taken from the endpoint's cache (another connection on the
-  // same path validated them) instead of searching.
+  // 1 if the path MTU was taken from the endpoint's cache (another
+  // connection on the same path validated it) instead of searched, else 0.
   uint64_t mtu_adopted;
   // Probe timeouts (RFC 9002 §6.2).
   uint64_t ptos;

@@ -17,8 +17,8 @@ pub struct QuarkConnStats {
     pub max_datagram_size: u64,
     /// PMTU probes sent.
     pub mtu_probes: u64,
-    /// Path MTUs taken from the endpoint's cache (another connection on the
-    /// same path validated them) instead of searching.
+    /// 1 if the path MTU was taken from the endpoint's cache (another
+    /// connection on the same path validated it) instead of searched, else 0.
     pub mtu_adopted: u64,
     /// Probe timeouts (RFC 9002 §6.2).
     pub ptos: u64,
@@ -77,7 +77,7 @@ pub(crate) fn conn_stats(conn: i64) -> Result<QuarkConnStats, QuarkError> {
     Ok(QuarkConnStats {
         max_datagram_size: c.path_mtu() as u64,
         mtu_probes: s.mtu_probes,
-        mtu_adopted: s.mtu_adopted,
+        mtu_adopted: c.path_mtu_from_cache().into(),
         ptos: s.ptos,
         packets_sent: s.packets_out,
         packets_lost: s.packets_lost,

@@ -281,6 +281,12 @@ impl Connection {
         self.inspect(|c| c.max_datagram_size()).unwrap_or_default()
     }
 
+    /// Whether the path MTU was taken from the endpoint's cache (what
+    /// another connection on the same path validated) instead of searched.
+    pub fn path_mtu_from_cache(&self) -> bool {
+        self.inspect(|c| c.mtu_from_cache()).unwrap_or_default()
+    }
+
     /// Smoothed RTT.
     pub fn rtt(&self) -> Duration {
         self.inspect(|c| c.rtt()).unwrap_or_default()

@@ -245,7 +245,7 @@ fn dump_stats(side: &str, conn: &quark::Connection) {
             s.ptos_put_off,
             s.spurious_losses,
             s.mtu_probes,
-            s.mtu_adopted,
+            u8::from(conn.path_mtu_from_cache()),
             conn.path_mtu(),
             s.bytes_out
         );

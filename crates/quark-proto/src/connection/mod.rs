@@ -155,9 +155,6 @@ pub struct ConnectionStats {
     pub spurious_losses: u64,
     /// PMTU probes sent.
     pub mtu_probes: u64,
-    /// Path MTUs taken from the endpoint's cache (what another connection on
-    /// the path validated) instead of searching.
-    pub mtu_adopted: u64,
     /// Packets sent in ECN-marked datagrams (ECT(0)).
     pub ecn_marked_out: u64,
     /// Packets received in datagrams marked ECT(0).
@@ -703,6 +700,12 @@ impl Connection {
     /// Size of the datagrams this connection sends.
     pub fn max_datagram_size(&self) -> usize {
         usize::from(self.path.mtu)
+    }
+
+    /// Whether this connection took a path MTU from the endpoint's cache
+    /// (what another connection on the path validated) instead of searching.
+    pub fn mtu_from_cache(&self) -> bool {
+        self.mtu.from_cache()
     }
 
     /// Bytes sent and not yet acknowledged or declared lost.

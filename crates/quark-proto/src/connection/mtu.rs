@@ -67,6 +67,9 @@ pub(crate) struct MtuDiscovery {
     /// hole, and told to every later connection on the path it kept them all
     /// at the base size for the endpoint's life.
     black_hole_unconfirmed: bool,
+    /// A size from the endpoint's cache was adopted at some point (for
+    /// diagnosis: `Connection::mtu_from_cache`).
+    from_cache: bool,
 }
 
 /// What connections on one path tell each other through the endpoint (see
@@ -128,6 +131,7 @@ impl MtuDiscovery {
             granted: false,
             adopted: false,
             black_hole_unconfirmed: false,
+            from_cache: false,
         }
     }
 
@@ -195,6 +199,7 @@ impl MtuDiscovery {
                 self.phase = Phase::Bisect;
                 self.not_before = Some(now + RAISE_TIMER);
                 self.adopted = true;
+                self.from_cache = true;
                 Some(Offer::Adopted)
             }
             _ => {
@@ -202,6 +207,11 @@ impl MtuDiscovery {
                 None
             }
         }
+    }
+
+    /// Whether a size from the endpoint's cache was ever adopted.
+    pub(crate) fn from_cache(&self) -> bool {
+        self.from_cache
     }
 
     /// The datagram size to use now.

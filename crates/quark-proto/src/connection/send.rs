@@ -144,7 +144,6 @@ impl Connection {
         }
         match self.mtu.use_offer(now) {
             Some(Offer::Adopted) => {
-                self.stats.mtu_adopted += 1;
                 self.apply_mtu();
                 tracing::debug!(mtu = self.path.mtu, "path MTU from the endpoint's cache");
                 false
