@@ -705,7 +705,7 @@ impl Connection {
     /// Whether this connection took a path MTU from the endpoint's cache
     /// (what another connection on the path validated) instead of searching.
     pub fn mtu_from_cache(&self) -> bool {
-        self.mtu.from_cache()
+        self.mtu.adopted_once()
     }
 
     /// Bytes sent and not yet acknowledged or declared lost.

@@ -210,7 +210,7 @@ impl MtuDiscovery {
     }
 
     /// Whether a size from the endpoint's cache was ever adopted.
-    pub(crate) fn from_cache(&self) -> bool {
+    pub(crate) fn adopted_once(&self) -> bool {
         self.from_cache
     }
 
