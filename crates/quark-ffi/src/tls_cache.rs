@@ -11,9 +11,10 @@
 //! configuration was made from. Reading it cost an `openat`, `statx`,
 //! `read` and `close` per connect, and on short connections those system
 //! calls were a few per cent of quic-c's CPU against `quic`. As with git's
-//! index, a stamp taken less than a second after the file's last change is
-//! not trusted, since a second write within the same clock tick could keep
-//! it.
+//! index, a stamp taken soon after the file's last change is not trusted,
+//! since a second write within the same clock tick could keep it: "soon" is
+//! 50 ms (the kernel's coarse file clock ticks every 1-10 ms), or a second
+//! on a file system whose times have no fraction of a second.
 
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
@@ -48,7 +49,7 @@ pub(crate) struct FileStamp {
 
 impl FileStamp {
     /// The stamp of `path` now, if it can be trusted to change with the
-    /// contents: the file's last change is over a second old.
+    /// contents: the file's last change is old enough (module doc).
     pub(crate) fn of(path: &str) -> Option<FileStamp> {
         let m = std::fs::metadata(path).ok()?;
         let changed = m.modified().ok()?.max(
@@ -58,7 +59,13 @@ impl FileStamp {
                     u32::try_from(m.ctime_nsec()).ok()?,
                 ),
         );
-        if SystemTime::now().duration_since(changed).ok()? < Duration::from_secs(1) {
+        let coarse = m.mtime_nsec() == 0 && m.ctime_nsec() == 0;
+        let settled = if coarse {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_millis(50)
+        };
+        if SystemTime::now().duration_since(changed).ok()? < settled {
             return None;
         }
         Some(FileStamp {
