@@ -78,6 +78,36 @@ typedef int32_t QuarkError;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// What `quark_conn_stats` fills in. Fields may be added at the end; the
+// caller passes `sizeof(QuarkConnStats)` so that an older caller's smaller
+// struct is filled only as far as it goes.
+typedef struct QuarkConnStats {
+  // Size of the UDP datagrams the connection sends now (its path MTU:
+  // 1200 until discovery validates more).
+  uint64_t max_datagram_size;
+  // PMTU probes sent.
+  uint64_t mtu_probes;
+  // 1 if the path MTU was taken from the endpoint's cache (another
+  // connection on the same path validated it) instead of searched, else 0.
+  uint64_t mtu_adopted;
+  // Probe timeouts (RFC 9002 §6.2).
+  uint64_t ptos;
+  // Packets sent.
+  uint64_t packets_sent;
+  // Packets declared lost.
+  uint64_t packets_lost;
+  // UDP datagrams sent.
+  uint64_t datagrams_sent;
+  // UDP payload bytes sent.
+  uint64_t bytes_sent;
+  // UDP datagrams received.
+  uint64_t datagrams_received;
+  // UDP payload bytes received.
+  uint64_t bytes_received;
+  // Smoothed RTT in microseconds.
+  uint64_t rtt_us;
+} QuarkConnStats;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -102,6 +132,12 @@ int64_t quark_client(const char *addr, uint32_t flags);
 // `QUARK_ERROR_AGAIN` until the handshake is done (the handle is listed
 // ready when it ends; `quark_connected` tells) and `QUARK_ERROR_CONNECT`
 // if it failed.
+//
+// The endpoint keeps the TLS configuration of its last connect, and reuses
+// it (with its session tickets) when the TLS arguments are the same. The CA
+// file is read again only when its stamp (inode, size, modification and
+// change times) differs, or when its last change is under 50 ms old (a
+// second on a file system without sub-second times).
 //
 // Thread safety: safe from any thread; connects on one endpoint may run
 // at once from several threads.
@@ -440,6 +476,18 @@ int32_t quark_ready_fd(int64_t handle);
 // # Safety
 // `out` points to `cap` writable `int64_t`s (it may be NULL when `cap` is 0).
 int64_t quark_ready(int64_t handle, int64_t *out, uintptr_t cap);
+
+// The counters of `conn` into `*out`, of which the caller's struct has
+// `size` bytes (`sizeof(QuarkConnStats)`): 0, `QUARK_ERROR_AGAIN` while a
+// non-blocking connect's handshake is under way, `QUARK_ERROR_INVAL` for a
+// null `out`, or another negative error. After the connection ended they
+// are zero (quark forgets a closed connection).
+//
+// # Safety
+// `out` is null or points to `size` writable bytes.
+//
+// Thread safety: safe from any thread; does not block.
+int32_t quark_conn_stats(int64_t conn, struct QuarkConnStats *out, uintptr_t size);
 
 // Block until data arrives on `stream`; copies up to `len` bytes to `buf`
 // and returns how many, `0` at the end of the stream (the peer's FIN), or

@@ -122,6 +122,16 @@ pub fn ready_fd(handle: i64) -> Result<OwnedFd, i64> {
     h.ready.dup_fd().map_err(|_| QuarkError::Io as i64)
 }
 
+/// `quark_conn_stats` of `conn`.
+pub fn conn_stats(conn: i64) -> Result<crate::QuarkConnStats, i64> {
+    let mut out = crate::QuarkConnStats::default();
+    let size = std::mem::size_of_val(&out);
+    // SAFETY: `out` is a writable `QuarkConnStats` of `size` bytes borrowed
+    // exclusively for the call.
+    let rc = unsafe { crate::quark_conn_stats(conn, &mut out, size) };
+    if rc < 0 { Err(i64::from(rc)) } else { Ok(out) }
+}
+
 /// `quark_ready` into `out`.
 pub fn ready(handle: i64, out: &mut [i64]) -> i64 {
     // SAFETY: `out` is `out.len()` writable, aligned `i64`s borrowed

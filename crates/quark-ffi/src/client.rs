@@ -51,6 +51,12 @@ pub unsafe extern "C" fn quark_client(addr: *const c_char, flags: u32) -> i64 {
 /// ready when it ends; `quark_connected` tells) and `QUARK_ERROR_CONNECT`
 /// if it failed.
 ///
+/// The endpoint keeps the TLS configuration of its last connect, and reuses
+/// it (with its session tickets) when the TLS arguments are the same. The CA
+/// file is read again only when its stamp (inode, size, modification and
+/// change times) differs, or when its last change is under 50 ms old (a
+/// second on a file system without sub-second times).
+///
 /// Thread safety: safe from any thread; connects on one endpoint may run
 /// at once from several threads.
 ///

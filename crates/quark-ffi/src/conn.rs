@@ -17,7 +17,7 @@ use crate::options::{
 };
 use crate::ready::Ready;
 use crate::table;
-use crate::tls_cache::{TlsArgs, TlsCache};
+use crate::tls_cache::{FileStamp, TlsArgs, TlsCache};
 
 /// ALPN protocols from a comma-separated list ("hq-interop,h3").
 fn alpn_list(alpn: &str) -> Result<Vec<&[u8]>, QuarkError> {
@@ -358,16 +358,26 @@ pub(crate) unsafe fn client_args<'a>(
         };
         return Ok((addr, name, client_config(verify, alpn, ciphers)?));
     };
+    let ca = ca.filter(|_| !insecure);
+    let alpn_ciphers = (alpn, ciphers.unwrap_or(""));
+    // Stamped before the read: a change during it gives a different stamp
+    // next time, so it is noticed then.
+    let stamp = ca.and_then(FileStamp::of);
+    if let Some(s) = &stamp
+        && let Some(config) = shared.unchanged(alpn_ciphers.0, alpn_ciphers.1, s)
+    {
+        return Ok((addr, name, config));
+    }
     let args = TlsArgs {
         insecure,
         ca_pem: match ca {
-            Some(ca) if !insecure => Some(std::fs::read(ca).map_err(|_| QuarkError::Tls)?),
-            _ => None,
+            Some(ca) => Some(std::fs::read(ca).map_err(|_| QuarkError::Tls)?),
+            None => None,
         },
-        alpn: alpn.into(),
-        ciphers: ciphers.unwrap_or("").into(),
+        alpn: alpn_ciphers.0.into(),
+        ciphers: alpn_ciphers.1.into(),
     };
-    let config = shared.get(args, |a| {
+    let config = shared.get(args, stamp, |a| {
         let verify = match &a.ca_pem {
             Some(pem) => tls::Verify::Roots(ca_certs(pem)?),
             None => tls::Verify::Insecure,

@@ -22,6 +22,7 @@
 //! | `quark_stream_write_ref` / `quark_stream_read_with` | a write that lends the buffer, a read that visits the data in place (no copy at the boundary) |
 //! | `quark_process_ready` / `quark_stream_write_ref_fin` | `quark_process` + `quark_ready`, `quark_stream_write_ref` + `quark_stream_shutdown`: one call each instead of two |
 //! | `quark_on_work` | caller-driven mode: a callback when the endpoint gets work for `quark_process` |
+//! | `quark_conn_stats` | `getsockopt(TCP_INFO)`: a connection's datagram size, PMTU probes, PTOs, losses |
 //!
 //! Handles are positive `int64_t`s indexing a table with generation
 //! counters: a closed or stale handle gives `QUARK_ERROR_BAD_HANDLE`, never
@@ -54,6 +55,7 @@ mod nowait;
 mod object;
 mod options;
 mod ready;
+mod stats;
 mod stream;
 mod table;
 mod tls_cache;
@@ -72,4 +74,5 @@ pub use options::{
     quark_listen_pem_flags, quark_on_work, quark_process, quark_process_ready,
 };
 pub use ready::{quark_ready, quark_ready_fd};
+pub use stats::{QuarkConnStats, quark_conn_stats};
 pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};

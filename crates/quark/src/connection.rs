@@ -275,6 +275,18 @@ impl Connection {
         self.inspect(|c| c.ecn_state())
     }
 
+    /// The size of the UDP datagrams this connection sends now: the path
+    /// MTU that PMTU discovery validated (RFC 9000 §14), 1200 at first.
+    pub fn path_mtu(&self) -> usize {
+        self.inspect(|c| c.max_datagram_size()).unwrap_or_default()
+    }
+
+    /// Whether the path MTU was taken from the endpoint's cache (what
+    /// another connection on the same path validated) instead of searched.
+    pub fn path_mtu_from_cache(&self) -> bool {
+        self.inspect(|c| c.mtu_from_cache()).unwrap_or_default()
+    }
+
     /// Smoothed RTT.
     pub fn rtt(&self) -> Duration {
         self.inspect(|c| c.rtt()).unwrap_or_default()

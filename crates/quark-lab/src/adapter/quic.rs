@@ -231,7 +231,7 @@ fn dump_stats(side: &str, conn: &quark::Connection) {
     {
         let _ = writeln!(
             f,
-            "dgram_in={} dgram_out={} pkt_in={} pkt_out={} dropped={} acks_in={} acks_out={} lost={} ptos={} probes={} putoff={} spurious={} mtu_probes={}",
+            "dgram_in={} dgram_out={} pkt_in={} pkt_out={} dropped={} acks_in={} acks_out={} lost={} ptos={} probes={} putoff={} spurious={} mtu_probes={} mtu_adopted={} mds={} bytes_out={}",
             s.datagrams_in,
             s.datagrams_out,
             s.packets_in,
@@ -244,7 +244,10 @@ fn dump_stats(side: &str, conn: &quark::Connection) {
             s.probes_out,
             s.ptos_put_off,
             s.spurious_losses,
-            s.mtu_probes
+            s.mtu_probes,
+            u8::from(conn.path_mtu_from_cache()),
+            conn.path_mtu(),
+            s.bytes_out
         );
     }
     // The process's driver counters so far (rounds, late timers), replaced

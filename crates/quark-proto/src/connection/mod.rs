@@ -684,6 +684,9 @@ impl Connection {
 
     /// What this connection learnt about its path MTU since the last call.
     pub(crate) fn take_mtu_news(&mut self) -> Option<PathMtu> {
+        if self.is_closed() {
+            self.mtu.abandon();
+        }
         self.mtu.take_news()
     }
 
@@ -697,6 +700,12 @@ impl Connection {
     /// Size of the datagrams this connection sends.
     pub fn max_datagram_size(&self) -> usize {
         usize::from(self.path.mtu)
+    }
+
+    /// Whether this connection took a path MTU from the endpoint's cache
+    /// (what another connection on the path validated) instead of searching.
+    pub fn mtu_from_cache(&self) -> bool {
+        self.mtu.adopted_once()
     }
 
     /// Bytes sent and not yet acknowledged or declared lost.

@@ -67,6 +67,9 @@ pub(crate) struct MtuDiscovery {
     /// hole, and told to every later connection on the path it kept them all
     /// at the base size for the endpoint's life.
     black_hole_unconfirmed: bool,
+    /// A size from the endpoint's cache was adopted at some point (for
+    /// diagnosis: `Connection::mtu_from_cache`).
+    from_cache: bool,
 }
 
 /// What connections on one path tell each other through the endpoint (see
@@ -79,6 +82,9 @@ pub(crate) enum PathMtu {
     Probing(Instant),
     /// This size was validated (the base size after a black hole: forget it).
     Known(u16),
+    /// The connection that was probing closed with its probe unanswered:
+    /// nobody searches the path any more.
+    Abandoned,
 }
 
 /// What an offer from the endpoint did.
@@ -125,6 +131,7 @@ impl MtuDiscovery {
             granted: false,
             adopted: false,
             black_hole_unconfirmed: false,
+            from_cache: false,
         }
     }
 
@@ -192,6 +199,7 @@ impl MtuDiscovery {
                 self.phase = Phase::Bisect;
                 self.not_before = Some(now + RAISE_TIMER);
                 self.adopted = true;
+                self.from_cache = true;
                 Some(Offer::Adopted)
             }
             _ => {
@@ -199,6 +207,11 @@ impl MtuDiscovery {
                 None
             }
         }
+    }
+
+    /// Whether a size from the endpoint's cache was ever adopted.
+    pub(crate) fn adopted_once(&self) -> bool {
+        self.from_cache
     }
 
     /// The datagram size to use now.
@@ -250,6 +263,15 @@ impl MtuDiscovery {
         self.adopted = false;
         self.path_alive = false;
         self.sent_after = false;
+    }
+
+    /// The connection is closing: a probe still out will never be answered,
+    /// so its claim on the path is withdrawn (others waited for it until its
+    /// timeout, in base-size datagrams).
+    pub(crate) fn abandon(&mut self) {
+        if self.probe.take().is_some() {
+            self.news = Some(PathMtu::Abandoned);
+        }
     }
 
     /// Packet `pn` (not a probe) was acknowledged.

@@ -68,6 +68,16 @@ impl MtuCache {
 
     fn learn(&mut self, path: Path, news: PathMtu) {
         let entry = self.paths.get(&path).copied();
+        if news == PathMtu::Abandoned {
+            // The prober closed before its answer (a short download whose
+            // client closes on the last byte): the path's traffic grants the
+            // search anew, instead of every connection waiting until the
+            // probe's timeout in 1 200-byte datagrams.
+            if matches!(entry, Some(Entry::Learnt(PathMtu::Probing(_)))) {
+                self.insert(path, Entry::Traffic(0));
+            }
+            return;
+        }
         let validated = matches!(entry, Some(Entry::Learnt(PathMtu::Known(k))) if k > BASE_MTU);
         // A probe doesn't displace a size already validated.
         if matches!(news, PathMtu::Probing(_)) && validated {
@@ -127,6 +137,16 @@ mod tests {
         assert!(matches!(
             cache.paths[&p],
             Entry::Learnt(PathMtu::Probing(_))
+        ));
+        // The prober closed unanswered: the path's traffic counts anew.
+        cache.learn(p, PathMtu::Abandoned);
+        assert!(matches!(cache.paths[&p], Entry::Traffic(0)));
+        // A validated size is not withdrawn by a later prober's close.
+        cache.learn(p, PathMtu::Known(9000));
+        cache.learn(p, PathMtu::Abandoned);
+        assert!(matches!(
+            cache.paths[&p],
+            Entry::Learnt(PathMtu::Known(9000))
         ));
     }
 }

@@ -154,6 +154,7 @@ struct ConnGuard {
 
 impl Drop for ConnGuard {
     fn drop(&mut self) {
+        dump_stats("c-server", self.conn);
         self.ready.unregister(self.conn);
         // The endpoint lingers for what is unacknowledged: no thread waits
         // (a blocking close on a thread of its own cost a hand-off and a
@@ -234,6 +235,41 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
         accept,
         conns,
     }))
+}
+
+/// With `QUARK_LAB_CONN_STATS=DIR` (as for `quic`), appends a connection's
+/// counters from `quark_conn_stats` to `DIR/SIDE-PID.txt` as it closes: the
+/// datagram size it reached and how (PMTU probes, a size from the endpoint's
+/// cache), PTOs and losses.
+fn dump_stats(side: &str, conn: i64) {
+    use std::io::Write;
+    let Some(dir) = std::env::var_os("QUARK_LAB_CONN_STATS") else {
+        return;
+    };
+    let Ok(s) = quark_ffi::call::conn_stats(conn) else {
+        return;
+    };
+    let path = std::path::Path::new(&dir).join(format!("{side}-{}.txt", std::process::id()));
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(
+            f,
+            "dgram_in={} dgram_out={} pkt_out={} lost={} ptos={} mtu_probes={} mtu_adopted={} mds={} bytes_out={} rtt_us={}",
+            s.datagrams_received,
+            s.datagrams_sent,
+            s.packets_sent,
+            s.packets_lost,
+            s.ptos,
+            s.mtu_probes,
+            s.mtu_adopted,
+            s.max_datagram_size,
+            s.bytes_sent,
+            s.rtt_us
+        );
+    }
 }
 
 /// The CA file holding `pem` (libquark reads it at each connect), named by
@@ -396,6 +432,7 @@ impl QuicCConn {
         if self.closed.swap(true, std::sync::atomic::Ordering::Relaxed) {
             return;
         }
+        dump_stats("c-client", self.conn);
         self.ready.unregister(self.conn);
         quark_ffi::quark_close_nowait(self.conn);
     }
