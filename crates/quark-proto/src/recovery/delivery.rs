@@ -9,16 +9,42 @@
 use std::time::{Duration, Instant};
 
 /// Delivery state at the moment a packet was sent (the draft's per-packet `P.*`).
+/// The times are kept relative to the packet's send time, in nanoseconds: 32
+/// bytes rather than 48 in every sent-packet record (issue #30), and exact.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DeliveryStamp {
     /// P.delivered
     delivered: u64,
-    /// P.delivered_time
-    delivered_time: Instant,
-    /// P.first_sent_time
-    first_sent_time: Instant,
+    /// P.delivered_time - P.send_time (signed: a caller's clock may step back).
+    delivered_offset: i64,
+    /// P.send_time - P.first_sent_time, saturating at 0 (the sample's send_elapsed).
+    send_elapsed: u64,
     /// P.is_app_limited
     app_limited: bool,
+}
+
+/// Nanoseconds, saturating (a u64 holds 584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `t - base` in signed nanoseconds, saturating.
+fn signed_nanos(base: Instant, t: Instant) -> i64 {
+    match t.checked_duration_since(base) {
+        Some(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+        None => i64::try_from(base.duration_since(t).as_nanos()).map_or(i64::MIN, |n| -n),
+    }
+}
+
+/// `base` moved by `offset` nanoseconds: the inverse of [`signed_nanos`].
+fn at_offset(base: Instant, offset: i64) -> Instant {
+    let d = Duration::from_nanos(offset.unsigned_abs());
+    if offset >= 0 {
+        base.checked_add(d)
+    } else {
+        base.checked_sub(d)
+    }
+    .unwrap_or(base)
 }
 
 /// One ACK frame's delivery-rate sample (the draft's `rs`).
@@ -71,10 +97,12 @@ impl DeliveryRate {
             self.first_sent_time = Some(now);
             self.delivered_time = Some(now);
         }
+        let delivered_time = self.delivered_time.unwrap_or(now);
+        let first_sent_time = self.first_sent_time.unwrap_or(now);
         DeliveryStamp {
             delivered: self.delivered,
-            delivered_time: self.delivered_time.unwrap_or(now),
-            first_sent_time: self.first_sent_time.unwrap_or(now),
+            delivered_offset: signed_nanos(now, delivered_time),
+            send_elapsed: nanos(now.saturating_duration_since(first_sent_time)),
             app_limited: self.app_limited_until != 0,
         }
     }
@@ -87,7 +115,8 @@ impl DeliveryRate {
         self.app_limited_until = self.delivered.saturating_add(bytes_in_flight).max(1);
     }
 
-    /// An in-flight packet of `size` bytes sent at `time_sent` was newly acknowledged.
+    /// An in-flight packet of `size` bytes sent at `time_sent` (the `now` its
+    /// stamp was made at) was newly acknowledged.
     pub(super) fn on_acked(
         &mut self,
         now: Instant,
@@ -110,8 +139,9 @@ impl DeliveryRate {
             self.pending = Some(Pending {
                 prior_delivered: stamp.delivered,
                 newest_sent: time_sent,
-                send_elapsed: time_sent.saturating_duration_since(stamp.first_sent_time),
-                ack_elapsed: now.saturating_duration_since(stamp.delivered_time),
+                send_elapsed: Duration::from_nanos(stamp.send_elapsed),
+                ack_elapsed: now
+                    .saturating_duration_since(at_offset(time_sent, stamp.delivered_offset)),
                 app_limited: stamp.app_limited,
             });
             self.first_sent_time = Some(time_sent);
@@ -202,6 +232,29 @@ mod tests {
         assert_eq!((s.delivery_rate, s.delivered), (None, 3000));
         // Nothing acknowledged: no sample.
         assert!(d.sample(now + MS, None).is_none());
+    }
+
+    #[test]
+    fn stamp_times_round_trip_exactly() {
+        let t0 = test_epoch() + Duration::from_secs(2 * 86_400);
+        for ns in [0, 1, 999_999_999, 1_000_000_001, 86_400_123_456_789] {
+            let d = Duration::from_nanos(ns);
+            for t in [t0 + d, t0 - d] {
+                assert_eq!(at_offset(t0, signed_nanos(t0, t)), t);
+            }
+        }
+        // Delivered after the send time (a clock stepping back): the sample
+        // still measures from the real delivered time.
+        let mut d = DeliveryRate::default();
+        let a = d.on_sent(t0, true);
+        d.on_acked(t0 + 20 * MS, t0, 1000, &a);
+        d.sample(t0 + 20 * MS, None);
+        let b = d.on_sent(t0 + 10 * MS, false);
+        d.on_acked(t0 + 50 * MS, t0 + 10 * MS, 1000, &b);
+        let s = d.sample(t0 + 50 * MS, None).unwrap();
+        // ack_elapsed 30 ms (from 20 ms, not from the 10 ms send time),
+        // send_elapsed 10 ms: 1000 B over the longer.
+        assert_eq!(s.delivery_rate, Some(1000 * 1000 / 30));
     }
 
     #[test]
