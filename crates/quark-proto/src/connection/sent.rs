@@ -155,6 +155,10 @@ pub(crate) struct SentFrames {
     ack_largest: u64,
     /// STREAM, CRYPTO and control frames, in the order written.
     items: SmallVec<[Item; 2]>,
+    /// `items` holds a CRYPTO frame / a control frame: in bulk neither, and
+    /// the scans for them are skipped on every packet acknowledged.
+    has_crypto: bool,
+    has_control: bool,
     pub(crate) handshake_done: bool,
     /// A PMTU probe (PING + PADDING).
     pub(crate) mtu_probe: bool,
@@ -168,6 +172,8 @@ impl SentFrames {
             space,
             ack_largest: NO_ACK,
             items: SmallVec::new(),
+            has_crypto: false,
+            has_control: false,
             handshake_done: false,
             mtu_probe: false,
             datagrams: 0,
@@ -185,11 +191,15 @@ impl SentFrames {
 
     /// The CRYPTO range (offset, len) the packet carried (one frame at most).
     pub(crate) fn crypto(&self) -> Option<(u64, u32)> {
+        if !self.has_crypto {
+            return None;
+        }
         self.items.iter().find_map(Item::as_crypto)
     }
 
     pub(crate) fn set_crypto(&mut self, offset: u64, len: u32) {
-        debug_assert!(self.crypto().is_none(), "one CRYPTO frame a packet");
+        debug_assert!(!self.has_crypto, "one CRYPTO frame a packet");
+        self.has_crypto = true;
         self.items.push(Item {
             kind: Kind::Crypto,
             flag: false,
@@ -204,6 +214,7 @@ impl SentFrames {
     }
 
     pub(crate) fn push_control(&mut self, ctl: Control) {
+        self.has_control = true;
         self.items.push(Item::control(ctl));
     }
 
@@ -214,12 +225,14 @@ impl SentFrames {
 
     /// Control frames, in the order written.
     pub(crate) fn controls(&self) -> impl Iterator<Item = Control> + '_ {
-        self.items.iter().filter_map(Item::as_control)
+        let items: &[Item] = if self.has_control { &self.items } else { &[] };
+        items.iter().filter_map(Item::as_control)
     }
 
-    /// Any STREAM or control frame (the stream layer's business).
+    /// Any STREAM or control frame (the stream layer's business): anything
+    /// but the one CRYPTO frame a packet may carry.
     pub(crate) fn has_stream_or_control(&self) -> bool {
-        self.items.iter().any(|i| i.kind != Kind::Crypto)
+        self.items.len() > usize::from(self.has_crypto)
     }
 }
 
@@ -260,6 +273,23 @@ mod tests {
                 fin: false,
             },
         ];
+        let mut only_streams = SentFrames::new(SpaceId::Data);
+        only_streams.push_stream(chunks[0]);
+        only_streams.push_stream(chunks[1]);
+        assert!(only_streams.has_stream_or_control());
+        assert_eq!(only_streams.streams().collect::<Vec<_>>(), chunks);
+        assert_eq!(
+            (only_streams.controls().count(), only_streams.crypto()),
+            (0, None)
+        );
+        let mut only_control = SentFrames::new(SpaceId::Data);
+        only_control.push_control(Control::MaxData);
+        assert!(only_control.has_stream_or_control());
+        assert_eq!(
+            only_control.controls().collect::<Vec<_>>(),
+            [Control::MaxData]
+        );
+
         let mut s = SentFrames::new(SpaceId::Data);
         assert_eq!((s.ack_largest(), s.crypto()), (None, None));
         assert!(!s.has_stream_or_control());
