@@ -170,7 +170,7 @@ impl Connection {
             room,
         );
         if n > 0 {
-            sent.ack_largest = ack.ranges.max();
+            sent.set_ack_largest(ack.ranges.max());
             ack.on_ack_sent();
             self.stats.acks_out += 1;
         }
@@ -228,7 +228,7 @@ impl Connection {
         s.probe_cursor = range.offset + range.len as u64;
         frame::encode_crypto_header(buf, range.offset, range.len);
         crypto.copy_range(range.offset, range.len, buf);
-        sent.crypto = Some((range.offset, range.len as u32));
+        sent.set_crypto(range.offset, range.len as u32);
         true
     }
 
@@ -253,7 +253,7 @@ impl Connection {
                 let frame = Frame::AckFrequency(f);
                 if buf.len() + frame.encoded_len() <= max_end {
                     frame.encode(buf);
-                    sent.control.push(Control::AckFrequency(f.seq));
+                    sent.push_control(Control::AckFrequency(f.seq));
                 } else {
                     self.ack_freq.put_back(f);
                 }
@@ -289,7 +289,7 @@ impl Connection {
                 reset_token: token.0,
             };
             Frame::NewConnectionId(f).encode(buf);
-            sent.control.push(Control::NewConnectionId(seq));
+            sent.push_control(Control::NewConnectionId(seq));
         }
         while let Some(seq) = self.peer_cids.next_retirement() {
             let f = Frame::RetireConnectionId { seq };
@@ -298,7 +298,7 @@ impl Connection {
             }
             f.encode(buf);
             self.peer_cids.on_retirement_sent(seq);
-            sent.control.push(Control::RetireConnectionId(seq));
+            sent.push_control(Control::RetireConnectionId(seq));
         }
         self.streams.write_control(buf, max_end, sent);
         buf.len() > before

@@ -267,7 +267,7 @@ impl<T> Recovery<T> {
             }
             if p.in_flight {
                 n.in_flight_bytes += u64::from(p.size);
-                if let (Some(d), Some(stamp)) = (self.delivery.as_mut(), &p.delivery) {
+                if let (Some(d), Some(stamp)) = (self.delivery.as_mut(), p.delivery.get()) {
                     d.on_acked(now, p.time_sent, u64::from(p.size), stamp);
                 }
             }

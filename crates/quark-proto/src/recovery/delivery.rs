@@ -8,17 +8,68 @@
 
 use std::time::{Duration, Instant};
 
-/// Delivery state at the moment a packet was sent (the draft's per-packet `P.*`).
+/// Delivery state at the moment a packet was sent (the draft's per-packet `P.*`),
+/// or none ([`DeliveryStamp::NONE`]: the controller takes no rate samples).
+/// The times are kept relative to the packet's send time, in nanoseconds, and
+/// "none" and P.is_app_limited in spare values: 24 bytes in every sent-packet
+/// record rather than 48 (issue #30), and exact.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DeliveryStamp {
     /// P.delivered
     delivered: u64,
-    /// P.delivered_time
-    delivered_time: Instant,
-    /// P.first_sent_time
-    first_sent_time: Instant,
-    /// P.is_app_limited
-    app_limited: bool,
+    /// P.delivered_time - P.send_time (signed: a caller's clock may step back);
+    /// `i64::MIN` for none (`signed_nanos` never gives it).
+    delivered_offset: i64,
+    /// Bits 0-62: P.send_time - P.first_sent_time, saturating at 0 (the
+    /// sample's send_elapsed) and at 2^63 - 1 ns; bit 63: P.is_app_limited.
+    elapsed_limited: u64,
+}
+
+const APP_LIMITED: u64 = 1 << 63;
+
+impl DeliveryStamp {
+    pub(crate) const NONE: Self = DeliveryStamp {
+        delivered: 0,
+        delivered_offset: i64::MIN,
+        elapsed_limited: 0,
+    };
+
+    /// The stamp, if there is one.
+    pub(crate) fn get(&self) -> Option<&Self> {
+        (self.delivered_offset != i64::MIN).then_some(self)
+    }
+
+    fn app_limited(&self) -> bool {
+        self.elapsed_limited & APP_LIMITED != 0
+    }
+
+    fn send_elapsed(&self) -> Duration {
+        Duration::from_nanos(self.elapsed_limited & !APP_LIMITED)
+    }
+}
+
+/// Nanoseconds, saturating (a u64 holds 584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `t - base` in signed nanoseconds, saturating at ±(2^63 - 1).
+fn signed_nanos(base: Instant, t: Instant) -> i64 {
+    match t.checked_duration_since(base) {
+        Some(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+        None => -i64::try_from(base.duration_since(t).as_nanos()).unwrap_or(i64::MAX),
+    }
+}
+
+/// `base` moved by `offset` nanoseconds: the inverse of [`signed_nanos`].
+fn at_offset(base: Instant, offset: i64) -> Instant {
+    let d = Duration::from_nanos(offset.unsigned_abs());
+    if offset >= 0 {
+        base.checked_add(d)
+    } else {
+        base.checked_sub(d)
+    }
+    .unwrap_or(base)
 }
 
 /// One ACK frame's delivery-rate sample (the draft's `rs`).
@@ -71,11 +122,18 @@ impl DeliveryRate {
             self.first_sent_time = Some(now);
             self.delivered_time = Some(now);
         }
+        let delivered_time = self.delivered_time.unwrap_or(now);
+        let first_sent_time = self.first_sent_time.unwrap_or(now);
+        let send_elapsed = nanos(now.saturating_duration_since(first_sent_time));
+        let limited = if self.app_limited_until != 0 {
+            APP_LIMITED
+        } else {
+            0
+        };
         DeliveryStamp {
             delivered: self.delivered,
-            delivered_time: self.delivered_time.unwrap_or(now),
-            first_sent_time: self.first_sent_time.unwrap_or(now),
-            app_limited: self.app_limited_until != 0,
+            delivered_offset: signed_nanos(now, delivered_time),
+            elapsed_limited: send_elapsed.min(!APP_LIMITED) | limited,
         }
     }
 
@@ -87,7 +145,8 @@ impl DeliveryRate {
         self.app_limited_until = self.delivered.saturating_add(bytes_in_flight).max(1);
     }
 
-    /// An in-flight packet of `size` bytes sent at `time_sent` was newly acknowledged.
+    /// An in-flight packet of `size` bytes sent at `time_sent` (the `now` its
+    /// stamp was made at) was newly acknowledged.
     pub(super) fn on_acked(
         &mut self,
         now: Instant,
@@ -110,9 +169,10 @@ impl DeliveryRate {
             self.pending = Some(Pending {
                 prior_delivered: stamp.delivered,
                 newest_sent: time_sent,
-                send_elapsed: time_sent.saturating_duration_since(stamp.first_sent_time),
-                ack_elapsed: now.saturating_duration_since(stamp.delivered_time),
-                app_limited: stamp.app_limited,
+                send_elapsed: stamp.send_elapsed(),
+                ack_elapsed: now
+                    .saturating_duration_since(at_offset(time_sent, stamp.delivered_offset)),
+                app_limited: stamp.app_limited(),
             });
             self.first_sent_time = Some(time_sent);
         }
@@ -205,6 +265,30 @@ mod tests {
     }
 
     #[test]
+    fn stamp_times_round_trip_exactly() {
+        let t0 = test_epoch() + Duration::from_secs(2 * 86_400);
+        for ns in [0, 1, 999_999_999, 1_000_000_001, 86_400_123_456_789] {
+            let d = Duration::from_nanos(ns);
+            for t in [t0 + d, t0 - d] {
+                assert_eq!(at_offset(t0, signed_nanos(t0, t)), t);
+            }
+        }
+        // Delivered after the send time (a clock stepping back): the sample
+        // still measures from the real delivered time.
+        let mut d = DeliveryRate::default();
+        let a = d.on_sent(t0, true);
+        assert!(a.get().is_some() && DeliveryStamp::NONE.get().is_none());
+        d.on_acked(t0 + 20 * MS, t0, 1000, &a);
+        d.sample(t0 + 20 * MS, None);
+        let b = d.on_sent(t0 + 10 * MS, false);
+        d.on_acked(t0 + 50 * MS, t0 + 10 * MS, 1000, &b);
+        let s = d.sample(t0 + 50 * MS, None).unwrap();
+        // ack_elapsed 30 ms (from 20 ms, not from the 10 ms send time),
+        // send_elapsed 10 ms: 1000 B over the longer.
+        assert_eq!(s.delivery_rate, Some(1000 * 1000 / 30));
+    }
+
+    #[test]
     fn app_limited_marks_samples_until_the_bubble_is_delivered() {
         let t0 = test_epoch();
         let mut d = DeliveryRate::default();
@@ -217,10 +301,10 @@ mod tests {
         d.sample(t0 + 11 * MS, None);
         // 2000 delivered is not past the 2000 mark yet.
         let c = d.on_sent(t0 + 11 * MS, true);
-        assert!(c.app_limited);
+        assert!(c.app_limited());
         d.on_acked(t0 + 21 * MS, t0 + 11 * MS, 1000, &c);
         d.sample(t0 + 21 * MS, None);
         let e = d.on_sent(t0 + 21 * MS, true);
-        assert!(!e.app_limited, "3000 > 2000: bubble gone");
+        assert!(!e.app_limited(), "3000 > 2000: bubble gone");
     }
 }

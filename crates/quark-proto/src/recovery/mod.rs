@@ -91,8 +91,8 @@ pub struct SentPacket<T> {
     /// A PMTU probe: its loss is no congestion signal.
     pub mtu_probe: bool,
     /// Delivery-rate state when it was sent.
-    /// Only when the controller samples the delivery rate.
-    pub(crate) delivery: Option<DeliveryStamp>,
+    /// Only when the controller samples the delivery rate (else `NONE`).
+    pub(crate) delivery: DeliveryStamp,
     /// What the connection put in it.
     pub data: T,
 }

@@ -4,7 +4,7 @@
 use super::Space;
 use std::time::Instant;
 
-use super::{PathState, Recovery, SendFlags, SentPacket};
+use super::{DeliveryStamp, PathState, Recovery, SendFlags, SentPacket};
 use crate::types::SpaceId;
 
 impl<T> Recovery<T> {
@@ -51,10 +51,9 @@ impl<T> Recovery<T> {
             in_flight: flags.in_flight,
             ecn: flags.ecn,
             mtu_probe: flags.mtu_probe,
-            delivery: self
-                .delivery
-                .as_mut()
-                .map(|d| d.on_sent(now, prior_in_flight == 0)),
+            delivery: self.delivery.as_mut().map_or(DeliveryStamp::NONE, |d| {
+                d.on_sent(now, prior_in_flight == 0)
+            }),
             data,
         };
         let sp = self.spaces.get_mut(space.index(), Space::new);

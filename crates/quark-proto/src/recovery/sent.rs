@@ -346,7 +346,7 @@ mod tests {
             in_flight,
             ecn: None,
             mtu_probe: false,
-            delivery: Some(DeliveryRate::default().on_sent(t, true)),
+            delivery: DeliveryRate::default().on_sent(t, true),
             data: 7,
         }
     }

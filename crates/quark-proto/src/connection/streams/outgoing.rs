@@ -62,7 +62,7 @@ impl Streams {
                 return false;
             }
             frame.encode(buf);
-            sent.control.push(ctl);
+            sent.push_control(ctl);
             true
         };
         if self.pending.max_data
@@ -230,7 +230,7 @@ impl Streams {
                 len: range.len as u32,
                 fin: range.fin,
             };
-            sent.streams.push(chunk);
+            sent.push_stream(chunk);
         }
         if held_back && send.is_writable() {
             // Sending made room under the not-sent limit.
@@ -251,7 +251,7 @@ impl Streams {
     pub(crate) fn on_acked(&mut self, sent: &SentFrames) {
         let mut freed = 0;
         let mut finished = false;
-        for chunk in &sent.streams {
+        for chunk in sent.streams() {
             let Some(entry) = self.map.get_mut(&chunk.id) else {
                 continue;
             };
@@ -276,8 +276,8 @@ impl Streams {
             self.on_progress();
             self.on_budget_freed(freed);
         }
-        for ctl in &sent.control {
-            if let Control::ResetStream(id) = *ctl {
+        for ctl in sent.controls() {
+            if let Control::ResetStream(id) = ctl {
                 if let Some(send) = self.map.get_mut(&id).and_then(|e| e.send.as_mut()) {
                     send.on_reset_acked();
                     self.maybe_free(id);
@@ -288,7 +288,7 @@ impl Streams {
 
     /// A packet carrying these frames was lost: queue what still matters.
     pub(crate) fn on_lost(&mut self, sent: &SentFrames) {
-        for chunk in &sent.streams {
+        for chunk in sent.streams() {
             let Some(entry) = self.map.get_mut(&chunk.id) else {
                 continue;
             };
@@ -301,8 +301,8 @@ impl Streams {
                 self.send_queue.push(chunk.id, entry.priority);
             }
         }
-        for ctl in &sent.control {
-            match *ctl {
+        for ctl in sent.controls() {
+            match ctl {
                 Control::MaxData => self.pending.max_data = true,
                 Control::MaxStreams(dir) => {
                     let d = dir_index(dir);

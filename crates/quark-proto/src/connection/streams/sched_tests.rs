@@ -45,7 +45,7 @@ fn order(s: &mut Streams, packets: usize) -> Vec<StreamId> {
         let mut buf = Vec::with_capacity(1200);
         let mut sent = SentFrames::new(SpaceId::Data);
         s.write_stream_frames(&mut buf, 1200, &mut sent);
-        out.extend(sent.streams.iter().map(|c| c.id));
+        out.extend(sent.streams().map(|c| c.id));
     }
     out
 }
@@ -163,7 +163,7 @@ fn every_byte_is_sent_once_under_priorities() {
         let mut buf = Vec::with_capacity(1200);
         let mut sent = SentFrames::new(SpaceId::Data);
         s.write_stream_frames(&mut buf, 1200, &mut sent);
-        for c in &sent.streams {
+        for c in sent.streams() {
             let i = ids.iter().position(|&id| id == c.id).unwrap();
             got[i] += c.len as usize;
         }
