@@ -284,14 +284,13 @@ impl Connection {
         Ok(())
     }
 
-    /// Give back the capacity of the per-packet scratch vectors, which the
-    /// handshake grew (about 1.5 KB): an idle connection keeps none, a busy
-    /// one grows them again once. Called between packets, when they are empty.
+    /// Give back the send batch's scratch vector if a batch left it here
+    /// (the others live in the thread's pool: `scratch.rs`). Called between
+    /// packets, when it is empty.
     pub(crate) fn release_scratch(&mut self) {
-        self.acked_scratch = Vec::new();
-        self.lost_scratch = Vec::new();
-        self.decrypted_scratch = Vec::new();
-        self.seal_jobs = Vec::new();
+        if self.seal_jobs.capacity() != 0 {
+            super::scratch::put_seal(std::mem::take(&mut self.seal_jobs));
+        }
     }
 
     /// Issue new connection IDs until the peer holds as many as it allows.
@@ -328,10 +327,9 @@ impl Connection {
         s.probes = 0;
         s.ack = super::spaces::AckState::new();
         let path = self.path_state();
-        let mut dropped = std::mem::take(&mut self.lost_scratch);
+        let mut dropped = super::scratch::take_lost();
         self.recovery.discard_space(space, now, &path, &mut dropped);
-        dropped.clear();
-        self.lost_scratch = dropped;
+        super::scratch::put_lost(dropped);
         self.spaces.release_early();
         if space == SpaceId::Initial && self.side.is_server() {
             // Retransmitted Initials with the original DCID no longer need routing.

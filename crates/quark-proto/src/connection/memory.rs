@@ -111,11 +111,7 @@ impl Connection {
             rng: self.rng.heap_bytes(),
             cids: self.local_cids.heap_bytes() + self.peer_cids.heap_bytes(),
             acks: self.spaces.iter().map(|s| s.ack.ranges.heap_bytes()).sum(),
-            scratch: vec_bytes(&self.acked_scratch)
-                + vec_bytes(&self.lost_scratch)
-                + vec_bytes(&self.seal_jobs)
-                + vec_bytes(&self.decrypted_scratch)
-                + vec_bytes(&self.crypto_scratch),
+            scratch: vec_bytes(&self.seal_jobs) + vec_bytes(&self.crypto_scratch),
             queues: deque_bytes(&self.events)
                 + deque_bytes(&self.cid_events)
                 + deque_bytes(&self.path_responses),

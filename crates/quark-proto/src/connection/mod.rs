@@ -31,6 +31,7 @@ mod path_map;
 mod path_rtt;
 mod qlog;
 mod recv;
+mod scratch;
 mod send;
 mod sent;
 mod seq_map;
@@ -54,6 +55,7 @@ pub use close::ConnectionError;
 pub use datagrams::{DATAGRAM_OVERHEAD, SendDatagramError};
 pub use memory::MemoryBreakdown;
 pub use migration::MigrateError;
+pub use scratch::scratch_pool_bytes;
 pub use streams::{
     Priority, StreamError, StreamEvent, Streams, release_stream_pool, stream_pool_bytes,
 };
@@ -334,9 +336,6 @@ pub struct Connection {
     started: Instant,
     /// 1-RTT packet numbers skipped to catch optimistic ACKs.
     skipped: skip::Skipped,
-    /// Reused per ACK: packets newly acknowledged / lost (no allocation per ACK).
-    acked_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
-    lost_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
     /// When an ACK last gave an Application Data RTT sample not yet reported
     /// to the endpoint's path cache (`path_rtt`).
     rtt_news: Option<Instant>,
@@ -349,10 +348,9 @@ pub struct Connection {
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
     decrypt_failures: u64,
     /// 1-RTT packets built but not yet encrypted: sealed together just before
-    /// `poll_transmit` hands the batch out (the VPP trick).
+    /// `poll_transmit` hands the batch out (the VPP trick). Taken from the
+    /// thread's pool for a batch and given back when sealed (`scratch.rs`).
     seal_jobs: Vec<crate::packet::SealJob>,
-    /// Reused per batch: 1-RTT packets decrypted, frames not yet processed.
-    decrypted_scratch: Vec<recv::Decrypted>,
     /// Reused buffer for handshake bytes.
     crypto_scratch: Vec<u8>,
     /// qlog events waiting for the runtime; `None` when qlog is off.
@@ -469,13 +467,10 @@ impl Connection {
             idle_since: None,
             started: now,
             skipped,
-            acked_scratch: Vec::new(),
-            lost_scratch: Vec::new(),
             rtt_news: None,
             crypto_scratch: Vec::new(),
             decrypt_failures: 0,
             seal_jobs: Vec::new(),
-            decrypted_scratch: Vec::new(),
             qlog: p
                 .shared
                 .qlog

@@ -211,7 +211,8 @@ impl Connection {
                 job.protect_header(buf, hp, key.tag_len());
             }
         });
-        self.seal_jobs.clear();
+        // Back to the thread's pool: no connection keeps it between batches.
+        super::scratch::put_seal(std::mem::take(&mut self.seal_jobs));
     }
 
     /// Nothing was left to send: if the window had room (and the pacer did not
@@ -452,6 +453,9 @@ impl Connection {
                     .local_packet()
                     .tag_len();
                 let job = builder.finish_plaintext(buf, min_size, tag_len);
+                if self.seal_jobs.capacity() == 0 {
+                    self.seal_jobs = super::scratch::take_seal();
+                }
                 self.seal_jobs.push(job);
                 job.end + tag_len - job.start
             }
