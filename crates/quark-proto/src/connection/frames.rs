@@ -220,6 +220,9 @@ impl Connection {
         }
         if let (Some((offset, len)), Some(c)) = (frames.crypto, s.crypto.as_mut()) {
             c.send.on_ack(offset, len as usize, false);
+            if space == SpaceId::Data && self.handshake_confirmed {
+                self.shed_handshake_leftovers();
+            }
         }
         for ctl in &frames.control {
             if let Control::RetireConnectionId(seq) = *ctl {

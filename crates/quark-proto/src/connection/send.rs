@@ -403,7 +403,13 @@ impl Connection {
         };
         if space == SpaceId::Data {
             let s = &mut self.spaces[space.index()];
-            s.next_pn = self.skipped.pick(s.next_pn, &mut self.rng);
+            let pn = self.skipped.pick(s.next_pn, &mut self.rng);
+            if pn != s.next_pn {
+                // A skip drew from the generator: back to a seed, not kept
+                // boxed by a busy connection (issue #33).
+                s.next_pn = pn;
+                self.rng.park();
+            }
         }
         let header = HeaderParams {
             kind,

@@ -146,6 +146,8 @@ impl Connection {
                 keys.prepare_next();
             }
             self.release_scratch();
+            // The IDs drew from the generator: back to a seed (issue #33).
+            self.rng.park();
         }
         self.mtu.on_timeout(now);
         if self
