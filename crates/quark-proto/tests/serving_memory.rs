@@ -80,7 +80,7 @@ fn server_heap(
 /// `n` connections, each with one request in progress: the server has read
 /// the 2 KB request (checked byte for byte) and written its 2 KB answer, not
 /// yet sent. Returns the heap per server connection and the breakdown of one.
-fn in_progress_heap(seed: u64, n: usize) -> (i64, MemoryBreakdown) {
+fn in_progress_heap(seed: u64, n: usize, settle: Duration) -> (i64, MemoryBreakdown) {
     let (mut sim, tls) = Sim::pair(seed);
     let mut pairs: Vec<(ConnectionHandle, ConnectionHandle)> = Vec::new();
     for _ in 0..n {
@@ -89,7 +89,7 @@ fn in_progress_heap(seed: u64, n: usize) -> (i64, MemoryBreakdown) {
         let s = sim.handshake(c);
         pairs.push((c, s));
     }
-    sim.run_for(Duration::from_secs(5));
+    sim.run_for(settle);
     for (i, &(c, _)) in pairs.iter().enumerate() {
         let conn = sim.client.connection_mut(c).unwrap();
         let id = conn.open_stream(Dir::Bi).unwrap();
@@ -141,7 +141,10 @@ fn serving_connections_stay_small_and_go_back_to_idle() {
     let (idle, i) = server_heap(seed(91), 50, secs5, 4, false, secs5);
     let (busy, b) = server_heap(seed(91), 50, secs5, 4, false, ms50);
     let (fresh, _) = server_heap(seed(91), 50, Duration::ZERO, 0, false, ms50);
-    let (open, o) = in_progress_heap(seed(91), 50);
+    let (open, o) = in_progress_heap(seed(91), 50, secs5);
+    // The lab's case: requests from right after the handshake, never quiet.
+    let (open_now, on) = in_progress_heap(seed(91), 50, Duration::ZERO);
+    eprintln!("one request in progress, no quiet second since the handshake: {open_now}\n{on}");
     eprintln!("idle {idle}, busy {busy}, fresh from the handshake {fresh}, in progress {open}");
     // Between requests a connection holds no stream storage: only the
     // queues' and the two stacks of kept rings' (empty: the rings and the

@@ -249,7 +249,7 @@ impl Connection {
         //= https://www.rfc-editor.org/rfc/rfc9221#section-5.2
         //# DATAGRAM frames MUST NOT be retransmitted
         if frames.datagrams > 0 {
-            self.stats.datagram_frames_lost += u64::from(frames.datagrams);
+            self.rare_stats().datagram_frames_lost += u64::from(frames.datagrams);
         }
         for ctl in &frames.control {
             match *ctl {

@@ -37,6 +37,7 @@ mod sent;
 mod seq_map;
 mod skip;
 mod spaces;
+mod stats;
 mod streams;
 mod timers;
 mod versions;
@@ -328,7 +329,9 @@ pub struct Connection {
     ack_freq: AckFrequencyState,
     timers: Timers,
     events: VecDeque<Event>,
-    stats: ConnectionStats,
+    /// Per-packet counters; the rest are boxed on first use (`stats.rs`).
+    stats: stats::HotStats,
+    rare_stats: Option<Box<stats::RareStats>>,
     /// The last activity that restarts the idle timer (RFC 9000 §10.1).
     idle_since: Option<Instant>,
     /// When the connection was made: the handshake must end by
@@ -463,7 +466,8 @@ impl Connection {
             ack_freq: AckFrequencyState::default(),
             timers: Timers::default(),
             events: VecDeque::new(),
-            stats: ConnectionStats::default(),
+            stats: stats::HotStats::default(),
+            rare_stats: None,
             idle_since: None,
             started: now,
             skipped,
@@ -566,7 +570,7 @@ impl Connection {
 
     /// Counters.
     pub fn stats(&self) -> ConnectionStats {
-        let mut s = self.stats;
+        let mut s = self.joined_stats();
         let r = self.recovery.stats();
         s.packets_lost = r.lost_packets;
         s.ptos = r.ptos;
@@ -673,7 +677,7 @@ impl Connection {
     pub(crate) fn offer_path_pto(&mut self, base: Duration, now: Instant) {
         let path = self.path_state();
         if self.recovery.offer_path_pto(base, now, &path) {
-            self.stats.ptos_put_off += 1;
+            self.rare_stats().ptos_put_off += 1;
         }
     }
 
@@ -714,7 +718,13 @@ impl Connection {
 
     /// Next change to mirror in the endpoint's routing table.
     pub fn poll_cid_event(&mut self) -> Option<CidEvent> {
-        self.cid_events.pop_front()
+        let event = self.cid_events.pop_front();
+        if event.is_none() && self.cid_events.capacity() != 0 {
+            // Drained: IDs change rarely after the handshake, so the queue
+            // is not kept grown on every serving connection (issue #33).
+            self.cid_events = VecDeque::new();
+        }
+        event
     }
 
     /// Every connection ID currently routed to this connection.

@@ -187,7 +187,7 @@ impl Connection {
         );
         let timeout = 3 * self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.mtu.on_probe_sent(size, pn, now, timeout);
-        self.stats.mtu_probes += 1;
+        self.rare_stats().mtu_probes += 1;
         Some(self.transmitted(buf.len(), 1, buf.len(), self.tx_ecn))
     }
 

@@ -142,7 +142,11 @@ impl Connection {
         }
         if self.timers.expired(Timer::Prepare, now) {
             self.top_up_cids();
-            if let Some(keys) = self.one_rtt.as_mut() {
+            if let Some(keys) = self
+                .one_rtt
+                .as_mut()
+                .filter(|_| self.config.next_keys_ahead)
+            {
                 keys.prepare_next();
             }
             self.release_scratch();
