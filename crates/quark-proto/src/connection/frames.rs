@@ -267,13 +267,13 @@ impl Connection {
     /// The loss-detection timer fired.
     pub(crate) fn on_loss_timer(&mut self, now: Instant) {
         let path = self.path_state();
-        let mut lost = scratch::take_lost();
+        let (acked, mut lost) = scratch::take_ack();
         let action = self.recovery.on_timeout(now, &path, &mut lost);
         for (pn, pkt) in lost.drain(..) {
             self.qlog_lost(now, pkt.data.space, pn);
             self.on_packet_lost(pkt.data.space, pn, &pkt.data);
         }
-        scratch::put_lost(lost);
+        scratch::put_ack(acked, lost);
         self.qlog_metrics(now);
         if self.recovery.pto_count() >= BLACK_HOLE_PTOS && self.mtu.on_black_hole() {
             // Full-size packets keep vanishing: maybe the path MTU shrank.

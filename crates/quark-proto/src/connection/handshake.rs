@@ -345,9 +345,9 @@ impl Connection {
         s.probes = 0;
         s.ack = super::spaces::AckState::new();
         let path = self.path_state();
-        let mut dropped = super::scratch::take_lost();
+        let (acked, mut dropped) = super::scratch::take_ack();
         self.recovery.discard_space(space, now, &path, &mut dropped);
-        super::scratch::put_lost(dropped);
+        super::scratch::put_ack(acked, dropped);
         self.spaces.release_early();
         if space == SpaceId::Initial && self.side.is_server() {
             // Retransmitted Initials with the original DCID no longer need routing.

@@ -265,13 +265,13 @@ impl Connection {
             self.side,
         ));
         let path = self.path_state();
-        let mut dropped = scratch::take_lost();
+        let (acked, mut dropped) = scratch::take_ack();
         self.recovery
             .discard_space(SpaceId::Initial, now, &path, &mut dropped);
         for (pn, pkt) in dropped.drain(..) {
             self.on_packet_lost(SpaceId::Initial, pn, &pkt.data);
         }
-        scratch::put_lost(dropped);
+        scratch::put_ack(acked, dropped);
     }
 
     /// A long-header packet: open and process at once.

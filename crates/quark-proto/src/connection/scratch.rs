@@ -28,75 +28,84 @@ pub(super) type SentList = Vec<(u64, SentPacket<SentFrames>)>;
 const MAX_KEPT: usize = 1024;
 
 thread_local! {
-    static ACKED: Cell<SentList> = const { Cell::new(Vec::new()) };
-    static LOST: Cell<SentList> = const { Cell::new(Vec::new()) };
+    /// Acknowledged and lost together: an ACK takes both in one access.
+    static ACK: Cell<(SentList, SentList)> = const { Cell::new((Vec::new(), Vec::new())) };
     static DECRYPTED: Cell<Vec<Decrypted>> = const { Cell::new(Vec::new()) };
     static SEAL: Cell<Vec<SealJob>> = const { Cell::new(Vec::new()) };
 }
 
-fn take<T: 'static>(key: &'static std::thread::LocalKey<Cell<Vec<T>>>) -> Vec<T> {
+#[inline]
+fn take<T: Default + 'static>(key: &'static std::thread::LocalKey<Cell<T>>) -> T {
     key.try_with(Cell::take).unwrap_or_default()
 }
 
-fn put<T: 'static>(key: &'static std::thread::LocalKey<Cell<Vec<T>>>, mut v: Vec<T>) {
-    if v.capacity() == 0 || v.capacity() > MAX_KEPT {
-        return;
+/// Emptied, or freed if it grew past the bound.
+#[inline]
+fn keep<T>(v: &mut Vec<T>) {
+    if v.capacity() > MAX_KEPT {
+        *v = Vec::new();
     }
     v.clear();
+}
+
+#[inline]
+fn put<T: 'static>(key: &'static std::thread::LocalKey<Cell<T>>, v: T) {
     // Replaces (and frees) one a nested call put back first: rare, harmless.
     let _ = key.try_with(|c| c.set(v));
 }
 
 /// The thread's vectors for an ACK: acknowledged, lost (both empty).
+#[inline]
 pub(super) fn take_ack() -> (SentList, SentList) {
-    (take(&ACKED), take(&LOST))
+    take(&ACK)
 }
 
 /// Give back what [`take_ack`] returned.
-pub(super) fn put_ack(acked: SentList, lost: SentList) {
-    put(&ACKED, acked);
-    put(&LOST, lost);
-}
-
-/// The thread's vector for lost or dropped packets (empty).
-pub(super) fn take_lost() -> SentList {
-    take(&LOST)
-}
-
-/// Give back what [`take_lost`] returned.
-pub(super) fn put_lost(lost: SentList) {
-    put(&LOST, lost);
+#[inline]
+pub(super) fn put_ack(mut acked: SentList, mut lost: SentList) {
+    keep(&mut acked);
+    keep(&mut lost);
+    put(&ACK, (acked, lost));
 }
 
 /// The thread's vector for a receive batch's decrypted packets (empty).
+#[inline]
 pub(super) fn take_decrypted() -> Vec<Decrypted> {
     take(&DECRYPTED)
 }
 
 /// Give back what [`take_decrypted`] returned.
-pub(super) fn put_decrypted(v: Vec<Decrypted>) {
+#[inline]
+pub(super) fn put_decrypted(mut v: Vec<Decrypted>) {
+    keep(&mut v);
     put(&DECRYPTED, v);
 }
 
 /// The thread's vector for a send batch's packets to seal (empty).
+#[inline]
 pub(super) fn take_seal() -> Vec<SealJob> {
     take(&SEAL)
 }
 
 /// Give back what [`take_seal`] returned.
-pub(super) fn put_seal(v: Vec<SealJob>) {
+#[inline]
+pub(super) fn put_seal(mut v: Vec<SealJob>) {
+    keep(&mut v);
     put(&SEAL, v);
 }
 
 /// Bytes the thread keeps (tests and diagnostics).
 pub fn scratch_pool_bytes() -> usize {
-    fn bytes<T: 'static>(key: &'static std::thread::LocalKey<Cell<Vec<T>>>) -> usize {
-        let v = take(key);
-        let n = v.capacity() * std::mem::size_of::<T>();
-        let _ = key.try_with(|c| c.set(v));
-        n
+    fn bytes<T>(v: &Vec<T>) -> usize {
+        v.capacity() * std::mem::size_of::<T>()
     }
-    bytes(&ACKED) + bytes(&LOST) + bytes(&DECRYPTED) + bytes(&SEAL)
+    let (acked, lost) = take(&ACK);
+    let (decrypted, seal) = (take(&DECRYPTED), take(&SEAL));
+    let n = bytes(&acked) + bytes(&lost) + bytes(&decrypted) + bytes(&seal);
+    put(&ACK, (acked, lost));
+    put(&DECRYPTED, decrypted);
+    put(&SEAL, seal);
+    n
 }
 
 #[cfg(test)]
@@ -115,10 +124,12 @@ mod tests {
         put_seal(Vec::with_capacity(MAX_KEPT + 1));
         assert_eq!(take_seal().capacity(), 0, "too large: freed");
         // Nested: the inner take finds nothing, both give back, one is kept.
-        let (a, l) = take_ack();
-        let inner = take_lost();
-        assert_eq!(inner.capacity(), 0);
-        put_lost(inner);
+        let (a, mut l) = take_ack();
+        l.reserve(4);
+        let (ia, il) = take_ack();
+        assert_eq!(il.capacity(), 0);
+        put_ack(ia, il);
         put_ack(a, l);
+        assert!(take_ack().1.capacity() >= 4, "the outer one kept");
     }
 }
