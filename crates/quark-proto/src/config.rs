@@ -128,6 +128,13 @@ pub struct TransportConfig {
     /// back what only a busy one needs: stream table and kept buffers,
     /// sent-packet records, scratch space (0: never). Issue #30.
     pub idle_trim: Duration,
+    /// Derive the next key phase's receive key a PTO after the handshake and
+    /// after each key update, and keep it (576 bytes with AES-128-GCM), so
+    /// that a packet with the other Key Phase bit costs no derivation: RFC
+    /// 9001 §6.3 and §9.5 advise it (a derivation inline is a timing signal
+    /// that tells when keys update). Off: derived when the first such packet
+    /// comes (§6.3 allows it) and kept from then on. Issue #33.
+    pub next_keys_ahead: bool,
 }
 
 impl Default for TransportConfig {
@@ -168,6 +175,7 @@ impl Default for TransportConfig {
             datagram_send_buffer: 1024 * 1024,
             active_migration: true,
             idle_trim: Duration::from_secs(1),
+            next_keys_ahead: true,
         }
     }
 }

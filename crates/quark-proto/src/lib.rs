@@ -50,7 +50,7 @@ pub use config::{ClientConfig, EndpointConfig, MemoryBudget, ServerConfig, Trans
 pub use connection::{
     Connection, ConnectionError, ConnectionStats, Event, MemoryBreakdown, MigrateError,
     PathRttCache, Priority, SendDatagramError, StreamError, StreamEvent, Transmit, ZeroRtt,
-    release_stream_pool, stream_pool_bytes,
+    release_stream_pool, scratch_pool_bytes, stream_pool_bytes,
 };
 pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
 pub use error::{TransportError, TransportErrorCode};

@@ -212,9 +212,7 @@ impl Connection {
         for space in self.spaces.iter_mut() {
             space.crypto = None;
         }
-        self.acked_scratch = Vec::new();
-        self.lost_scratch = Vec::new();
-        self.decrypted_scratch = Vec::new();
+        self.release_scratch();
         self.crypto_scratch = Vec::new();
         self.path_responses = std::collections::VecDeque::new();
     }

@@ -146,7 +146,9 @@ impl Connection {
                 break; // alone it may exceed a tiny limit: still sent
             };
             d.outgoing_bytes -= cost(&old);
-            self.stats.datagram_frames_dropped_out += 1;
+            self.rare_stats
+                .get_or_insert_with(Box::default)
+                .datagram_frames_dropped_out += 1;
         }
         d.outgoing_bytes += cost(&data);
         d.outgoing.push_back(data);
@@ -222,7 +224,9 @@ impl Connection {
                 "DATAGRAM frame larger than max_datagram_frame_size",
             ));
         }
-        self.stats.datagram_frames_in += 1;
+        self.rare_stats
+            .get_or_insert_with(Box::default)
+            .datagram_frames_in += 1;
         let data = Bytes::copy_from_slice(data);
         let limit = self.config.datagram_receive_buffer;
         let d = self.datagrams.queues();
@@ -232,7 +236,9 @@ impl Connection {
                 break;
             };
             d.incoming_bytes -= cost(&old);
-            self.stats.datagram_frames_dropped_in += 1;
+            self.rare_stats
+                .get_or_insert_with(Box::default)
+                .datagram_frames_dropped_in += 1;
         }
         if d.incoming.is_empty() {
             // One event per wake-up, not per datagram: the reader drains.
@@ -260,7 +266,9 @@ impl Connection {
         };
         while let Some(data) = q.outgoing.front() {
             if data.len() > max {
-                self.stats.datagram_frames_dropped_out += 1;
+                self.rare_stats
+                    .get_or_insert_with(Box::default)
+                    .datagram_frames_dropped_out += 1;
             } else {
                 let frame = Frame::Datagram { data };
                 if buf.len() + frame.encoded_len() > max_end {
@@ -268,7 +276,9 @@ impl Connection {
                 }
                 frame.encode(buf);
                 sent.datagrams = sent.datagrams.saturating_add(1);
-                self.stats.datagram_frames_out += 1;
+                self.rare_stats
+                    .get_or_insert_with(Box::default)
+                    .datagram_frames_out += 1;
                 wrote = true;
             }
             let data = q.outgoing.pop_front().expect("front exists");

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::Connection;
+use super::scratch;
 use super::sent::{Control, SentFrames};
 use crate::cid::ConnectionId;
 use crate::error::TransportError;
@@ -170,8 +171,7 @@ impl Connection {
             _ => Duration::ZERO,
         };
         let path = self.path_state();
-        let mut acked = std::mem::take(&mut self.acked_scratch);
-        let mut lost = std::mem::take(&mut self.lost_scratch);
+        let (mut acked, mut lost) = scratch::take_ack();
         let result = self.recovery.on_ack_received(
             now,
             space,
@@ -191,10 +191,7 @@ impl Connection {
             self.qlog_lost(now, space, *pn);
             self.on_packet_lost(space, *pn, &pkt.data);
         }
-        acked.clear();
-        lost.clear();
-        self.acked_scratch = acked;
-        self.lost_scratch = lost;
+        scratch::put_ack(acked, lost);
         self.qlog_metrics(now);
         let summary = result?;
         if space == SpaceId::Data && summary.rtt_sample && self.config.shared_path_rtt {
@@ -221,9 +218,10 @@ impl Connection {
         if let Some(largest) = frames.ack_largest() {
             s.ack.on_ack_acked(largest);
         }
-        if let Some(c) = s.crypto.as_mut() {
-            if let Some((offset, len)) = frames.crypto() {
-                c.send.on_ack(offset, len as usize, false);
+        if let (Some((offset, len)), Some(c)) = (frames.crypto(), s.crypto.as_mut()) {
+            c.send.on_ack(offset, len as usize, false);
+            if space == SpaceId::Data && self.handshake_confirmed {
+                self.shed_handshake_leftovers();
             }
         }
         if frames.has_stream_or_control() {
@@ -251,7 +249,7 @@ impl Connection {
         //= https://www.rfc-editor.org/rfc/rfc9221#section-5.2
         //# DATAGRAM frames MUST NOT be retransmitted
         if frames.datagrams > 0 {
-            self.stats.datagram_frames_lost += u64::from(frames.datagrams);
+            self.rare_stats().datagram_frames_lost += u64::from(frames.datagrams);
         }
         for ctl in frames.controls() {
             match ctl {
@@ -269,13 +267,13 @@ impl Connection {
     /// The loss-detection timer fired.
     pub(crate) fn on_loss_timer(&mut self, now: Instant) {
         let path = self.path_state();
-        let mut lost = std::mem::take(&mut self.lost_scratch);
+        let (acked, mut lost) = scratch::take_ack();
         let action = self.recovery.on_timeout(now, &path, &mut lost);
         for (pn, pkt) in lost.drain(..) {
             self.qlog_lost(now, pkt.data.space, pn);
             self.on_packet_lost(pkt.data.space, pn, &pkt.data);
         }
-        self.lost_scratch = lost;
+        scratch::put_ack(acked, lost);
         self.qlog_metrics(now);
         if self.recovery.pto_count() >= BLACK_HOLE_PTOS && self.mtu.on_black_hole() {
             // Full-size packets keep vanishing: maybe the path MTU shrank.

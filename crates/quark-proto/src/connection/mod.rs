@@ -31,11 +31,13 @@ mod path_map;
 mod path_rtt;
 mod qlog;
 mod recv;
+mod scratch;
 mod send;
 mod sent;
 mod seq_map;
 mod skip;
 mod spaces;
+mod stats;
 mod streams;
 mod timers;
 mod versions;
@@ -54,6 +56,7 @@ pub use close::ConnectionError;
 pub use datagrams::{DATAGRAM_OVERHEAD, SendDatagramError};
 pub use memory::MemoryBreakdown;
 pub use migration::MigrateError;
+pub use scratch::scratch_pool_bytes;
 pub use streams::{
     Priority, StreamError, StreamEvent, Streams, release_stream_pool, stream_pool_bytes,
 };
@@ -326,7 +329,9 @@ pub struct Connection {
     ack_freq: AckFrequencyState,
     timers: Timers,
     events: VecDeque<Event>,
-    stats: ConnectionStats,
+    /// Per-packet counters; the rest are boxed on first use (`stats.rs`).
+    stats: stats::HotStats,
+    rare_stats: Option<Box<stats::RareStats>>,
     /// The last activity that restarts the idle timer (RFC 9000 §10.1).
     idle_since: Option<Instant>,
     /// When the connection was made: the handshake must end by
@@ -334,9 +339,6 @@ pub struct Connection {
     started: Instant,
     /// 1-RTT packet numbers skipped to catch optimistic ACKs.
     skipped: skip::Skipped,
-    /// Reused per ACK: packets newly acknowledged / lost (no allocation per ACK).
-    acked_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
-    lost_scratch: Vec<(u64, crate::recovery::SentPacket<SentFrames>)>,
     /// When an ACK last gave an Application Data RTT sample not yet reported
     /// to the endpoint's path cache (`path_rtt`).
     rtt_news: Option<Instant>,
@@ -349,10 +351,9 @@ pub struct Connection {
     /// 1-RTT packets that failed authentication (RFC 9001 §6.6 integrity limit).
     decrypt_failures: u64,
     /// 1-RTT packets built but not yet encrypted: sealed together just before
-    /// `poll_transmit` hands the batch out (the VPP trick).
+    /// `poll_transmit` hands the batch out (the VPP trick). Taken from the
+    /// thread's pool for a batch and given back when sealed (`scratch.rs`).
     seal_jobs: Vec<crate::packet::SealJob>,
-    /// Reused per batch: 1-RTT packets decrypted, frames not yet processed.
-    decrypted_scratch: Vec<recv::Decrypted>,
     /// Reused buffer for handshake bytes.
     crypto_scratch: Vec<u8>,
     /// qlog events waiting for the runtime; `None` when qlog is off.
@@ -465,17 +466,15 @@ impl Connection {
             ack_freq: AckFrequencyState::default(),
             timers: Timers::default(),
             events: VecDeque::new(),
-            stats: ConnectionStats::default(),
+            stats: stats::HotStats::default(),
+            rare_stats: None,
             idle_since: None,
             started: now,
             skipped,
-            acked_scratch: Vec::new(),
-            lost_scratch: Vec::new(),
             rtt_news: None,
             crypto_scratch: Vec::new(),
             decrypt_failures: 0,
             seal_jobs: Vec::new(),
-            decrypted_scratch: Vec::new(),
             qlog: p
                 .shared
                 .qlog
@@ -571,7 +570,7 @@ impl Connection {
 
     /// Counters.
     pub fn stats(&self) -> ConnectionStats {
-        let mut s = self.stats;
+        let mut s = self.joined_stats();
         let r = self.recovery.stats();
         s.packets_lost = r.lost_packets;
         s.ptos = r.ptos;
@@ -678,7 +677,7 @@ impl Connection {
     pub(crate) fn offer_path_pto(&mut self, base: Duration, now: Instant) {
         let path = self.path_state();
         if self.recovery.offer_path_pto(base, now, &path) {
-            self.stats.ptos_put_off += 1;
+            self.rare_stats().ptos_put_off += 1;
         }
     }
 
@@ -728,7 +727,13 @@ impl Connection {
 
     /// Next change to mirror in the endpoint's routing table.
     pub fn poll_cid_event(&mut self) -> Option<CidEvent> {
-        self.cid_events.pop_front()
+        let event = self.cid_events.pop_front();
+        if event.is_none() && self.cid_events.capacity() != 0 {
+            // Drained: IDs change rarely after the handshake, so the queue
+            // is not kept grown on every serving connection (issue #33).
+            self.cid_events = VecDeque::new();
+        }
+        event
     }
 
     /// Every connection ID currently routed to this connection.

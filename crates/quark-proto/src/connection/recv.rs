@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::Connection;
 use super::close::{ConnectionError, State};
+use super::scratch;
 use crate::cid::{ConnectionId, RESET_TOKEN_LEN};
 use crate::crypto::one_rtt::OneRttError;
 use crate::error::TransportError;
@@ -70,7 +71,7 @@ impl Connection {
             self.recovery.rtt().smoothed(),
             self.recovery.congestion_window(),
         );
-        let mut decrypted = std::mem::take(&mut self.decrypted_scratch);
+        let mut decrypted = scratch::take_decrypted();
         for (index, data) in segments.iter_mut().enumerate() {
             self.open_datagram(now, ecn, index, data, &mut decrypted);
             if !matches!(self.state, State::Handshake | State::Established) {
@@ -96,7 +97,7 @@ impl Connection {
                 None,
             );
         }
-        self.decrypted_scratch = decrypted;
+        scratch::put_decrypted(decrypted);
         if restart_idle {
             self.reset_idle_timer(now);
         }
@@ -264,13 +265,13 @@ impl Connection {
             self.side,
         ));
         let path = self.path_state();
-        let mut dropped = std::mem::take(&mut self.lost_scratch);
+        let (acked, mut dropped) = scratch::take_ack();
         self.recovery
             .discard_space(SpaceId::Initial, now, &path, &mut dropped);
         for (pn, pkt) in dropped.drain(..) {
             self.on_packet_lost(SpaceId::Initial, pn, &pkt.data);
         }
-        self.lost_scratch = dropped;
+        scratch::put_ack(acked, dropped);
     }
 
     /// A long-header packet: open and process at once.

@@ -187,7 +187,7 @@ impl Connection {
         );
         let timeout = 3 * self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.mtu.on_probe_sent(size, pn, now, timeout);
-        self.stats.mtu_probes += 1;
+        self.rare_stats().mtu_probes += 1;
         Some(self.transmitted(buf.len(), 1, buf.len(), self.tx_ecn))
     }
 
@@ -211,7 +211,8 @@ impl Connection {
                 job.protect_header(buf, hp, key.tag_len());
             }
         });
-        self.seal_jobs.clear();
+        // Back to the thread's pool: no connection keeps it between batches.
+        super::scratch::put_seal(std::mem::take(&mut self.seal_jobs));
     }
 
     /// Nothing was left to send: if the window had room (and the pacer did not
@@ -402,7 +403,13 @@ impl Connection {
         };
         if space == SpaceId::Data {
             let s = &mut self.spaces[space.index()];
-            s.next_pn = self.skipped.pick(s.next_pn, &mut self.rng);
+            let pn = self.skipped.pick(s.next_pn, &mut self.rng);
+            if pn != s.next_pn {
+                // A skip drew from the generator: back to a seed, not kept
+                // boxed by a busy connection (issue #33).
+                s.next_pn = pn;
+                self.rng.park();
+            }
         }
         let header = HeaderParams {
             kind,
@@ -452,6 +459,9 @@ impl Connection {
                     .local_packet()
                     .tag_len();
                 let job = builder.finish_plaintext(buf, min_size, tag_len);
+                if self.seal_jobs.capacity() == 0 {
+                    self.seal_jobs = super::scratch::take_seal();
+                }
                 self.seal_jobs.push(job);
                 job.end + tag_len - job.start
             }

@@ -142,10 +142,16 @@ impl Connection {
         }
         if self.timers.expired(Timer::Prepare, now) {
             self.top_up_cids();
-            if let Some(keys) = self.one_rtt.as_mut() {
+            if let Some(keys) = self
+                .one_rtt
+                .as_mut()
+                .filter(|_| self.config.next_keys_ahead)
+            {
                 keys.prepare_next();
             }
             self.release_scratch();
+            // The IDs drew from the generator: back to a seed (issue #33).
+            self.rng.park();
         }
         self.mtu.on_timeout(now);
         if self

@@ -105,7 +105,7 @@ impl Connection {
                 let s = &mut self.spaces[space.index()];
                 if s.probes > 0 {
                     s.probes -= 1;
-                    self.stats.probes_out += 1;
+                    self.rare_stats().probes_out += 1;
                 }
             }
         }

@@ -279,13 +279,13 @@ impl Connection {
                 ));
             }
             let path = self.path_state();
-            let mut dropped = std::mem::take(&mut self.lost_scratch);
+            let (acked, mut dropped) = super::scratch::take_ack();
             self.recovery
                 .discard_space(SpaceId::Data, now, &path, &mut dropped);
             for (pn, pkt) in dropped.drain(..) {
                 self.on_packet_lost(SpaceId::Data, pn, &pkt.data);
             }
-            self.lost_scratch = dropped;
+            super::scratch::put_ack(acked, dropped);
         }
         self.streams.replace_peer_params(params);
         Ok(())

@@ -63,7 +63,7 @@ impl Connection {
         let left = std::mem::replace(&mut self.path, new);
         let old = left.remote;
         self.migration.prev = Some(Box::new(left));
-        self.stats.migrations += 1;
+        self.rare_stats().migrations += 1;
         tracing::debug!(%old, %remote, "to the server's preferred address");
         if !same_host(old, remote) {
             self.reset_path_state();
@@ -97,7 +97,7 @@ impl Connection {
         if !self.peer_cids.has_spare() || !self.peer_cids.rotate(&mut self.cid_events) {
             return Err(MigrateError::NoConnectionId);
         }
-        self.stats.migrations += 1;
+        self.rare_stats().migrations += 1;
         if !same_host {
             self.reset_path_state();
         }

@@ -213,7 +213,7 @@ impl Connection {
     /// Make `remote` the path in use; `bytes` came from it in this batch.
     fn move_to(&mut self, now: Instant, remote: SocketAddr, bytes: u64) {
         let old = self.path.remote;
-        self.stats.migrations += 1;
+        self.rare_stats().migrations += 1;
         let back = self
             .migration
             .prev
@@ -271,7 +271,7 @@ impl Connection {
 
     /// A new network path: congestion control, RTT and the MTU start over.
     fn reset_path_state(&mut self) {
-        self.stats.congestion_resets += 1;
+        self.rare_stats().congestion_resets += 1;
         let config = super::recovery_config(&self.config);
         self.mtu = MtuDiscovery::new(
             self.config.initial_mtu,
@@ -321,7 +321,7 @@ impl Connection {
         v.sent[CHALLENGES_KEPT - 1] = Some(data);
         Frame::PathChallenge(data).encode(buf);
         self.migration.pad = true;
-        self.stats.path_challenges += 1;
+        self.rare_stats().path_challenges += 1;
         // Sent again each PTO until answered or given up.
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.timers.set(Timer::PathChallenge, now + pto);
@@ -367,7 +367,7 @@ impl Connection {
     pub(crate) fn on_validation_timeout(&mut self, now: Instant) {
         self.migration.validation = None;
         self.timers.clear(Timer::PathChallenge);
-        self.stats.validation_failures += 1;
+        self.rare_stats().validation_failures += 1;
         //= https://www.rfc-editor.org/rfc/rfc9000#section-9.3.2
         //# If validation of the new path fails, the endpoint MUST revert to
         //# the last validated peer address
@@ -403,7 +403,7 @@ impl Connection {
         }
         if let Some(data) = op.challenge {
             Frame::PathChallenge(data).encode(buf);
-            self.stats.path_challenges += 1;
+            self.rare_stats().path_challenges += 1;
         }
         // Not the path in use: its amplification count stays as it was.
         let sent = self.path.bytes_sent;
