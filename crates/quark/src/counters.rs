@@ -56,6 +56,13 @@ pub struct DriverCounters {
     pub max_late_ns: u64,
     /// Due loss-detection timers held for unread datagrams (`defer`).
     pub timers_held: u64,
+    /// Of `timers_fired`, those whose loss-detection timer was due (the
+    /// rest: ACK delay, idle, pacing, keep-alive, trim, ...).
+    pub loss_timers_fired: u64,
+    /// Entries pushed on the drivers' deadline heaps.
+    pub heap_pushes: u64,
+    /// Times a driver went to sleep (each a wake-up later).
+    pub parks: u64,
 }
 
 /// A timer fired this long after its deadline counts as late.
@@ -71,6 +78,9 @@ pub(crate) mod driver {
     pub(crate) static LATE: AtomicU64 = AtomicU64::new(0);
     pub(crate) static MAX_LATE_NS: AtomicU64 = AtomicU64::new(0);
     pub(crate) static HELD: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static LOSS_FIRED: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static HEAP_PUSHES: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static PARKS: AtomicU64 = AtomicU64::new(0);
 
     #[inline]
     pub(crate) fn on() -> bool {
@@ -106,5 +116,8 @@ pub fn driver_snapshot() -> DriverCounters {
         timers_late: driver::LATE.load(Relaxed),
         max_late_ns: driver::MAX_LATE_NS.load(Relaxed),
         timers_held: driver::HELD.load(Relaxed),
+        loss_timers_fired: driver::LOSS_FIRED.load(Relaxed),
+        heap_pushes: driver::HEAP_PUSHES.load(Relaxed),
+        parks: driver::PARKS.load(Relaxed),
     }
 }

@@ -104,6 +104,7 @@ impl Endpoint {
                 stopped: false,
                 busy_poll: std::time::Duration::ZERO,
                 defer_timers: true,
+                lazy_deadlines: true,
                 recv_buf_per_conn: crate::driver::RECV_BUF_PER_CONN,
                 reader_waits: 0,
                 deferrals: 0,
@@ -286,6 +287,16 @@ impl Endpoint {
     pub fn set_timer_deferral(&self, on: bool) {
         let mut state = self.shared.lock();
         state.defer_timers = on;
+        state.wake_driver();
+    }
+
+    /// Whether the driver's deadline heap skips deadlines that move later
+    /// (on by default: one entry per connection, re-queued when it surfaces;
+    /// off: every change pushed, as before). A measurement switch (issue
+    /// #33): the timers fire at the same times either way.
+    pub fn set_lazy_deadlines(&self, on: bool) {
+        let mut state = self.shared.lock();
+        state.lazy_deadlines = on;
         state.wake_driver();
     }
 

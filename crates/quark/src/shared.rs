@@ -118,6 +118,9 @@ pub(crate) struct ConnEntry {
     pub(crate) send_halves: IdMap<StreamId, Option<Option<u64>>>,
     /// When the protocol next wants a timeout.
     pub(crate) timeout: Option<Instant>,
+    /// The time of its entry in the driver's deadline heap, at or before
+    /// `timeout` (see `deadlines`).
+    pub(crate) queued: Option<Instant>,
     /// Queued for the driver's current round.
     pub(crate) touched: bool,
 }
@@ -133,6 +136,7 @@ impl ConnEntry {
             incoming,
             send_halves: IdMap::default(),
             timeout: None,
+            queued: None,
             touched: false,
         }
     }
@@ -167,6 +171,8 @@ pub(crate) struct State {
     /// A due loss-detection timer waits while received datagrams wait
     /// unread (`driver::defer`).
     pub(crate) defer_timers: bool,
+    /// `Endpoint::set_lazy_deadlines`.
+    pub(crate) lazy_deadlines: bool,
     /// Receive buffer asked for per connection (`Driver::fit_recv_buffer`; 0:
     /// the socket's own size only).
     pub(crate) recv_buf_per_conn: usize,

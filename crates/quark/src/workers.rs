@@ -248,6 +248,13 @@ impl WorkerGroup {
         }
     }
 
+    /// [`Endpoint::set_lazy_deadlines`] on every worker.
+    pub fn set_lazy_deadlines(&self, on: bool) {
+        for w in &self.workers {
+            w.endpoint.set_lazy_deadlines(on);
+        }
+    }
+
     /// [`Endpoint::set_recv_buffer_per_connection`] on every worker.
     pub fn set_recv_buffer_per_connection(&self, bytes: usize) {
         for w in &self.workers {

@@ -93,7 +93,8 @@ fn fixed_recv_buffer() -> bool {
 /// optimisations off for the before/after tables (e.g.
 /// `QUARK_TUNE=pmtud=0,ackfreq=0,pacing=0`; `pto1=0`: two probes per
 /// application-data PTO, as before issue #33; `pathrtt=0`: each connection's
-/// PTO from its own RTT samples only); GSO and GRO are switched by
+/// PTO from its own RTT samples only; `lazyheap=0`: the driver pushes every
+/// deadline change on its heap, as before); GSO and GRO are switched by
 /// quark-udp's `QUARK_NO_GSO` / `QUARK_NO_GRO`.
 fn transport(uni: u64) -> Arc<quark::TransportConfig> {
     let off = tuned_off;
@@ -252,18 +253,29 @@ fn dump_stats(side: &str, conn: &quark::Connection) {
     }
     // The process's driver counters so far (rounds, late timers), replaced
     // at every close: the last one written covers the whole run.
+    // With the socket's system calls and datagrams (GSO/GRO segments
+    // counted one by one).
     let d = quark::counters::driver_snapshot();
+    let u = quark_udp::stats::snapshot();
     let path = std::path::Path::new(&dir).join(format!("{side}-{}-driver.txt", std::process::id()));
     let _ = std::fs::write(
         path,
         format!(
-            "rounds={} full_reads={} timers_fired={} timers_late={} max_late_ms={:.1} timers_held={}\n",
+            "rounds={} full_reads={} timers_fired={} timers_late={} max_late_ms={:.1} timers_held={} \
+             loss_timers_fired={} heap_pushes={} parks={} send_calls={} sent={} recv_calls={} received={}\n",
             d.rounds,
             d.full_reads,
             d.timers_fired,
             d.timers_late,
             d.max_late_ns as f64 / 1e6,
-            d.timers_held
+            d.timers_held,
+            d.loss_timers_fired,
+            d.heap_pushes,
+            d.parks,
+            u.send_syscalls,
+            u.send_datagrams,
+            u.recv_syscalls,
+            u.recv_datagrams,
         ),
     );
 }
@@ -325,6 +337,7 @@ where
             .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
         group.set_busy_poll(busy_poll());
         group.set_timer_deferral(timer_deferral());
+        group.set_lazy_deadlines(!tuned_off("lazyheap"));
         if fixed_recv_buffer() {
             group.set_recv_buffer_per_connection(0);
         }
@@ -335,6 +348,7 @@ where
         .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
     endpoint.set_busy_poll(busy_poll());
     endpoint.set_timer_deferral(timer_deferral());
+    endpoint.set_lazy_deadlines(!tuned_off("lazyheap"));
     if fixed_recv_buffer() {
         endpoint.set_recv_buffer_per_connection(0);
     }
@@ -398,6 +412,7 @@ impl QuarkEndpoints {
             e.share_path_rtts_with(&endpoints[0]);
             e.set_busy_poll(busy_poll());
             e.set_timer_deferral(timer_deferral());
+            e.set_lazy_deadlines(!tuned_off("lazyheap"));
             if fixed_recv_buffer() {
                 e.set_recv_buffer_per_connection(0);
             }

@@ -198,7 +198,7 @@ impl Driver {
     /// waits while received datagrams do (see `defer`).
     fn timers(&mut self, state: &mut State, now: Instant) {
         let mut due = std::mem::take(&mut self.due);
-        self.deadlines.take_due(&state.conns, now, &mut due);
+        self.deadlines.take_due(&mut state.conns, now, &mut due);
         let hold = self.unread && state.defer_timers;
         if !hold && !self.held.is_empty() {
             // The socket was read empty: what the held timers waited for
@@ -217,6 +217,12 @@ impl Driver {
             };
             let at = e.timeout.take().unwrap_or(now);
             counters::fired(now.saturating_duration_since(at));
+            if counters::on()
+                && let Some(c) = state.proto.connection(h)
+                && c.poll_timeouts().1.is_some_and(|t| t <= now)
+            {
+                counters::add(&counters::LOSS_FIRED, 1);
+            }
             state.proto.handle_timeout(h, now);
             self.touch(state, h);
         }
@@ -237,7 +243,7 @@ impl Driver {
             return false;
         };
         e.timeout = Some(until);
-        self.deadlines.set(&state.conns, h, until);
+        self.deadlines.set(&mut state.conns, h, until);
         self.held.push(h);
         if self.held.len() > 2 * state.conns.len() + 64 {
             self.held.sort_unstable();
@@ -310,6 +316,7 @@ impl Future for Driver {
         let shared = this.shared.clone();
         let mut state = shared.lock();
         state.driver = Some(cx.waker().clone());
+        this.deadlines.eager = !state.lazy_deadlines;
         if let Some(same_host) = state.rebound.take() {
             this.rebind(&mut state, same_host);
         }
@@ -460,7 +467,8 @@ impl Driver {
         if state.endpoint_refs == 0 && state.conns.is_empty() && self.outgoing.is_empty() {
             return Poll::Ready(());
         }
-        let next = self.deadlines.next(&state.conns);
+        counters::add(&counters::PARKS, 1);
+        let next = self.deadlines.next(&mut state.conns);
         self.wakeup.wake_at(cx, now, next);
         Poll::Pending
     }
