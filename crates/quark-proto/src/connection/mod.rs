@@ -840,6 +840,18 @@ impl Connection {
         self.streams.read(id, &mut Visit { f, max })
     }
 
+    /// [`read_visit`](Self::read_visit) that also ends the stream when it
+    /// hands over the last bytes (the FIN is here): `true` then, and the
+    /// stream is done as after a `Finished` read.
+    pub fn read_visit_to_end(
+        &mut self,
+        id: StreamId,
+        max: usize,
+        f: impl FnMut(&[u8]),
+    ) -> Result<(ReadOutcome, bool), StreamError> {
+        self.streams.read_and_end(id, &mut Visit { f, max }, true)
+    }
+
     /// Bytes a read of the stream would return now (0 for an unknown stream).
     pub fn readable_bytes(&self, id: StreamId) -> usize {
         self.streams.readable_bytes(id)

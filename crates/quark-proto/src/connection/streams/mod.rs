@@ -364,10 +364,24 @@ impl Streams {
         id: StreamId,
         buf: &mut D,
     ) -> Result<ReadOutcome, StreamError> {
+        self.read_and_end(id, buf, false).map(|(outcome, _)| outcome)
+    }
+
+    /// [`read`](Self::read); with `end`, a read that returns the stream's
+    /// last bytes (its FIN here) also ends it, as a `Finished` read would,
+    /// and says so (`true`): a request's reader then needs no further read
+    /// (and its lock) to learn of the end.
+    pub fn read_and_end<D: ReadInto + ?Sized>(
+        &mut self,
+        id: StreamId,
+        buf: &mut D,
+        end: bool,
+    ) -> Result<(ReadOutcome, bool), StreamError> {
         let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
         let recv = entry.recv.as_mut().ok_or(StreamError::WrongDirection)?;
         let before = recv.read_offset();
         let outcome = recv.read_into(buf);
+        let ended = end && matches!(outcome, Ok(ReadOutcome::Data(_))) && recv.end_if_drained();
         let consumed = recv.read_offset() - before;
         if recv.take_max_stream_data(self.clock).is_some() {
             self.pending.max_stream_data.push(id, ());
@@ -379,11 +393,11 @@ impl Streams {
             entry.readable_signalled = false;
         }
         self.on_consumed(consumed);
-        if matches!(outcome, Ok(ReadOutcome::Finished) | Err(_)) {
+        if ended || matches!(outcome, Ok(ReadOutcome::Finished) | Err(_)) {
             self.maybe_free(id);
             self.release_read(id);
         }
-        outcome.map_err(StreamError::from)
+        outcome.map(|o| (o, ended)).map_err(StreamError::from)
     }
 
     /// Bytes of some stream were read or discarded: return them to the
