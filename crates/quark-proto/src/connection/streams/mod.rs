@@ -364,7 +364,8 @@ impl Streams {
         id: StreamId,
         buf: &mut D,
     ) -> Result<ReadOutcome, StreamError> {
-        self.read_and_end(id, buf, false).map(|(outcome, _)| outcome)
+        self.read_and_end(id, buf, false)
+            .map(|(outcome, _)| outcome)
     }
 
     /// [`read`](Self::read); with `end`, a read that returns the stream's
