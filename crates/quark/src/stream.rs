@@ -161,23 +161,34 @@ impl SendStream {
             .connection_mut(self.conn.handle)
             .expect("connection");
         let mut wrote = false;
-        while let Some(part) = parts.get(at.0) {
-            let rest = &part[at.1..];
-            if rest.is_empty() {
-                *at = (at.0 + 1, 0);
-                continue;
+        while at.0 < parts.len() {
+            // The rest, at most four parts at once (a head, a frame header,
+            // a body), in one write.
+            let mut rest: [&[u8]; 4] = [&[]; 4];
+            let end = parts.len().min(at.0 + rest.len());
+            for (r, p) in rest.iter_mut().zip(&parts[at.0..end]) {
+                *r = p;
             }
-            match conn.write(self.id, rest) {
-                Ok(0) => {
+            rest[0] = &rest[0][at.1..];
+            match conn.write_parts(self.id, &rest[..end - at.0]) {
+                Ok(0) if rest.iter().any(|r| !r.is_empty()) => {
                     entry.wakers.writers.insert(self.id, cx.waker().clone());
                     // What was written goes, and a blocked write may owe
                     // the peer a *_BLOCKED frame.
                     state.touch(self.conn.handle);
                     return Poll::Pending;
                 }
-                Ok(n) => {
-                    at.1 += n;
-                    wrote = true;
+                Ok(mut n) => {
+                    wrote |= n > 0;
+                    // Past the parts taken whole, into the one cut short.
+                    for r in &rest[..end - at.0] {
+                        if n < r.len() {
+                            at.1 += n;
+                            break;
+                        }
+                        n -= r.len();
+                        *at = (at.0 + 1, 0);
+                    }
                 }
                 Err(e) => {
                     if wrote {

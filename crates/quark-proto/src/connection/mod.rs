@@ -755,6 +755,16 @@ impl Connection {
         self.streams.write(id, data)
     }
 
+    /// Write `parts` to a stream as if joined (a message's head and body, in
+    /// one pass through flow control): how many bytes of them were taken,
+    /// as [`write`](Self::write).
+    pub fn write_parts(&mut self, id: StreamId, parts: &[&[u8]]) -> Result<usize, StreamError> {
+        if self.is_closed() {
+            return Err(StreamError::UnknownStream);
+        }
+        self.streams.write_parts(id, parts)
+    }
+
     /// Write the application's own bytes to a stream: the prefix taken is held
     /// by reference until acknowledged, not copied (chunks under 4 KiB are).
     /// Returns how much was taken, as [`write`](Self::write).

@@ -228,6 +228,16 @@ impl Streams {
         })
     }
 
+    /// [`write`](Self::write) of `parts` as if joined (a message's head and
+    /// body): one pass through the flow control and the send budget for
+    /// them all. Returns how many bytes of the joined parts were taken.
+    pub fn write_parts(&mut self, id: StreamId, parts: &[&[u8]]) -> Result<usize, StreamError> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.write_with(id, len, false, |send, credit| {
+            send.write_parts(parts, credit)
+        })
+    }
+
     /// [`write`](Self::write) of the application's own bytes, held by reference
     /// rather than copied (see [`SendStream::write_shared`]).
     pub fn write_shared(&mut self, id: StreamId, data: &Bytes) -> Result<usize, StreamError> {
