@@ -49,7 +49,7 @@ impl Client {
             return Err(Error::Usage("the server did not enable Extended CONNECT"));
         }
         let lines = crate::message::request_lines(req, self.conn.peer_field_limit())?;
-        self.open(req.method(), &lines).await
+        self.open(req.method(), &lines, None).await
     }
 
     /// Sends a request head on a new stream without building an
@@ -64,6 +64,37 @@ impl Client {
         authority: &str,
         path: &str,
         fields: &[(&[u8], &[u8])],
+    ) -> Result<RequestStream, Error> {
+        self.request_fields(method, authority, path, fields, None)
+            .await
+    }
+
+    /// A whole request: the head of
+    /// [`send_request_fields`](Self::send_request_fields), `body` as one
+    /// DATA frame (none when empty), and the end of the request, in one
+    /// write to the stream (for a small body; `fields` should carry its
+    /// content-length). Then read the response as after `send_request`.
+    pub async fn send_request_with_body(
+        &self,
+        method: &http::Method,
+        authority: &str,
+        path: &str,
+        fields: &[(&[u8], &[u8])],
+        body: &[u8],
+    ) -> Result<RequestStream, Error> {
+        self.request_fields(method, authority, path, fields, Some(body))
+            .await
+    }
+
+    /// The head of `send_request_fields`, checked, then sent alone or with
+    /// a whole body.
+    async fn request_fields(
+        &self,
+        method: &http::Method,
+        authority: &str,
+        path: &str,
+        fields: &[(&[u8], &[u8])],
+        body: Option<&[u8]>,
     ) -> Result<RequestStream, Error> {
         if method == http::Method::CONNECT {
             return Err(Error::Usage("CONNECT goes through send_request"));
@@ -86,7 +117,7 @@ impl Client {
             lines.push((name, value));
         }
         crate::message::check_size(&lines, self.conn.peer_field_limit())?;
-        self.open(method, &lines).await
+        self.open(method, &lines, body).await
     }
 
     /// Whether a request may go now: the connection is up and the server
@@ -113,6 +144,7 @@ impl Client {
         &self,
         method: &http::Method,
         lines: &[(&[u8], &[u8])],
+        body: Option<&[u8]>,
     ) -> Result<RequestStream, Error> {
         let (send, recv) = self.conn.quic.open_bi().await?;
         let reader = FrameReader::with_buf(recv, self.conn.buffers.take());
@@ -120,7 +152,10 @@ impl Client {
         stream.head_request = method == http::Method::HEAD;
         let mut section = stream.frame_buf();
         self.conn.encode(stream.id(), lines, section.payload());
-        stream.send_headers(section).await?;
+        match body {
+            Some(body) => stream.send_whole(section, body).await?,
+            None => stream.send_headers(section).await?,
+        }
         if method == http::Method::CONNECT {
             stream.take_datagrams();
         }

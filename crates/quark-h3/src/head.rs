@@ -139,6 +139,13 @@ fn valid_value(value: &[u8]) -> bool {
 /// Checks one regular field line (a head's or trailers'), the rules of
 /// `message::headers`.
 pub(crate) fn check_regular(name: &[u8], value: &[u8]) -> Result<(), Error> {
+    // The field most messages carry: a token, not connection-specific.
+    if name == b"content-length" {
+        return match valid_value(value) {
+            true => Ok(()),
+            false => Err(malformed("a bad field value")),
+        };
+    }
     if !valid_name(name) {
         return Err(match name.first() {
             Some(b':') => malformed("a pseudo-header field after a regular one"),

@@ -238,6 +238,40 @@ impl RequestStream {
         status: StatusCode,
         fields: &[(&[u8], &[u8])],
     ) -> Result<(), Error> {
+        let section = self.response_section(status, fields)?;
+        self.send_headers(section).await?;
+        if !status.is_informational() {
+            self.status_sent = Some(status);
+        }
+        Ok(())
+    }
+
+    /// A whole response: the head of
+    /// [`send_response_fields`](Self::send_response_fields), `body` as one
+    /// DATA frame, and the end of the stream, in one write to the stream
+    /// (for a small body; `fields` should carry its content-length). A 1xx
+    /// status is refused: it cannot end a response.
+    pub async fn send_response_with_body(
+        &mut self,
+        status: StatusCode,
+        fields: &[(&[u8], &[u8])],
+        body: &[u8],
+    ) -> Result<(), Error> {
+        if status.is_informational() {
+            return Err(Error::Usage("an interim response has no body"));
+        }
+        let section = self.response_section(status, fields)?;
+        self.send_whole(section, body).await?;
+        self.status_sent = Some(status);
+        Ok(())
+    }
+
+    /// The HEADERS frame's section of a response head, checked.
+    fn response_section(
+        &self,
+        status: StatusCode,
+        fields: &[(&[u8], &[u8])],
+    ) -> Result<crate::frame::FrameBuf, Error> {
         if status == StatusCode::SWITCHING_PROTOCOLS {
             return Err(Error::stream(
                 H3_MESSAGE_ERROR,
@@ -252,11 +286,7 @@ impl RequestStream {
         crate::message::check_size(&lines, self.conn.peer_field_limit())?;
         let mut section = self.frame_buf();
         self.conn.encode(self.id(), &lines, section.payload());
-        self.send_headers(section).await?;
-        if !status.is_informational() {
-            self.status_sent = Some(status);
-        }
-        Ok(())
+        Ok(section)
     }
 
     /// Sends the response's head (then the body with

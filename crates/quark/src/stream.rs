@@ -129,6 +129,86 @@ impl SendStream {
         Ok(())
     }
 
+    /// Write all of `parts`, in order, then with `fin` finish the stream: in
+    /// one visit to the endpoint (one lock) when the stream has room for them
+    /// all, as a small message's head, body and end usually do; otherwise it
+    /// waits for room between parts as [`write_all`](Self::write_all) does.
+    pub async fn write_parts(&mut self, parts: &[&[u8]], fin: bool) -> Result<(), WriteError> {
+        let mut at = (0, 0);
+        poll_fn(|cx| self.poll_write_parts(cx, parts, &mut at, fin)).await
+    }
+
+    /// [`write_parts`](Self::write_parts) as a poll; `at` (part, offset) is
+    /// how far it got, kept by the caller between polls.
+    fn poll_write_parts(
+        &mut self,
+        cx: &mut Context<'_>,
+        parts: &[&[u8]],
+        at: &mut (usize, usize),
+        fin: bool,
+    ) -> Poll<Result<(), WriteError>> {
+        let mut guard = self.conn.shared.lock();
+        let state = &mut *guard;
+        let entry = state
+            .conns
+            .get_mut(&self.conn.handle)
+            .expect("connection entry");
+        if let Some(e) = entry.error.as_deref() {
+            return Poll::Ready(Err(WriteError::ConnectionLost(e.clone())));
+        }
+        let conn = state
+            .proto
+            .connection_mut(self.conn.handle)
+            .expect("connection");
+        let mut wrote = false;
+        while at.0 < parts.len() {
+            // The rest, at most four parts at once (a head, a frame header,
+            // a body), in one write.
+            let mut rest: [&[u8]; 4] = [&[]; 4];
+            let end = parts.len().min(at.0 + rest.len());
+            for (r, p) in rest.iter_mut().zip(&parts[at.0..end]) {
+                *r = p;
+            }
+            rest[0] = &rest[0][at.1..];
+            match conn.write_parts(self.id, &rest[..end - at.0]) {
+                Ok(0) if rest.iter().any(|r| !r.is_empty()) => {
+                    entry.wakers.writers.insert(self.id, cx.waker().clone());
+                    // What was written goes, and a blocked write may owe
+                    // the peer a *_BLOCKED frame.
+                    state.touch(self.conn.handle);
+                    return Poll::Pending;
+                }
+                Ok(mut n) => {
+                    wrote |= n > 0;
+                    // Past the parts taken whole, into the one cut short.
+                    for r in &rest[..end - at.0] {
+                        if n < r.len() {
+                            at.1 += n;
+                            break;
+                        }
+                        n -= r.len();
+                        *at = (at.0 + 1, 0);
+                    }
+                }
+                Err(e) => {
+                    if wrote {
+                        state.touch(self.conn.handle);
+                    }
+                    return Poll::Ready(Err(write_error(e)));
+                }
+            }
+        }
+        let done = match fin && !self.finished {
+            true => conn.finish(self.id).map_err(write_error),
+            false => Ok(()),
+        };
+        self.finished |= fin && done.is_ok();
+        if wrote || fin {
+            state.touch(self.conn.handle);
+        }
+        Poll::Ready(done)
+    }
+
     /// Write some of `chunk` without copying it into the stream's buffer: the
     /// stream holds what it takes (a slice of `chunk`) until the peer
     /// acknowledges it, and its bytes are copied once, into packets. For data
@@ -363,7 +443,7 @@ impl RecvStream {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<Result<Option<usize>, ReadError>> {
-        self.poll_read_with(cx, |conn, id| conn.read(id, buf))
+        self.poll_read_with(cx, |conn, id| conn.read(id, buf).map(|o| (o, false)))
     }
 
     /// Read what has arrived in order, at most `max` bytes, into a new buffer of
@@ -375,7 +455,9 @@ impl RecvStream {
         max: usize,
     ) -> Poll<Result<Option<Vec<u8>>, ReadError>> {
         let mut chunk = Vec::new();
-        let polled = self.poll_read_with(cx, |conn, id| conn.read_append(id, &mut chunk, max));
+        let polled = self.poll_read_with(cx, |conn, id| {
+            conn.read_append(id, &mut chunk, max).map(|o| (o, false))
+        });
         polled.map_ok(|n| n.map(|_| chunk))
     }
 
@@ -387,13 +469,15 @@ impl RecvStream {
     /// Hand what has arrived in order, at most `max` bytes, to `f` in place (one or
     /// two pieces): `Some(n)` bytes, or `None` at the end of the stream. Nothing is
     /// copied or allocated; `f` runs under the endpoint's lock, so keep it short.
+    /// A read that takes the last bytes (the FIN already here) also ends the
+    /// stream, so the `None` after it costs no lock.
     pub fn poll_read_visit(
         &mut self,
         cx: &mut Context<'_>,
         max: usize,
         f: impl FnMut(&[u8]),
     ) -> Poll<Result<Option<usize>, ReadError>> {
-        self.poll_read_with(cx, |conn, id| conn.read_visit(id, max, f))
+        self.poll_read_with(cx, |conn, id| conn.read_visit_to_end(id, max, f))
     }
 
     /// [`poll_read_visit`](Self::poll_read_visit) as a future.
@@ -406,11 +490,15 @@ impl RecvStream {
     }
 
     /// Run `read` on the protocol connection and turn its outcome into a poll
-    /// result, registering the waker when nothing is readable yet.
+    /// result, registering the waker when nothing is readable yet. `read`
+    /// also says whether its data ended the stream.
     fn poll_read_with(
         &mut self,
         cx: &mut Context<'_>,
-        read: impl FnOnce(&mut quark_proto::Connection, StreamId) -> Result<ReadOutcome, StreamError>,
+        read: impl FnOnce(
+            &mut quark_proto::Connection,
+            StreamId,
+        ) -> Result<(ReadOutcome, bool), StreamError>,
     ) -> Poll<Result<Option<usize>, ReadError>> {
         if self.done {
             return Poll::Ready(Ok(None));
@@ -431,15 +519,19 @@ impl RecvStream {
             )));
         };
         match read(conn, self.id) {
-            Ok(ReadOutcome::Data(n)) => {
+            Ok((ReadOutcome::Data(n), ended)) => {
+                // The stream ended with these bytes: the next read returns
+                // `None` without the lock.
+                self.done = ended;
                 // Wake the driver only if the read opened flow-control credit
-                // worth announcing: most reads leave it nothing to send.
+                // worth announcing: most reads leave it nothing to send
+                // (a stream that ended may be freed, raising MAX_STREAMS).
                 if conn.has_pending_stream_control() {
                     state.touch(self.conn.handle);
                 }
                 Poll::Ready(Ok(Some(n)))
             }
-            Ok(ReadOutcome::Finished) => {
+            Ok((ReadOutcome::Finished, _)) => {
                 self.done = true;
                 // The finished stream may be freed, raising MAX_STREAMS.
                 if conn.has_pending_stream_control() {
@@ -447,7 +539,7 @@ impl RecvStream {
                 }
                 Poll::Ready(Ok(None))
             }
-            Ok(ReadOutcome::Blocked) => {
+            Ok((ReadOutcome::Blocked, _)) => {
                 if let Some(e) = entry.error.as_deref() {
                     return Poll::Ready(Err(ReadError::ConnectionLost(e.clone())));
                 }
@@ -517,6 +609,7 @@ impl AsyncRead for RecvStream {
         let polled = this.poll_read_with(cx, |conn, id| {
             let n = conn.readable_bytes(id).min(buf.remaining());
             conn.read(id, buf.initialize_unfilled_to(n))
+                .map(|o| (o, false))
         });
         match polled {
             Poll::Ready(Ok(Some(n))) => {

@@ -16,11 +16,16 @@ use super::{
     Adapter, BoxFuture, Client, ClientConfig, Connection, CpuCounters, Request, ServeConfig,
     Server, ServerStats,
 };
-use crate::wire::{MAX_LEN, Verifier, pattern_chunks};
+use crate::wire::{MAX_LEN, Verifier, pattern_chunks, pattern_slice};
 
 /// Unidirectional streams a peer may open: its control stream, two QPACK
 /// streams and some to spare (reserved types are allowed to be sent).
 pub(crate) const H3_UNI_STREAMS: u32 = 8;
+
+/// Bodies up to this size go with their head and end in one write to the
+/// stream (`send_response_with_body`, `send_request_with_body`): quark copies
+/// chunks this small into the stream anyway (see its `write_chunk`).
+const WHOLE_MAX: u64 = 4096;
 
 /// The quark-h3 adapter.
 #[derive(Debug)]
@@ -89,11 +94,15 @@ async fn serve_request(
     let body = read_pattern(&mut stream, MAX_LEN).await?;
     let mut digits = [0; 20];
     let len = decimal(n, &mut digits);
-    stream
-        .send_response_fields(http::StatusCode::OK, &[(b"content-length", len)])
-        .await?;
-    send_pattern(&mut stream, n).await?;
-    stream.finish()?;
+    let fields: &[(&[u8], &[u8])] = &[(b"content-length", len)];
+    if n <= WHOLE_MAX {
+        let body = pattern_slice(0, n as usize);
+        (stream.send_response_with_body(http::StatusCode::OK, fields, body)).await?;
+    } else {
+        (stream.send_response_fields(http::StatusCode::OK, fields)).await?;
+        send_pattern(&mut stream, n).await?;
+        stream.finish()?;
+    }
     guard.finish(body, n);
     Ok(())
 }
@@ -239,12 +248,17 @@ impl Connection for H3Conn {
                 0 => (&http::Method::GET, &[]),
                 _ => (&http::Method::POST, &[(b"content-length", len)]),
             };
-            let mut stream = self
-                .client
-                .send_request_fields(method, &self.authority, path, fields)
-                .await?;
-            send_pattern(&mut stream, req.body_len).await?;
-            stream.finish()?;
+            let (client, authority) = (&self.client, &self.authority);
+            let mut stream = if req.body_len <= WHOLE_MAX {
+                let body = pattern_slice(0, req.body_len as usize);
+                (client.send_request_with_body(method, authority, path, fields, body)).await?
+            } else {
+                let mut stream =
+                    (client.send_request_fields(method, authority, path, fields)).await?;
+                send_pattern(&mut stream, req.body_len).await?;
+                stream.finish()?;
+                stream
+            };
             let resp = stream.recv_response_head().await?;
             if resp.status() != http::StatusCode::OK {
                 bail!("server answered {}", resp.status());

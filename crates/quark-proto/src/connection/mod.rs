@@ -769,6 +769,16 @@ impl Connection {
         self.streams.write(id, data)
     }
 
+    /// Write `parts` to a stream as if joined (a message's head and body, in
+    /// one pass through flow control): how many bytes of them were taken,
+    /// as [`write`](Self::write).
+    pub fn write_parts(&mut self, id: StreamId, parts: &[&[u8]]) -> Result<usize, StreamError> {
+        if self.is_closed() {
+            return Err(StreamError::UnknownStream);
+        }
+        self.streams.write_parts(id, parts)
+    }
+
     /// Write the application's own bytes to a stream: the prefix taken is held
     /// by reference until acknowledged, not copied (chunks under 4 KiB are).
     /// Returns how much was taken, as [`write`](Self::write).
@@ -852,6 +862,18 @@ impl Connection {
         f: impl FnMut(&[u8]),
     ) -> Result<ReadOutcome, StreamError> {
         self.streams.read(id, &mut Visit { f, max })
+    }
+
+    /// [`read_visit`](Self::read_visit) that also ends the stream when it
+    /// hands over the last bytes (the FIN is here): `true` then, and the
+    /// stream is done as after a `Finished` read.
+    pub fn read_visit_to_end(
+        &mut self,
+        id: StreamId,
+        max: usize,
+        f: impl FnMut(&[u8]),
+    ) -> Result<(ReadOutcome, bool), StreamError> {
+        self.streams.read_and_end(id, &mut Visit { f, max }, true)
     }
 
     /// Bytes a read of the stream would return now (0 for an unknown stream).

@@ -289,6 +289,20 @@ impl RecvStream {
         }
     }
 
+    /// After a read that returned data: when it took the last byte and the
+    /// FIN is here, end the stream now (Data Read), as the next read would,
+    /// and return true. Lets a caller learn of the end without that read.
+    pub fn end_if_drained(&mut self) -> bool {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-3.2
+        //# Once the application receives the indication that all data has been
+        //# delivered, the stream enters the "Data Read" state.
+        if self.state != RecvState::DataRecvd || self.stopped || self.buf.readable() > 0 {
+            return false;
+        }
+        self.state = RecvState::DataRead;
+        true
+    }
+
     /// The application no longer wants data. Returns true if STOP_SENDING should be sent
     /// (not all data received yet and no reset seen). Buffered data is discarded and
     /// counts as read.

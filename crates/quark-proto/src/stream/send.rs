@@ -139,6 +139,23 @@ impl SendStream {
         Ok(n)
     }
 
+    /// [`write`](Self::write) of `parts` one after the other, as if joined:
+    /// the limits are checked once for them all. Returns how many bytes of
+    /// the joined parts were taken.
+    pub fn write_parts(&mut self, parts: &[&[u8]], conn_credit: u64) -> Result<usize, WriteError> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        let n = self.accept(len, conn_credit)?;
+        let mut left = n;
+        for part in parts {
+            let k = part.len().min(left);
+            if k > 0 {
+                self.buf.write(&part[..k]);
+            }
+            left -= k;
+        }
+        Ok(n)
+    }
+
     /// [`write`](Self::write) of the application's own bytes: the stream holds
     /// the prefix it takes by reference instead of copying it (see
     /// [`SendBuffer::write_shared`]).

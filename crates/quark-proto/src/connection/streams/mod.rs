@@ -228,6 +228,16 @@ impl Streams {
         })
     }
 
+    /// [`write`](Self::write) of `parts` as if joined (a message's head and
+    /// body): one pass through the flow control and the send budget for
+    /// them all. Returns how many bytes of the joined parts were taken.
+    pub fn write_parts(&mut self, id: StreamId, parts: &[&[u8]]) -> Result<usize, StreamError> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.write_with(id, len, false, |send, credit| {
+            send.write_parts(parts, credit)
+        })
+    }
+
     /// [`write`](Self::write) of the application's own bytes, held by reference
     /// rather than copied (see [`SendStream::write_shared`]).
     pub fn write_shared(&mut self, id: StreamId, data: &Bytes) -> Result<usize, StreamError> {
@@ -364,10 +374,25 @@ impl Streams {
         id: StreamId,
         buf: &mut D,
     ) -> Result<ReadOutcome, StreamError> {
+        self.read_and_end(id, buf, false)
+            .map(|(outcome, _)| outcome)
+    }
+
+    /// [`read`](Self::read); with `end`, a read that returns the stream's
+    /// last bytes (its FIN here) also ends it, as a `Finished` read would,
+    /// and says so (`true`): a request's reader then needs no further read
+    /// (and its lock) to learn of the end.
+    pub fn read_and_end<D: ReadInto + ?Sized>(
+        &mut self,
+        id: StreamId,
+        buf: &mut D,
+        end: bool,
+    ) -> Result<(ReadOutcome, bool), StreamError> {
         let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
         let recv = entry.recv.as_mut().ok_or(StreamError::WrongDirection)?;
         let before = recv.read_offset();
         let outcome = recv.read_into(buf);
+        let ended = end && matches!(outcome, Ok(ReadOutcome::Data(_))) && recv.end_if_drained();
         let consumed = recv.read_offset() - before;
         if recv.take_max_stream_data(self.clock).is_some() {
             self.pending.max_stream_data.push(id, ());
@@ -379,11 +404,11 @@ impl Streams {
             entry.readable_signalled = false;
         }
         self.on_consumed(consumed);
-        if matches!(outcome, Ok(ReadOutcome::Finished) | Err(_)) {
+        if ended || matches!(outcome, Ok(ReadOutcome::Finished) | Err(_)) {
             self.maybe_free(id);
             self.release_read(id);
         }
-        outcome.map_err(StreamError::from)
+        outcome.map(|o| (o, ended)).map_err(StreamError::from)
     }
 
     /// Bytes of some stream were read or discarded: return them to the

@@ -177,3 +177,30 @@ fn max_stream_data_in_data_sent_is_harmless() {
     assert_eq!(s.take_blocked(), None);
     assert!(!s.is_writable());
 }
+
+#[test]
+fn parts_are_written_as_if_joined_within_the_credit() {
+    // Stream credit 10: the second part is cut, the third not started.
+    let mut s = SendStream::new(10, 1000);
+    let parts: [&[u8]; 4] = [b"head", b"", b"body-bytes", b"end"];
+    assert_eq!(s.write_parts(&parts, u64::MAX), Ok(10));
+    // The connection's credit limits too; nothing left: blocked, not an error.
+    assert_eq!(s.write_parts(&[b"more"], u64::MAX), Ok(0));
+    let mut t = SendStream::new(1000, 1000);
+    assert_eq!(t.write_parts(&parts, 6), Ok(6));
+    assert_eq!(
+        t.write_parts(&[&b"body-bytes"[2..], b"end"], u64::MAX),
+        Ok(11)
+    );
+    t.finish().unwrap();
+    let mut out = Vec::new();
+    for r in send_all(&mut t) {
+        t.copy_range(r.offset, r.len, &mut out);
+    }
+    assert_eq!(out, b"headbody-bytesend");
+    let mut out = Vec::new();
+    for r in send_all(&mut s) {
+        s.copy_range(r.offset, r.len, &mut out);
+    }
+    assert_eq!(out, b"headbody-b");
+}
