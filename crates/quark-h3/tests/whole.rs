@@ -14,17 +14,7 @@ use quark_h3::{Config, RequestStream};
 /// `GET /whole/<n>`: `n` bytes in one whole response. `POST /echo`: the
 /// request's body back in one.
 fn spawn_whole_server(server: &quark::Endpoint, config: Config) {
-    let server = server.clone();
-    tokio::spawn(async move {
-        while let Some(conn) = server.accept().await {
-            tokio::spawn(async move {
-                let h3 = quark_h3::Server::with_config(conn, &config).await.unwrap();
-                while let Ok(Some(stream)) = h3.accept_stream().await {
-                    tokio::spawn(answer(stream));
-                }
-            });
-        }
-    });
+    spawn_stream_server(server, config, answer);
 }
 
 async fn answer(mut stream: RequestStream) -> Result<(), quark_h3::Error> {

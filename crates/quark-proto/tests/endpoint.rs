@@ -11,8 +11,8 @@ use common::app::{Echo, run_echo};
 use common::{Sim, Tls, payload, seed};
 use proptest::prelude::*;
 use quark_proto::{
-    ClientConfig, ConnectionError, DatagramEvent, Endpoint, EndpointConfig, ServerConfig,
-    TransportConfig,
+    ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
+    ServerConfig, TransportConfig,
 };
 
 #[test]
@@ -140,28 +140,7 @@ fn key_updates_during_a_transfer() {
     let c = sim.connect(&tls);
     let s = sim.handshake(c);
     sim.run_for(Duration::from_millis(100));
-    let now = sim.now;
-    assert!(
-        sim.client
-            .connection_mut(c)
-            .unwrap()
-            .initiate_key_update(now)
-    );
-    let mut echo = Echo::new(c, vec![payload(400_000, 2)]);
-    run_echo(&mut sim, &mut echo, 200_000);
-    // Let the old keys expire, then update again from the server side.
-    sim.now += Duration::from_secs(5);
-    let now = sim.now;
-    sim.server.connection_mut(s).unwrap().handle_timeout(now);
-    sim.client.connection_mut(c).unwrap().handle_timeout(now);
-    assert!(
-        sim.server
-            .connection_mut(s)
-            .unwrap()
-            .initiate_key_update(now)
-    );
-    let mut echo = Echo::new(c, vec![payload(200_000, 3)]);
-    run_echo(&mut sim, &mut echo, 200_000);
+    two_key_updates(&mut sim, c, s, 400_000, 200_000);
     assert!(sim.client.connection(c).unwrap().stats().key_updates >= 2);
     assert!(!sim.client.connection(c).unwrap().is_closed());
 }
@@ -194,6 +173,21 @@ fn key_updates_without_next_keys_ahead() {
     let (_, _, _, ahead) = key_bytes(true);
     let (mut sim, c, s, lazy) = key_bytes(false);
     assert!(lazy + 512 <= ahead, "next key not held: {lazy} vs {ahead}");
+    two_key_updates(&mut sim, c, s, 100_000, 50_000);
+    let server = sim.server.connection(s).unwrap();
+    assert!(server.stats().key_updates >= 2 && !server.is_closed());
+    assert!(sim.client.connection(c).unwrap().stats().key_updates >= 2);
+}
+
+/// A client-initiated key update during an echo of `first` bytes, then,
+/// once the old keys have expired, a server-initiated one during `second`.
+fn two_key_updates(
+    sim: &mut Sim,
+    c: ConnectionHandle,
+    s: ConnectionHandle,
+    first: usize,
+    second: usize,
+) {
     let now = sim.now;
     assert!(
         sim.client
@@ -201,8 +195,8 @@ fn key_updates_without_next_keys_ahead() {
             .unwrap()
             .initiate_key_update(now)
     );
-    let mut echo = Echo::new(c, vec![payload(100_000, 2)]);
-    run_echo(&mut sim, &mut echo, 200_000);
+    let mut echo = Echo::new(c, vec![payload(first, 2)]);
+    run_echo(sim, &mut echo, 200_000);
     sim.now += Duration::from_secs(5);
     let now = sim.now;
     sim.server.connection_mut(s).unwrap().handle_timeout(now);
@@ -213,11 +207,8 @@ fn key_updates_without_next_keys_ahead() {
             .unwrap()
             .initiate_key_update(now)
     );
-    let mut echo = Echo::new(c, vec![payload(50_000, 3)]);
-    run_echo(&mut sim, &mut echo, 200_000);
-    let server = sim.server.connection(s).unwrap();
-    assert!(server.stats().key_updates >= 2 && !server.is_closed());
-    assert!(sim.client.connection(c).unwrap().stats().key_updates >= 2);
+    let mut echo = Echo::new(c, vec![payload(second, 3)]);
+    run_echo(sim, &mut echo, 200_000);
 }
 
 #[test]

@@ -39,11 +39,10 @@ impl Connection {
     fn poll_open(&self, cx: &mut Context<'_>, dir: Dir) -> Poll<Result<StreamId, ConnectionError>> {
         let mut state = self.shared.lock();
         let state = &mut *state;
-        let entry = state.conns.get_mut(&self.handle).expect("connection entry");
-        if let Some(e) = entry.error.as_deref() {
-            return Poll::Ready(Err(e.clone()));
-        }
-        let conn = state.proto.connection_mut(self.handle).expect("connection");
+        let (entry, conn) = match state.live(self.handle) {
+            Ok(live) => live,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
         if let Some(id) = conn.open_stream(dir) {
             // A local stream always has a send half.
             count_halves(entry, id, dir, true);

@@ -190,6 +190,19 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// A connection's entry and its protocol state, or the error it ended
+    /// with.
+    pub(crate) fn live(
+        &mut self,
+        h: ConnectionHandle,
+    ) -> Result<(&mut ConnEntry, &mut quark_proto::Connection), ConnectionError> {
+        let entry = self.conns.get_mut(&h).expect("connection entry");
+        if let Some(e) = entry.error.as_deref() {
+            return Err(e.clone());
+        }
+        Ok((entry, self.proto.connection_mut(h).expect("connection")))
+    }
+
     pub(crate) fn wake_driver(&mut self) {
         if let Some(w) = self.driver.take() {
             w.wake();

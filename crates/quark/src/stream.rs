@@ -149,17 +149,10 @@ impl SendStream {
     ) -> Poll<Result<(), WriteError>> {
         let mut guard = self.conn.shared.lock();
         let state = &mut *guard;
-        let entry = state
-            .conns
-            .get_mut(&self.conn.handle)
-            .expect("connection entry");
-        if let Some(e) = entry.error.as_deref() {
-            return Poll::Ready(Err(WriteError::ConnectionLost(e.clone())));
-        }
-        let conn = state
-            .proto
-            .connection_mut(self.conn.handle)
-            .expect("connection");
+        let (entry, conn) = match state.live(self.conn.handle) {
+            Ok(live) => live,
+            Err(e) => return Poll::Ready(Err(WriteError::ConnectionLost(e))),
+        };
         let mut wrote = false;
         while at.0 < parts.len() {
             // The rest, at most four parts at once (a head, a frame header,
@@ -265,17 +258,10 @@ impl SendStream {
     ) -> Poll<Result<usize, WriteError>> {
         let mut guard = self.conn.shared.lock();
         let state = &mut *guard;
-        let entry = state
-            .conns
-            .get_mut(&self.conn.handle)
-            .expect("connection entry");
-        if let Some(e) = entry.error.as_deref() {
-            return Poll::Ready(Err(WriteError::ConnectionLost(e.clone())));
-        }
-        let conn = state
-            .proto
-            .connection_mut(self.conn.handle)
-            .expect("connection");
+        let (entry, conn) = match state.live(self.conn.handle) {
+            Ok(live) => live,
+            Err(e) => return Poll::Ready(Err(WriteError::ConnectionLost(e))),
+        };
         match write(conn, self.id) {
             Ok(0) if len > 0 => {
                 entry.wakers.writers.insert(self.id, cx.waker().clone());

@@ -127,6 +127,26 @@ pub(crate) async fn quark_h3_client(addr: SocketAddr, id: &Identity) -> quark_h3
         .unwrap()
 }
 
+/// A server that answers each request stream with `answer`, in a task of
+/// its own.
+pub(crate) fn spawn_stream_server<F, Fut>(server: &Endpoint, config: quark_h3::Config, answer: F)
+where
+    F: Fn(quark_h3::RequestStream) -> Fut + Copy + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), quark_h3::Error>> + Send + 'static,
+{
+    let server = server.clone();
+    tokio::spawn(async move {
+        while let Some(conn) = server.accept().await {
+            tokio::spawn(async move {
+                let h3 = quark_h3::Server::with_config(conn, &config).await.unwrap();
+                while let Ok(Some(stream)) = h3.accept_stream().await {
+                    tokio::spawn(answer(stream));
+                }
+            });
+        }
+    });
+}
+
 /// Serves every connection `server` accepts with quark-h3 and the two routes.
 pub(crate) fn spawn_quark_h3_server(server: &Endpoint) {
     spawn_quark_h3_server_stats(server);

@@ -219,19 +219,9 @@ async fn serve_connection(conn: quark::Connection, stats: Arc<ServerStats>) {
 /// to `DIR/SIDE-PID.txt` when it ends: a diagnostic for the scale scenario
 /// (how many packets, PTOs and losses a connection's requests cost).
 fn dump_stats(side: &str, conn: &quark::Connection) {
-    use std::io::Write;
-    let Some(dir) = std::env::var_os("QUARK_LAB_CONN_STATS") else {
-        return;
-    };
-    let s = conn.stats();
-    let path = std::path::Path::new(&dir).join(format!("{side}-{}.txt", std::process::id()));
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        let _ = writeln!(
-            f,
+    let Some(dir) = super::stats::append_conn_stats(side, || {
+        let s = conn.stats();
+        Some(format!(
             "dgram_in={} dgram_out={} pkt_in={} pkt_out={} dropped={} acks_in={} acks_out={} lost={} ptos={} probes={} putoff={} spurious={} mtu_probes={} mtu_adopted={} mds={} bytes_out={}",
             s.datagrams_in,
             s.datagrams_out,
@@ -249,8 +239,10 @@ fn dump_stats(side: &str, conn: &quark::Connection) {
             u8::from(conn.path_mtu_from_cache()),
             conn.path_mtu(),
             s.bytes_out
-        );
-    }
+        ))
+    }) else {
+        return;
+    };
     // The process's driver counters so far (rounds, late timers), replaced
     // at every close: the last one written covers the whole run.
     // With the socket's system calls and datagrams (GSO/GRO segments

@@ -173,6 +173,28 @@ impl ServerStats {
     }
 }
 
+/// With `QUARK_LAB_CONN_STATS=DIR`, appends the line `line` makes (asked only
+/// then) to `DIR/SIDE-PID.txt`: a connection's counters as it closes, a
+/// diagnostic. Returns `DIR` when set.
+pub(crate) fn append_conn_stats(
+    side: &str,
+    line: impl FnOnce() -> Option<String>,
+) -> Option<std::path::PathBuf> {
+    use std::io::Write;
+    let dir = std::path::PathBuf::from(std::env::var_os("QUARK_LAB_CONN_STATS")?);
+    if let Some(line) = line() {
+        let path = dir.join(format!("{side}-{}.txt", std::process::id()));
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+    Some(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -242,21 +242,9 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
 /// datagram size it reached and how (PMTU probes, a size from the endpoint's
 /// cache), PTOs and losses.
 fn dump_stats(side: &str, conn: i64) {
-    use std::io::Write;
-    let Some(dir) = std::env::var_os("QUARK_LAB_CONN_STATS") else {
-        return;
-    };
-    let Ok(s) = quark_ffi::call::conn_stats(conn) else {
-        return;
-    };
-    let path = std::path::Path::new(&dir).join(format!("{side}-{}.txt", std::process::id()));
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        let _ = writeln!(
-            f,
+    super::stats::append_conn_stats(side, || {
+        let s = quark_ffi::call::conn_stats(conn).ok()?;
+        Some(format!(
             "dgram_in={} dgram_out={} pkt_out={} lost={} ptos={} mtu_probes={} mtu_adopted={} mds={} bytes_out={} rtt_us={}",
             s.datagrams_received,
             s.datagrams_sent,
@@ -268,8 +256,8 @@ fn dump_stats(side: &str, conn: i64) {
             s.max_datagram_size,
             s.bytes_sent,
             s.rtt_us
-        );
-    }
+        ))
+    });
 }
 
 /// The CA file holding `pem` (libquark reads it at each connect), named by
