@@ -175,34 +175,44 @@ impl RequestStream {
     /// Sends `section` (a field section encoded into the payload) as a HEADERS frame.
     /// Inserts its field section made go out first, on the encoder stream,
     /// and the decoder's pending acknowledgments with it.
-    pub(crate) async fn send_headers(&mut self, mut section: FrameBuf) -> Result<(), Error> {
-        self.conn.flush_encoder().await?;
-        self.conn.flush_decoder().await?;
-        self.send.write_all(section.finish(frame::HEADERS)).await?;
-        self.conn.buffers.give(section.into_inner());
-        Ok(())
+    pub(crate) async fn send_headers(&mut self, section: FrameBuf) -> Result<(), Error> {
+        self.send_section(section, None).await
     }
 
     /// Sends `section` as a HEADERS frame, `body` as one DATA frame (none
     /// when empty), then FIN: a small message in one write to the stream
     /// (one visit to the endpoint where head, body and finish took four).
-    pub(crate) async fn send_whole(
+    pub(crate) async fn send_whole(&mut self, section: FrameBuf, body: &[u8]) -> Result<(), Error> {
+        self.send_section(section, Some(body)).await?;
+        self.data_sent += body.len() as u64;
+        self.sent_all = true;
+        Ok(())
+    }
+
+    /// `section` as a HEADERS frame, alone or with a whole body and FIN,
+    /// after the QPACK streams' pending instructions.
+    async fn send_section(
         &mut self,
         mut section: FrameBuf,
-        body: &[u8],
+        body: Option<&[u8]>,
     ) -> Result<(), Error> {
         self.conn.flush_encoder().await?;
         self.conn.flush_decoder().await?;
-        let mut data = [0u8; 16];
-        let n = match body.is_empty() {
-            true => 0,
-            false => frame::write_header(&mut data, frame::DATA, body.len() as u64),
-        };
-        let parts = [section.finish(frame::HEADERS), &data[..n], body];
-        self.send.write_parts(&parts, true).await?;
+        let head = section.finish(frame::HEADERS);
+        match body {
+            None => self.send.write_all(head).await?,
+            Some(body) => {
+                let mut data = [0u8; 16];
+                let n = match body.is_empty() {
+                    true => 0,
+                    false => frame::write_header(&mut data, frame::DATA, body.len() as u64),
+                };
+                self.send
+                    .write_parts(&[head, &data[..n], body], true)
+                    .await?;
+            }
+        }
         self.conn.buffers.give(section.into_inner());
-        self.data_sent += body.len() as u64;
-        self.sent_all = true;
         Ok(())
     }
 
