@@ -215,6 +215,9 @@ impl Connection {
         self.release_scratch();
         self.crypto_scratch = Vec::new();
         self.path_responses = std::collections::VecDeque::new();
+        // A probe still out will never be answered: withdraw its claim on
+        // the path (reported with the next `take_mtu_news`).
+        self.mtu.abandon();
     }
 
     pub(crate) fn on_close_timer(&mut self) {

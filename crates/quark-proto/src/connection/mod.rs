@@ -683,9 +683,6 @@ impl Connection {
 
     /// What this connection learnt about its path MTU since the last call.
     pub(crate) fn take_mtu_news(&mut self) -> Option<PathMtu> {
-        if self.is_closed() {
-            self.mtu.abandon();
-        }
         self.mtu.take_news()
     }
 
