@@ -153,6 +153,19 @@ fn dir(ty: u64) -> Dir {
 //= https://www.rfc-editor.org/rfc/rfc9000#section-19.8
 //# STREAM Frame { Type (i) = 0x08..0x0f, Stream ID (i), [Offset (i)],
 //# [Length (i)], Stream Data (..) }
+/// A STREAM frame at the start of `r`, whose first byte is a STREAM type
+/// (0x08..=0x0f) that the packet's kind permits: what [`frame`] gives for it,
+/// without the checks that cannot fail for such a byte.
+#[inline]
+pub(super) fn stream_frame<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, FrameError> {
+    let ty = u64::from(r.u8()?);
+    debug_assert!((0x08..=0x0f).contains(&ty), "not a STREAM type");
+    stream(ty, r).map(Frame::Stream).map_err(|mut e| {
+        e.frame_type = ty;
+        e
+    })
+}
+
 fn stream<'a>(ty: u64, r: &mut Reader<'a>) -> Result<Stream<'a>, FrameError> {
     let id = StreamId(r.varint()?);
     let offset = if ty & 0x04 != 0 { r.varint()? } else { 0 };

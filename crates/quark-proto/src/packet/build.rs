@@ -154,7 +154,13 @@ impl PacketBuilder {
             let field = 0x4000 | (length.min(MAX_LENGTH_FIELD) as u16);
             buf[at..at + 2].copy_from_slice(&field.to_be_bytes());
         }
-        buf.resize(end + tag_len, 0);
+        // Room for the tag: every QUIC AEAD's is 16 bytes, zeroed by two
+        // stores where `resize` calls `memset` (issue #30: once per packet).
+        if tag_len == 16 {
+            buf.extend_from_slice(&[0; 16]);
+        } else {
+            buf.resize(end + tag_len, 0);
+        }
         SealJob {
             start: self.start,
             pn_offset: self.pn_offset,

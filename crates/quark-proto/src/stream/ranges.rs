@@ -84,10 +84,16 @@ impl Ranges {
     }
 
     /// Remove `start..end` from the set, splitting ranges as needed.
+    #[inline]
     pub(super) fn remove(&mut self, start: u64, end: u64) {
-        if start >= end || self.ranges.is_empty() {
-            return;
+        // Every acknowledgement removes its range from the lost set, which
+        // in bulk is empty: that check inline, the call skipped (issue #30).
+        if start < end && !self.ranges.is_empty() {
+            self.remove_nonempty(start, end);
         }
+    }
+
+    fn remove_nonempty(&mut self, start: u64, end: u64) {
         let mut i = self.first_after(start);
         while i < self.ranges.len() && self.ranges[i].start < end {
             let r = self.ranges[i].clone();

@@ -1,6 +1,8 @@
 //! Stream-related frames received from the peer.
 
-use super::{StreamEvent, Streams, dir_index};
+use std::collections::VecDeque;
+
+use super::{RecvFlow, StreamEntry, StreamEvent, Streams, dir_index};
 use crate::error::TransportError;
 use crate::frame::{ResetStream, StopSending};
 use crate::types::{Dir, StreamId};
@@ -61,25 +63,45 @@ impl Streams {
                 "STREAM frame on a send-only stream",
             ));
         }
-        let Some(id) = self.stream_for_frame(id)? else {
-            return Ok(());
+        let frame = (offset, data, fin);
+        // One map lookup for a stream that exists: every frame of a
+        // transfer but its first (issue #30).
+        let (consumed, stopped) = match self.map.get_mut(&id) {
+            Some(entry) => Self::on_data(&mut self.recv_flow, &mut self.events, entry, id, frame)?,
+            None => {
+                let Some(id) = self.stream_for_frame(id)? else {
+                    return Ok(());
+                };
+                let entry = self.map.get_mut(&id).expect("stream present");
+                Self::on_data(&mut self.recv_flow, &mut self.events, entry, id, frame)?
+            }
         };
-        let entry = self.map.get_mut(&id).expect("stream present");
-        let recv = entry.recv.as_mut().expect("receiving half exists");
-        let before = recv.read_offset();
-        let grew = recv.on_data(offset, data, fin)?;
-        self.recv_flow.on_received(grew)?;
-        // A stopped stream discards what arrives: that counts as consumed.
-        let consumed = recv.read_offset() - before;
-        if entry.stop_code.is_none() && recv.is_readable() {
-            Self::signal_readable(&mut self.events, entry, id);
-        }
-        let stopped = entry.stop_code.is_some();
         self.on_consumed(consumed);
         if stopped {
             self.maybe_free(id);
         }
         Ok(())
+    }
+
+    /// A STREAM frame's data into an open stream `entry`: returns the bytes
+    /// consumed (a stopped stream discards what arrives) and whether the
+    /// stream was stopped.
+    fn on_data(
+        recv_flow: &mut RecvFlow,
+        events: &mut VecDeque<StreamEvent>,
+        entry: &mut StreamEntry,
+        id: StreamId,
+        (offset, data, fin): (u64, &[u8], bool),
+    ) -> Result<(u64, bool), TransportError> {
+        let recv = entry.recv.as_mut().expect("receiving half exists");
+        let before = recv.read_offset();
+        let grew = recv.on_data(offset, data, fin)?;
+        recv_flow.on_received(grew)?;
+        let consumed = recv.read_offset() - before;
+        if entry.stop_code.is_none() && recv.is_readable() {
+            Self::signal_readable(events, entry, id);
+        }
+        Ok((consumed, entry.stop_code.is_some()))
     }
 
     /// RESET_STREAM frame.

@@ -193,3 +193,41 @@ fn frame_error_converts_to_transport_error() {
     assert_eq!(e.code, FEE);
     assert_eq!(e.frame_type, Some(0x21));
 }
+
+/// `Iter` decodes STREAM frames in 0-RTT and 1-RTT packets without
+/// `decode::frame`'s type checks (issue #30): for every STREAM type, each
+/// truncation of a frame and a frame with trailing bytes, it yields what
+/// `decode::frame` yields, and leaves the same bytes; in Initial and
+/// Handshake packets the type is still refused.
+#[test]
+fn stream_fast_path_matches_full_decode() {
+    for ty in 0x08u8..=0x0f {
+        let mut whole = vec![ty, 0x41, 0x02];
+        if ty & 0x04 != 0 {
+            put_varint(&mut whole, (1 << 62) - 3);
+        }
+        if ty & 0x02 != 0 {
+            whole.push(0x02);
+        }
+        whole.extend_from_slice(b"ab");
+        let mut trailing = whole.clone();
+        trailing.push(0x01);
+        let inputs = (1..=whole.len()).map(|n| &whole[..n]);
+        for bytes in inputs.chain([&trailing[..]]) {
+            for kind in KINDS {
+                let mut r = crate::coding::Reader::new(bytes);
+                let full = decode::frame(&mut r, kind);
+                let left = &bytes[if full.is_ok() {
+                    r.position()
+                } else {
+                    bytes.len()
+                }..];
+                let mut it = Iter::new(bytes, kind);
+                assert_eq!(it.next(), Some(full), "{bytes:02x?} in {kind:?}");
+                assert_eq!(it.rest, left, "{bytes:02x?} in {kind:?}");
+            }
+        }
+        assert_eq!(decode_err(&whole, Initial).code, PV);
+        assert_eq!(decode_err(&whole, Handshake).code, PV);
+    }
+}
