@@ -170,6 +170,36 @@ async fn streams_after_the_peer_closes() {
     );
 }
 
+/// A stream whose bytes were all read before its FIN came: after the peer
+/// closes, the next read reports the end (the FIN arrived before the close),
+/// not the connection's end.
+#[tokio::test]
+async fn the_end_of_a_stream_read_before_the_peer_closes() {
+    use tokio::io::AsyncReadExt;
+    let (server, client, config, _net) = pair_with(&[]);
+    let (c, s) = connect(&server, &client, config).await;
+    let (mut a_send, mut a_recv) = c.open_bi().await.unwrap();
+    a_send.write_all(b"ping").await.unwrap();
+    let (mut sa_send, _sa_recv) = s.accept_bi().await.unwrap();
+    let answer = data(3000, 5);
+    sa_send.write_all(&answer).await.unwrap();
+    let mut got = vec![0u8; answer.len()];
+    a_recv.read_exact(&mut got).await.unwrap();
+    assert_eq!(sha(&got), sha(&answer));
+    // The FIN alone, acknowledged, then the close.
+    sa_send.finish().unwrap();
+    let acked = tokio::time::timeout(Duration::from_secs(5), sa_send.stopped()).await;
+    assert_eq!(acked.unwrap().unwrap(), None);
+    s.close(3, b"done");
+    tokio::time::timeout(Duration::from_secs(5), c.closed())
+        .await
+        .unwrap();
+    // Past the draining period (3 PTO): the endpoint has let the connection go.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut rest = [0u8; 16];
+    assert_eq!(a_recv.read(&mut rest).await.unwrap(), None);
+}
+
 #[tokio::test]
 async fn reset_and_stop_sending() {
     let (server, client, config, _net) = pair_with(&[]);
