@@ -36,6 +36,14 @@
 // session tickets.
 #define QUARK_FLAG_NO_RESUMPTION 2
 
+// Flag for `quark_client` / `quark_listen_flags` / `quark_listen_pem_flags`
+// / `quark_connect_flags`: the endpoint and every handle made on it (its
+// connections and their streams) start in non-blocking mode, as with
+// `quark_set_nonblocking(h, 1)` on each (like `SOCK_NONBLOCK` for
+// `socket(2)` and `accept4(2)`): an event loop needs no call per new
+// handle. `quark_set_nonblocking` still switches any one of them.
+#define QUARK_FLAG_NONBLOCKING 4
+
 // Why a call failed. Every call returns one of these (all negative) on
 // failure, so `ret < 0` is the test for an error.
 enum QuarkError
@@ -77,6 +85,8 @@ typedef enum QuarkError QuarkError;
 typedef int32_t QuarkError;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+typedef struct Option_Visit Option_Visit;
 
 // What `quark_conn_stats` fills in. Fields may be added at the end; the
 // caller passes `sizeof(QuarkConnStats)` so that an older caller's smaller
@@ -268,7 +278,8 @@ int64_t quark_stream_accept_uni(int64_t conn);
 // `quark_stream_write` return `QUARK_ERROR_AGAIN` instead of waiting, and a
 // write may take only part of the buffer. `quark_connect_on` on a
 // non-blocking endpoint returns before the handshake; `quark_connect` and
-// `quark_close` always block. New handles start in blocking mode.
+// `quark_close` always block. New handles start in blocking mode, except
+// on an endpoint made with `QUARK_FLAG_NONBLOCKING`.
 //
 // Thread safety: safe from any thread; calls already waiting keep waiting.
 int32_t quark_set_nonblocking(int64_t handle, int32_t on);
@@ -344,9 +355,24 @@ int64_t quark_stream_write_ref_fin(int64_t stream,
 //
 // Thread safety: as `quark_stream_read`. `visit` runs under the
 // endpoint's lock: it must be short and must not call libquark.
-int64_t quark_stream_read_with(int64_t stream, uintptr_t max, void (*visit)(void*,
-                                                                            const uint8_t*,
-                                                                            uintptr_t), void *arg);
+int64_t quark_stream_read_with(int64_t stream, uintptr_t max, struct Option_Visit visit, void *arg);
+
+// As `quark_stream_read_with`, and `*fin` (when not NULL) tells whether
+// the stream has ended: 1 when the bytes visited were its last (the FIN
+// had arrived with them) or the call returned `0` at the end, else 0. A
+// reader that sees 1 has the whole stream and needs no further read for
+// the end (one call less per message); reading again returns `0`.
+// `*fin` is untouched on an error.
+//
+// Thread safety: as `quark_stream_read_with`.
+//
+// # Safety
+// `fin` is NULL or points to a writable `int32_t`.
+int64_t quark_stream_read_with_fin(int64_t stream,
+                                   uintptr_t max,
+                                   struct Option_Visit visit,
+                                   void *arg,
+                                   int32_t *fin);
 
 // As `quark_close`, but never waits: a connection whose written data the
 // peer has acknowledged is closed (code 0) at once; otherwise the endpoint
@@ -362,8 +388,9 @@ int64_t quark_stream_read_with(int64_t stream, uintptr_t max, void (*visit)(void
 // the same handle succeeds.
 int32_t quark_close_nowait(int64_t handle);
 
-// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` and
-// `QUARK_FLAG_NO_RESUMPTION`, or 0; other bits give `QUARK_ERROR_INVAL`).
+// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN`,
+// `QUARK_FLAG_NO_RESUMPTION` and `QUARK_FLAG_NONBLOCKING`, or 0; other
+// bits give `QUARK_ERROR_INVAL`).
 //
 // Thread safety: safe from any thread; does not block on the network.
 //

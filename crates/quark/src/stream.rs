@@ -423,6 +423,15 @@ impl RecvStream {
         self.id
     }
 
+    /// Whether nothing is left to read: the end of the stream was reached
+    /// (by a read that returned `None`, or one whose bytes were the last,
+    /// the FIN having arrived with them), or a read failed, or
+    /// [`stop`](Self::stop) was called. The next read then returns at once,
+    /// without the connection's lock.
+    pub fn at_end(&self) -> bool {
+        self.done
+    }
+
     /// Read into `buf`: `Some(n)` bytes, or `None` at the end of the stream.
     pub fn poll_read_buf(
         &mut self,
