@@ -86,15 +86,11 @@ impl Ready {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Makes `handle` non-blocking and gives it a slot, before its first call
-    /// (a listing for a handle without a slot is dropped).
-    pub(crate) fn register(&self, handle: i64) -> anyhow::Result<()> {
+    /// Gives `handle` (non-blocking from the start: the endpoints'
+    /// `QUARK_FLAG_NONBLOCKING`) a slot, before its first call (a listing
+    /// for a handle without a slot is dropped).
+    pub(crate) fn register(&self, handle: i64) {
         self.lock().insert(handle);
-        check(
-            "quark_set_nonblocking",
-            i64::from(quark_ffi::quark_set_nonblocking(handle, 1)),
-        )?;
-        Ok(())
     }
 
     pub(crate) fn unregister(&self, handle: i64) {

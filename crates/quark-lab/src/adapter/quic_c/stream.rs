@@ -6,6 +6,7 @@
 //! (`quark_stream_write`), as `quic` copies it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use quark_ffi::call;
 
@@ -18,14 +19,20 @@ use crate::wire::{chunk_spans, pattern_slice};
 pub(crate) struct OwnedStream {
     handle: i64,
     ready: Arc<Ready>,
+    /// A read reported the end (`quark_stream_read_with_fin`): the reader
+    /// is told so without another call.
+    ended: AtomicBool,
 }
 
 impl OwnedStream {
     /// Takes `handle` (a new stream, > 0).
-    pub(crate) fn new(handle: i64, ready: Arc<Ready>) -> anyhow::Result<Self> {
-        let s = OwnedStream { handle, ready };
-        s.ready.register(handle)?;
-        Ok(s)
+    pub(crate) fn new(handle: i64, ready: Arc<Ready>) -> Self {
+        ready.register(handle);
+        OwnedStream {
+            handle,
+            ready,
+            ended: AtomicBool::new(false),
+        }
     }
 
     /// One half for reading or writing (both may exist at once).
@@ -91,13 +98,25 @@ impl SendPattern for Half<'_> {
 }
 
 impl ReadChunks for Half<'_> {
+    /// Each read also says whether the stream ended
+    /// (`quark_stream_read_with_fin`), so the end costs no call of its own.
     async fn read_with<F: FnMut(&[u8]) + Send>(&mut self, mut f: F) -> anyhow::Result<bool> {
+        if self.s.ended.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
         let h = self.s.handle;
+        let mut fin = false;
         let n = self
             .s
             .ready
-            .retry(h, || call::stream_read_with(h, usize::MAX, &mut f))
+            .retry(h, || {
+                let (n, ended) = call::stream_read_with_fin(h, usize::MAX, &mut f);
+                fin = ended;
+                n
+            })
             .await;
-        Ok(check("quark_stream_read", n)? > 0)
+        let n = check("quark_stream_read", n)?;
+        self.s.ended.store(fin, Ordering::Relaxed);
+        Ok(n > 0)
     }
 }
