@@ -142,17 +142,29 @@ impl Ready {
     /// Move up to `out.len()` ready handles into `out`; how many.
     fn drain(&self, out: &mut [i64]) -> usize {
         let mut inner = self.lock();
-        let n = out.len().min(inner.order.len());
-        for (slot, h) in out.iter_mut().zip(inner.order.drain(..n)) {
-            *slot = h;
+        let Inner {
+            order,
+            listed,
+            signalled,
+        } = &mut *inner;
+        // Nothing listed (most rounds of an event loop): no copying.
+        if order.is_empty() && !*signalled {
+            return 0;
         }
-        for &h in &out[..n] {
+        let n = out.len().min(order.len());
+        for (slot, &h) in out.iter_mut().zip(&order[..n]) {
+            *slot = h;
             // A closed handle's slot may list a new handle meanwhile.
-            if let Some(l) = inner.listed.get_mut(handle_index(h))
+            if let Some(l) = listed.get_mut(handle_index(h))
                 && *l == h
             {
                 *l = 0;
             }
+        }
+        if n == order.len() {
+            order.clear();
+        } else {
+            order.drain(..n);
         }
         if let Signal::Pair { read_end, .. } = &self.signal
             && inner.order.is_empty()

@@ -5,8 +5,10 @@
 //! `quark_on_work` says so, and hands each listed handle to whoever waits
 //! for it.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+
+use parking_lot::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
 use quark_ffi::{QuarkError, call};
@@ -83,7 +85,9 @@ impl Slots {
 
 impl Ready {
     fn lock(&self) -> MutexGuard<'_, Slots> {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+        // parking_lot's: no poisoning to check at each of the several
+        // locks a request takes.
+        self.slots.lock()
     }
 
     /// Gives `handle` (non-blocking from the start: the endpoints'
@@ -97,19 +101,23 @@ impl Ready {
         self.lock().remove(handle);
     }
 
-    fn notify(&self, handle: i64) {
+    /// Wakes whoever waits for each of `handles` (the listed ones), under
+    /// one lock.
+    fn notify(&self, handles: &[i64]) {
         let mut slots = self.lock();
-        let Some(slot) = slots.get_mut(handle) else {
-            return;
-        };
-        match slot.waiter.take() {
-            None => slot.ready = true,
-            Some(w) => {
-                slot.epoch += 1;
-                // Under the lock: a tokio waker only schedules its task.
-                w.wake();
-                for w in slot.others.drain(..) {
+        for &handle in handles {
+            let Some(slot) = slots.get_mut(handle) else {
+                continue;
+            };
+            match slot.waiter.take() {
+                None => slot.ready = true,
+                Some(w) => {
+                    slot.epoch += 1;
+                    // Under the lock: a tokio waker only schedules its task.
                     w.wake();
+                    for w in slot.others.drain(..) {
+                        w.wake();
+                    }
                 }
             }
         }
@@ -179,9 +187,7 @@ pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle
                 return;
             };
             loop {
-                for &h in &listed[..n] {
-                    ready.notify(h);
-                }
+                ready.notify(&listed[..n]);
                 if n < listed.len() {
                     break;
                 }
@@ -240,7 +246,7 @@ impl WorkFlag {
         if self.pending.swap(false, Ordering::SeqCst) {
             return Poll::Ready(());
         }
-        *self.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(cx.waker().clone());
+        *self.waiter.lock() = Some(cx.waker().clone());
         // Set between the check and the registration: not lost.
         if self.pending.swap(false, Ordering::SeqCst) {
             return Poll::Ready(());
@@ -256,7 +262,7 @@ impl Wake for WorkFlag {
 
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.pending.swap(true, Ordering::SeqCst) {
-            let waiter = self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let waiter = self.waiter.lock().take();
             if let Some(w) = waiter {
                 self.from_task
                     .store(tokio::task::try_id().is_some(), Ordering::Relaxed);
