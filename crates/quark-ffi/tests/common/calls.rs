@@ -144,3 +144,19 @@ pub(crate) fn echo_next_stream(conn: i64) -> i64 {
     assert_eq!(quark_stream_shutdown(s), 0);
     s
 }
+
+/// Processes the caller-driven `ep` (and drains its ready list) until
+/// `call` gives something else than AGAIN.
+pub(crate) fn until_done(ep: i64, mut call: impl FnMut() -> i64) -> i64 {
+    for _ in 0..5_000 {
+        let r = call();
+        if r != AGAIN {
+            return r;
+        }
+        assert!(quark_process(ep, 10) >= 0);
+        let mut out = [0i64; 64];
+        // SAFETY: `out` has room for its length.
+        assert!(unsafe { quark_ready(ep, out.as_mut_ptr(), out.len()) } >= 0);
+    }
+    panic!("still AGAIN after 5000 rounds");
+}
