@@ -134,12 +134,7 @@ fn read_with_fin_reports_the_end_with_the_last_bytes() {
         assert_eq!(read_fin(s, &mut got), (0, 1));
         assert_eq!(quark_close(s), 0);
     }
-    done.send(()).unwrap();
-    drive_until(ep, &served);
-    served.join().unwrap();
-    for h in [conn, ep] {
-        assert_eq!(quark_close(h), 0);
-    }
+    finish(ep, conn, served, done);
 }
 
 #[test]
@@ -156,21 +151,22 @@ fn read_with_fin_reports_a_later_fin_with_a_read_of_0() {
     // Then the end alone.
     assert_eq!(read_fin_ready(ep, s, &mut got), (0, 1));
     assert_eq!(quark_close(s), 0);
+    finish(ep, conn, served, done);
+}
+
+/// Lets the server close, runs `ep` until its thread is done, then
+/// closes this side.
+fn finish(ep: i64, conn: i64, served: std::thread::JoinHandle<()>, done: mpsc::Sender<()>) {
     done.send(()).unwrap();
-    drive_until(ep, &served);
+    for _ in 0..2_000 {
+        if served.is_finished() {
+            break;
+        }
+        assert!(quark_process(ep, 10) >= 0);
+    }
     served.join().unwrap();
     for h in [conn, ep] {
         assert_eq!(quark_close(h), 0);
-    }
-}
-
-/// Runs `ep` until the server thread is done.
-fn drive_until(ep: i64, served: &std::thread::JoinHandle<()>) {
-    for _ in 0..2_000 {
-        if served.is_finished() {
-            return;
-        }
-        assert!(quark_process(ep, 10) >= 0);
     }
 }
 
