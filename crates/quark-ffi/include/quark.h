@@ -42,6 +42,8 @@
 // `quark_set_nonblocking(h, 1)` on each (like `SOCK_NONBLOCK` for
 // `socket(2)` and `accept4(2)`): an event loop needs no call per new
 // handle. `quark_set_nonblocking` still switches any one of them.
+// `quark_connect_flags` still blocks for its handshake (the endpoint is its
+// own); the connection it returns is non-blocking.
 #define QUARK_FLAG_NONBLOCKING 4
 
 // Why a call failed. Every call returns one of these (all negative) on

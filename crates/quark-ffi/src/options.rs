@@ -50,6 +50,8 @@ pub const QUARK_FLAG_NO_RESUMPTION: u32 = 2;
 /// `quark_set_nonblocking(h, 1)` on each (like `SOCK_NONBLOCK` for
 /// `socket(2)` and `accept4(2)`): an event loop needs no call per new
 /// handle. `quark_set_nonblocking` still switches any one of them.
+/// `quark_connect_flags` still blocks for its handshake (the endpoint is its
+/// own); the connection it returns is non-blocking.
 pub const QUARK_FLAG_NONBLOCKING: u32 = 4;
 
 /// Whether `flags` ask for caller-driven mode; unknown bits are an error.
