@@ -46,6 +46,9 @@
 // own); the connection it returns is non-blocking.
 #define QUARK_FLAG_NONBLOCKING 4
 
+// The most buffers one `quark_stream_writev` takes (`IOV_MAX` of `writev(2)`).
+#define QUARK_IOV_MAX 1024
+
 // Why a call failed. Every call returns one of these (all negative) on
 // failure, so `ret < 0` is the test for an error.
 enum QuarkError
@@ -119,6 +122,14 @@ typedef struct QuarkConnStats {
   // Smoothed RTT in microseconds.
   uint64_t rtt_us;
 } QuarkConnStats;
+
+// One buffer of a `quark_stream_writev`, as `struct iovec` of `writev(2)`.
+typedef struct QuarkIovec {
+  // The first byte (may be NULL when `len` is 0).
+  const uint8_t *base;
+  // How many bytes.
+  uintptr_t len;
+} QuarkIovec;
 
 #ifdef __cplusplus
 extern "C" {
@@ -550,6 +561,30 @@ int64_t quark_stream_write(int64_t stream, const uint8_t *buf, uintptr_t len);
 // Thread safety: safe from any thread; waits for a write in progress on
 // the same stream to finish first.
 int32_t quark_stream_shutdown(int64_t stream);
+
+// Write the `iovcnt` buffers of `iov` to `stream` in order, as if joined
+// (like `writev(2)`), and with `fin` non-zero end the sending direction once
+// all are taken (as `quark_stream_shutdown`, in the same call): a message's
+// head, body and end in one call, the FIN leaving with the last bytes. The
+// bytes are copied, as with `quark_stream_write`. Returns how many bytes
+// were taken: all of them (blocking while flow control or the send buffer
+// is full), or in non-blocking mode what fitted, at least 1, or
+// `QUARK_ERROR_AGAIN`; a partial write does not end the stream (write the
+// rest with this call again). With no bytes at all (`iovcnt` 0 or every
+// `len` 0) it returns 0 and, with `fin`, only ends the stream. More than
+// `QUARK_IOV_MAX` buffers is `QUARK_ERROR_INVAL`. Errors as
+// `quark_stream_write`.
+//
+// Thread safety: as `quark_stream_write`.
+//
+// # Safety
+// `iov` points to `iovcnt` `QuarkIovec`s (it may be NULL when `iovcnt` is
+// 0), each pointing to `len` readable bytes (`base` may be NULL when `len`
+// is 0), all unchanged during the call.
+int64_t quark_stream_writev(int64_t stream,
+                            const struct QuarkIovec *iov,
+                            uintptr_t iovcnt,
+                            int32_t fin);
 
 #ifdef __cplusplus
 }  // extern "C"

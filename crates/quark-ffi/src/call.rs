@@ -176,6 +176,18 @@ pub fn stream_write_static_fin(stream: i64, buf: &'static [u8]) -> i64 {
     }
 }
 
+/// `quark_stream_writev` of `parts` (as if joined), ending the stream once
+/// all are taken when `fin`.
+pub fn stream_writev<const N: usize>(stream: i64, parts: [&[u8]; N], fin: bool) -> i64 {
+    let iov = parts.map(|p| crate::QuarkIovec {
+        base: p.as_ptr(),
+        len: p.len(),
+    });
+    // SAFETY: `iov` is `N` buffers, each `len` readable bytes of a slice
+    // borrowed (unchanged) for the call.
+    unsafe { crate::quark_stream_writev(stream, iov.as_ptr(), N, i32::from(fin)) }
+}
+
 /// `quark_process_ready`: how many handles went into `out`, and whether the
 /// endpoint wants another round soon (or the negative error).
 pub fn process_ready(handle: i64, timeout_ms: i32, out: &mut [i64]) -> Result<(usize, bool), i64> {

@@ -22,6 +22,7 @@
 //! | `quark_stream_write_ref` / `quark_stream_read_with` | a write that lends the buffer, a read that visits the data in place (no copy at the boundary) |
 //! | `quark_process_ready` / `quark_stream_write_ref_fin` | `quark_process` + `quark_ready`, `quark_stream_write_ref` + `quark_stream_shutdown`: one call each instead of two |
 //! | `quark_stream_read_with_fin` / `QUARK_FLAG_NONBLOCKING` | a read that also says the stream ended (no read for the end); every handle of an endpoint non-blocking from the start (`SOCK_NONBLOCK`) |
+//! | `quark_stream_writev` | `writev` (+ `shutdown(SHUT_WR)` with `fin`): a message's head, body and end in one call |
 //! | `quark_on_work` | caller-driven mode: a callback when the endpoint gets work for `quark_process` |
 //! | `quark_conn_stats` | `getsockopt(TCP_INFO)`: a connection's datagram size, PMTU probes, PTOs, losses |
 //!
@@ -80,4 +81,7 @@ pub use options::{
 };
 pub use ready::{quark_ready, quark_ready_fd};
 pub use stats::{QuarkConnStats, quark_conn_stats};
-pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};
+pub use stream::{
+    QUARK_IOV_MAX, QuarkIovec, quark_stream_read, quark_stream_shutdown, quark_stream_write,
+    quark_stream_writev,
+};

@@ -139,8 +139,10 @@ impl SendStream {
     }
 
     /// [`write_parts`](Self::write_parts) as a poll; `at` (part, offset) is
-    /// how far it got, kept by the caller between polls.
-    fn poll_write_parts(
+    /// how far it got, kept by the caller between polls (start at `(0, 0)`).
+    /// `Pending` may come after some parts were taken: `at` says how much,
+    /// which a non-blocking caller can report as a partial write.
+    pub fn poll_write_parts(
         &mut self,
         cx: &mut Context<'_>,
         parts: &[&[u8]],

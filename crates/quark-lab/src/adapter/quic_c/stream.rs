@@ -3,7 +3,9 @@
 //! uses libquark's: the pattern is lent (`quark_stream_write_ref`, static
 //! bytes, nothing to release) and reads visit the data in place
 //! (`quark_stream_read_with`); the request or response head is copied
-//! (`quark_stream_write`), as `quic` copies it.
+//! (`quark_stream_write`), as `quic` copies it. A head with a body under
+//! 4 KiB (which quark copies anyway) goes with the body and the FIN in one
+//! gather write (`quark_stream_writev`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,8 +76,32 @@ impl Half<'_> {
     }
 }
 
+/// Below this, a lent piece is copied anyway (quark copies chunks under
+/// 4 KiB): a head and such a body go in one copying write.
+const LENT_COPIED_BELOW: u64 = 4096;
+
 impl SendPattern for Half<'_> {
     async fn send(&mut self, head: &[u8], len: u64) -> anyhow::Result<()> {
+        if !head.is_empty() && len < LENT_COPIED_BELOW {
+            // Head, body and FIN in one call (`quark_stream_writev`), as a
+            // C program would gather them: no copy more than lending.
+            let (mut head, mut body) = (head, pattern_slice(0, len as usize));
+            let h = self.s.handle;
+            loop {
+                let n = self
+                    .s
+                    .ready
+                    .retry(h, || call::stream_writev(h, [head, body], true))
+                    .await;
+                let n = check("quark_stream_writev", n)? as usize;
+                let in_head = n.min(head.len());
+                head = &head[in_head..];
+                body = &body[(n - in_head).min(body.len())..];
+                if head.is_empty() && body.is_empty() {
+                    return Ok(());
+                }
+            }
+        }
         self.write_all(head, call::stream_write).await?;
         let mut spans = chunk_spans(len).peekable();
         while let Some((off, n)) = spans.next() {
