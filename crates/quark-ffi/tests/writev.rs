@@ -4,7 +4,7 @@
 use quark_ffi::*;
 
 mod common;
-use common::calls::{AGAIN, c, connect, connect_on, listen, read};
+use common::calls::{AGAIN, c, connect, connect_on, read_streams};
 
 fn iov(parts: &[&[u8]]) -> Vec<QuarkIovec> {
     parts
@@ -23,35 +23,9 @@ fn writev(s: i64, parts: &[&[u8]], fin: bool) -> i64 {
     unsafe { quark_stream_writev(s, v.as_ptr(), v.len(), i32::from(fin)) }
 }
 
-/// A server thread that accepts one connection and `n` streams, reads each
-/// to its end (blocking) and hands back what each carried.
+/// A server thread that reads `n` streams of one connection to their end.
 fn server(n: usize) -> (u16, std::thread::JoinHandle<Vec<Vec<u8>>>) {
-    let (ep, port) = listen(0);
-    let t = std::thread::spawn(move || {
-        let conn = quark_accept(ep);
-        assert!(conn > 0, "accept: {conn}");
-        let mut got = Vec::new();
-        for _ in 0..n {
-            let s = quark_stream_accept(conn);
-            assert!(s > 0, "stream accept: {s}");
-            let mut all = Vec::new();
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let r = read(s, &mut buf);
-                assert!(r >= 0, "read: {r}");
-                if r == 0 {
-                    break;
-                }
-                all.extend_from_slice(&buf[..r as usize]);
-            }
-            got.push(all);
-            assert_eq!(quark_close(s), 0);
-        }
-        assert_eq!(quark_close(conn), 0);
-        assert_eq!(quark_close(ep), 0);
-        got
-    });
-    (port, t)
+    read_streams(n, |all| all)
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {

@@ -134,6 +134,31 @@ pub(crate) fn read_to_end(s: i64) -> Vec<u8> {
     }
 }
 
+/// A blocking server thread: accepts one connection and `n` streams, reads
+/// each to its end (the FIN) and returns `keep` of what each carried.
+pub(crate) fn read_streams<T: Send + 'static>(
+    n: usize,
+    keep: fn(Vec<u8>) -> T,
+) -> (u16, std::thread::JoinHandle<Vec<T>>) {
+    let (server, port) = listen(0);
+    let t = std::thread::spawn(move || {
+        let conn = quark_accept(server);
+        assert!(conn > 0, "accept: {conn}");
+        let mut got = Vec::new();
+        for _ in 0..n {
+            let s = quark_stream_accept(conn);
+            assert!(s > 0, "stream accept: {s}");
+            got.push(keep(read_to_end(s)));
+            assert_eq!(quark_close(s), 0);
+        }
+        for h in [conn, server] {
+            assert_eq!(quark_close(h), 0);
+        }
+        got
+    });
+    (port, t)
+}
+
 /// Blocking: accept the next bidirectional stream on `conn`, read it to its
 /// end and write everything back, then shut the stream down; returns it (open).
 pub(crate) fn echo_next_stream(conn: i64) -> i64 {
