@@ -187,7 +187,11 @@ pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle
                 return;
             };
             loop {
-                ready.notify(&listed[..n]);
+                // A round that listed nothing (one that only took
+                // acknowledgments, say) wakes nobody: no lock.
+                if n > 0 {
+                    ready.notify(&listed[..n]);
+                }
                 if n < listed.len() {
                     break;
                 }

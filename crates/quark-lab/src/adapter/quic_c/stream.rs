@@ -14,7 +14,7 @@ use quark_ffi::call;
 
 use super::ready::{Ready, check};
 use crate::adapter::hq::{ReadChunks, SendPattern};
-use crate::wire::{chunk_spans, pattern_slice};
+use crate::wire::{CHUNK, chunk_spans, pattern_slice};
 
 /// A stream handle this side owns: non-blocking, registered with its
 /// endpoint's [`Ready`], closed (never blocking for a stream) when dropped.
@@ -101,6 +101,15 @@ impl SendPattern for Half<'_> {
                     return Ok(());
                 }
             }
+        }
+        if head.is_empty() && len > 0 && len <= CHUNK as u64 {
+            // An answer in one piece (the server's): lent with the FIN.
+            return self
+                .write_all(
+                    pattern_slice(0, len as usize),
+                    call::stream_write_static_fin,
+                )
+                .await;
         }
         self.write_all(head, call::stream_write).await?;
         let mut spans = chunk_spans(len).peekable();
