@@ -45,7 +45,6 @@ static void add_stream(int64_t h) {
         if (streams[i].handle == 0) {
             streams[i].handle = h;
             streams[i].len = streams[i].off = 0;
-            check("nonblocking", quark_set_nonblocking(h, 1));
             return;
         }
     quark_close(h); /* full: refuse it */
@@ -85,10 +84,11 @@ int main(int argc, char **argv) {
     }
     long want = argc > 4 ? atol(argv[4]) : -1, ended = 0, wakeups = 0;
     int driven = argc > 5 && strcmp(argv[5], "driven") == 0;
-    int64_t endpoint = quark_listen_flags(argv[1], argv[2], argv[3], "quark-echo",
-                                          driven ? QUARK_FLAG_CALLER_DRIVEN : 0);
+    /* QUARK_FLAG_NONBLOCKING: the endpoint and every connection and stream
+     * it makes start non-blocking (no quark_set_nonblocking per handle). */
+    uint32_t flags = QUARK_FLAG_NONBLOCKING | (driven ? QUARK_FLAG_CALLER_DRIVEN : 0);
+    int64_t endpoint = quark_listen_flags(argv[1], argv[2], argv[3], "quark-echo", flags);
     check("listen", endpoint);
-    check("nonblocking", quark_set_nonblocking(endpoint, 1));
     struct pollfd pfd = {.fd = quark_ready_fd(endpoint), .events = POLLIN};
     check("ready fd", pfd.fd);
     printf("listening on %d\n", quark_local_port(endpoint));
@@ -111,7 +111,6 @@ int main(int argc, char **argv) {
                 quark_close(h);
             } else {
                 conns[i] = h;
-                check("nonblocking", quark_set_nonblocking(h, 1));
             }
         }
         for (int i = 0; i < MAX_CONNS; i++) {

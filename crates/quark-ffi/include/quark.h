@@ -36,6 +36,19 @@
 // session tickets.
 #define QUARK_FLAG_NO_RESUMPTION 2
 
+// Flag for `quark_client` / `quark_listen_flags` / `quark_listen_pem_flags`
+// / `quark_connect_flags`: the endpoint and every handle made on it (its
+// connections and their streams) start in non-blocking mode, as with
+// `quark_set_nonblocking(h, 1)` on each (like `SOCK_NONBLOCK` for
+// `socket(2)` and `accept4(2)`): an event loop needs no call per new
+// handle. `quark_set_nonblocking` still switches any one of them.
+// `quark_connect_flags` still blocks for its handshake (the endpoint is its
+// own); the connection it returns is non-blocking.
+#define QUARK_FLAG_NONBLOCKING 4
+
+// The most buffers one `quark_stream_writev` takes (`IOV_MAX` of `writev(2)`).
+#define QUARK_IOV_MAX 1024
+
 // Why a call failed. Every call returns one of these (all negative) on
 // failure, so `ret < 0` is the test for an error.
 enum QuarkError
@@ -78,6 +91,8 @@ typedef int32_t QuarkError;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+typedef struct Option_Visit Option_Visit;
+
 // What `quark_conn_stats` fills in. Fields may be added at the end; the
 // caller passes `sizeof(QuarkConnStats)` so that an older caller's smaller
 // struct is filled only as far as it goes.
@@ -107,6 +122,14 @@ typedef struct QuarkConnStats {
   // Smoothed RTT in microseconds.
   uint64_t rtt_us;
 } QuarkConnStats;
+
+// One buffer of a `quark_stream_writev`, as `struct iovec` of `writev(2)`.
+typedef struct QuarkIovec {
+  // The first byte (may be NULL when `len` is 0).
+  const uint8_t *base;
+  // How many bytes.
+  uintptr_t len;
+} QuarkIovec;
 
 #ifdef __cplusplus
 extern "C" {
@@ -268,7 +291,8 @@ int64_t quark_stream_accept_uni(int64_t conn);
 // `quark_stream_write` return `QUARK_ERROR_AGAIN` instead of waiting, and a
 // write may take only part of the buffer. `quark_connect_on` on a
 // non-blocking endpoint returns before the handshake; `quark_connect` and
-// `quark_close` always block. New handles start in blocking mode.
+// `quark_close` always block. New handles start in blocking mode, except
+// on an endpoint made with `QUARK_FLAG_NONBLOCKING`.
 //
 // Thread safety: safe from any thread; calls already waiting keep waiting.
 int32_t quark_set_nonblocking(int64_t handle, int32_t on);
@@ -344,9 +368,24 @@ int64_t quark_stream_write_ref_fin(int64_t stream,
 //
 // Thread safety: as `quark_stream_read`. `visit` runs under the
 // endpoint's lock: it must be short and must not call libquark.
-int64_t quark_stream_read_with(int64_t stream, uintptr_t max, void (*visit)(void*,
-                                                                            const uint8_t*,
-                                                                            uintptr_t), void *arg);
+int64_t quark_stream_read_with(int64_t stream, uintptr_t max, struct Option_Visit visit, void *arg);
+
+// As `quark_stream_read_with`, and `*fin` (when not NULL) tells whether
+// the stream has ended: 1 when the bytes visited were its last (the FIN
+// had arrived with them) or the call returned `0` at the end, else 0. A
+// reader that sees 1 has the whole stream and needs no further read for
+// the end (one call less per message); reading again returns `0`.
+// `*fin` is untouched on an error.
+//
+// Thread safety: as `quark_stream_read_with`.
+//
+// # Safety
+// `fin` is NULL or points to a writable `int32_t`.
+int64_t quark_stream_read_with_fin(int64_t stream,
+                                   uintptr_t max,
+                                   struct Option_Visit visit,
+                                   void *arg,
+                                   int32_t *fin);
 
 // As `quark_close`, but never waits: a connection whose written data the
 // peer has acknowledged is closed (code 0) at once; otherwise the endpoint
@@ -362,8 +401,9 @@ int64_t quark_stream_read_with(int64_t stream, uintptr_t max, void (*visit)(void
 // the same handle succeeds.
 int32_t quark_close_nowait(int64_t handle);
 
-// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` and
-// `QUARK_FLAG_NO_RESUMPTION`, or 0; other bits give `QUARK_ERROR_INVAL`).
+// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN`,
+// `QUARK_FLAG_NO_RESUMPTION` and `QUARK_FLAG_NONBLOCKING`, or 0; other
+// bits give `QUARK_ERROR_INVAL`).
 //
 // Thread safety: safe from any thread; does not block on the network.
 //
@@ -521,6 +561,30 @@ int64_t quark_stream_write(int64_t stream, const uint8_t *buf, uintptr_t len);
 // Thread safety: safe from any thread; waits for a write in progress on
 // the same stream to finish first.
 int32_t quark_stream_shutdown(int64_t stream);
+
+// Write the `iovcnt` buffers of `iov` to `stream` in order, as if joined
+// (like `writev(2)`), and with `fin` non-zero end the sending direction once
+// all are taken (as `quark_stream_shutdown`, in the same call): a message's
+// head, body and end in one call, the FIN leaving with the last bytes. The
+// bytes are copied, as with `quark_stream_write`. Returns how many bytes
+// were taken: all of them (blocking while flow control or the send buffer
+// is full), or in non-blocking mode what fitted, at least 1, or
+// `QUARK_ERROR_AGAIN`; a partial write does not end the stream (write the
+// rest with this call again). With no bytes at all (`iovcnt` 0 or every
+// `len` 0) it returns 0 and, with `fin`, only ends the stream. More than
+// `QUARK_IOV_MAX` buffers is `QUARK_ERROR_INVAL`. Errors as
+// `quark_stream_write`.
+//
+// Thread safety: as `quark_stream_write`.
+//
+// # Safety
+// `iov` points to `iovcnt` `QuarkIovec`s (it may be NULL when `iovcnt` is
+// 0), each pointing to `len` readable bytes (`base` may be NULL when `len`
+// is 0), all unchanged during the call.
+int64_t quark_stream_writev(int64_t stream,
+                            const struct QuarkIovec *iov,
+                            uintptr_t iovcnt,
+                            int32_t fin);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -176,6 +176,18 @@ pub fn stream_write_static_fin(stream: i64, buf: &'static [u8]) -> i64 {
     }
 }
 
+/// `quark_stream_writev` of `parts` (as if joined), ending the stream once
+/// all are taken when `fin`.
+pub fn stream_writev<const N: usize>(stream: i64, parts: [&[u8]; N], fin: bool) -> i64 {
+    let iov = parts.map(|p| crate::QuarkIovec {
+        base: p.as_ptr(),
+        len: p.len(),
+    });
+    // SAFETY: `iov` is `N` buffers, each `len` readable bytes of a slice
+    // borrowed (unchanged) for the call.
+    unsafe { crate::quark_stream_writev(stream, iov.as_ptr(), N, i32::from(fin)) }
+}
+
 /// `quark_process_ready`: how many handles went into `out`, and whether the
 /// endpoint wants another round soon (or the negative error).
 pub fn process_ready(handle: i64, timeout_ms: i32, out: &mut [i64]) -> Result<(usize, bool), i64> {
@@ -192,14 +204,27 @@ pub fn process_ready(handle: i64, timeout_ms: i32, out: &mut [i64]) -> Result<(u
 
 /// `quark_stream_read_with`: `f` sees each piece in place.
 pub fn stream_read_with<F: FnMut(&[u8])>(stream: i64, max: usize, mut f: F) -> i64 {
-    extern "C" fn visit<F: FnMut(&[u8])>(arg: *mut std::ffi::c_void, data: *const u8, len: usize) {
-        // SAFETY: `arg` is the `&mut F` below, alive and unaliased for the
-        // call; libquark passes `len` readable bytes at `data` (non-null).
-        let (f, piece) = unsafe { (&mut *arg.cast::<F>(), std::slice::from_raw_parts(data, len)) };
-        f(piece);
-    }
     let arg = (&raw mut f).cast::<std::ffi::c_void>();
     crate::quark_stream_read_with(stream, max, Some(visit::<F>), arg)
+}
+
+/// The visitor of [`stream_read_with`]: `arg` is the caller's `&mut F`.
+extern "C" fn visit<F: FnMut(&[u8])>(arg: *mut std::ffi::c_void, data: *const u8, len: usize) {
+    // SAFETY: `arg` is the caller's `&mut F`, alive and unaliased for the
+    // call; libquark passes `len` readable bytes at `data` (non-null).
+    let (f, piece) = unsafe { (&mut *arg.cast::<F>(), std::slice::from_raw_parts(data, len)) };
+    f(piece);
+}
+
+/// `quark_stream_read_with_fin`: `f` sees each piece in place; the count
+/// (or the negative error) and whether the stream has ended.
+pub fn stream_read_with_fin<F: FnMut(&[u8])>(stream: i64, max: usize, mut f: F) -> (i64, bool) {
+    let mut fin = 0i32;
+    let arg = (&raw mut f).cast::<std::ffi::c_void>();
+    // SAFETY: `fin` is a writable i32 borrowed for the call.
+    let n =
+        unsafe { crate::quark_stream_read_with_fin(stream, max, Some(visit::<F>), arg, &mut fin) };
+    (n, fin != 0)
 }
 
 /// The table slot of an open handle: below 2^20 and, like a file descriptor,

@@ -303,6 +303,7 @@ pub(crate) unsafe fn connect(
                 .block_on(connecting, None)
                 .ok_or(QuarkError::Connect)?
                 .map_err(|_| QuarkError::Connect)?;
+            let ready = with_flags(ready, flags);
             return table::insert(Object::Connection(Conn::new(conn, Some(endpoint))), ready);
         }
         let rt = runtime()?;
@@ -316,7 +317,7 @@ pub(crate) unsafe fn connect(
         let conn = rt.block_on(connecting).map_err(|_| QuarkError::Connect)?;
         table::insert(
             Object::Connection(Conn::new(conn, Some(endpoint))),
-            Ready::new()?,
+            with_flags(Ready::new()?, flags),
         )
     })
 }
@@ -508,7 +509,8 @@ fn insert_stream(
 /// `quark_stream_write` return `QUARK_ERROR_AGAIN` instead of waiting, and a
 /// write may take only part of the buffer. `quark_connect_on` on a
 /// non-blocking endpoint returns before the handshake; `quark_connect` and
-/// `quark_close` always block. New handles start in blocking mode.
+/// `quark_close` always block. New handles start in blocking mode, except
+/// on an endpoint made with `QUARK_FLAG_NONBLOCKING`.
 ///
 /// Thread safety: safe from any thread; calls already waiting keep waiting.
 #[unsafe(no_mangle)]

@@ -178,21 +178,63 @@ unsafe fn write_ref(
 pub extern "C" fn quark_stream_read_with(
     stream: i64,
     max: usize,
-    visit: Option<extern "C" fn(*mut c_void, *const u8, usize)>,
+    visit: Option<Visit>,
     arg: *mut c_void,
 ) -> i64 {
+    entry(|| read_with(stream, max, visit, arg).map(|(n, _)| n))
+}
+
+/// As `quark_stream_read_with`, and `*fin` (when not NULL) tells whether
+/// the stream has ended: 1 when the bytes visited were its last (the FIN
+/// had arrived with them) or the call returned `0` at the end, else 0. A
+/// reader that sees 1 has the whole stream and needs no further read for
+/// the end (one call less per message); reading again returns `0`.
+/// `*fin` is untouched on an error.
+///
+/// Thread safety: as `quark_stream_read_with`.
+///
+/// # Safety
+/// `fin` is NULL or points to a writable `int32_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_stream_read_with_fin(
+    stream: i64,
+    max: usize,
+    visit: Option<Visit>,
+    arg: *mut c_void,
+    fin: *mut i32,
+) -> i64 {
     entry(|| {
-        let handle = table::get(stream)?;
-        let s = stream_of(&handle)?;
-        let visit = visit.ok_or(QuarkError::Inval)?;
-        if max == 0 {
-            return Ok(0);
+        let (n, ended) = read_with(stream, max, visit, arg)?;
+        if !fin.is_null() {
+            // SAFETY: non-null: the caller promises a writable int32_t.
+            unsafe { *fin = i32::from(ended) };
         }
-        let mut recv = handle.lock_half(s.recv.as_ref().ok_or(QuarkError::WrongKind)?)?;
-        let f = |piece: &[u8]| visit(arg, piece.as_ptr(), piece.len());
-        match handle.run(recv.read_visit(max, f))?? {
-            Some(n) => Ok(n as i64),
-            None => Ok(0),
-        }
+        Ok(n)
     })
+}
+
+/// `visit(arg, data, len)` of a `quark_stream_read_with`.
+type Visit = extern "C" fn(*mut c_void, *const u8, usize);
+
+/// `quark_stream_read_with` inside a call: how many bytes were visited, and
+/// whether the stream has ended (with them, or before).
+fn read_with(
+    stream: i64,
+    max: usize,
+    visit: Option<Visit>,
+    arg: *mut c_void,
+) -> Result<(i64, bool), QuarkError> {
+    let handle = table::get(stream)?;
+    let s = stream_of(&handle)?;
+    let visit = visit.ok_or(QuarkError::Inval)?;
+    if max == 0 {
+        return Ok((0, false));
+    }
+    let mut recv = handle.lock_half(s.recv.as_ref().ok_or(QuarkError::WrongKind)?)?;
+    let f = |piece: &[u8]| visit(arg, piece.as_ptr(), piece.len());
+    match handle.run(recv.read_visit(max, f))?? {
+        // quark marks the stream done when these bytes were its last.
+        Some(n) => Ok((n as i64, recv.at_end())),
+        None => Ok((0, true)),
+    }
 }

@@ -21,6 +21,8 @@
 //! | `quark_resumed` | `SSL_session_reused`: did the handshake resume a TLS session |
 //! | `quark_stream_write_ref` / `quark_stream_read_with` | a write that lends the buffer, a read that visits the data in place (no copy at the boundary) |
 //! | `quark_process_ready` / `quark_stream_write_ref_fin` | `quark_process` + `quark_ready`, `quark_stream_write_ref` + `quark_stream_shutdown`: one call each instead of two |
+//! | `quark_stream_read_with_fin` / `QUARK_FLAG_NONBLOCKING` | a read that also says the stream ended (no read for the end); every handle of an endpoint non-blocking from the start (`SOCK_NONBLOCK`) |
+//! | `quark_stream_writev` | `writev` (+ `shutdown(SHUT_WR)` with `fin`): a message's head, body and end in one call |
 //! | `quark_on_work` | caller-driven mode: a callback when the endpoint gets work for `quark_process` |
 //! | `quark_conn_stats` | `getsockopt(TCP_INFO)`: a connection's datagram size, PMTU probes, PTOs, losses |
 //!
@@ -67,12 +69,19 @@ pub use conn::{
     quark_stream_open, quark_stream_open_uni,
 };
 pub use error::{QuarkError, quark_strerror};
-pub use lend::{quark_stream_read_with, quark_stream_write_ref, quark_stream_write_ref_fin};
+pub use lend::{
+    quark_stream_read_with, quark_stream_read_with_fin, quark_stream_write_ref,
+    quark_stream_write_ref_fin,
+};
 pub use nowait::quark_close_nowait;
 pub use options::{
-    QUARK_FLAG_CALLER_DRIVEN, QUARK_FLAG_NO_RESUMPTION, quark_connect_flags, quark_listen_flags,
-    quark_listen_pem_flags, quark_on_work, quark_process, quark_process_ready,
+    QUARK_FLAG_CALLER_DRIVEN, QUARK_FLAG_NO_RESUMPTION, QUARK_FLAG_NONBLOCKING,
+    quark_connect_flags, quark_listen_flags, quark_listen_pem_flags, quark_on_work, quark_process,
+    quark_process_ready,
 };
 pub use ready::{quark_ready, quark_ready_fd};
 pub use stats::{QuarkConnStats, quark_conn_stats};
-pub use stream::{quark_stream_read, quark_stream_shutdown, quark_stream_write};
+pub use stream::{
+    QUARK_IOV_MAX, QuarkIovec, quark_stream_read, quark_stream_shutdown, quark_stream_write,
+    quark_stream_writev,
+};

@@ -44,9 +44,20 @@ pub const QUARK_FLAG_CALLER_DRIVEN: u32 = 1;
 /// session tickets.
 pub const QUARK_FLAG_NO_RESUMPTION: u32 = 2;
 
+/// Flag for `quark_client` / `quark_listen_flags` / `quark_listen_pem_flags`
+/// / `quark_connect_flags`: the endpoint and every handle made on it (its
+/// connections and their streams) start in non-blocking mode, as with
+/// `quark_set_nonblocking(h, 1)` on each (like `SOCK_NONBLOCK` for
+/// `socket(2)` and `accept4(2)`): an event loop needs no call per new
+/// handle. `quark_set_nonblocking` still switches any one of them.
+/// `quark_connect_flags` still blocks for its handshake (the endpoint is its
+/// own); the connection it returns is non-blocking.
+pub const QUARK_FLAG_NONBLOCKING: u32 = 4;
+
 /// Whether `flags` ask for caller-driven mode; unknown bits are an error.
 pub(crate) fn caller_driven(flags: u32) -> Result<bool, QuarkError> {
-    if flags & !(QUARK_FLAG_CALLER_DRIVEN | QUARK_FLAG_NO_RESUMPTION) != 0 {
+    if flags & !(QUARK_FLAG_CALLER_DRIVEN | QUARK_FLAG_NO_RESUMPTION | QUARK_FLAG_NONBLOCKING) != 0
+    {
         return Err(QuarkError::Inval);
     }
     Ok(flags & QUARK_FLAG_CALLER_DRIVEN != 0)
@@ -56,6 +67,9 @@ pub(crate) fn caller_driven(flags: u32) -> Result<bool, QuarkError> {
 pub(crate) fn with_flags(ready: Arc<Ready>, flags: u32) -> Arc<Ready> {
     if flags & QUARK_FLAG_NO_RESUMPTION != 0 {
         ready.tls.disable_resumption();
+    }
+    if flags & QUARK_FLAG_NONBLOCKING != 0 {
+        ready.set_new_nonblocking();
     }
     ready
 }
@@ -116,8 +130,9 @@ fn linger(d: &Driven, conn: &quark::Connection) {
     conn.close(0, b"");
 }
 
-/// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN` and
-/// `QUARK_FLAG_NO_RESUMPTION`, or 0; other bits give `QUARK_ERROR_INVAL`).
+/// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN`,
+/// `QUARK_FLAG_NO_RESUMPTION` and `QUARK_FLAG_NONBLOCKING`, or 0; other
+/// bits give `QUARK_ERROR_INVAL`).
 ///
 /// Thread safety: safe from any thread; does not block on the network.
 ///

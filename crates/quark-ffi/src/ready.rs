@@ -13,6 +13,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -29,6 +30,8 @@ pub(crate) struct Ready {
     signal: Signal,
     /// The TLS configuration the endpoint's `quark_connect_on`s share.
     pub(crate) tls: TlsCache,
+    /// `QUARK_FLAG_NONBLOCKING`: the endpoint's new handles start non-blocking.
+    new_nonblocking: AtomicBool,
 }
 
 /// What makes the descriptor C polls readable.
@@ -67,6 +70,7 @@ impl Ready {
                 write_end,
             },
             tls: TlsCache::default(),
+            new_nonblocking: AtomicBool::new(false),
         }))
     }
 
@@ -76,7 +80,19 @@ impl Ready {
             inner: Mutex::new(Inner::default()),
             signal: Signal::Driven(Box::new(driven)),
             tls: TlsCache::default(),
+            new_nonblocking: AtomicBool::new(false),
         })
+    }
+
+    /// `QUARK_FLAG_NONBLOCKING`: handles made on the endpoint from now on
+    /// start in non-blocking mode.
+    pub(crate) fn set_new_nonblocking(&self) {
+        self.new_nonblocking.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a new handle of this endpoint starts non-blocking.
+    pub(crate) fn new_nonblocking(&self) -> bool {
+        self.new_nonblocking.load(Ordering::Relaxed)
     }
 
     /// The endpoint's caller-driven part, if it is caller-driven.
@@ -126,17 +142,29 @@ impl Ready {
     /// Move up to `out.len()` ready handles into `out`; how many.
     fn drain(&self, out: &mut [i64]) -> usize {
         let mut inner = self.lock();
-        let n = out.len().min(inner.order.len());
-        for (slot, h) in out.iter_mut().zip(inner.order.drain(..n)) {
-            *slot = h;
+        let Inner {
+            order,
+            listed,
+            signalled,
+        } = &mut *inner;
+        // Nothing listed (most rounds of an event loop): no copying.
+        if order.is_empty() && !*signalled {
+            return 0;
         }
-        for &h in &out[..n] {
+        let n = out.len().min(order.len());
+        for (slot, &h) in out.iter_mut().zip(&order[..n]) {
+            *slot = h;
             // A closed handle's slot may list a new handle meanwhile.
-            if let Some(l) = inner.listed.get_mut(handle_index(h))
+            if let Some(l) = listed.get_mut(handle_index(h))
                 && *l == h
             {
                 *l = 0;
             }
+        }
+        if n == order.len() {
+            order.clear();
+        } else {
+            order.drain(..n);
         }
         if let Signal::Pair { read_end, .. } = &self.signal
             && inner.order.is_empty()

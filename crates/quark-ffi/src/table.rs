@@ -163,7 +163,7 @@ pub(crate) fn insert(object: Object, ready: Arc<Ready>) -> Result<i64, QuarkErro
     unsafe {
         *slot.handle.get() = Some(Handle {
             object,
-            nonblocking: AtomicBool::new(false),
+            nonblocking: AtomicBool::new(ready.new_nonblocking()),
             waker: waker(id),
             ready,
         });

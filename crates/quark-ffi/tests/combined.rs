@@ -6,7 +6,7 @@ use quark_ffi::*;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::calls::{AGAIN, c, connect_on, listen, read_to_end};
+use common::calls::{AGAIN, c, connect_on, listen, read_streams};
 
 static DATA: [u8; 300_000] = {
     let mut d = [0u8; 300_000];
@@ -65,24 +65,7 @@ type Received = (usize, Vec<u8>);
 /// A server that reads each of `n` streams of one connection to its end
 /// (the FIN) and returns their lengths and digests.
 fn reader(n: usize) -> (u16, std::thread::JoinHandle<Vec<Received>>) {
-    let (server, port) = listen(0);
-    let t = std::thread::spawn(move || {
-        let conn = quark_accept(server);
-        assert!(conn > 0, "accept: {conn}");
-        let mut got = Vec::new();
-        for _ in 0..n {
-            let s = quark_stream_accept(conn);
-            assert!(s > 0, "stream accept: {s}");
-            let all = read_to_end(s);
-            got.push((all.len(), Sha256::digest(&all).to_vec()));
-            assert_eq!(quark_close(s), 0);
-        }
-        for h in [conn, server] {
-            assert_eq!(quark_close(h), 0);
-        }
-        got
-    });
-    (port, t)
+    read_streams(n, |all| (all.len(), Sha256::digest(&all).to_vec()))
 }
 
 #[test]

@@ -6,7 +6,9 @@ use quark_ffi::*;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::calls::{AGAIN, c, connect_on, echo_next_stream, listen, read, read_to_end, write};
+use common::calls::{
+    c, connect_on, echo_next_stream, listen, read, read_to_end, until_done, write,
+};
 
 /// A caller-driven, non-blocking client endpoint.
 fn client() -> i64 {
@@ -15,21 +17,6 @@ fn client() -> i64 {
     assert!(ep > 0, "client: {ep}");
     assert_eq!(quark_set_nonblocking(ep, 1), 0);
     ep
-}
-
-/// Processes `ep` until `call` gives something else than AGAIN.
-fn until_done(ep: i64, mut call: impl FnMut() -> i64) -> i64 {
-    for _ in 0..5_000 {
-        let r = call();
-        if r != AGAIN {
-            return r;
-        }
-        assert!(quark_process(ep, 10) >= 0);
-        let mut out = [0i64; 64];
-        // SAFETY: `out` has room for its length.
-        assert!(unsafe { quark_ready(ep, out.as_mut_ptr(), out.len()) } >= 0);
-    }
-    panic!("still AGAIN after 5000 rounds");
 }
 
 /// Processes `ep` until it holds no connection (closing ones included).

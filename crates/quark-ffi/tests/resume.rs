@@ -56,7 +56,7 @@ fn no_resumption_keeps_every_handshake_full() {
 #[test]
 fn unknown_flags_and_kinds_are_errors() {
     // SAFETY: a NUL-terminated string that lives across the call.
-    let ep = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), 4) };
+    let ep = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), 8) };
     assert_eq!(ep, QuarkError::Inval as i64);
     // SAFETY: as above.
     let ep = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), 0) };

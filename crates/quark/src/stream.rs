@@ -139,8 +139,10 @@ impl SendStream {
     }
 
     /// [`write_parts`](Self::write_parts) as a poll; `at` (part, offset) is
-    /// how far it got, kept by the caller between polls.
-    fn poll_write_parts(
+    /// how far it got, kept by the caller between polls (start at `(0, 0)`).
+    /// `Pending` may come after some parts were taken: `at` says how much,
+    /// which a non-blocking caller can report as a partial write.
+    pub fn poll_write_parts(
         &mut self,
         cx: &mut Context<'_>,
         parts: &[&[u8]],
@@ -421,6 +423,15 @@ impl RecvStream {
     /// The stream ID.
     pub fn id(&self) -> StreamId {
         self.id
+    }
+
+    /// Whether nothing is left to read: the end of the stream was reached
+    /// (by a read that returned `None`, or one whose bytes were the last,
+    /// the FIN having arrived with them), or a read failed, or
+    /// [`stop`](Self::stop) was called. The next read then returns at once,
+    /// without the connection's lock.
+    pub fn at_end(&self) -> bool {
+        self.done
     }
 
     /// Read into `buf`: `Some(n)` bytes, or `None` at the end of the stream.

@@ -134,6 +134,31 @@ pub(crate) fn read_to_end(s: i64) -> Vec<u8> {
     }
 }
 
+/// A blocking server thread: accepts one connection and `n` streams, reads
+/// each to its end (the FIN) and returns `keep` of what each carried.
+pub(crate) fn read_streams<T: Send + 'static>(
+    n: usize,
+    keep: fn(Vec<u8>) -> T,
+) -> (u16, std::thread::JoinHandle<Vec<T>>) {
+    let (server, port) = listen(0);
+    let t = std::thread::spawn(move || {
+        let conn = quark_accept(server);
+        assert!(conn > 0, "accept: {conn}");
+        let mut got = Vec::new();
+        for _ in 0..n {
+            let s = quark_stream_accept(conn);
+            assert!(s > 0, "stream accept: {s}");
+            got.push(keep(read_to_end(s)));
+            assert_eq!(quark_close(s), 0);
+        }
+        for h in [conn, server] {
+            assert_eq!(quark_close(h), 0);
+        }
+        got
+    });
+    (port, t)
+}
+
 /// Blocking: accept the next bidirectional stream on `conn`, read it to its
 /// end and write everything back, then shut the stream down; returns it (open).
 pub(crate) fn echo_next_stream(conn: i64) -> i64 {
@@ -143,4 +168,20 @@ pub(crate) fn echo_next_stream(conn: i64) -> i64 {
     assert_eq!(write(s, &all), all.len() as i64);
     assert_eq!(quark_stream_shutdown(s), 0);
     s
+}
+
+/// Processes the caller-driven `ep` (and drains its ready list) until
+/// `call` gives something else than AGAIN.
+pub(crate) fn until_done(ep: i64, mut call: impl FnMut() -> i64) -> i64 {
+    for _ in 0..5_000 {
+        let r = call();
+        if r != AGAIN {
+            return r;
+        }
+        assert!(quark_process(ep, 10) >= 0);
+        let mut out = [0i64; 64];
+        // SAFETY: `out` has room for its length.
+        assert!(unsafe { quark_ready(ep, out.as_mut_ptr(), out.len()) } >= 0);
+    }
+    panic!("still AGAIN after 5000 rounds");
 }

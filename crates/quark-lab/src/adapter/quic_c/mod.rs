@@ -44,8 +44,10 @@ use super::{
     Server, ServerStats,
 };
 
-/// Every endpoint is caller-driven: this runtime's threads run it.
-const DRIVEN: u32 = quark_ffi::QUARK_FLAG_CALLER_DRIVEN;
+/// Every endpoint is caller-driven (this runtime's threads run it), and it
+/// and every handle made on it start non-blocking: no
+/// `quark_set_nonblocking` per connection or stream.
+const DRIVEN: u32 = quark_ffi::QUARK_FLAG_CALLER_DRIVEN | quark_ffi::QUARK_FLAG_NONBLOCKING;
 
 /// The endpoints' flags: caller-driven, and without session resumption when
 /// the lab turned it off (as `quic`'s TLS configurations then are).
@@ -169,9 +171,7 @@ async fn serve_connection(conn: i64, ready: Arc<Ready>, stats: Arc<ServerStats>)
         conn,
         ready: ready.clone(),
     };
-    if ready.register(conn).is_err() {
-        return;
-    }
+    ready.register(conn);
     let ready = &ready;
     let stats = &stats;
     super::serve::serve_streams(
@@ -180,7 +180,7 @@ async fn serve_connection(conn: i64, ready: Arc<Ready>, stats: Arc<ServerStats>)
                 .retry(conn, || quark_ffi::quark_stream_accept(conn))
                 .await;
             // Negative: the connection ended.
-            (s > 0).then(|| OwnedStream::new(s, ready.clone()).ok())?
+            (s > 0).then(|| OwnedStream::new(s, ready.clone()))
         },
         |s: OwnedStream| async move {
             // Failures are counted by the request guard.
@@ -201,9 +201,10 @@ fn serve(cfg: ServeConfig) -> anyhow::Result<Box<dyn Server>> {
         .with_context(|| format!("cannot listen on udp {}", cfg.listen))?;
     let port = quark_ffi::quark_local_port(endpoint);
     let ready = Arc::new(Ready::default());
-    let started = check("quark_local_port", i64::from(port))
-        .and_then(|_| ready.register(endpoint))
-        .and_then(|()| ready::watch(endpoint, ready.clone()));
+    let started = check("quark_local_port", i64::from(port)).and_then(|_| {
+        ready.register(endpoint);
+        ready::watch(endpoint, ready.clone())
+    });
     let watcher = match started {
         Ok(w) => w,
         Err(e) => {
@@ -338,12 +339,8 @@ impl QuicCClient {
         let local = super::client_bind(cfg.server).to_string();
         let endpoint = quark_ffi::call::client(&c_string(&local)?, flags());
         check("quark_client", endpoint)?;
-        // Connects return before the handshake, as `connect(2)` on a
-        // non-blocking socket.
-        check(
-            "quark_set_nonblocking",
-            i64::from(quark_ffi::quark_set_nonblocking(endpoint, 1)),
-        )?;
+        // Non-blocking from the start (`flags`): connects return before
+        // the handshake, as `connect(2)` on a non-blocking socket.
         let ready = Arc::new(Ready::default());
         let watcher = match ready::watch(endpoint, ready.clone()) {
             Ok(w) => w,
@@ -380,7 +377,7 @@ impl Client for QuicCClient {
             );
             check("quark_connect_on", conn).context("QUIC handshake")?;
             let connected = async {
-                self.ready.register(conn)?;
+                self.ready.register(conn);
                 let done = self
                     .ready
                     .retry(conn, || i64::from(quark_ffi::quark_connected(conn)))
@@ -440,7 +437,7 @@ impl Connection for QuicCConn {
                 .ready
                 .retry(conn, || quark_ffi::quark_stream_open(conn))
                 .await;
-            let s = OwnedStream::new(check("quark_stream_open", s)?, self.ready.clone())?;
+            let s = OwnedStream::new(check("quark_stream_open", s)?, self.ready.clone());
             hq::request(s.half(), s.half(), req).await
         })
     }

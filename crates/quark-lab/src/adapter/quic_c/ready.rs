@@ -5,8 +5,10 @@
 //! `quark_on_work` says so, and hands each listed handle to whoever waits
 //! for it.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+
+use parking_lot::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
 use quark_ffi::{QuarkError, call};
@@ -83,37 +85,39 @@ impl Slots {
 
 impl Ready {
     fn lock(&self) -> MutexGuard<'_, Slots> {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+        // parking_lot's: no poisoning to check at each of the several
+        // locks a request takes.
+        self.slots.lock()
     }
 
-    /// Makes `handle` non-blocking and gives it a slot, before its first call
-    /// (a listing for a handle without a slot is dropped).
-    pub(crate) fn register(&self, handle: i64) -> anyhow::Result<()> {
+    /// Gives `handle` (non-blocking from the start: the endpoints'
+    /// `QUARK_FLAG_NONBLOCKING`) a slot, before its first call (a listing
+    /// for a handle without a slot is dropped).
+    pub(crate) fn register(&self, handle: i64) {
         self.lock().insert(handle);
-        check(
-            "quark_set_nonblocking",
-            i64::from(quark_ffi::quark_set_nonblocking(handle, 1)),
-        )?;
-        Ok(())
     }
 
     pub(crate) fn unregister(&self, handle: i64) {
         self.lock().remove(handle);
     }
 
-    fn notify(&self, handle: i64) {
+    /// Wakes whoever waits for each of `handles` (the listed ones), under
+    /// one lock.
+    fn notify(&self, handles: &[i64]) {
         let mut slots = self.lock();
-        let Some(slot) = slots.get_mut(handle) else {
-            return;
-        };
-        match slot.waiter.take() {
-            None => slot.ready = true,
-            Some(w) => {
-                slot.epoch += 1;
-                // Under the lock: a tokio waker only schedules its task.
-                w.wake();
-                for w in slot.others.drain(..) {
+        for &handle in handles {
+            let Some(slot) = slots.get_mut(handle) else {
+                continue;
+            };
+            match slot.waiter.take() {
+                None => slot.ready = true,
+                Some(w) => {
+                    slot.epoch += 1;
+                    // Under the lock: a tokio waker only schedules its task.
                     w.wake();
+                    for w in slot.others.drain(..) {
+                        w.wake();
+                    }
                 }
             }
         }
@@ -183,8 +187,10 @@ pub(crate) fn watch(handle: i64, ready: Arc<Ready>) -> anyhow::Result<JoinHandle
                 return;
             };
             loop {
-                for &h in &listed[..n] {
-                    ready.notify(h);
+                // A round that listed nothing (one that only took
+                // acknowledgments, say) wakes nobody: no lock.
+                if n > 0 {
+                    ready.notify(&listed[..n]);
                 }
                 if n < listed.len() {
                     break;
@@ -244,7 +250,7 @@ impl WorkFlag {
         if self.pending.swap(false, Ordering::SeqCst) {
             return Poll::Ready(());
         }
-        *self.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(cx.waker().clone());
+        *self.waiter.lock() = Some(cx.waker().clone());
         // Set between the check and the registration: not lost.
         if self.pending.swap(false, Ordering::SeqCst) {
             return Poll::Ready(());
@@ -260,7 +266,7 @@ impl Wake for WorkFlag {
 
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.pending.swap(true, Ordering::SeqCst) {
-            let waiter = self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let waiter = self.waiter.lock().take();
             if let Some(w) = waiter {
                 self.from_task
                     .store(tokio::task::try_id().is_some(), Ordering::Relaxed);
