@@ -135,6 +135,22 @@ async fn close_code_reaches_peer() {
     assert!(c.open_bi().await.is_err());
 }
 
+/// A client stream with a ping sent: its receiving half, and the server's
+/// sending half of it.
+async fn pinged(c: &Connection, s: &Connection) -> (quark::RecvStream, quark::SendStream) {
+    let (mut send, recv) = c.open_bi().await.unwrap();
+    send.write_all(b"ping").await.unwrap();
+    let (answer, _) = s.accept_bi().await.unwrap();
+    (recv, answer)
+}
+
+/// Ends `send` and waits until the peer has acknowledged all of it.
+async fn finish_acked(send: &mut quark::SendStream) {
+    send.finish().unwrap();
+    let acked = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
+    assert_eq!(acked.unwrap().unwrap(), None);
+}
+
 /// After the peer closes, what arrived before the close is still read in full;
 /// a stream with nothing left to read, and any send-side call, report the
 /// connection's end (the closed connection keeps no other stream state).
@@ -142,15 +158,11 @@ async fn close_code_reaches_peer() {
 async fn streams_after_the_peer_closes() {
     let (server, client, config, _net) = pair_with(&[]);
     let (c, s) = connect(&server, &client, config).await;
-    let (mut a_send, mut a_recv) = c.open_bi().await.unwrap();
-    a_send.write_all(b"ping").await.unwrap();
-    let (mut sa_send, _sa_recv) = s.accept_bi().await.unwrap();
+    let (mut a_recv, mut sa_send) = pinged(&c, &s).await;
     let answer = data(5000, 4);
     sa_send.write_all(&answer).await.unwrap();
-    sa_send.finish().unwrap();
     // Acknowledged: the answer sits in the client's buffer, unread.
-    let acked = tokio::time::timeout(Duration::from_secs(5), sa_send.stopped()).await;
-    assert_eq!(acked.unwrap().unwrap(), None);
+    finish_acked(&mut sa_send).await;
     let (mut b_send, mut b_recv) = c.open_bi().await.unwrap();
     s.close(3, b"done");
     let err = tokio::time::timeout(Duration::from_secs(5), c.closed())
@@ -178,18 +190,14 @@ async fn the_end_of_a_stream_read_before_the_peer_closes() {
     use tokio::io::AsyncReadExt;
     let (server, client, config, _net) = pair_with(&[]);
     let (c, s) = connect(&server, &client, config).await;
-    let (mut a_send, mut a_recv) = c.open_bi().await.unwrap();
-    a_send.write_all(b"ping").await.unwrap();
-    let (mut sa_send, _sa_recv) = s.accept_bi().await.unwrap();
+    let (mut a_recv, mut sa_send) = pinged(&c, &s).await;
     let answer = data(3000, 5);
     sa_send.write_all(&answer).await.unwrap();
     let mut got = vec![0u8; answer.len()];
     a_recv.read_exact(&mut got).await.unwrap();
     assert_eq!(sha(&got), sha(&answer));
     // The FIN alone, acknowledged, then the close.
-    sa_send.finish().unwrap();
-    let acked = tokio::time::timeout(Duration::from_secs(5), sa_send.stopped()).await;
-    assert_eq!(acked.unwrap().unwrap(), None);
+    finish_acked(&mut sa_send).await;
     s.close(3, b"done");
     tokio::time::timeout(Duration::from_secs(5), c.closed())
         .await
