@@ -26,8 +26,11 @@ async fn send_buffers_hold_datagrams_at_the_loopback_mtu() {
     assert_eq!(sha(&echo(&conns[0], &bulk).await), sha(&bulk));
     let stats = conns[0].stats();
     assert!(stats.mtu_probes > 0, "the client searched the path MTU");
+    // A path held at 1 452 bytes averages below that. How much went out
+    // before the probe's answer came back varies with the machine's load
+    // (one loaded CI run averaged 9 973 bytes), so the bound leaves room.
     assert!(
-        stats.bytes_out / stats.datagrams_out > 10_000,
+        stats.bytes_out / stats.datagrams_out > 4_000,
         "large datagrams went out: {stats:?}"
     );
     // Then every connection at once, so the pool holds many buffers.
