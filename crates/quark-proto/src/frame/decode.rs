@@ -20,7 +20,26 @@ const MAX_STREAM_COUNT: u64 = 1 << 60;
 const MAX_ACK_DELAY_US: u64 = (1 << 14) * 1000;
 
 /// Decode the frame at the start of `r`, which came in a packet of kind `kind`.
+#[inline]
 pub(super) fn frame<'a>(r: &mut Reader<'a>, kind: PacketKind) -> Result<Frame<'a>, FrameError> {
+    // Most frames of a bulk transfer are STREAM frames in 1-RTT packets: a
+    // one-byte STREAM type is minimally encoded, known and permitted there,
+    // so the checks `checked` makes cannot fail for it (issue #30).
+    if r.peek().is_some_and(|first| is_stream_in_data(first, kind)) {
+        return stream_frame(r);
+    }
+    checked(r, kind)
+}
+
+/// Whether `first` is a STREAM frame's type byte (0x08..=0x0f) in a packet
+/// that may carry STREAM frames (RFC 9000 Table 3: 0-RTT and 1-RTT).
+#[inline]
+fn is_stream_in_data(first: u8, kind: PacketKind) -> bool {
+    first & 0xf8 == 0x08 && matches!(kind, PacketKind::OneRtt | PacketKind::ZeroRtt)
+}
+
+/// [`frame`] with every check made on the frame's type, whatever it is.
+pub(super) fn checked<'a>(r: &mut Reader<'a>, kind: PacketKind) -> Result<Frame<'a>, FrameError> {
     let start = r.position();
     let ty = r
         .varint()
@@ -154,10 +173,10 @@ fn dir(ty: u64) -> Dir {
 //# STREAM Frame { Type (i) = 0x08..0x0f, Stream ID (i), [Offset (i)],
 //# [Length (i)], Stream Data (..) }
 /// A STREAM frame at the start of `r`, whose first byte is a STREAM type
-/// (0x08..=0x0f) that the packet's kind permits: what [`frame`] gives for it,
-/// without the checks that cannot fail for such a byte.
+/// (0x08..=0x0f) that the packet's kind permits: what [`checked`] gives for
+/// it, without the checks that cannot fail for such a byte.
 #[inline]
-pub(super) fn stream_frame<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, FrameError> {
+fn stream_frame<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, FrameError> {
     let ty = u64::from(r.u8()?);
     debug_assert!((0x08..=0x0f).contains(&ty), "not a STREAM type");
     stream(ty, r).map(Frame::Stream).map_err(|mut e| {

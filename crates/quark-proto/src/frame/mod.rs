@@ -353,15 +353,7 @@ impl<'a> Iterator for Iter<'a> {
             return Some(Ok(Frame::Padding { len }));
         }
         let mut r = crate::coding::Reader::new(self.rest);
-        // Most frames of a bulk transfer are STREAM frames in 1-RTT packets:
-        // their one-byte type is minimally encoded, known and permitted
-        // there, so the checks `decode::frame` makes are skipped (issue #30).
-        let decoded = if is_stream_in_data(self.rest[0], self.kind) {
-            decode::stream_frame(&mut r)
-        } else {
-            decode::frame(&mut r, self.kind)
-        };
-        match decoded {
+        match decode::frame(&mut r, self.kind) {
             Ok(frame) => {
                 self.rest = &self.rest[r.position()..];
                 Some(Ok(frame))
@@ -373,13 +365,6 @@ impl<'a> Iterator for Iter<'a> {
             }
         }
     }
-}
-
-/// Whether `first` is a STREAM frame's type byte (0x08..=0x0f) in a packet
-/// that may carry STREAM frames (RFC 9000 Table 3: 0-RTT and 1-RTT).
-#[inline]
-fn is_stream_in_data(first: u8, kind: PacketKind) -> bool {
-    first & 0xf8 == 0x08 && matches!(kind, PacketKind::OneRtt | PacketKind::ZeroRtt)
 }
 
 /// Whether `ty` is a frame type this codec understands.
