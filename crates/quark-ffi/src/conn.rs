@@ -528,7 +528,7 @@ pub extern "C" fn quark_set_nonblocking(handle: i64, on: i32) -> i32 {
 /// - a stream: what was written is still delivered (FIN if not shut down);
 ///   unread received data is discarded (STOP_SENDING).
 /// - a connection: waits up to 3 s for the peer to acknowledge what was
-///   written, then closes it (code 0) and its own client endpoint (waiting
+///   written, each stream's end (FIN) included, then closes it (code 0) and its own client endpoint (waiting
 ///   up to 3 s more for the close to be sent).
 /// - an endpoint: closes it and every connection it accepted.
 ///
@@ -566,10 +566,11 @@ pub extern "C" fn quark_close(handle: i64) -> i32 {
     })
 }
 
-/// Until nothing written on `conn` waits for acknowledgement, or it ended.
+/// Until nothing written on `conn` waits for acknowledgement (streams' ends
+/// included), or it ended.
 async fn drained(conn: &quark::Connection) {
     let acked = async {
-        while conn.send_buffered().0 > 0 {
+        while !conn.all_acked() {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
     };

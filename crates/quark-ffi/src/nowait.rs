@@ -55,14 +55,14 @@ impl Lingering {
     }
 }
 
-/// Nothing written waits for acknowledgement (an ended connection has
-/// nothing buffered).
+/// Nothing written waits for acknowledgement, streams' ends included (an
+/// ended connection has nothing waiting).
 fn drained(c: &Connection) -> bool {
-    c.send_buffered().0 == 0
+    c.all_acked()
 }
 
-/// As `quark_close`, but never waits: a connection whose written data the
-/// peer has acknowledged is closed (code 0) at once; otherwise the endpoint
+/// As `quark_close`, but never waits: a connection whose written data (and
+/// streams' ends) the peer has acknowledged is closed (code 0) at once; otherwise the endpoint
 /// keeps it until that data is acknowledged, at most 3 s, and then closes
 /// it, all while the endpoint runs (the library thread, or for a
 /// caller-driven endpoint the caller's `quark_process`, which must go on

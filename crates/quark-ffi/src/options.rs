@@ -114,14 +114,14 @@ pub(crate) fn close_driven(d: &Driven, object: &Object) {
     }
 }
 
-/// Wait until what was written on `conn` is acknowledged (at most
-/// `LINGER`), then close it.
+/// Wait until what was written on `conn` is acknowledged, streams' ends
+/// included (at most `LINGER`), then close it.
 fn linger(d: &Driven, conn: &quark::Connection) {
     let mut closed = std::pin::pin!(conn.closed());
     // Until nothing written waits for acknowledgement, or it ended: each
     // ACK arrives on the socket, which wakes the loop.
     let acked = std::future::poll_fn(|cx| {
-        if conn.send_buffered().0 == 0 {
+        if conn.all_acked() {
             return std::task::Poll::Ready(());
         }
         closed.as_mut().poll(cx).map(|_| ())

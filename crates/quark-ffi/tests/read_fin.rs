@@ -158,6 +158,14 @@ fn read_with_fin_reports_a_later_fin_with_a_read_of_0() {
 /// closes this side.
 fn finish(ep: i64, conn: i64, served: std::thread::JoinHandle<()>, done: mpsc::Sender<()>) {
     done.send(()).unwrap();
+    serve_out(ep, served);
+    for h in [conn, ep] {
+        assert_eq!(quark_close(h), 0);
+    }
+}
+
+/// Runs `ep` until the server's thread is done.
+fn serve_out(ep: i64, served: std::thread::JoinHandle<()>) {
     for _ in 0..2_000 {
         if served.is_finished() {
             break;
@@ -165,7 +173,44 @@ fn finish(ep: i64, conn: i64, served: std::thread::JoinHandle<()>, done: mpsc::S
         assert!(quark_process(ep, 10) >= 0);
     }
     served.join().unwrap();
-    for h in [conn, ep] {
+}
+
+/// The server closes its connection right after a FIN sent on its own
+/// (`quark_close` lingers until what was written is acknowledged, the FIN
+/// included): the client still reads the end, and reads it again, not a
+/// closed connection. A close once overtook a FIN not yet sent.
+#[test]
+fn a_close_right_after_a_fin_alone_still_reads_as_the_end() {
+    static REPLY: [u8; 100] = [5; 100];
+    // A caller-driven server: nothing is sent between its calls but what
+    // they drive, so its FIN is still unsent when it closes.
+    let (sep, port) = listen(QUARK_FLAG_CALLER_DRIVEN);
+    let served = std::thread::spawn(move || {
+        let conn = quark_accept(sep);
+        assert!(conn > 0, "accept: {conn}");
+        let s = quark_stream_accept(conn);
+        assert!(s > 0, "stream accept: {s}");
+        assert_eq!(write(s, &REPLY), REPLY.len() as i64);
+        // The data goes out and is acknowledged.
+        settle(sep, Duration::from_millis(300));
+        assert_eq!(quark_stream_shutdown(s), 0);
+        assert_eq!(quark_close(s), 0);
+        assert_eq!(quark_close(conn), 0);
+        assert_eq!(quark_close(sep), 0);
+    });
+    let ep = client();
+    let conn = connect_on(ep, port);
+    let s = request(ep, conn);
+    let mut got = Vec::new();
+    let (n, fin) = read_fin_ready(ep, s, &mut got);
+    assert_eq!(n, REPLY.len() as i64);
+    assert_eq!(got, REPLY);
+    serve_out(ep, served);
+    if fin == 0 {
+        assert_eq!(read_fin_ready(ep, s, &mut got), (0, 1));
+    }
+    assert_eq!(read_fin(s, &mut got), (0, 1));
+    for h in [s, conn, ep] {
         assert_eq!(quark_close(h), 0);
     }
 }

@@ -212,3 +212,40 @@ fn room_reserved_for_a_stream_is_kept_for_it() {
     });
     assert!(got[0] == body_a && got[1] == body_b);
 }
+
+/// `all_acked` waits for each stream's end and reset, which hold no bytes of
+/// the budget: false from a write until its acknowledgement, from a FIN
+/// sent on its own until the FIN's, and from a reset until the
+/// RESET_STREAM's.
+#[test]
+fn all_acked_waits_for_a_fin_and_a_reset_alone() {
+    let t = TransportConfig::default;
+    let (mut sim, c, _s) = pair(seed(31), t(), t());
+    let settle = |sim: &mut Sim| sim.run_for(Duration::from_millis(100));
+    let conn = sim.client.connection_mut(c).unwrap();
+    assert!(conn.all_acked());
+    let id = conn.open_stream(Dir::Bi).unwrap();
+    assert_eq!(conn.write(id, b"hello").unwrap(), 5);
+    assert!(!conn.all_acked());
+    settle(&mut sim);
+    let conn = sim.client.connection_mut(c).unwrap();
+    assert!(conn.all_acked());
+    conn.finish(id).unwrap();
+    assert_eq!(conn.send_buffered(), 0, "a FIN holds no bytes");
+    assert!(!conn.all_acked(), "the FIN is not acknowledged yet");
+    settle(&mut sim);
+    let conn = sim.client.connection_mut(c).unwrap();
+    assert!(conn.all_acked());
+    let id = conn.open_stream(Dir::Uni).unwrap();
+    assert_eq!(conn.write(id, b"x").unwrap(), 1);
+    settle(&mut sim);
+    let conn = sim.client.connection_mut(c).unwrap();
+    assert!(conn.all_acked());
+    conn.reset_stream(id, 7).unwrap();
+    assert!(
+        !conn.all_acked(),
+        "the RESET_STREAM is not acknowledged yet"
+    );
+    settle(&mut sim);
+    assert!(sim.client.connection_mut(c).unwrap().all_acked());
+}

@@ -291,6 +291,14 @@ impl Connection {
         self.inspect(|c| c.rtt()).unwrap_or_default()
     }
 
+    /// Whether the peer has acknowledged everything written on every
+    /// stream, each stream's end (FIN) or reset included (true once the
+    /// connection has ended). A graceful close waits for this before
+    /// [`close`](Self::close), which discards whatever is still unsent.
+    pub fn all_acked(&self) -> bool {
+        self.inspect(|c| c.all_acked()).unwrap_or(true)
+    }
+
     /// Bytes held in the send buffers of all streams, and reserved for
     /// writes, and the send budget they stay within (for tests).
     #[doc(hidden)]

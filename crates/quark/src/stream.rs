@@ -409,6 +409,9 @@ pub struct RecvStream {
     id: StreamId,
     /// The end was reached (or an error reported): nothing to stop on drop.
     done: bool,
+    /// The error a read reported: every later read reports it again (a
+    /// stream cut short must never read as if it had ended).
+    failed: Option<ReadError>,
 }
 
 impl RecvStream {
@@ -417,6 +420,7 @@ impl RecvStream {
             conn,
             id,
             done: false,
+            failed: None,
         }
     }
 
@@ -498,8 +502,25 @@ impl RecvStream {
         ) -> Result<(ReadOutcome, bool), StreamError>,
     ) -> Poll<Result<Option<usize>, ReadError>> {
         if self.done {
-            return Poll::Ready(Ok(None));
+            return Poll::Ready(self.failed.clone().map_or(Ok(None), Err));
         }
+        let polled = self.poll_read_locked(cx, read);
+        if let Poll::Ready(Err(e)) = &polled {
+            self.done = true;
+            self.failed = Some(e.clone());
+        }
+        polled
+    }
+
+    /// [`poll_read_with`](Self::poll_read_with) under the connection's lock.
+    fn poll_read_locked(
+        &mut self,
+        cx: &mut Context<'_>,
+        read: impl FnOnce(
+            &mut quark_proto::Connection,
+            StreamId,
+        ) -> Result<(ReadOutcome, bool), StreamError>,
+    ) -> Poll<Result<Option<usize>, ReadError>> {
         let mut guard = self.conn.shared.lock();
         let state = &mut *guard;
         let entry = state
@@ -545,11 +566,9 @@ impl RecvStream {
                 Poll::Pending
             }
             Err(StreamError::Read(quark_proto::ReadError::Reset(code))) => {
-                self.done = true;
                 Poll::Ready(Err(ReadError::Reset(code)))
             }
             Err(_) => {
-                self.done = true;
                 // A closed connection keeps only the streams with something left
                 // to read: for the others the connection's end is the answer.
                 Poll::Ready(Err(match entry.error.as_deref() {

@@ -172,6 +172,9 @@ async fn streams_after_the_peer_closes() {
     assert_eq!(sha(&got), sha(&answer));
     let lost = quark::ReadError::ConnectionLost(err.clone());
     assert_eq!(b_recv.read_to_end(1 << 20).await.unwrap_err(), lost);
+    // Reported again, never as the stream's end.
+    let mut buf = [0u8; 16];
+    assert_eq!(b_recv.read(&mut buf).await.unwrap_err(), lost);
     assert_eq!(
         b_send.finish().unwrap_err(),
         quark::WriteError::ConnectionLost(err.clone())
@@ -218,6 +221,12 @@ async fn reset_and_stop_sending() {
     let (_s_send, mut s_recv) = s.accept_bi().await.unwrap();
     let err = s_recv.read_to_end(1 << 20).await.unwrap_err();
     assert_eq!(err, quark::ReadError::Reset(99));
+    // A reset stream reads as reset again, never as ended.
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        s_recv.read(&mut buf).await.unwrap_err(),
+        quark::ReadError::Reset(99)
+    );
 
     let (mut send2, _recv2) = c.open_bi().await.unwrap();
     send2.write_all(b"x").await.unwrap();

@@ -807,6 +807,13 @@ impl Connection {
         self.streams.send_buffered()
     }
 
+    /// Whether the peer has acknowledged everything written on every stream,
+    /// each stream's end (FIN) or reset included: what a graceful close
+    /// waits for.
+    pub fn all_acked(&self) -> bool {
+        self.streams.all_acked()
+    }
+
     /// The send budget now (`TransportConfig::send_budget`).
     #[doc(hidden)]
     pub fn send_budget(&self) -> usize {

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use super::sched::{Priority, SendQueue};
 use super::{StreamEntry, StreamEvent, Streams};
+use crate::stream::SendState;
 use crate::types::StreamId;
 
 /// Bytes freed per stream woken from the queue: about what one write takes
@@ -110,6 +111,21 @@ impl Streams {
     /// Bytes held in all send buffers, and room reserved for writes.
     pub(crate) fn send_buffered(&self) -> usize {
         self.budget.held + self.budget.reserved
+    }
+
+    /// Whether the peer has acknowledged everything written on every
+    /// stream: its bytes, and its FIN or RESET_STREAM. A FIN sent on its
+    /// own holds no bytes, so the budget alone cannot say it is still out.
+    pub(crate) fn all_acked(&self) -> bool {
+        self.budget.held == 0
+            && self.map.values().all(|entry| {
+                entry.send.as_ref().is_none_or(|send| {
+                    matches!(
+                        send.state(),
+                        SendState::Send | SendState::DataRecvd | SendState::ResetRecvd
+                    )
+                })
+            })
     }
 
     /// A write (or reservation) on `id` took nothing: note what it waits for.
