@@ -10,9 +10,12 @@ cd "$(dirname "$0")/.."
 bash interop/setup.sh
 # The lab's quic-go program (lab/quic-go, built by setup.sh): vet and unit tests.
 (cd lab/quic-go && export GOTOOLCHAIN=local GOFLAGS=-mod=readonly && go vet . && go test .)
-# Everything the tests need, built once: the test binaries, the examples and
-# the `quark` binary the interop and CLI tests run.
+# Everything the tests need, built once: the test binaries, the examples,
+# the `quark` and `quinn-hq` binaries the interop and CLI tests run, and
+# libquark for the C examples. Tests that would otherwise `cargo build -p`
+# what they run (with other features, so a rebuild) take it as built.
 cargo test --workspace --no-run
+export QUARK_TEST_PREBUILT=1
 
 # A test that hangs fails its pass after this long instead of eating the CI's
 # whole budget (the full suite takes under 10 minutes on 2 cores).

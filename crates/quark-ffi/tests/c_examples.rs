@@ -13,7 +13,7 @@ use quark::{Endpoint, hq, tls};
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::{digest_of, examples, scratch, target_dir, wait, workspace};
+use common::{digest_of, examples, scratch, wait, workspace};
 
 /// A quark hq-interop server on a port of its own, serving `root`.
 struct HqServer {
@@ -97,7 +97,7 @@ fn python_quark_get_downloads_a_file() {
     let root = scratch("www-py");
     let want = test_file(&root);
     let server = hq_server(&root);
-    let lib = target_dir().join("libquark_ffi.so");
+    let lib = common::lib_dir().join("libquark_ffi.so");
     let out = root.join("out.bin");
     let mut child = Command::new("python3")
         .arg(workspace().join("bindings/python/quark_get.py"))

@@ -28,12 +28,31 @@ pub(crate) fn target_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).unwrap().to_path_buf()
 }
 
+/// Whether the run that started these tests already built all they use:
+/// `scripts/test.sh` sets `QUARK_TEST_PREBUILT` after `cargo test
+/// --workspace --no-run`, whose features a `cargo build -p` here would not
+/// share (CI rebuilt the tree three times over, ~3 minutes on 2 cores).
+pub(crate) fn prebuilt() -> bool {
+    std::env::var_os("QUARK_TEST_PREBUILT").is_some()
+}
+
+/// Where `libquark_ffi.a` and `.so` are: `target/debug` after the `cargo
+/// build` of [`examples`], or, prebuilt, beside the test (cargo's test
+/// builds leave them in `deps`).
+pub(crate) fn lib_dir() -> PathBuf {
+    if prebuilt() {
+        target_dir().join("deps")
+    } else {
+        target_dir()
+    }
+}
+
 /// Build the static library (the test harness builds only the rlib) and the
 /// C examples, once; returns the directory holding the programs.
 pub(crate) fn examples() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        // `--tests` keeps the features of `cargo test`, so nothing is rebuilt.
+        // `--tests` keeps the features of `cargo test -p quark-ffi`.
         cargo_build(&["-p", "quark-ffi", "--lib", "--tests"]);
         make_examples("bin", &[])
     })
@@ -57,7 +76,11 @@ pub(crate) fn wait(child: &mut std::process::Child, limit: Duration) -> std::pro
 /// `cargo build ARGS` in the workspace, with the test's own environment
 /// (CARGO_PKG_*, ...) removed: build scripts that watch it would rerun and
 /// rebuild the whole tree.
+/// Nothing to do when [`prebuilt`].
 pub(crate) fn cargo_build(args: &[&str]) {
+    if prebuilt() {
+        return;
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
     for (key, _) in std::env::vars_os() {
@@ -87,7 +110,7 @@ pub(crate) fn make_examples(name: &str, vars: &[&str]) -> PathBuf {
         .arg("-C")
         .arg(workspace().join("examples/c"))
         .arg(format!("OUT={}", out.display()))
-        .arg(format!("TARGET_DIR={}", target_dir().display()))
+        .arg(format!("TARGET_DIR={}", lib_dir().display()))
         .args(vars)
         .status()
         .unwrap();
