@@ -403,6 +403,18 @@ impl Drop for SendStream {
     }
 }
 
+/// A read on the protocol connection: its outcome, and whether its data
+/// ended the stream.
+trait ProtoRead:
+    FnOnce(&mut quark_proto::Connection, StreamId) -> Result<(ReadOutcome, bool), StreamError>
+{
+}
+
+impl<F> ProtoRead for F where
+    F: FnOnce(&mut quark_proto::Connection, StreamId) -> Result<(ReadOutcome, bool), StreamError>
+{
+}
+
 /// The receiving half of a stream.
 pub struct RecvStream {
     conn: ConnRef,
@@ -496,10 +508,7 @@ impl RecvStream {
     fn poll_read_with(
         &mut self,
         cx: &mut Context<'_>,
-        read: impl FnOnce(
-            &mut quark_proto::Connection,
-            StreamId,
-        ) -> Result<(ReadOutcome, bool), StreamError>,
+        read: impl ProtoRead,
     ) -> Poll<Result<Option<usize>, ReadError>> {
         if self.done {
             return Poll::Ready(self.failed.clone().map_or(Ok(None), Err));
@@ -516,10 +525,7 @@ impl RecvStream {
     fn poll_read_locked(
         &mut self,
         cx: &mut Context<'_>,
-        read: impl FnOnce(
-            &mut quark_proto::Connection,
-            StreamId,
-        ) -> Result<(ReadOutcome, bool), StreamError>,
+        read: impl ProtoRead,
     ) -> Poll<Result<Option<usize>, ReadError>> {
         let mut guard = self.conn.shared.lock();
         let state = &mut *guard;
