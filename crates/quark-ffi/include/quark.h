@@ -302,8 +302,9 @@ int32_t quark_set_nonblocking(int64_t handle, int32_t on);
 // - a stream: what was written is still delivered (FIN if not shut down);
 //   unread received data is discarded (STOP_SENDING).
 // - a connection: waits up to 3 s for the peer to acknowledge what was
-//   written, each stream's end (FIN) included, then closes it (code 0) and its own client endpoint (waiting
-//   up to 3 s more for the close to be sent).
+//   written, each stream's end (FIN) included, then closes it (code 0)
+//   and its own client endpoint (waiting up to 3 s more for the close to
+//   be sent).
 // - an endpoint: closes it and every connection it accepted.
 //
 // A call blocked on the handle in another thread finishes with the object
@@ -388,11 +389,11 @@ int64_t quark_stream_read_with_fin(int64_t stream,
                                    int32_t *fin);
 
 // As `quark_close`, but never waits: a connection whose written data (and
-// streams' ends) the peer has acknowledged is closed (code 0) at once; otherwise the endpoint
-// keeps it until that data is acknowledged, at most 3 s, and then closes
-// it, all while the endpoint runs (the library thread, or for a
-// caller-driven endpoint the caller's `quark_process`, which must go on
-// running for the close to be sent). Streams close as with `quark_close`.
+// streams' ends) the peer has acknowledged is closed (code 0) at once;
+// otherwise the endpoint keeps it until they are acknowledged, at most
+// 3 s, and then closes it, all while the endpoint runs (the library
+// thread, or for a caller-driven endpoint the caller's `quark_process`,
+// which must go on running for the close to be sent). Streams close as with `quark_close`.
 // A connection made by `quark_connect` / `quark_connect_flags` (with its
 // own client endpoint) and an endpoint handle close as with `quark_close`,
 // waiting, since their endpoint goes with them.

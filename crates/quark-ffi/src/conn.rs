@@ -528,8 +528,9 @@ pub extern "C" fn quark_set_nonblocking(handle: i64, on: i32) -> i32 {
 /// - a stream: what was written is still delivered (FIN if not shut down);
 ///   unread received data is discarded (STOP_SENDING).
 /// - a connection: waits up to 3 s for the peer to acknowledge what was
-///   written, each stream's end (FIN) included, then closes it (code 0) and its own client endpoint (waiting
-///   up to 3 s more for the close to be sent).
+///   written, each stream's end (FIN) included, then closes it (code 0)
+///   and its own client endpoint (waiting up to 3 s more for the close to
+///   be sent).
 /// - an endpoint: closes it and every connection it accepted.
 ///
 /// A call blocked on the handle in another thread finishes with the object

@@ -62,11 +62,11 @@ fn drained(c: &Connection) -> bool {
 }
 
 /// As `quark_close`, but never waits: a connection whose written data (and
-/// streams' ends) the peer has acknowledged is closed (code 0) at once; otherwise the endpoint
-/// keeps it until that data is acknowledged, at most 3 s, and then closes
-/// it, all while the endpoint runs (the library thread, or for a
-/// caller-driven endpoint the caller's `quark_process`, which must go on
-/// running for the close to be sent). Streams close as with `quark_close`.
+/// streams' ends) the peer has acknowledged is closed (code 0) at once;
+/// otherwise the endpoint keeps it until they are acknowledged, at most
+/// 3 s, and then closes it, all while the endpoint runs (the library
+/// thread, or for a caller-driven endpoint the caller's `quark_process`,
+/// which must go on running for the close to be sent). Streams close as with `quark_close`.
 /// A connection made by `quark_connect` / `quark_connect_flags` (with its
 /// own client endpoint) and an endpoint handle close as with `quark_close`,
 /// waiting, since their endpoint goes with them.
