@@ -422,8 +422,9 @@ pub struct RecvStream {
     /// The end was reached (or an error reported): nothing to stop on drop.
     done: bool,
     /// The error a read reported: every later read reports it again (a
-    /// stream cut short must never read as if it had ended).
-    failed: Option<ReadError>,
+    /// stream cut short must never read as if it had ended). Boxed: the
+    /// stream sits in every reader's future, which moves it.
+    failed: Option<Box<ReadError>>,
 }
 
 impl RecvStream {
@@ -511,12 +512,12 @@ impl RecvStream {
         read: impl ProtoRead,
     ) -> Poll<Result<Option<usize>, ReadError>> {
         if self.done {
-            return Poll::Ready(self.failed.clone().map_or(Ok(None), Err));
+            return Poll::Ready(self.failed.as_deref().cloned().map_or(Ok(None), Err));
         }
         let polled = self.poll_read_locked(cx, read);
         if let Poll::Ready(Err(e)) = &polled {
             self.done = true;
-            self.failed = Some(e.clone());
+            self.failed = Some(Box::new(e.clone()));
         }
         polled
     }
