@@ -22,7 +22,6 @@ mod serve_tcp;
 mod signals;
 mod timer;
 mod xdp;
-mod zero_rtt;
 
 /// quark: a QUIC v1 stack and its performance lab.
 #[derive(Debug, Parser)]

@@ -4,18 +4,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::*;
-
-fn get(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quark"))
-        .arg("get")
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// The log's lines once it has `n` (requests are logged when they end).
 fn lines(log: &Path, n: usize) -> Vec<String> {

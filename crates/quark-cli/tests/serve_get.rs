@@ -7,13 +7,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::{free_port, serve, serve_with, sha, stderr, tempdir};
+use common::{free_port, get, serve, serve_with, sha, stderr, tempdir};
 
 const QUARK: &str = env!("CARGO_BIN_EXE_quark");
-
-fn get(args: &[&str]) -> Output {
-    Command::new(QUARK).arg("get").args(args).output().unwrap()
-}
 
 fn write_files(root: &Path) -> Vec<(String, Vec<u8>)> {
     let files: Vec<(String, Vec<u8>)> = vec![

@@ -3,17 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
-
-use common::{serve_with, sha, stderr, tempdir};
-
-fn get(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quark"))
-        .arg("get")
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::{get, serve_with, sha, stderr, tempdir};
 
 #[test]
 fn get_sends_its_requests_in_0rtt() {

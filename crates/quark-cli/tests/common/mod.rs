@@ -55,6 +55,15 @@ pub(crate) fn sha(b: &[u8]) -> Vec<u8> {
     Sha256::digest(b).to_vec()
 }
 
+/// `quark get ARGS...`, run to the end.
+pub(crate) fn get(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_quark"))
+        .arg("get")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// A finished command's stderr as text, for asserting on its messages.
 pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -1,6 +1,6 @@
-//! `quark get --0rtt`: rustls keeps session tickets in its configuration's
-//! memory and offers no way to save them, so a run first makes a connection
-//! of its own to get one, then resumes with it.
+//! `quark get --0rtt` and `--resume`: rustls keeps session tickets in its
+//! configuration's memory and offers no way to save them, so a run first
+//! makes a connection of its own to get one, then resumes with it.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use anyhow::anyhow;
 use quark::{ClientConfig, Connecting, Connection, Endpoint};
 
 /// Wait for a connection's handshake, within `timeout`.
-pub(crate) async fn established(
+pub(super) async fn established(
     connecting: Connecting,
     addr: SocketAddr,
     timeout: Duration,
@@ -27,7 +27,7 @@ pub(crate) async fn established(
 
 /// A connection that only completes its handshake and lingers until the
 /// server's session tickets (sent right after it) have arrived.
-pub(crate) async fn prime(
+pub(super) async fn prime(
     endpoint: &Endpoint,
     config: &ClientConfig,
     addr: SocketAddr,
@@ -36,9 +36,14 @@ pub(crate) async fn prime(
 ) -> anyhow::Result<()> {
     let connecting = endpoint.connect(config.clone(), addr, host)?;
     let conn = established(connecting, addr, timeout).await?;
-    // The tickets travel with HANDSHAKE_DONE, about a round trip after the
-    // client's Finished.
-    tokio::time::sleep(2 * conn.rtt() + Duration::from_millis(20)).await;
+    await_tickets(&conn).await;
     conn.close(0, b"ticket");
     Ok(())
+}
+
+/// Give the server's session tickets time to arrive: they travel with
+/// HANDSHAKE_DONE, about a round trip after the client's Finished (rustls
+/// does not say when one is stored).
+pub(super) async fn await_tickets(conn: &Connection) {
+    tokio::time::sleep(2 * conn.rtt() + Duration::from_millis(20)).await;
 }
