@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """hq-interop (HTTP/0.9 over QUIC) client on aioquic.
 
-    hq_client.py URL... -o DIR (--ca F | --insecure) [--cipher LIST]
+    hq_client.py URL... -o DIR (--ca F | --insecure) [--cipher LIST] [--resume [--0rtt]]
 
 Fetches every URL in parallel, one bidirectional stream each, on a single
-connection. Exits non-zero if any download fails.
+connection. With --resume, the first URL goes over a connection of its own
+and the rest over a second that resumes its session (with --0rtt, sending
+the requests as early data); the summary says "resumed" and "0-RTT accepted"
+when they happened. Exits non-zero if any download fails.
 """
 
 import argparse
@@ -103,6 +106,56 @@ def output_name(path):
     return "index.html" if name in ("", ".", "..") else name
 
 
+class Ticket:
+    """The session ticket a first connection receives, for the second."""
+
+    def __init__(self):
+        self.ticket = None
+        self.arrived = asyncio.Event()
+
+    def store(self, ticket):
+        self.ticket = ticket
+        self.arrived.set()
+
+
+async def fetch(args, config, host, port, paths, early=False, ticket=None):
+    """Fetch `paths` over one connection; returns (downloads, results, tls).
+    With `early`, the requests go before the handshake completes (0-RTT when
+    the configuration holds a ticket that allows it). With `ticket`, the
+    connection waits for the server's session ticket before it closes."""
+    async with connect(
+        resolve(host, port),
+        port,
+        configuration=config,
+        create_protocol=HqClient,
+        wait_connected=False,
+        session_ticket_handler=ticket.store if ticket else None,
+    ) as client:
+        client.transmit()
+        downloads = []
+        if early:
+            downloads = [client.get(path, os.path.join(args.output, output_name(path))) for path in paths]
+        try:
+            await asyncio.wait_for(client.wait_connected(), args.connect_timeout)
+        except asyncio.TimeoutError:
+            raise ConnectionError(f"no answer from {host}:{port} within {args.connect_timeout} s")
+        suite = negotiated_suite(client._quic)
+        print(f"cipher-suite: {suite_name(suite)}", file=sys.stderr)
+        if config.cipher_suites and suite not in config.cipher_suites:
+            raise SystemExit(f"negotiated {suite_name(suite)}, which was not requested")
+        if not early:
+            downloads = [client.get(path, os.path.join(args.output, output_name(path))) for path in paths]
+        results = await asyncio.gather(*(d.done for d in downloads), return_exceptions=True)
+        if ticket is not None:
+            # It travels with HANDSHAKE_DONE, about a round trip after the handshake.
+            try:
+                await asyncio.wait_for(ticket.arrived.wait(), 1.0)
+            except asyncio.TimeoutError:
+                pass
+        client.close(error_code=0, reason_phrase="done")
+        return downloads, results, client._quic.tls
+
+
 async def run(args):
     targets = []
     for url in args.urls:
@@ -115,6 +168,8 @@ async def run(args):
         raise SystemExit("all URLs must name the same server")
     if not os.path.isdir(args.output):
         raise SystemExit(f"-o {args.output}: not a directory")
+    if args.resume and len(targets) < 2:
+        raise SystemExit("--resume needs two URLs or more")
 
     suites = parse_ciphers(args.cipher)
     config = QuicConfiguration(
@@ -134,22 +189,22 @@ async def run(args):
     else:
         raise SystemExit("no way to verify the server: give --ca FILE (or --insecure)")
 
+    paths = [path for _, _, path in targets]
     start = time.monotonic()
-    async with connect(
-        resolve(host, port), port, configuration=config, create_protocol=HqClient, wait_connected=False
-    ) as client:
-        client.transmit()
-        try:
-            await asyncio.wait_for(client.wait_connected(), args.connect_timeout)
-        except asyncio.TimeoutError:
-            raise ConnectionError(f"no answer from {host}:{port} within {args.connect_timeout} s")
-        suite = negotiated_suite(client._quic)
-        print(f"cipher-suite: {suite_name(suite)}", file=sys.stderr)
-        if suites and suite not in suites:
-            raise SystemExit(f"negotiated {suite_name(suite)}, which was not requested")
-        downloads = [client.get(path, os.path.join(args.output, output_name(path))) for _, _, path in targets]
-        results = await asyncio.gather(*(d.done for d in downloads), return_exceptions=True)
-        client.close(error_code=0, reason_phrase="done")
+    downloads, results, resumed = [], [], ""
+    if args.resume:
+        ticket = Ticket()
+        downloads, results, _ = await fetch(args, config, host, port, paths[:1], ticket=ticket)
+        paths = paths[1:]
+        config.session_ticket = ticket.ticket
+    rest = await fetch(args, config, host, port, paths, early=args.resume and args.zero_rtt)
+    downloads += rest[0]
+    results += rest[1]
+    if args.resume:
+        tls = rest[2]
+        resumed = ", resumed" if tls.session_resumed else ", full handshake (no resumption)"
+        if args.zero_rtt:
+            resumed += ", 0-RTT accepted" if tls.early_data_accepted else ", 0-RTT not accepted"
 
     failed = 0
     total = 0
@@ -160,7 +215,8 @@ async def run(args):
         else:
             total += result
     elapsed = time.monotonic() - start
-    print(f"{len(downloads) - failed} of {len(downloads)} files, {total} bytes in {elapsed:.3f} s", file=sys.stderr)
+    print(f"{len(downloads) - failed} of {len(downloads)} files, {total} bytes in {elapsed:.3f} s{resumed}",
+          file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -172,6 +228,10 @@ def main():
     parser.add_argument("--insecure", action="store_true", help="do not verify the server")
     parser.add_argument("--cipher", action="append", help="aes128, aes256, chacha20 (comma-separated)")
     parser.add_argument("--connect-timeout", type=float, default=10.0)
+    parser.add_argument("--resume", action="store_true",
+                        help="the first URL on one connection, the rest on a second resuming its session")
+    parser.add_argument("--0rtt", dest="zero_rtt", action="store_true",
+                        help="with --resume: the second connection's requests in 0-RTT")
     parser.add_argument("--version", action="store_true", help="print versions and exit")
     args = parser.parse_intermixed_args()
     if args.version:

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """hq-interop (HTTP/0.9 over QUIC) file server on aioquic.
 
-    hq_server.py --listen HOST:PORT --root DIR --cert F --key F [--cipher LIST] [--retry]
+    hq_server.py --listen HOST:PORT --root DIR --cert F --key F [--cipher LIST] [--retry] [--0rtt]
 
 Serves until killed. Requests are `GET /path` on a bidirectional stream; the
 reply is the file's bytes and FIN, or a stream reset when the file cannot be
-served. Paths that would leave the root are refused.
+served. Paths that would leave the root are refused. Session tickets are kept
+in memory, each usable once, so clients resume; aioquic's tickets always allow
+early data, so 0-RTT is accepted with or without `--0rtt`.
 """
 
 import argparse
@@ -46,6 +48,20 @@ def resolve_path(root, request):
     if not os.path.isfile(full):
         raise ValueError(f"no such file {line[4:]!r}")
     return full
+
+
+class Tickets:
+    """Session tickets issued, each taken when a client presents it (a replayed
+    ClientHello finds none)."""
+
+    def __init__(self):
+        self._tickets = {}
+
+    def add(self, ticket):
+        self._tickets[ticket.ticket] = ticket
+
+    def take(self, label):
+        return self._tickets.pop(label, None)
 
 
 class HqServer(QuicConnectionProtocol):
@@ -113,7 +129,16 @@ async def run(args):
     config.load_cert_chain(args.cert, args.key)
     HqServer.root = os.path.realpath(args.root)
     HqServer.suites = suites
-    server = await serve(host, int(port), configuration=config, create_protocol=HqServer, retry=args.retry)
+    tickets = Tickets()
+    server = await serve(
+        host,
+        int(port),
+        configuration=config,
+        create_protocol=HqServer,
+        retry=args.retry,
+        session_ticket_fetcher=tickets.take,
+        session_ticket_handler=tickets.add,
+    )
     addr = server._transport.get_extra_info("sockname")
     print(f"{version()} listening on {addr[0]}:{addr[1]} (hq-interop)", file=sys.stderr, flush=True)
     await asyncio.Event().wait()
@@ -127,6 +152,8 @@ def main():
     parser.add_argument("--key")
     parser.add_argument("--cipher", action="append", help="aes128, aes256, chacha20 (comma-separated)")
     parser.add_argument("--retry", action="store_true", help="validate client addresses with Retry")
+    parser.add_argument("--0rtt", dest="zero_rtt", action="store_true",
+                        help="accept 0-RTT (always on: the tickets kept allow early data)")
     parser.add_argument("--version", action="store_true", help="print versions and exit")
     args = parser.parse_args()
     if args.version:

@@ -6,7 +6,7 @@ import os
 
 KIB, MIB = 1024, 1024 * 1024
 QUICK = ["handshake", "transfer", "chacha20", "retry", "multiconnect", "transferloss",
-         "ecn", "amplificationlimit", "ipv6", "rebind-port"]
+         "ecn", "amplificationlimit", "ipv6", "rebind-port", "resumption", "zerortt"]
 
 
 class Case:
@@ -24,7 +24,7 @@ class Case:
         self.timeout = timeout  # seconds for the whole cell
         self.unplayable = unplayable  # reason no pair can play it here
         self.goodput = goodput  # report Mbit/s
-        self.expect = expect  # text the quark client must print
+        self.expect = expect  # text the client must print
         self.client_opt = list(client_opt)  # client flags used only where known
         self.check = check  # name of a checks.py function run on the relay's report
         self.host = host  # address of every socket (ipv6: ::1)
@@ -74,7 +74,7 @@ def all_cases(connections=50):
              check="rebind_addr"),
         Case("multiconnect", "10 files, one connection each", files("mc", 10, KIB), mode="multi"),
         Case("resumption", "a second connection resumes the first's session",
-             files("rs", 3, 10 * KIB), mode="resume", needs=[("client", "--session-file")]),
+             files("rs", 3, 10 * KIB), mode="resume", expect="resumed"),
         Case("zerortt", "a resumed connection sends its requests in 0-RTT",
              files("zr", 5, 10 * KIB), server=["--0rtt"], mode="zerortt", expect="0-RTT accepted"),
         # The client starts in v1 and the server, preferring v2, moves it there

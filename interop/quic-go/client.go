@@ -27,12 +27,17 @@ func runClient(args []string) error {
 	cipher := fs.String("cipher", "", "TLS 1.3 cipher suites to offer: aes128,aes256,chacha20")
 	timeout := fs.Duration("connect-timeout", 10*time.Second, "handshake timeout")
 	quicVersion := fs.String("quic-version", "", "QUIC version to speak: 1 or 2 (default: quic-go's)")
+	resume := fs.Bool("resume", false, "the first URL on one connection, the rest on a second resuming its session")
+	zeroRTT := fs.Bool("0rtt", false, "with -resume: the second connection's requests in 0-RTT")
 	urls, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(urls) == 0 {
 		return errors.New("no URLs given")
+	}
+	if *resume && len(urls) < 2 {
+		return errors.New("-resume needs two URLs or more")
 	}
 	ciphers, err := parseCiphers(*cipher)
 	if err != nil {
@@ -91,38 +96,37 @@ func runClient(args []string) error {
 		return errors.New("no way to verify the server: give --ca FILE (or --insecure)")
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	conn, err := quic.DialAddr(ctx, net.JoinHostPort(hostname, port), tlsConf, &quic.Config{
+	tickets := &ticketCache{ClientSessionCache: tls.NewLRUClientSessionCache(4), stored: make(chan struct{}, 1)}
+	if *resume {
+		tlsConf.ClientSessionCache = tickets
+	}
+	quicConf := &quic.Config{
 		MaxIdleTimeout:             30 * time.Second,
 		MaxStreamReceiveWindow:     16 << 20,
 		MaxConnectionReceiveWindow: 64 << 20,
 		Versions:                   versions,
-	})
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", host, err)
 	}
-	fmt.Fprintf(os.Stderr, "quic-version: %s\n", versionName(conn.ConnectionState().Version))
-	suite := conn.ConnectionState().TLS.CipherSuite
-	fmt.Fprintf(os.Stderr, "cipher-suite: %s\n", tls.CipherSuiteName(suite))
-	if err := checkCipher(suite, ciphers); err != nil {
-		conn.CloseWithError(1, "wrong cipher suite")
-		return err
-	}
+	addr := net.JoinHostPort(hostname, port)
+	c := connection{addr: addr, tlsConf: tlsConf, quicConf: quicConf, timeout: *timeout, ciphers: ciphers, out: *out}
 
 	start := time.Now()
-	errs := make([]error, len(paths))
-	sizes := make([]int64, len(paths))
-	var wg sync.WaitGroup
-	for i, p := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sizes[i], errs[i] = fetch(conn, p, filepath.Join(*out, outputName(p)))
-		}()
+	var errs []error
+	var sizes []int64
+	summary := ""
+	if *resume {
+		errs, sizes, err = c.fetch(paths[:1], false, tickets.stored)
+		if err != nil {
+			return err
+		}
+		more, moreSizes, err := c.fetch(paths[1:], *zeroRTT, nil)
+		if err != nil {
+			return err
+		}
+		errs, sizes = append(errs, more...), append(sizes, moreSizes...)
+		summary = c.resumed
+	} else if errs, sizes, err = c.fetch(paths, false, nil); err != nil {
+		return err
 	}
-	wg.Wait()
-	conn.CloseWithError(0, "done")
 
 	failed := 0
 	var total int64
@@ -134,11 +138,107 @@ func runClient(args []string) error {
 		total += sizes[i]
 	}
 	secs := time.Since(start).Seconds()
-	fmt.Fprintf(os.Stderr, "%d of %d files, %d bytes in %.3f s\n", len(paths)-failed, len(paths), total, secs)
+	fmt.Fprintf(os.Stderr, "%d of %d files, %d bytes in %.3f s%s\n", len(paths)-failed, len(paths), total, secs, summary)
 	if failed > 0 {
 		return fmt.Errorf("%d of %d downloads failed", failed, len(paths))
 	}
 	return nil
+}
+
+// ticketCache tells when the server's session ticket has been stored.
+type ticketCache struct {
+	tls.ClientSessionCache
+	stored chan struct{}
+}
+
+func (t *ticketCache) Put(key string, cs *tls.ClientSessionState) {
+	t.ClientSessionCache.Put(key, cs)
+	if cs != nil {
+		select {
+		case t.stored <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// connection is what every connection of one run shares.
+type connection struct {
+	addr     string
+	tlsConf  *tls.Config
+	quicConf *quic.Config
+	timeout  time.Duration
+	ciphers  []uint16
+	out      string
+	// How the last connection's handshake went: ", resumed" or not, and
+	// with 0-RTT whether the server accepted it.
+	resumed string
+}
+
+// fetch runs `paths` in parallel over one new connection (with `early`, in
+// 0-RTT when a ticket allows it). With `ticket`, the connection waits for
+// the server's session ticket (at most a second) before it closes.
+func (c *connection) fetch(paths []string, early bool, ticket <-chan struct{}) ([]error, []int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	var conn *quic.Conn
+	var err error
+	if early {
+		conn, err = quic.DialAddrEarly(ctx, c.addr, c.tlsConf, c.quicConf)
+	} else {
+		conn, err = quic.DialAddr(ctx, c.addr, c.tlsConf, c.quicConf)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", c.addr, err)
+	}
+	errs := make([]error, len(paths))
+	sizes := make([]int64, len(paths))
+	var wg sync.WaitGroup
+	requests := func() {
+		for i, p := range paths {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sizes[i], errs[i] = fetch(conn, p, filepath.Join(c.out, outputName(p)))
+			}()
+		}
+	}
+	if early { // before the handshake completes: in 0-RTT if the server takes it
+		requests()
+	}
+	select {
+	case <-conn.HandshakeComplete():
+	case <-ctx.Done():
+		conn.CloseWithError(1, "handshake timeout")
+		return nil, nil, fmt.Errorf("connect to %s: %w", c.addr, ctx.Err())
+	}
+	state := conn.ConnectionState()
+	fmt.Fprintf(os.Stderr, "quic-version: %s\n", versionName(state.Version))
+	fmt.Fprintf(os.Stderr, "cipher-suite: %s\n", tls.CipherSuiteName(state.TLS.CipherSuite))
+	if err := checkCipher(state.TLS.CipherSuite, c.ciphers); err != nil {
+		conn.CloseWithError(1, "wrong cipher suite")
+		return nil, nil, err
+	}
+	if !early {
+		requests()
+	}
+	wg.Wait()
+	if ticket != nil {
+		select {
+		case <-ticket:
+		case <-time.After(time.Second):
+		}
+	}
+	conn.CloseWithError(0, "done")
+	c.resumed = ", full handshake (no resumption)"
+	if state.TLS.DidResume {
+		c.resumed = ", resumed"
+	}
+	if early && state.Used0RTT {
+		c.resumed += ", 0-RTT accepted"
+	} else if early {
+		c.resumed += ", 0-RTT not accepted"
+	}
+	return errs, sizes, nil
 }
 
 // fetch runs one hq-interop request on a new stream and writes the body to dest.

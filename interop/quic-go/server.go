@@ -31,6 +31,7 @@ func runServer(args []string) error {
 	cipher := fs.String("cipher", "", "TLS 1.3 cipher suites to accept: aes128,aes256,chacha20")
 	retry := fs.Bool("retry", false, "validate client addresses with Retry")
 	quicVersions := fs.String("quic-versions", "1,2", "QUIC versions to accept, comma-separated: 1, 2")
+	zeroRTT := fs.Bool("0rtt", false, "accept 0-RTT from resuming clients")
 	rest, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -75,19 +76,33 @@ func runServer(args []string) error {
 	if *retry {
 		tr.VerifySourceAddress = func(net.Addr) bool { return true }
 	}
-	ln, err := tr.Listen(tlsConf, &quic.Config{
+	conf := &quic.Config{
 		MaxIdleTimeout:             30 * time.Second,
 		MaxIncomingStreams:         1000,
 		MaxStreamReceiveWindow:     16 << 20,
 		MaxConnectionReceiveWindow: 64 << 20,
 		Versions:                   versions,
-	})
-	if err != nil {
-		return err
+		Allow0RTT:                  *zeroRTT,
+	}
+	// With 0-RTT, connections are served from the ClientHello on, so early
+	// requests are answered.
+	var accept func(context.Context) (*quic.Conn, error)
+	if *zeroRTT {
+		ln, err := tr.ListenEarly(tlsConf, conf)
+		if err != nil {
+			return err
+		}
+		accept = ln.Accept
+	} else {
+		ln, err := tr.Listen(tlsConf, conf)
+		if err != nil {
+			return err
+		}
+		accept = ln.Accept
 	}
 	fmt.Fprintf(os.Stderr, "%s listening on %s (hq-interop)\n", version(), udp.LocalAddr())
 	for {
-		conn, err := ln.Accept(context.Background())
+		conn, err := accept(context.Background())
 		if err != nil {
 			return err
 		}

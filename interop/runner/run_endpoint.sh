@@ -95,15 +95,18 @@ client)
     resumption | zerortt)
         # The first connection fetches one file and stores the session ticket;
         # the second resumes with it (in 0-RTT for zerortt) for the rest.
-        if [ "$TESTCASE" = zerortt ] && ! knows get --session-file; then
-            # Only an in-process ticket: `get --0rtt` primes a first connection itself.
-            needs get --0rtt
-            exec "$QUARK" "${base[@]}" --0rtt "${urls[@]}"
-        fi
-        needs get --session-file
-        session=${SESSION_FILE:-$(mktemp -d)/session}
         early=()
         if [ "$TESTCASE" = zerortt ]; then needs get --0rtt; early=(--0rtt); fi
+        if ! knows get --session-file; then
+            # Tickets in the process's memory only: `get --resume` makes both
+            # connections; without it, `get --0rtt` primes a connection of its own.
+            if knows get --resume; then
+                exec "$QUARK" "${base[@]}" --resume "${early[@]}" "${urls[@]}"
+            fi
+            [ "$TESTCASE" = zerortt ] || needs get --resume
+            exec "$QUARK" "${base[@]}" --0rtt "${urls[@]}"
+        fi
+        session=${SESSION_FILE:-$(mktemp -d)/session}
         "$QUARK" "${base[@]}" --session-file "$session" "${urls[0]}"
         [ ${#urls[@]} -gt 1 ] || exit 0
         exec "$QUARK" "${base[@]}" --session-file "$session" "${early[@]}" "${urls[@]:1}" ;;

@@ -44,6 +44,9 @@ enum Command {
         /// Validate client addresses with a Retry first.
         #[arg(long)]
         retry: bool,
+        /// Accept 0-RTT from resuming clients.
+        #[arg(long = "0rtt")]
+        zero_rtt: bool,
     },
     /// Fetch URLs in parallel on one connection.
     Client {
@@ -65,6 +68,13 @@ enum Command {
         /// Give up connecting after this many seconds.
         #[arg(long, default_value_t = 10)]
         connect_timeout: u64,
+        /// Fetch the first URL over a connection of its own, the rest over a
+        /// second that resumes its session; the summary says whether it did.
+        #[arg(long)]
+        resume: bool,
+        /// With --resume: send the second connection's requests in 0-RTT.
+        #[arg(long = "0rtt", requires = "resume")]
+        zero_rtt: bool,
     },
 }
 
@@ -90,6 +100,7 @@ fn main() -> ExitCode {
                 key,
                 cipher,
                 retry,
+                zero_rtt,
             } => {
                 server::run(server::ServerOptions {
                     listen,
@@ -98,6 +109,7 @@ fn main() -> ExitCode {
                     key,
                     ciphers: cipher,
                     retry,
+                    zero_rtt,
                 })
                 .await
             }
@@ -108,6 +120,8 @@ fn main() -> ExitCode {
                 insecure: _,
                 cipher,
                 connect_timeout,
+                resume,
+                zero_rtt,
             } => {
                 client::run(client::ClientOptions {
                     urls,
@@ -115,6 +129,8 @@ fn main() -> ExitCode {
                     ca,
                     ciphers: cipher,
                     connect_timeout: Duration::from_secs(connect_timeout),
+                    resume,
+                    zero_rtt,
                 })
                 .await
             }

@@ -69,7 +69,7 @@ where
 #[tokio::test]
 async fn quark_client_quinn_server_echo() {
     let certs = certs("quinn-server");
-    let config = quinn_tls::server_config(&certs.cert, &certs.key, &[]).unwrap();
+    let config = quinn_tls::server_config(&certs.cert, &certs.key, &[], false).unwrap();
     let server = quinn::Endpoint::server(config, any()).unwrap();
     let addr = server.local_addr().unwrap();
     let echo = tokio::spawn(async move {
@@ -126,7 +126,9 @@ async fn quinn_client_to_quark(
             conn.send_datagram_wait(d).await.unwrap();
         }
     });
-    let config = quinn_tls::client_config(quinn_tls::Verify::CaFile(&certs.cert), &[]).unwrap();
+    let config = quinn_tls::client_config(quinn_tls::Verify::CaFile(&certs.cert), &[])
+        .unwrap()
+        .0;
     let mut client = quinn::Endpoint::client(any()).unwrap();
     client.set_default_client_config(config);
     let conn = client.connect(addr, "localhost").unwrap().await.unwrap();

@@ -79,7 +79,7 @@ fn quick_matrix_passes() {
     assert!(out.status.success(), "interop/run --quick failed: {stdout}");
     // Every cell of the quick form is played: a `-` would hide a lost peer.
     let table: Vec<&str> = stdout.lines().filter(|l| l.contains(" -> ")).collect();
-    assert_eq!(table.len(), 10 * 4, "cells: {table:?}");
+    assert_eq!(table.len(), 12 * 4, "cells: {table:?}");
     for line in table {
         assert!(line.contains(" ok "), "not passed: {line}");
     }
@@ -184,7 +184,7 @@ fn endpoint_script_plays_a_case_and_refuses_unknown_ones() {
         port: free_port(),
     };
 
-    for case in ["retry", "multiconnect"] {
+    for case in ["retry", "multiconnect", "resumption", "zerortt"] {
         let _ = std::fs::remove_dir_all(&downloads);
         let mut server = ep.command("server", case).spawn().expect("server");
         std::thread::sleep(Duration::from_millis(500));

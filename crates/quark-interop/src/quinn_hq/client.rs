@@ -1,4 +1,6 @@
-//! The quinn hq-interop client: every URL on its own stream of one connection.
+//! The quinn hq-interop client: every URL on its own stream of one
+//! connection (two with `--resume`: the first URL, then the rest resuming
+//! the first's session).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -22,6 +24,11 @@ pub struct ClientOptions {
     pub ciphers: Vec<Cipher>,
     /// Handshake timeout.
     pub connect_timeout: Duration,
+    /// The first URL over its own connection, the rest over a second that
+    /// resumes its session.
+    pub resume: bool,
+    /// With `resume`: the second connection's requests in 0-RTT.
+    pub zero_rtt: bool,
 }
 
 /// A parsed `https://host[:port]/path`.
@@ -104,29 +111,43 @@ pub async fn run(opts: ClientOptions) -> anyhow::Result<()> {
     }
     .parse()?;
     let endpoint = quinn::Endpoint::client(bind)?;
+    let (config, checks) = config;
+    let one = Connection {
+        opts: &opts,
+        endpoint: &endpoint,
+        config,
+        addr,
+        host: &first.host,
+    };
     let start = Instant::now();
-    let conn = tokio::time::timeout(
-        opts.connect_timeout,
-        endpoint.connect_with(config, addr, &first.host)?,
-    )
-    .await
-    .map_err(|_| anyhow!("{addr}: no answer within {:?}", opts.connect_timeout))?
-    .with_context(|| format!("{addr}: connection failed"))?;
-    if let [only] = opts.ciphers[..] {
-        // rustls offered nothing else, so this is the suite in use.
-        eprintln!("cipher-suite: {} (the only one offered)", only.marker());
-    }
-
-    let tasks: Vec<_> = urls
-        .iter()
-        .map(|url| {
-            let dest = opts.out.join(output_name(&url.path));
-            tokio::spawn(fetch(conn.clone(), url.path.clone(), dest))
-        })
-        .collect();
+    let (fetched, summary) = if opts.resume {
+        if urls.len() < 2 {
+            bail!("--resume needs two URLs or more");
+        }
+        let mut fetched = one.fetch(&urls[..1], false).await?.0;
+        let before = checks.checks();
+        let (more, early) = one.fetch(&urls[1..], opts.zero_rtt).await?;
+        fetched.extend(more);
+        // A resumed handshake has no server certificate to check.
+        let mut summary = match checks.checks() == before {
+            true => ", resumed".to_string(),
+            false => ", full handshake (no resumption)".to_string(),
+        };
+        if opts.zero_rtt {
+            summary += match early {
+                Some(true) => ", 0-RTT accepted",
+                Some(false) => ", 0-RTT rejected",
+                None => ", 0-RTT unavailable",
+            };
+        }
+        (fetched, summary)
+    } else {
+        (one.fetch(&urls, false).await?.0, String::new())
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     let (mut total, mut failed) = (0u64, 0usize);
-    for (url, task) in urls.iter().zip(tasks) {
-        match task.await? {
+    for (url, result) in urls.iter().zip(fetched) {
+        match result {
             Ok(n) => total += n,
             Err(e) => {
                 failed += 1;
@@ -134,10 +155,8 @@ pub async fn run(opts: ClientOptions) -> anyhow::Result<()> {
             }
         }
     }
-    conn.close(0u8.into(), b"done");
-    let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     eprintln!(
-        "{} of {} files, {total} bytes in {:.3} s",
+        "{} of {} files, {total} bytes in {:.3} s{summary}",
         urls.len() - failed,
         urls.len(),
         start.elapsed().as_secs_f64()
@@ -146,6 +165,72 @@ pub async fn run(opts: ClientOptions) -> anyhow::Result<()> {
         bail!("{failed} of {} downloads failed", urls.len());
     }
     Ok(())
+}
+
+/// What each connection of a run shares.
+struct Connection<'a> {
+    opts: &'a ClientOptions,
+    endpoint: &'a quinn::Endpoint,
+    config: quinn::ClientConfig,
+    addr: SocketAddr,
+    host: &'a str,
+}
+
+impl Connection<'_> {
+    /// Fetch `urls` over a new connection: each file's size or error, and
+    /// with `early` whether the server accepted 0-RTT (`None`: no ticket
+    /// allowed it).
+    async fn fetch(
+        &self,
+        urls: &[Url],
+        early: bool,
+    ) -> anyhow::Result<(Vec<anyhow::Result<u64>>, Option<bool>)> {
+        let (opts, addr) = (self.opts, self.addr);
+        let connecting = self
+            .endpoint
+            .connect_with(self.config.clone(), addr, self.host)?;
+        let (conn, accepted) = match early {
+            true => match connecting.into_0rtt() {
+                Ok((conn, accepted)) => (conn, Some(accepted)),
+                Err(connecting) => (self.established(connecting).await?, None),
+            },
+            false => (self.established(connecting).await?, None),
+        };
+        if let [only] = opts.ciphers[..] {
+            // rustls offered nothing else, so this is the suite in use.
+            eprintln!("cipher-suite: {} (the only one offered)", only.marker());
+        }
+        let tasks: Vec<_> = urls
+            .iter()
+            .map(|url| {
+                let dest = opts.out.join(output_name(&url.path));
+                tokio::spawn(fetch(conn.clone(), url.path.clone(), dest))
+            })
+            .collect();
+        let mut fetched = Vec::new();
+        for task in tasks {
+            fetched.push(task.await?);
+        }
+        let early = match accepted {
+            Some(accepted) => Some(accepted.await),
+            None => None,
+        };
+        // The server's session tickets come about a round trip after the
+        // handshake; the downloads took at least that.
+        conn.close(0u8.into(), b"done");
+        Ok((fetched, early))
+    }
+
+    async fn established(
+        &self,
+        connecting: quinn::Connecting,
+    ) -> anyhow::Result<quinn::Connection> {
+        let addr = self.addr;
+        tokio::time::timeout(self.opts.connect_timeout, connecting)
+            .await
+            .map_err(|_| anyhow!("{addr}: no answer within {:?}", self.opts.connect_timeout))?
+            .with_context(|| format!("{addr}: connection failed"))
+    }
 }
 
 /// An address for `host`, IPv4 first (`localhost` may name `::1` too).

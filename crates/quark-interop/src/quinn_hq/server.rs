@@ -27,6 +27,8 @@ pub struct ServerOptions {
     pub ciphers: Vec<Cipher>,
     /// Validate client addresses with a Retry first.
     pub retry: bool,
+    /// Accept 0-RTT from resuming clients, and answer their early requests.
+    pub zero_rtt: bool,
 }
 
 /// Serves until the process is killed.
@@ -35,7 +37,7 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
         bail!("--root {}: not a directory", opts.root.display());
     }
     let root: Arc<Path> = opts.root.canonicalize()?.into();
-    let config = tls::server_config(&opts.cert, &opts.key, &opts.ciphers)?;
+    let config = tls::server_config(&opts.cert, &opts.key, &opts.ciphers, opts.zero_rtt)?;
     let endpoint = quinn::Endpoint::server(config, opts.listen)
         .with_context(|| format!("cannot listen on {}", opts.listen))?;
     eprintln!(
@@ -50,8 +52,22 @@ pub async fn run(opts: ServerOptions) -> anyhow::Result<()> {
             continue;
         }
         let root = root.clone();
+        let zero_rtt = opts.zero_rtt;
         tokio::spawn(async move {
-            match incoming.await {
+            let connecting = match incoming.accept() {
+                Ok(c) => c,
+                Err(e) => return eprintln!("handshake failed: {e}"),
+            };
+            // With 0-RTT, serve from the ClientHello on: early requests are
+            // answered before the handshake completes.
+            let connecting = match zero_rtt {
+                true => match connecting.into_0rtt() {
+                    Ok((conn, _)) => return serve_connection(conn, root).await,
+                    Err(c) => c,
+                },
+                false => connecting,
+            };
+            match connecting.await {
                 Ok(conn) => serve_connection(conn, root).await,
                 Err(e) => eprintln!("handshake failed: {e}"),
             }

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
@@ -95,11 +96,13 @@ fn transport(server: bool) -> Arc<quinn::TransportConfig> {
     Arc::new(t)
 }
 
-/// A server config from PEM files.
+/// A server config from PEM files; with `zero_rtt`, its session tickets
+/// allow early data (quinn takes all of it or none).
 pub fn server_config(
     cert: &Path,
     key: &Path,
     ciphers: &[Cipher],
+    zero_rtt: bool,
 ) -> anyhow::Result<quinn::ServerConfig> {
     let chain = CertificateDer::pem_file_iter(cert)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
@@ -111,6 +114,9 @@ pub fn server_config(
         .with_no_client_auth()
         .with_single_cert(chain, key)?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
+    if zero_rtt {
+        tls.max_early_data_size = u32::MAX;
+    }
     let crypto =
         quinn::crypto::rustls::QuicServerConfig::with_initial(Arc::new(tls), initial_suite()?)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
@@ -126,15 +132,16 @@ pub enum Verify<'a> {
     Insecure,
 }
 
-/// A client config.
+/// A client config (sending early data when a ticket allows it), and the
+/// count of server certificates it has checked: a resumed TLS 1.3
+/// handshake carries none, which is how the client tells it resumed (quinn
+/// does not say).
 pub fn client_config(
     verify: Verify<'_>,
     ciphers: &[Cipher],
-) -> anyhow::Result<quinn::ClientConfig> {
+) -> anyhow::Result<(quinn::ClientConfig, Arc<Counted>)> {
     let provider = provider(ciphers);
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13])?;
-    let mut tls = match verify {
+    let roots = match verify {
         Verify::CaFile(path) => {
             let mut roots = rustls::RootCertStore::empty();
             for cert in CertificateDer::pem_file_iter(path)
@@ -142,35 +149,67 @@ pub fn client_config(
             {
                 roots.add(cert.with_context(|| format!("--ca {}", path.display()))?)?;
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider.clone(),
+            );
+            Some(verifier.build()?)
         }
-        Verify::Insecure => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
-            .with_no_client_auth(),
+        Verify::Insecure => None,
     };
+    let counted = Arc::new(Counted {
+        roots,
+        provider: provider.clone(),
+        checks: AtomicUsize::new(0),
+    });
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .dangerous()
+        .with_custom_certificate_verifier(counted.clone())
+        .with_no_client_auth();
     tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.enable_early_data = true;
     let crypto =
         quinn::crypto::rustls::QuicClientConfig::with_initial(Arc::new(tls), initial_suite()?)?;
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
     config.transport_config(transport(false));
-    Ok(config)
+    Ok((config, counted))
 }
 
-/// `--insecure`: any certificate, but a valid handshake signature.
+/// Checks the server's certificate against the `--ca` roots, or with
+/// `--insecure` accepts any (the handshake signature is checked either
+/// way), and counts the certificates it checks.
 #[derive(Debug)]
-struct AnyCert(Arc<CryptoProvider>);
+pub struct Counted {
+    /// `None`: `--insecure`.
+    roots: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+    checks: AtomicUsize,
+}
 
-impl ServerCertVerifier for AnyCert {
+impl Counted {
+    /// Server certificates checked so far.
+    pub fn checks(&self) -> usize {
+        self.checks.load(Ordering::SeqCst)
+    }
+}
+
+impl ServerCertVerifier for Counted {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        self.checks.fetch_add(1, Ordering::SeqCst);
+        match &self.roots {
+            Some(roots) => {
+                roots.verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            }
+            None => Ok(ServerCertVerified::assertion()),
+        }
     }
 
     fn verify_tls12_signature(
@@ -194,11 +233,13 @@ impl ServerCertVerifier for AnyCert {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
