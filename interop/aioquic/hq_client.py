@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hq-interop (HTTP/0.9 over QUIC) client on aioquic.
 
-    hq_client.py URL... -o DIR (--ca F | --insecure) [--cipher LIST] [--resume [--0rtt]]
+    hq_client.py URL... -o DIR (--ca F | --insecure) [--cipher LIST] [--key-update] [--resume [--0rtt]]
 
 Fetches every URL in parallel, one bidirectional stream each, on a single
 connection. With --resume, the first URL goes over a connection of its own
@@ -145,6 +145,10 @@ async def fetch(args, config, host, port, paths, early=False, ticket=None):
             raise SystemExit(f"negotiated {suite_name(suite)}, which was not requested")
         if not early:
             downloads = [client.get(path, os.path.join(args.output, output_name(path))) for path in paths]
+        if args.key_update:
+            # aioquic defers it until the handshake is confirmed.
+            client._quic.request_key_update()
+            client.transmit()
         results = await asyncio.gather(*(d.done for d in downloads), return_exceptions=True)
         if ticket is not None:
             # It travels with HANDSHAKE_DONE, about a round trip after the handshake.
@@ -228,6 +232,8 @@ def main():
     parser.add_argument("--insecure", action="store_true", help="do not verify the server")
     parser.add_argument("--cipher", action="append", help="aes128, aes256, chacha20 (comma-separated)")
     parser.add_argument("--connect-timeout", type=float, default=10.0)
+    parser.add_argument("--key-update", action="store_true",
+                        help="start a 1-RTT key update once the handshake is confirmed")
     parser.add_argument("--resume", action="store_true",
                         help="the first URL on one connection, the rest on a second resuming its session")
     parser.add_argument("--0rtt", dest="zero_rtt", action="store_true",

@@ -56,7 +56,7 @@ def all_cases(connections=50):
         Case("http3", "the files over HTTP/3", files("h3", 3, 500 * KIB),
              server=["--h3"], client=["--h3"]),
         Case("keyupdate", "the client updates 1-RTT keys at once", [("ku", 3 * MIB)],
-             client=["--key-update"]),
+             client=["--key-update"], check="keyupdate"),
         # The relay reads and forwards every datagram's ECN bits (checks.ecn).
         Case("ecn", "both sides mark ECT; ACKs carry ECN counts", [("ecn", MIB)],
              relay=[], check="ecn"),

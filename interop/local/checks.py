@@ -196,3 +196,27 @@ def migration(r, cell, client_log):
     if down >= size:
         return f"all {down} bytes came over the first path: the client did not migrate"
     return None
+
+
+def keyupdate(r, cell, client_log):
+    """The client's key update (no relay: nothing of it is in clear). A
+    quark server's qlog must show a key update its peer started; a quark
+    client must count one. Between two other stacks nothing here can see
+    it: the cell passes with a note."""
+    seen = []
+    d = getattr(cell, "qlog_dir", None)
+    if d:
+        updates = 0
+        for path in glob.glob(os.path.join(d, "*.sqlog")):
+            with open(path, errors="replace") as f:
+                updates += sum(1 for line in f if "key_updated" in line and '"remote_update"' in line)
+        if updates == 0:
+            return "the quark server's qlog shows no key update by the client"
+        seen.append("server qlog")
+    if cell.client.name == "quark":
+        if "key update" not in client_log:
+            return "the quark client reports no key update"
+        seen.append("client summary")
+    if not seen:
+        return "ok: key update not verified (neither side is quark)"
+    return None

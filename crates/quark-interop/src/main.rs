@@ -75,6 +75,10 @@ enum Command {
         /// With --resume: send the second connection's requests in 0-RTT.
         #[arg(long = "0rtt", requires = "resume")]
         zero_rtt: bool,
+        /// Start a 1-RTT key update once the handshake is confirmed (the
+        /// interop runner's keyupdate case).
+        #[arg(long)]
+        key_update: bool,
     },
 }
 
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
                 connect_timeout,
                 resume,
                 zero_rtt,
+                key_update,
             } => {
                 client::run(client::ClientOptions {
                     urls,
@@ -131,6 +136,7 @@ fn main() -> ExitCode {
                     connect_timeout: Duration::from_secs(connect_timeout),
                     resume,
                     zero_rtt,
+                    key_update,
                 })
                 .await
             }

@@ -230,3 +230,76 @@ fn qlog_off_records_nothing() {
     assert!(!conn.take_qlog(now, 0.0, &mut out));
     assert!(out.is_empty());
 }
+
+/// Key updates, one started by each side: each side's qlog says which it
+/// started and which its peer did, for both directions' secrets, and as
+/// many as its stats count.
+#[test]
+fn qlog_records_key_updates_and_who_started_them() {
+    let (mut sim, tls) = qlog_sim(seed(74));
+    sim.set_delay(Duration::from_millis(5));
+    let c = sim.connect(&tls);
+    let mut echo = Echo::new(c, vec![payload(20_000, 1)]);
+    run_echo(&mut sim, &mut echo, 200_000);
+    let s = sim.server_handles[0];
+    for (by_client, seed) in [(true, 2u8), (false, 3)] {
+        // The previous update settles (its old keys dropped) first.
+        sim.now += Duration::from_secs(5);
+        let now = sim.now;
+        sim.client.connection_mut(c).unwrap().handle_timeout(now);
+        sim.server.connection_mut(s).unwrap().handle_timeout(now);
+        let started = match by_client {
+            true => sim
+                .client
+                .connection_mut(c)
+                .unwrap()
+                .initiate_key_update(now),
+            false => sim
+                .server
+                .connection_mut(s)
+                .unwrap()
+                .initiate_key_update(now),
+        };
+        assert!(
+            started,
+            "update by the {}",
+            if by_client { "client" } else { "server" }
+        );
+        let mut echo = Echo::new(c, vec![payload(20_000, seed)]);
+        run_echo(&mut sim, &mut echo, 200_000);
+        assert!(echo.done());
+    }
+    for (client, h) in [(true, c), (false, s)] {
+        let updates = match client {
+            true => sim.client.connection(h).unwrap().stats().key_updates,
+            false => sim.server.connection(h).unwrap().stats().key_updates,
+        };
+        assert_eq!(updates, 2);
+        let recs = records(&mut sim, client, h);
+        let events = named(&recs, "security:key_updated");
+        let seen: Vec<(String, String, u64)> = events
+            .iter()
+            .map(|r| {
+                let d = &r["data"];
+                let text = |k: &str| d[k].as_str().unwrap().to_string();
+                (
+                    text("trigger"),
+                    text("key_type"),
+                    d["generation"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let (first, second) = match client {
+            true => ("local_update", "remote_update"),
+            false => ("remote_update", "local_update"),
+        };
+        let want: Vec<(String, String, u64)> = [(first, 1), (second, 2)]
+            .into_iter()
+            .flat_map(|(trigger, generation)| {
+                ["client_1rtt_secret", "server_1rtt_secret"]
+                    .map(|k| (trigger.to_string(), k.to_string(), generation))
+            })
+            .collect();
+        assert_eq!(seen, want, "client: {client}");
+    }
+}

@@ -29,6 +29,8 @@ pub struct ClientOptions {
     pub resume: bool,
     /// With `resume`: the second connection's requests in 0-RTT.
     pub zero_rtt: bool,
+    /// Start a 1-RTT key update once the handshake is confirmed.
+    pub key_update: bool,
 }
 
 /// A parsed `https://host[:port]/path`.
@@ -199,6 +201,16 @@ impl Connection<'_> {
         if let [only] = opts.ciphers[..] {
             // rustls offered nothing else, so this is the suite in use.
             eprintln!("cipher-suite: {} (the only one offered)", only.marker());
+        }
+        if opts.key_update {
+            // quinn updates once established, not waiting for confirmation
+            // (RFC 9001 §6.1): HANDSHAKE_DONE comes about a round trip after
+            // the handshake, so wait two.
+            let conn = conn.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(2 * conn.rtt() + Duration::from_millis(5)).await;
+                conn.force_key_update();
+            });
         }
         let tasks: Vec<_> = urls
             .iter()

@@ -358,7 +358,10 @@ impl Connection {
 
     /// Key discard timer after a key update: keep old keys ~3 PTO (RFC 9001 §6.5).
     /// The keys for the update after are derived a PTO from now.
-    pub(crate) fn after_key_update(&mut self, now: Instant) {
+    pub(crate) fn after_key_update(&mut self, now: Instant, local: bool) {
+        if let (Some(q), Some(keys)) = (self.qlog.as_mut(), self.one_rtt.as_ref()) {
+            q.key_updated(now, local, keys.updates());
+        }
         let pto = self.recovery.pto_base(SpaceId::Data, &self.path_state());
         self.timers.set(Timer::KeyDiscard, now + 3 * pto);
         //= https://www.rfc-editor.org/rfc/rfc9001#section-6.3

@@ -922,7 +922,7 @@ impl Connection {
         }
         let started = self.one_rtt.as_mut().is_some_and(|k| k.initiate_update());
         if started {
-            self.after_key_update(now);
+            self.after_key_update(now, true);
         }
         started
     }

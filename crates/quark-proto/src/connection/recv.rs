@@ -505,7 +505,7 @@ impl Connection {
                 match keys.decrypt(hdr.pn, hdr.key_phase, header, &mut body[..body_len]) {
                     Ok(n) => {
                         if keys.updates() != updates {
-                            self.after_key_update(now);
+                            self.after_key_update(now, false);
                         }
                         Some((hdr, hdr.header_len..hdr.header_len + n))
                     }

@@ -209,6 +209,26 @@ impl QlogSink {
         }
     }
 
+    /// `security:key_updated`, once for each direction's 1-RTT secret: a key
+    /// update this side started (`local`) or the peer's; `generation` is the
+    /// number of updates so far (the key phase bit flips with each).
+    pub(crate) fn key_updated(&mut self, now: Instant, local: bool, generation: u64) {
+        let trigger = if local {
+            "local_update"
+        } else {
+            "remote_update"
+        };
+        for key_type in ["client_1rtt_secret", "server_1rtt_secret"] {
+            if self.begin(now, "security:key_updated") {
+                let _ = write!(
+                    self.out,
+                    "\"key_type\":\"{key_type}\",\"trigger\":\"{trigger}\",\"generation\":{generation}"
+                );
+                self.end();
+            }
+        }
+    }
+
     /// `connectivity:connection_closed`. `code` is a transport error code
     /// unless `application`.
     pub(crate) fn closed(
