@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/qlog"
 )
 
 func runClient(args []string) error {
@@ -105,6 +106,7 @@ func runClient(args []string) error {
 		MaxStreamReceiveWindow:     16 << 20,
 		MaxConnectionReceiveWindow: 64 << 20,
 		Versions:                   versions,
+		Tracer:                     qlog.DefaultConnectionTracer, // writes only with QLOGDIR set
 	}
 	addr := net.JoinHostPort(hostname, port)
 	c := connection{addr: addr, tlsConf: tlsConf, quicConf: quicConf, timeout: *timeout, ciphers: ciphers, out: *out}

@@ -288,3 +288,80 @@ fn big_cert_handshakes_finish_at_30_percent_loss() {
     }
     assert!(slow.is_empty(), "not done within {bound:?}: {slow:x?}");
 }
+
+/// Whether a datagram begins with a short (1-RTT) header.
+fn is_short(d: &[u8]) -> bool {
+    d.first().is_some_and(|b| b & 0x80 == 0)
+}
+
+/// Whether a datagram begins with a Handshake packet (QUIC v1).
+fn is_handshake(d: &[u8]) -> bool {
+    d.first().is_some_and(|b| b & 0xb0 == 0xa0)
+}
+
+/// The server's first 1-RTT datagram (HANDSHAKE_DONE) is lost and so is
+/// every 1-RTT datagram of the client (its ACKs of the server's probes).
+/// The client, not confirmed, probes only its Handshake space (RFC 9002
+/// §6.2.1), which the server has dropped; with `late_handshake` those
+/// probes reach the server, else only its first Handshake datagram
+/// (the Finished) does. How long until the client is confirmed, if within
+/// 20 s (simulated; 10 ms one way).
+fn confirmed_after_lost_handshake_done(late_handshake: bool) -> Option<Duration> {
+    let tls = Tls::new();
+    let server = ServerConfig::new(tls.server_config(None));
+    let mut sim = Sim::new(seed(11), server, EndpointConfig::default());
+    sim.set_delay(Duration::from_millis(10));
+    // (server 1-RTT datagrams seen, client Handshake datagrams seen)
+    let counts = Rc::new(RefCell::new((0usize, 0usize)));
+    let log = counts.clone();
+    sim.filter = Some(Box::new(move |to_server, d| {
+        let mut n = log.borrow_mut();
+        match (to_server, is_short(d), is_handshake(d)) {
+            (false, true, _) => {
+                n.0 += 1;
+                n.0 > 1
+            }
+            (true, true, _) => false,
+            (true, false, true) => {
+                n.1 += 1;
+                late_handshake || n.1 == 1
+            }
+            _ => true,
+        }
+    }));
+    let start = sim.now;
+    let c = sim.connect(&tls);
+    let bound = start + Duration::from_secs(20);
+    sim.run_until(1_000_000, |sim| {
+        sim.now > bound || sim.client.connection(c).unwrap().is_handshake_confirmed()
+    });
+    let took = sim.now - start;
+    assert!(counts.borrow().0 >= 1, "the server sent no 1-RTT datagram");
+    sim.client
+        .connection(c)
+        .unwrap()
+        .is_handshake_confirmed()
+        .then_some(took)
+}
+
+/// The client's Handshake probes, arriving after the server dropped its
+/// Handshake keys, say HANDSHAKE_DONE is missing: it goes again at once
+/// (before, the server's 1-RTT probes were bare PINGs and, their ACKs lost,
+/// quic-go clients timed out in the runner's handshakeloss case).
+#[test]
+fn a_lost_handshake_done_goes_again_when_the_client_probes() {
+    let took = confirmed_after_lost_handshake_done(true).expect("client never confirmed");
+    assert!(
+        took < Duration::from_millis(500),
+        "confirmed after {took:?}"
+    );
+}
+
+/// With the client's later Handshake packets lost too, the server's own
+/// 1-RTT probes carry HANDSHAKE_DONE again (RFC 9000 §13.3: retransmitted
+/// until acknowledged), rather than a bare PING.
+#[test]
+fn the_servers_probes_carry_an_unacknowledged_handshake_done() {
+    let took = confirmed_after_lost_handshake_done(false).expect("client never confirmed");
+    assert!(took < Duration::from_secs(3), "confirmed after {took:?}");
+}

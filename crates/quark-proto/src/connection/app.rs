@@ -35,6 +35,12 @@ impl Connection {
         self.handshake_complete
     }
 
+    /// True once the handshake is confirmed (RFC 9001 §4.1.2): at the
+    /// server when it completes, at the client when HANDSHAKE_DONE arrives.
+    pub fn is_handshake_confirmed(&self) -> bool {
+        self.handshake_confirmed
+    }
+
     /// True once the connection is closing, draining or gone.
     pub fn is_closed(&self) -> bool {
         !matches!(self.state, State::Handshake | State::Established)

@@ -206,6 +206,9 @@ impl Connection {
     }
 
     fn on_packet_acked(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
+        if frames.handshake_done {
+            self.handshake_done_unacked = false;
+        }
         if frames.mtu_probe {
             if self.mtu.on_probe_acked(pn) {
                 self.apply_mtu();
@@ -295,6 +298,13 @@ impl Connection {
             }
             let s = &mut self.spaces[space.index()];
             s.probes = count;
+            if space == SpaceId::Data && self.handshake_done_unacked {
+                // The client holds back its own 1-RTT probes until it has
+                // HANDSHAKE_DONE (RFC 9002 §6.2.1) and its Handshake probes
+                // find our keys gone: a bare PING, with its ACK lost too,
+                // left both sides waiting out backed-off PTOs.
+                self.handshake_done_pending = true;
+            }
             if space != SpaceId::Data {
                 // Carry the handshake data again rather than a bare PING.
                 let ranges: Vec<(u64, u32)> = self

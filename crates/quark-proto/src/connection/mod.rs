@@ -313,6 +313,9 @@ pub struct Connection {
     handshake_confirmed: bool,
     /// Server: HANDSHAKE_DONE still has to be (re)sent.
     handshake_done_pending: bool,
+    /// Server: HANDSHAKE_DONE was sent and no packet carrying it is
+    /// acknowledged yet.
+    handshake_done_unacked: bool,
     /// PATH_RESPONSE payloads owed.
     path_responses: VecDeque<[u8; 8]>,
     /// A PING was requested (keep-alive or application).
@@ -452,6 +455,7 @@ impl Connection {
             handshake_complete: false,
             handshake_confirmed: false,
             handshake_done_pending: false,
+            handshake_done_unacked: false,
             path_responses: VecDeque::new(),
             ping_pending: false,
             tx_ecn: None,

@@ -310,6 +310,13 @@ impl Connection {
             self.after_other_version(pd.version, opened.is_some());
         }
         let Some((hdr, payload)) = opened else {
+            if kind == PacketKind::Handshake && self.handshake_done_unacked {
+                // The client still probes its Handshake space, after we
+                // dropped ours: it lacks HANDSHAKE_DONE, and holds back
+                // its 1-RTT probes until it has it (RFC 9002 §6.2.1).
+                // Send it again now rather than at our next PTO.
+                self.handshake_done_pending = true;
+            }
             self.on_undecryptable(pd, tail);
             return;
         };

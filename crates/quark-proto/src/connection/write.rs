@@ -276,6 +276,7 @@ impl Connection {
         if self.handshake_done_pending && fits(buf, &Frame::HandshakeDone) {
             Frame::HandshakeDone.encode(buf);
             self.handshake_done_pending = false;
+            self.handshake_done_unacked = true;
             sent.handshake_done = true;
         }
         while self.local_cids.has_announcement() && max_end - buf.len() > 64 {
