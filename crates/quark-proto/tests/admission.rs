@@ -1,5 +1,6 @@
-//! What an unauthenticated peer can make a server hold: Initials without a
-//! ClientHello make no connection; half-open connections are counted per
+//! What an unauthenticated peer can make a server hold: Initials without
+//! CRYPTO data make no connection, and pieces of a ClientHello count as
+//! half-open connections as its start does; half-open connections are counted per
 //! server and per source; past the limits the server switches to Retry, then
 //! refuses, and switches back as the load falls; a handshake never finished
 //! is given up after `handshake_timeout`; a legitimate client is served
@@ -92,18 +93,12 @@ fn initials_without_a_client_hello_keep_no_state() {
     let mut ping = Vec::new();
     Frame::Ping.encode(&mut ping);
     for n in 0..2_000u64 {
-        let frames = match n % 3 {
-            0 => ping.clone(),
-            // CRYPTO that does not start at 0: not the start of a ClientHello.
-            1 => crypto(1, &hello[1..]),
-            _ => crypto(600, &[0x55; 300]),
-        };
         let from = addr(&format!("10.1.{}.{}:4000", n / 250, n % 250));
         let (event, out) = send(
             &mut ep,
             now,
             from,
-            client_initial(VERSION_1, &cid(n), &cid(1), &[], 0, &frames),
+            client_initial(VERSION_1, &cid(n), &cid(1), &[], 0, &ping),
         );
         assert_eq!(event, None, "datagram {n}");
         assert!(out.is_empty(), "nothing to answer");
@@ -127,6 +122,61 @@ fn initials_without_a_client_hello_keep_no_state() {
     );
     assert!(matches!(event, Some(DatagramEvent::NewConnection(_))));
     assert_eq!(ep.half_open(), (1, 1));
+}
+
+/// A later piece of a ClientHello (split over several Initials, its start
+/// lost) keeps a half-open connection, acknowledged so that the client
+/// resends the start at once, and counts against the same limits as a
+/// ClientHello's start: past `retry_above`, a Retry.
+#[test]
+fn clienthello_pieces_are_half_open_connections_under_the_same_limits() {
+    let tls = Tls::new();
+    let limits = HandshakeLimits {
+        max_half_open: 30,
+        max_half_open_per_source: 12,
+        retry_above: 10,
+    };
+    let mut ep = server(&tls, limits);
+    let now = start();
+    let hello = client_hello(&tls);
+    let attacker = addr("10.6.6.7:666");
+    let (mut accepted, mut retries) = (0, 0);
+    for n in 0..40u64 {
+        let frames = match n % 2 {
+            0 => crypto(1, &hello[1..]),
+            _ => crypto(600, &[0x55; 300]),
+        };
+        let (event, out) = send(
+            &mut ep,
+            now,
+            attacker,
+            client_initial(VERSION_1, &cid(n), &cid(n), &[], 0, &frames),
+        );
+        match event {
+            Some(DatagramEvent::NewConnection(h)) => {
+                accepted += 1;
+                let mut buf = Vec::new();
+                let answer = ep
+                    .connection_mut(h)
+                    .unwrap()
+                    .poll_transmit(now, 1, &mut buf);
+                let size = answer.expect("the piece is acknowledged").size;
+                let (packet, frames) =
+                    open_server_initial(&buf[..size], &cid(n), CID_LEN).expect("an Initial");
+                let frames = Iter::new(&packet[frames], PacketKind::Initial);
+                assert!(frames.flatten().any(|f| matches!(f, Frame::Ack(_))));
+                assert!(out.is_empty());
+            }
+            Some(DatagramEvent::Response) => {
+                let pd = PartialDecode::new(&out[0], CID_LEN).unwrap();
+                assert_eq!(pd.ty, HeaderType::Retry);
+                retries += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((accepted, retries), (10, 30));
+    assert_eq!(ep.half_open(), (10, 1));
 }
 
 /// The error code of the CONNECTION_CLOSE in a server's Initial.

@@ -34,13 +34,13 @@ impl Connection {
         }
     }
 
-    /// Whether the peer's Initial CRYPTO data starts a handshake message that
-    /// TLS took in (for a server: the start of a ClientHello).
-    pub(crate) fn client_hello_started(&self) -> bool {
+    /// Whether the peer sent Initial CRYPTO data (for a server: the start of
+    /// a ClientHello, or a later piece of one split over several Initials).
+    pub(crate) fn client_hello_begun(&self) -> bool {
         self.spaces[SpaceId::Initial.index()]
             .crypto
             .as_ref()
-            .is_some_and(|c| c.recv.read_offset() > 0)
+            .is_some_and(|c| c.recv.max_offset() > 0)
     }
 
     /// A CRYPTO frame arrived in `space`.

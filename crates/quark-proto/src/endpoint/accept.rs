@@ -220,9 +220,13 @@ impl Endpoint {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-21.1.1.1
         //# Endpoints MUST NOT commit more resources to a connection than
         //# the peer has committed.
-        if !conn.client_hello_started() {
-            // Nothing authenticated, or no ClientHello (an Initial of PINGs or
-            // of CRYPTO fragments that do not start one): keep no state.
+        if !conn.client_hello_begun() {
+            // Nothing authenticated, or no ClientHello (an Initial of PINGs
+            // alone): keep no state. A later piece of a ClientHello split
+            // over several Initials (quic-go's, any post-quantum key share)
+            // keeps the connection like its start, under the same half-open
+            // limits: acknowledged, the client resends the lost start at
+            // once rather than at its next PTO.
             self.remove(h);
             return None;
         }
