@@ -406,3 +406,29 @@ fn a_clienthello_piece_that_arrives_alone_is_acknowledged() {
     );
     assert!(took < Duration::from_millis(300), "handshake took {took:?}");
 }
+
+/// A client whose Handshake packets put CRYPTO before ACK (quinn's do, in
+/// some): the Finished ends the server's Handshake space, and the ACK after
+/// it in the same packet must not be read against that space's dropped
+/// state. The server closed such connections with PROTOCOL_VIOLATION ("ACK
+/// of a packet number never sent"), seen in the runner's handshakeloss case
+/// with quinn's client.
+#[test]
+fn an_ack_after_the_finished_in_one_packet_is_ignored() {
+    let (mut sim, tls) = Sim::pair(seed(13));
+    sim.set_delay(Duration::from_millis(10));
+    let c = sim.connect(&tls);
+    sim.client
+        .connection_mut(c)
+        .unwrap()
+        .misbehave(quark_proto::connection::Misbehave {
+            crypto_before_ack: true,
+            ..Default::default()
+        });
+    let s = sim.handshake(c);
+    let mut echo = common::app::Echo::new(c, vec![common::payload(10_000, 5)]);
+    common::app::run_echo(&mut sim, &mut echo, 200_000);
+    assert!(echo.done());
+    let server = sim.server.connection(s).unwrap();
+    assert!(server.error().is_none(), "{:?}", server.error());
+}

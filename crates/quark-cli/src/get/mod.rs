@@ -198,7 +198,13 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let suites = args.transport.cipher_suites()?;
     let (alpn, _) = crate::serve::protocol(args.h3);
     let mut config = tls::client_config_with(verify, &[alpn], &suites)?;
-    config.transport = Arc::new(args.transport.transport_config());
+    let timeout = Duration::from_secs(args.connect_timeout);
+    // The handshake gets the whole --connect-timeout: the transport's own
+    // limit (10 s) bounds a server's half-open state, not a client's wait.
+    config.transport = Arc::new(quark::TransportConfig {
+        handshake_timeout: timeout,
+        ..args.transport.transport_config()
+    });
     config.version = args.quic_version;
     if args.no_version_upgrade {
         config.compatible_versions.clear();
@@ -211,7 +217,6 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let endpoint = Endpoint::with_config(args.transport.endpoint_config(), None, bind)
         .context("cannot open a UDP socket")?;
     endpoint.set_busy_poll(args.transport.busy_poll());
-    let timeout = Duration::from_secs(args.connect_timeout);
     if args.zero_rtt {
         config = config.with_0rtt();
     }

@@ -32,6 +32,7 @@ fn unacked_flood(
         no_acks: true,
         ignore_congestion: true,
         tolerate_violations: true,
+        ..Misbehave::default()
     });
     let mut frames = Vec::with_capacity(PACKET_FRAMES + 64);
     let mut i = 0;

@@ -49,6 +49,12 @@ impl Connection {
     ) -> Result<(), TransportError> {
         match frame {
             Frame::Padding { .. } | Frame::Ping => {}
+            // An earlier frame of the packet may have ended its space (a
+            // client's Finished before its ACK ends the server's Handshake
+            // space): nothing of that space is in flight any more, and its
+            // recovery state is gone.
+            Frame::Ack(_) | Frame::Crypto(_)
+                if space != SpaceId::Data && self.spaces[space.index()].discarded => {}
             Frame::Ack(ack) => {
                 crate::cpu::measure(crate::cpu::Work::Ack, || self.on_ack_frame(now, space, ack))?
             }

@@ -562,4 +562,8 @@ pub struct Misbehave {
     /// Skip a frame that breaks a rule instead of closing the connection
     /// (to keep attacking a peer that answers with frames we find wrong).
     pub tolerate_violations: bool,
+    /// In Initial and Handshake packets, write CRYPTO before ACK (as quinn
+    /// does in some: a Finished that ends the peer's Handshake space comes
+    /// before the ACK for that space).
+    pub crypto_before_ack: bool,
 }

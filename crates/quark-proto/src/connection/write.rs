@@ -44,7 +44,11 @@ impl Connection {
         //# packets for various reasons: ACK, CRYPTO, HANDSHAKE_DONE, NEW_TOKEN,
         //# PATH_RESPONSE, and RETIRE_CONNECTION_ID.
         let zero_rtt = builder.kind == crate::types::PacketKind::ZeroRtt;
-        if !zero_rtt {
+        #[cfg(feature = "testing")]
+        let ack_last = self.misbehave.crypto_before_ack && space != SpaceId::Data;
+        #[cfg(not(feature = "testing"))]
+        let ack_last = false;
+        if !zero_rtt && !ack_last {
             self.write_ack(now, space, buf, max_end, &mut sent);
         }
         let probing = self.spaces[space.index()].probes > 0;
@@ -73,6 +77,9 @@ impl Connection {
                     eliciting |= self.write_data_control(now, buf, max_end, &mut sent);
                 }
                 eliciting |= self.write_crypto(space, buf, max_end, &mut sent);
+            }
+            if ack_last {
+                self.write_ack(now, space, buf, max_end, &mut sent);
             }
             if space == SpaceId::Data && (self.handshake_complete || zero_rtt) {
                 // Datagrams (1-RTT only: their limit is not remembered for
