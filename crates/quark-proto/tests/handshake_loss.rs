@@ -432,3 +432,45 @@ fn an_ack_after_the_finished_in_one_packet_is_ignored() {
     let server = sim.server.connection(s).unwrap();
     assert!(server.error().is_none(), "{:?}", server.error());
 }
+
+/// The server's first flight is lost; the client (an initial RTT of 100 ms,
+/// as quic-go's, so its PTO comes before the server's 1 s) sends its
+/// ClientHello again. The server resends its flight on that duplicate
+/// rather than at its own PTO (RFC 9002 §6.2.3).
+#[test]
+fn a_duplicate_clienthello_brings_the_servers_flight_again_at_once() {
+    let tls = Tls::new();
+    let server = ServerConfig::new(tls.server_config(None));
+    let mut sim = Sim::new(seed(14), server, EndpointConfig::default());
+    sim.set_delay(Duration::from_millis(10));
+    let server_datagrams = Rc::new(RefCell::new(0usize));
+    let log = server_datagrams.clone();
+    let dropped_until = Rc::new(RefCell::new(None::<usize>));
+    let first_flight = dropped_until.clone();
+    sim.filter = Some(Box::new(move |to_server, _| {
+        if to_server {
+            // The first client datagram after the server's flight is its
+            // probe: from then on the server's datagrams go through.
+            let n = *log.borrow();
+            if n > 0 && first_flight.borrow().is_none() {
+                *first_flight.borrow_mut() = Some(n);
+            }
+            return true;
+        }
+        *log.borrow_mut() += 1;
+        first_flight.borrow().is_some()
+    }));
+    let mut client = ClientConfig::new(tls.client_config(None));
+    client.transport = Arc::new(TransportConfig {
+        initial_rtt: Duration::from_millis(100),
+        ..TransportConfig::default()
+    });
+    let start = sim.now;
+    let c = sim.connect_with(client);
+    sim.handshake(c);
+    let took = sim.now - start;
+    assert!(dropped_until.borrow().is_some(), "the client never probed");
+    // The client's PTO (300 ms) and a round trip: 330 ms; waiting for the
+    // server's own PTO, 490 ms.
+    assert!(took < Duration::from_millis(400), "handshake took {took:?}");
+}

@@ -48,6 +48,7 @@ impl Connection {
         frame: &Frame<'_>,
     ) -> Result<(), TransportError> {
         match frame {
+            Frame::Ping if space == SpaceId::Initial => self.client_lacks_our_initial(),
             Frame::Padding { .. } | Frame::Ping => {}
             // An earlier frame of the packet may have ended its space (a
             // client's Finished before its ACK ends the server's Handshake

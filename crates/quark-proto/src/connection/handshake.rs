@@ -75,11 +75,50 @@ impl Connection {
                 "new CRYPTO data at an old level",
             ));
         }
+        let duplicate = end <= recv.read_offset();
         recv.insert(offset, data);
         if space == read_space {
             self.feed_tls(now)?;
         }
+        if duplicate && space == SpaceId::Initial {
+            self.client_lacks_our_initial();
+        }
         Ok(())
+    }
+
+    /// Server: the client sent its ClientHello again, or probed with a PING,
+    /// in an Initial: it did not get our Initial (the ServerHello), which
+    /// its ACKs would otherwise have made us resend. Send our unacknowledged
+    /// handshake data now rather than at our PTO (1 s, then 2 s, before we
+    /// have an RTT sample), a few times a connection, within the
+    /// amplification limit as ever.
+    pub(crate) fn client_lacks_our_initial(&mut self) {
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.3
+        //# When a server receives an Initial packet containing duplicate
+        //# CRYPTO data, it can assume the client did not receive all of the
+        //# server's CRYPTO data sent in Initial packets, or the client's
+        //# estimated RTT is too small.
+        //# ... an endpoint MAY, for a limited number of times per connection,
+        //# send a packet containing unacknowledged CRYPTO data earlier than
+        //# the PTO expiry, subject to the address validation limits
+        const MAX_EARLY_RESENDS: u8 = 3;
+        // Read first: a mutable index would bring a dropped space back.
+        let initial = &self.spaces[SpaceId::Initial.index()];
+        if !self.side.is_server()
+            || initial.keys.is_none()
+            || initial.early_resends >= MAX_EARLY_RESENDS
+        {
+            return;
+        }
+        let mut resent = false;
+        for space in [SpaceId::Initial, SpaceId::Handshake] {
+            let s = &self.spaces[space.index()];
+            if s.keys.is_some() && !s.discarded && s.crypto_unacked() {
+                self.requeue_unacked_crypto(space);
+                resent = true;
+            }
+        }
+        self.spaces[SpaceId::Initial.index()].early_resends += u8::from(resent);
     }
 
     /// Pass contiguous CRYPTO data of the current read level to TLS, then collect

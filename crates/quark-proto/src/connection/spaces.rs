@@ -38,6 +38,9 @@ pub(crate) struct PacketSpace {
     pub(crate) probe_cursor: u64,
     /// The space's keys were dropped for good.
     pub(crate) discarded: bool,
+    /// Server, Initial space: times our handshake data went again early,
+    /// on a client's Initial that showed it missing (RFC 9002 §6.2.3).
+    pub(crate) early_resends: u8,
 }
 
 /// The three packet spaces. Initial and Handshake share one box, dropped once
@@ -183,6 +186,11 @@ impl PacketSpace {
         self.crypto.as_ref().is_some_and(|c| c.send.has_pending())
     }
 
+    /// Whether CRYPTO data we sent is not all acknowledged.
+    pub(crate) fn crypto_unacked(&self) -> bool {
+        self.crypto.as_ref().is_some_and(|c| c.send.buffered() > 0)
+    }
+
     /// Heap held by the CRYPTO stream.
     pub(crate) fn crypto_memory(&self) -> usize {
         self.crypto.as_ref().map_or(0, |c| {
@@ -208,6 +216,7 @@ impl PacketSpace {
             probes: 0,
             probe_cursor: 0,
             discarded: false,
+            early_resends: 0,
         }
     }
 }
