@@ -37,6 +37,13 @@ fn server(tls: &Tls, limits: HandshakeLimits) -> Endpoint {
     Endpoint::new(Arc::new(endpoint), Some(Arc::new(config)))
 }
 
+/// Limits small enough for a test to reach each of them.
+const SMALL_LIMITS: HandshakeLimits = HandshakeLimits {
+    max_half_open: 30,
+    max_half_open_per_source: 12,
+    retry_above: 10,
+};
+
 /// A real ClientHello (the CRYPTO bytes of a client's first Initial).
 fn client_hello(tls: &Tls) -> Vec<u8> {
     let mut params = local_params(&TransportConfig::default());
@@ -131,12 +138,7 @@ fn initials_without_a_client_hello_keep_no_state() {
 #[test]
 fn clienthello_pieces_are_half_open_connections_under_the_same_limits() {
     let tls = Tls::new();
-    let limits = HandshakeLimits {
-        max_half_open: 30,
-        max_half_open_per_source: 12,
-        retry_above: 10,
-    };
-    let mut ep = server(&tls, limits);
+    let mut ep = server(&tls, SMALL_LIMITS);
     let now = start();
     let hello = client_hello(&tls);
     let attacker = addr("10.6.6.7:666");
@@ -191,12 +193,7 @@ fn close_code(datagram: &[u8], client_dcid: &ConnectionId) -> Option<u64> {
 #[test]
 fn a_flood_of_handshakes_meets_retry_then_refusal_and_the_server_recovers() {
     let tls = Tls::new();
-    let limits = HandshakeLimits {
-        max_half_open: 30,
-        max_half_open_per_source: 12,
-        retry_above: 10,
-    };
-    let mut ep = server(&tls, limits);
+    let mut ep = server(&tls, SMALL_LIMITS);
     let now = start();
     let hello = client_hello(&tls);
     let attacker = addr("10.6.6.6:666");
