@@ -30,6 +30,7 @@ from hq_common import (
     MAX_STREAM_DATA,
     negotiated_suite,
     parse_ciphers,
+    qlog_from_env,
     suite_name,
     version,
 )
@@ -184,6 +185,7 @@ async def run(args):
         max_data=MAX_DATA,
         max_stream_data=MAX_STREAM_DATA,
     )
+    qlog_from_env(config)
     if suites:
         config.cipher_suites = suites
     if args.insecure:

@@ -1,8 +1,10 @@
 """Pieces shared by the aioquic hq-interop client and server."""
 
+import os
 import sys
 
 import aioquic
+from aioquic.quic.logger import QuicFileLogger
 from aioquic.tls import CipherSuite
 
 ALPN = ["hq-interop"]
@@ -51,3 +53,12 @@ def suite_name(suite):
 
 def version():
     return f"aioquic {aioquic.__version__}, Python {sys.version.split()[0]}"
+
+
+def qlog_from_env(config):
+    """Write a qlog per connection into $QLOGDIR when it is set, as the
+    interop runner asks of every endpoint."""
+    directory = os.environ.get("QLOGDIR")
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        config.quic_logger = QuicFileLogger(directory)

@@ -25,6 +25,7 @@ from hq_common import (
     MAX_STREAM_DATA,
     negotiated_suite,
     parse_ciphers,
+    qlog_from_env,
     suite_name,
     version,
 )
@@ -124,6 +125,7 @@ async def run(args):
         max_data=MAX_DATA,
         max_stream_data=MAX_STREAM_DATA,
     )
+    qlog_from_env(config)
     if suites:
         config.cipher_suites = suites
     config.load_cert_chain(args.cert, args.key)
