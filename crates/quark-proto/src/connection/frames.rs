@@ -305,6 +305,9 @@ impl Connection {
             }
             let s = &mut self.spaces[space.index()];
             s.probes = count;
+            if space == SpaceId::Data {
+                self.requeue_oldest_data(count);
+            }
             if space == SpaceId::Data && self.handshake_done_unacked {
                 // The client holds back its own 1-RTT probes until it has
                 // HANDSHAKE_DONE (RFC 9002 §6.2.1) and its Handshake probes
@@ -341,6 +344,29 @@ impl Connection {
                     let e = &mut self.spaces[earlier.index()];
                     e.probes = e.probes.max(1);
                 }
+            }
+        }
+    }
+
+    /// A 1-RTT probe with no new data to carry takes the stream data and
+    /// control frames of the oldest packets in flight again (RFC 9002
+    /// §6.2.4), up to `count` packets' worth, rather than a bare PING: a
+    /// response whose packets and the ACKs of the PINGs after it were lost
+    /// otherwise waited a round trip more per probe (an aioquic client in
+    /// the interop runner's handshakeloss case timed out so). The packets
+    /// stay in flight; an ACK for either copy settles the data.
+    fn requeue_oldest_data(&mut self, count: u8) {
+        if self.streams.has_stream_data() {
+            return; // new data makes as good a probe, and costs no resend
+        }
+        let mut taken = 0;
+        for (_, p) in self.recovery.in_flight(SpaceId::Data) {
+            if taken == count {
+                break;
+            }
+            if p.data.has_stream_or_control() {
+                self.streams.on_lost(&p.data);
+                taken += 1;
             }
         }
     }

@@ -496,6 +496,11 @@ impl Streams {
         !self.send_queue.is_empty() || self.has_control()
     }
 
+    /// Whether stream data (new or to resend) is waiting to be sent.
+    pub(crate) fn has_stream_data(&self) -> bool {
+        !self.send_queue.is_empty()
+    }
+
     fn insert_stream(&mut self, id: StreamId) {
         let ours = id.initiator() == self.side;
         let max_send = match (id.dir(), ours) {
