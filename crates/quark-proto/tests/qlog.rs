@@ -303,3 +303,32 @@ fn qlog_records_key_updates_and_who_started_them() {
         assert_eq!(seen, want, "client: {client}");
     }
 }
+
+/// A connection that times out logs its close at the moment the idle
+/// timeout fired, not at its last packet: the server's close of a silent
+/// peer in the runner's handshakeloss qlogs read as if it came 30 s early.
+#[test]
+fn qlog_stamps_an_idle_close_with_its_own_time() {
+    let (mut sim, tls) = qlog_sim(seed(75));
+    sim.set_delay(Duration::from_millis(5));
+    let c = sim.connect(&tls);
+    let s = sim.handshake(c);
+    sim.run_for(Duration::from_millis(500));
+    // The client goes silent: everything it sends from now on is lost.
+    sim.filter = Some(Box::new(|to_server, _| !to_server));
+    let silent = sim.now;
+    sim.run_until(100_000, |sim| sim.server.connection(s).unwrap().is_closed());
+    let idle = sim.now - silent;
+    let recs = records(&mut sim, false, s);
+    let closed = named(&recs, "connectivity:connection_closed");
+    assert_eq!(closed.len(), 1);
+    assert_eq!(closed[0]["data"]["trigger"], "idle_timeout");
+    let last_packet = named(&recs, "transport:packet_received").last().unwrap()["time"]
+        .as_f64()
+        .unwrap();
+    let at = closed[0]["time"].as_f64().unwrap();
+    assert!(
+        at - last_packet >= 0.9 * idle.as_secs_f64() * 1e3,
+        "closed at {at} ms, last packet at {last_packet} ms, idle for {idle:?}"
+    );
+}

@@ -157,7 +157,7 @@ impl Connection {
                 resend: true,
             }),
         };
-        self.qlog_closed(Some(now), "closing");
+        self.qlog_closed(now, "closing");
         self.shed();
     }
 
@@ -175,12 +175,12 @@ impl Connection {
         self.state = State::Draining {
             error: Box::new(error),
         };
-        self.qlog_closed(Some(now), "draining");
+        self.qlog_closed(now, "draining");
         self.shed();
     }
 
     /// Forget the connection at once (idle timeout, stateless reset, no version).
-    pub(crate) fn enter_drained(&mut self, error: ConnectionError) {
+    pub(crate) fn enter_drained(&mut self, now: Instant, error: ConnectionError) {
         if matches!(self.state, State::Drained { .. }) {
             return;
         }
@@ -195,7 +195,7 @@ impl Connection {
             _ => Box::new(error),
         };
         self.state = State::Drained { error: Some(error) };
-        self.qlog_closed(None, "closed");
+        self.qlog_closed(now, "closed");
         self.shed();
     }
 
@@ -220,22 +220,22 @@ impl Connection {
         self.mtu.abandon();
     }
 
-    pub(crate) fn on_close_timer(&mut self) {
+    pub(crate) fn on_close_timer(&mut self, now: Instant) {
         let error = self
             .state
             .error()
             .cloned()
             .unwrap_or(ConnectionError::LocallyClosed);
-        self.enter_drained(error);
+        self.enter_drained(now, error);
     }
 
-    pub(crate) fn on_idle_timeout(&mut self) {
+    pub(crate) fn on_idle_timeout(&mut self, now: Instant) {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-10.1
         //# If a max_idle_timeout is specified by either endpoint in its transport
         //# parameters, the connection is silently closed and its state is
         //# discarded when it remains idle for longer than the minimum of the
         //# max_idle_timeout value advertised by both endpoints.
-        self.enter_drained(ConnectionError::TimedOut);
+        self.enter_drained(now, ConnectionError::TimedOut);
     }
 
     /// A CONNECTION_CLOSE frame arrived.

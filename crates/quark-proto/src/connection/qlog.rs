@@ -178,12 +178,10 @@ impl Connection {
 
     /// The connection is closing, draining or gone: the state and, the first
     /// time, why.
-    /// `now` is `None` where the cause has no time (the latest event's is used).
-    pub(super) fn qlog_closed(&mut self, now: Option<Instant>, new: &str) {
+    pub(super) fn qlog_closed(&mut self, now: Instant, new: &str) {
         let Some(q) = self.qlog.as_mut() else {
             return;
         };
-        let now = now.unwrap_or(q.last);
         q.state_updated(now, new);
         let Some(error) = self.state.error() else {
             return;

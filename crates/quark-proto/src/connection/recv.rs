@@ -150,7 +150,7 @@ impl Connection {
                             payload,
                             dst_cid: pd.dst_cid,
                         }),
-                        None => self.on_undecryptable(&pd, tail),
+                        None => self.on_undecryptable(now, &pd, tail),
                     }
                 } else {
                     self.handle_packet(now, ecn, packet, &pd, tail);
@@ -192,13 +192,18 @@ impl Connection {
 
     /// A packet that could not be decrypted: dropped, unless the datagram is a
     /// stateless reset for this connection.
-    fn on_undecryptable(&mut self, pd: &PartialDecode, tail: Option<[u8; RESET_TOKEN_LEN]>) {
+    fn on_undecryptable(
+        &mut self,
+        now: Instant,
+        pd: &PartialDecode,
+        tail: Option<[u8; RESET_TOKEN_LEN]>,
+    ) {
         self.stats.packets_dropped += 1;
         //= https://www.rfc-editor.org/rfc/rfc9000#section-10.3.1
         //# An endpoint detects a potential Stateless Reset using the trailing 16
         //# bytes of the UDP datagram.
         if !pd.is_long() && tail.is_some_and(|t| self.peer_cids.is_reset(&t)) {
-            self.enter_drained(ConnectionError::Reset);
+            self.enter_drained(now, ConnectionError::Reset);
         }
     }
 
@@ -211,13 +216,13 @@ impl Connection {
         tail: Option<[u8; RESET_TOKEN_LEN]>,
     ) {
         match pd.ty {
-            HeaderType::VersionNegotiation => self.on_version_negotiation(packet, pd),
+            HeaderType::VersionNegotiation => self.on_version_negotiation(now, packet, pd),
             HeaderType::Retry => self.on_retry(now, packet, pd),
             HeaderType::Frames(kind) => self.on_protected(now, ecn, kind, packet, pd, tail),
         }
     }
 
-    fn on_version_negotiation(&mut self, packet: &[u8], pd: &PartialDecode) {
+    fn on_version_negotiation(&mut self, now: Instant, packet: &[u8], pd: &PartialDecode) {
         if self.side.is_server() || self.received_any {
             return;
         }
@@ -230,7 +235,7 @@ impl Connection {
         if versions.contains(&self.version) || pd.src_cid != self.orig_dst_cid {
             return;
         }
-        self.enter_drained(ConnectionError::VersionMismatch);
+        self.enter_drained(now, ConnectionError::VersionMismatch);
     }
 
     fn on_retry(&mut self, now: Instant, packet: &[u8], pd: &PartialDecode) {
@@ -317,7 +322,7 @@ impl Connection {
                 // Send it again now rather than at our next PTO.
                 self.handshake_done_pending = true;
             }
-            self.on_undecryptable(pd, tail);
+            self.on_undecryptable(now, pd, tail);
             return;
         };
         if self.process_packet(

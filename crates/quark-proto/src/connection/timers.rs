@@ -111,14 +111,14 @@ impl Connection {
     /// Let timers that are due fire.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.timers.expired(Timer::Close, now) {
-            self.on_close_timer();
+            self.on_close_timer(now);
             return;
         }
         if self.is_closed() {
             return;
         }
         if self.idle_deadline().is_some_and(|at| at <= now) {
-            self.on_idle_timeout();
+            self.on_idle_timeout(now);
             return;
         }
         if self.send_deadline().is_some_and(|at| at <= now) {

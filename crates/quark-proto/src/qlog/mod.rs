@@ -50,8 +50,6 @@ pub struct QlogSink {
     last_metrics: Metrics,
     /// A long-header packet's plaintext frames, kept while it is encrypted.
     pub(crate) plaintext: Vec<u8>,
-    /// The time of the latest event (for events whose cause has no time).
-    pub(crate) last: Instant,
     /// `connectivity:connection_closed` was written.
     pub(crate) close_logged: bool,
 }
@@ -68,7 +66,6 @@ impl QlogSink {
             last_metrics: Metrics::default(),
             plaintext: Vec::new(),
             close_logged: false,
-            last: now,
         }
     }
 
@@ -132,7 +129,6 @@ impl QlogSink {
             self.dropped += 1;
             return false;
         }
-        self.last = self.last.max(now);
         let t = ms(now.saturating_duration_since(self.start));
         let _ = write!(
             self.out,
