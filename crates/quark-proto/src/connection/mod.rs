@@ -25,6 +25,7 @@ mod datagrams;
 mod frames;
 mod handshake;
 mod lazy_rng;
+mod loss;
 mod memory;
 mod migration;
 mod mtu;

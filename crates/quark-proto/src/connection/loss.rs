@@ -1,0 +1,174 @@
+//! What happens to the contents of packets acknowledged or declared lost,
+//! and the loss-detection timer: which probes a PTO sends and what they carry
+//! (RFC 9002 §6.2.4). Loss detection itself is in `crate::recovery`.
+
+use std::time::Instant;
+
+use super::Connection;
+use super::scratch;
+use super::sent::{Control, SentFrames};
+use crate::types::SpaceId;
+
+/// Consecutive PTOs after which a larger-than-base MTU is suspected of black-holing.
+const BLACK_HOLE_PTOS: u32 = 3;
+
+impl Connection {
+    pub(super) fn on_packet_acked(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
+        if frames.handshake_done {
+            self.handshake_done_unacked = false;
+        }
+        if frames.mtu_probe {
+            if self.mtu.on_probe_acked(pn) {
+                self.apply_mtu();
+                tracing::debug!(mtu = self.path.mtu, "path MTU raised");
+            }
+        } else if space == SpaceId::Data {
+            self.mtu.on_acked(pn);
+        }
+        let s = &mut self.spaces[space.index()];
+        if let Some(largest) = frames.ack_largest() {
+            s.ack.on_ack_acked(largest);
+        }
+        if let (Some((offset, len)), Some(c)) = (frames.crypto(), s.crypto.as_mut()) {
+            c.send.on_ack(offset, len as usize, false);
+            if space == SpaceId::Data && self.handshake_confirmed {
+                self.shed_handshake_leftovers();
+            }
+        }
+        if frames.has_stream_or_control() {
+            for ctl in frames.controls() {
+                if let Control::RetireConnectionId(seq) = ctl {
+                    self.peer_cids.on_retire_acked(seq);
+                }
+            }
+            self.streams.on_acked(frames);
+        }
+    }
+
+    pub(crate) fn on_packet_lost(&mut self, space: SpaceId, pn: u64, frames: &SentFrames) {
+        if frames.mtu_probe {
+            self.mtu.on_probe_failed(pn);
+        }
+        if let (Some((offset, len)), Some(c)) =
+            (frames.crypto(), self.spaces[space.index()].crypto.as_mut())
+        {
+            c.send.on_lost(offset, len as usize, false);
+        }
+        if frames.handshake_done {
+            self.handshake_done_pending = true;
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9221#section-5.2
+        //# DATAGRAM frames MUST NOT be retransmitted
+        if frames.datagrams > 0 {
+            self.rare_stats().datagram_frames_lost += u64::from(frames.datagrams);
+        }
+        for ctl in frames.controls() {
+            match ctl {
+                Control::NewConnectionId(seq) => self.local_cids.on_announcement_lost(seq),
+                Control::RetireConnectionId(seq) => self.peer_cids.on_retire_lost(seq),
+                Control::AckFrequency(seq) => self.ack_freq.on_lost(seq),
+                _ => {}
+            }
+        }
+        if frames.has_stream_or_control() {
+            self.streams.on_lost(frames);
+        }
+    }
+
+    /// The loss-detection timer fired.
+    pub(crate) fn on_loss_timer(&mut self, now: Instant) {
+        let path = self.path_state();
+        let (acked, mut lost) = scratch::take_ack();
+        let action = self.recovery.on_timeout(now, &path, &mut lost);
+        for (pn, pkt) in lost.drain(..) {
+            self.qlog_lost(now, pkt.data.space, pn);
+            self.on_packet_lost(pkt.data.space, pn, &pkt.data);
+        }
+        scratch::put_ack(acked, lost);
+        self.qlog_metrics(now);
+        if self.recovery.pto_count() >= BLACK_HOLE_PTOS && self.mtu.on_black_hole() {
+            // Full-size packets keep vanishing: maybe the path MTU shrank.
+            self.apply_mtu();
+            tracing::debug!(mtu = self.path.mtu, "suspected PMTU black hole");
+        }
+        if let crate::recovery::TimeoutAction::Probe { space, mut count } = action {
+            self.mtu.on_pto();
+            if space == SpaceId::Data {
+                //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
+                //# An endpoint MAY send up to two full-sized datagrams containing
+                //# ack-eliciting packets
+                // Two stay for the handshake spaces, where a lost probe stalls
+                // the handshake. For application data most PTOs are a busy
+                // peer's queueing (5 000 connections bursting at once fired
+                // 5-7 each, issue #33), and each probe costs that peer a
+                // packet and an ACK; a lost single probe costs one more PTO.
+                count = count.min(self.config.data_pto_probes.max(1));
+            }
+            let s = &mut self.spaces[space.index()];
+            s.probes = count;
+            if space == SpaceId::Data {
+                self.requeue_oldest_data(count);
+            }
+            if space == SpaceId::Data && self.handshake_done_unacked {
+                // The client holds back its own 1-RTT probes until it has
+                // HANDSHAKE_DONE (RFC 9002 §6.2.1) and its Handshake probes
+                // find our keys gone: a bare PING, with its ACK lost too,
+                // left both sides waiting out backed-off PTOs.
+                self.handshake_done_pending = true;
+            }
+            if space != SpaceId::Data {
+                // Carry the handshake data again rather than a bare PING.
+                let ranges: Vec<(u64, u32)> = self
+                    .recovery
+                    .in_flight(space)
+                    .filter_map(|(_, p)| p.data.crypto())
+                    .collect();
+                if let Some(c) = self.spaces[space.index()].crypto.as_mut() {
+                    for (offset, len) in ranges {
+                        c.send.on_lost(offset, len as usize, false);
+                    }
+                }
+            }
+            // The probes carry CRYPTO data of earlier spaces declared lost too:
+            // that data is no longer in flight, so no PTO of its own space
+            // fires for it, and with the window full only probes go out. A
+            // server whose ServerHello was lost sent Handshake probes the
+            // client could not decrypt, for ever (RFC 9002 §6.2.4: probes
+            // carry the data most likely lost).
+            for earlier in [SpaceId::Initial, SpaceId::Handshake] {
+                if earlier >= space {
+                    break;
+                }
+                // Read first: a mutable index would bring a dropped space back.
+                let e = &self.spaces[earlier.index()];
+                if e.keys.is_some() && !e.discarded && e.crypto_pending() {
+                    let e = &mut self.spaces[earlier.index()];
+                    e.probes = e.probes.max(1);
+                }
+            }
+        }
+    }
+
+    /// A 1-RTT probe with no new data to carry takes the stream data and
+    /// control frames of the oldest packets in flight again (RFC 9002
+    /// §6.2.4), up to `count` packets' worth, rather than a bare PING: a
+    /// response whose packets and the ACKs of the PINGs after it were lost
+    /// otherwise waited a round trip more per probe (an aioquic client in
+    /// the interop runner's handshakeloss case timed out so). The packets
+    /// stay in flight; an ACK for either copy settles the data.
+    fn requeue_oldest_data(&mut self, count: u8) {
+        if self.streams.has_stream_data() {
+            return; // new data makes as good a probe, and costs no resend
+        }
+        let mut taken = 0;
+        for (_, p) in self.recovery.in_flight(SpaceId::Data) {
+            if taken == count {
+                break;
+            }
+            if p.data.has_stream_or_control() {
+                self.streams.on_lost(&p.data);
+                taken += 1;
+            }
+        }
+    }
+}
