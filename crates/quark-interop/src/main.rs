@@ -5,6 +5,8 @@
 //! quinn-hq server --listen ADDR --root DIR --cert F --key F [--cipher ...] [--retry]
 //! quinn-hq client URL... -o DIR (--ca F | --insecure) [--cipher ...]
 //! ```
+//!
+//! `RUST_LOG` (e.g. `quinn_proto=trace`) logs quinn's packets to stderr.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -84,6 +86,14 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if std::env::var_os("RUST_LOG").is_some() {
+        // quinn's own account of each packet (it writes no qlog): with
+        // RUST_LOG=quinn_proto=trace, what a failed interop cell's peer did.
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

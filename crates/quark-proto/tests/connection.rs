@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::app::{Echo, run_echo};
-use common::{Sim, Tls, payload, seed, small_windows};
+use common::{Sim, Tls, payload, read_to_end, seed, small_windows};
 use quark_proto::{
     ClientConfig, ConnectionError, Dir, Event, ReadOutcome, ServerConfig, StreamEvent,
     TransportErrorCode,
@@ -155,16 +155,7 @@ fn unread_data_survives_the_close() {
     sim.run_until(10_000, |sim| sim.client.connection(c).unwrap().is_closed());
     let conn = sim.client.connection_mut(c).unwrap();
     assert!(!conn.is_drained(), "draining, not gone");
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match conn.read(id, &mut buf).unwrap() {
-            ReadOutcome::Data(n) => got.extend_from_slice(&buf[..n]),
-            ReadOutcome::Finished => break,
-            ReadOutcome::Blocked => panic!("blocked after {} bytes", got.len()),
-        }
-    }
-    assert_eq!(got, answer);
+    assert_eq!(read_to_end(conn, id), answer);
     assert_eq!(conn.alpn().map(<[u8]>::to_vec), alpn);
 }
 

@@ -8,8 +8,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use common::{Sim, payload, seed};
-use quark_proto::{Dir, ReadOutcome};
+use common::{Sim, payload, read_to_end, seed};
+use quark_proto::Dir;
 
 /// Whether a datagram begins with a short (1-RTT) header.
 fn is_short(d: &[u8]) -> bool {
@@ -86,14 +86,6 @@ fn a_probe_carries_a_lost_answer_again() {
         answer.len(),
         "no answer after {took:?}"
     );
-    let mut got = Vec::new();
-    let mut buf = [0u8; 2048];
-    loop {
-        match conn.read(id, &mut buf).unwrap() {
-            ReadOutcome::Data(n) => got.extend_from_slice(&buf[..n]),
-            ReadOutcome::Finished => break,
-            ReadOutcome::Blocked => panic!("blocked after {} bytes", got.len()),
-        }
-    }
+    let got = read_to_end(conn, id);
     assert_eq!(got, answer);
 }

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 pub use quark_netem::{LinkConfig, Path, Profile};
 use quark_proto::{
-    ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, Event, ServerConfig, TransportConfig,
+    ClientConfig, Connection, ConnectionHandle, Endpoint, EndpointConfig, Event, ReadOutcome,
+    ServerConfig, StreamId, TransportConfig,
 };
 
 pub mod app;
@@ -514,4 +515,17 @@ pub fn payload(len: usize, tag: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[i % 4] ^ tag)
         .collect()
+}
+
+/// Everything a stream holds up to its end, which must have arrived.
+pub fn read_to_end(conn: &mut Connection, id: StreamId) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(id, &mut buf).unwrap() {
+            ReadOutcome::Data(n) => got.extend_from_slice(&buf[..n]),
+            ReadOutcome::Finished => return got,
+            ReadOutcome::Blocked => panic!("blocked after {} bytes", got.len()),
+        }
+    }
 }
