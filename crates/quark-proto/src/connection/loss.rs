@@ -151,11 +151,11 @@ impl Connection {
 
     /// A 1-RTT probe with no new data to carry takes the stream data and
     /// control frames of the oldest packets in flight again (RFC 9002
-    /// §6.2.4), up to `count` packets' worth, rather than a bare PING: a
-    /// response whose packets and the ACKs of the PINGs after it were lost
-    /// otherwise waited a round trip more per probe (an aioquic client in
-    /// the interop runner's handshakeloss case timed out so). The packets
-    /// stay in flight; an ACK for either copy settles the data.
+    /// §6.2.4), up to `count` packets' worth, rather than a bare PING. Lost
+    /// data otherwise goes again only once an ACK reveals the loss; with the
+    /// ACKs of the PINGs lost too, it never did (an aioquic client in the
+    /// interop runner's handshakeloss case timed out so). The packets stay
+    /// in flight; an ACK for either copy settles the data.
     fn requeue_oldest_data(&mut self, count: u8) {
         if self.streams.has_stream_data() {
             return; // new data makes as good a probe, and costs no resend
