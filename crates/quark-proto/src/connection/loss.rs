@@ -104,19 +104,17 @@ impl Connection {
                 // packet and an ACK; a lost single probe costs one more PTO.
                 count = count.min(self.config.data_pto_probes.max(1));
             }
-            let s = &mut self.spaces[space.index()];
-            s.probes = count;
+            self.spaces[space.index()].probes = count;
             if space == SpaceId::Data {
                 self.requeue_oldest_data(count);
-            }
-            if space == SpaceId::Data && self.handshake_done_unacked {
-                // The client holds back its own 1-RTT probes until it has
-                // HANDSHAKE_DONE (RFC 9002 §6.2.1) and its Handshake probes
-                // find our keys gone: a bare PING, with its ACK lost too,
-                // left both sides waiting out backed-off PTOs.
-                self.handshake_done_pending = true;
-            }
-            if space != SpaceId::Data {
+                if self.handshake_done_unacked {
+                    // The client holds back its own 1-RTT probes until it has
+                    // HANDSHAKE_DONE (RFC 9002 §6.2.1) and its Handshake probes
+                    // find our keys gone: a bare PING, with its ACK lost too,
+                    // left both sides waiting out backed-off PTOs.
+                    self.handshake_done_pending = true;
+                }
+            } else {
                 // Carry the handshake data again rather than a bare PING.
                 let ranges: Vec<(u64, u32)> = self
                     .recovery
