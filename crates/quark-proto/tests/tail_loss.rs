@@ -9,11 +9,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Sim, Tls, payload, read_to_end, seed};
-use quark_proto::{
-    ClientConfig, Connection, Dir, EndpointConfig, ReadOutcome, ServerConfig, StreamId,
-    TransportConfig,
-};
+use common::{Sim, Tls, payload, read_more, read_to_end, seed};
+use quark_proto::{ClientConfig, Dir, EndpointConfig, ServerConfig, TransportConfig};
 
 /// Whether a datagram begins with a short (1-RTT) header.
 fn is_short(d: &[u8]) -> bool {
@@ -121,18 +118,6 @@ fn a_probe_carries_a_lost_answer_again() {
 #[test]
 fn a_probe_carries_a_lost_request_again() {
     assert!(lost_tail_arrives(false), "no request within 10 s");
-}
-
-/// Appends what `id` holds to `got`; true once its end has been read.
-fn read_more(conn: &mut Connection, id: StreamId, got: &mut Vec<u8>) -> bool {
-    let mut buf = [0u8; 4096];
-    loop {
-        match conn.read(id, &mut buf) {
-            Ok(ReadOutcome::Data(n)) => got.extend_from_slice(&buf[..n]),
-            Ok(ReadOutcome::Finished) => return true,
-            Ok(ReadOutcome::Blocked) | Err(_) => return false,
-        }
-    }
 }
 
 /// A whole hq-style exchange (handshake, a request, a 6 KB answer) at 30 %

@@ -158,6 +158,17 @@ impl Connection {
         if self.streams.has_stream_data() {
             return; // new data makes as good a probe, and costs no resend
         }
+        // On a connection that has neither lost a packet nor had a PTO
+        // before, a first PTO is most often a late ACK (a busy peer's queue:
+        // 40 connections bursting at once in `quark`'s `driver::storm_sim`
+        // fired twice the server probes, and waited longer, when each
+        // resent data): it stays a PING. A second PTO in a row, or any PTO
+        // once the connection has known trouble, resends.
+        let (r, run) = (self.recovery.stats(), self.recovery.pto_count());
+        let troubled = r.lost_packets > r.spurious_losses || r.ptos > u64::from(run);
+        if run < 2 && !troubled {
+            return;
+        }
         let mut taken = 0;
         for (_, p) in self.recovery.in_flight(SpaceId::Data) {
             if taken == count {

@@ -517,15 +517,26 @@ pub fn payload(len: usize, tag: u8) -> Vec<u8> {
         .collect()
 }
 
+/// Appends what `id` holds to `got`; true once its end has been read (false
+/// while more is to come, or if the stream cannot be read).
+pub fn read_more(conn: &mut Connection, id: StreamId, got: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(id, &mut buf) {
+            Ok(ReadOutcome::Data(n)) => got.extend_from_slice(&buf[..n]),
+            Ok(ReadOutcome::Finished) => return true,
+            Ok(ReadOutcome::Blocked) | Err(_) => return false,
+        }
+    }
+}
+
 /// Everything a stream holds up to its end, which must have arrived.
 pub fn read_to_end(conn: &mut Connection, id: StreamId) -> Vec<u8> {
     let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match conn.read(id, &mut buf).unwrap() {
-            ReadOutcome::Data(n) => got.extend_from_slice(&buf[..n]),
-            ReadOutcome::Finished => return got,
-            ReadOutcome::Blocked => panic!("blocked after {} bytes", got.len()),
-        }
-    }
+    assert!(
+        read_more(conn, id, &mut got),
+        "no end after {} bytes",
+        got.len()
+    );
+    got
 }
