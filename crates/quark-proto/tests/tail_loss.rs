@@ -209,3 +209,54 @@ fn exchanges_complete_at_30_percent_loss() {
         failed.len()
     );
 }
+
+/// A connection-level control frame at the tail goes again with a probe
+/// too: the client moves to a fresh connection ID of the server, and the
+/// packet retiring the old one is lost, as is every datagram of the server
+/// from then on. The server still learns of the retirement (it stops
+/// routing the old ID) within 10 s (simulated).
+#[test]
+fn a_probe_carries_a_lost_retire_connection_id_again() {
+    let (mut sim, tls) = Sim::pair(seed(93));
+    sim.set_delay(Duration::from_millis(10));
+    let c = sim.connect(&tls);
+    let s = sim.handshake(c);
+    sim.run_for(Duration::from_millis(200));
+    let before = sim.server.connection(s).unwrap().local_cids();
+
+    // (armed, the client's 1-RTT datagrams dropped)
+    let state = Rc::new(RefCell::new((false, 0u32)));
+    let seen = state.clone();
+    sim.filter = Some(Box::new(move |to_server, d| {
+        let mut st = seen.borrow_mut();
+        if !st.0 {
+            return true;
+        }
+        if !to_server {
+            return false; // every datagram of the server lost
+        }
+        if is_short(d) && st.1 == 0 {
+            st.1 = 1;
+            return false;
+        }
+        true
+    }));
+    state.borrow_mut().0 = true;
+    let now = sim.now;
+    // Same address: only the connection ID changes, and the retirement.
+    sim.client
+        .connection_mut(c)
+        .unwrap()
+        .migrate(now, true)
+        .expect("a spare ID after the handshake");
+    let start = sim.now;
+    let retired = |sim: &Sim| {
+        let ids = sim.server.connection(s).unwrap().local_cids();
+        before.iter().any(|id| !ids.contains(id))
+    };
+    sim.run_until(100_000, |sim| {
+        retired(sim) || sim.now - start > Duration::from_secs(10)
+    });
+    assert_eq!(state.borrow().1, 1, "the retiring packet was not dropped");
+    assert!(retired(&sim), "no RETIRE_CONNECTION_ID within 10 s");
+}

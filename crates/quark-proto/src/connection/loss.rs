@@ -5,8 +5,11 @@
 use std::time::Instant;
 
 use super::Connection;
+use super::ack_frequency::AckFrequencyState;
+use super::cids::{LocalCids, PeerCids};
 use super::scratch;
 use super::sent::{Control, SentFrames};
+use super::streams::Streams;
 use crate::types::SpaceId;
 
 /// Consecutive PTOs after which a larger-than-base MTU is suspected of black-holing.
@@ -62,16 +65,14 @@ impl Connection {
         if frames.datagrams > 0 {
             self.rare_stats().datagram_frames_lost += u64::from(frames.datagrams);
         }
-        for ctl in frames.controls() {
-            match ctl {
-                Control::NewConnectionId(seq) => self.local_cids.on_announcement_lost(seq),
-                Control::RetireConnectionId(seq) => self.peer_cids.on_retire_lost(seq),
-                Control::AckFrequency(seq) => self.ack_freq.on_lost(seq),
-                _ => {}
-            }
-        }
         if frames.has_stream_or_control() {
-            self.streams.on_lost(frames);
+            requeue(
+                frames,
+                &mut self.streams,
+                &mut self.local_cids,
+                &mut self.peer_cids,
+                &mut self.ack_freq,
+            );
         }
     }
 
@@ -116,13 +117,12 @@ impl Connection {
                 }
             } else {
                 // Carry the handshake data again rather than a bare PING.
-                let ranges: Vec<(u64, u32)> = self
-                    .recovery
-                    .in_flight(space)
-                    .filter_map(|(_, p)| p.data.crypto())
-                    .collect();
                 if let Some(c) = self.spaces[space.index()].crypto.as_mut() {
-                    for (offset, len) in ranges {
+                    for (offset, len) in self
+                        .recovery
+                        .in_flight(space)
+                        .filter_map(|(_, p)| p.data.crypto())
+                    {
                         c.send.on_lost(offset, len as usize, false);
                     }
                 }
@@ -169,15 +169,40 @@ impl Connection {
         if run < 2 && !troubled {
             return;
         }
-        let mut taken = 0;
-        for (_, p) in self.recovery.in_flight(SpaceId::Data) {
-            if taken == count {
-                break;
-            }
-            if p.data.has_stream_or_control() {
-                self.streams.on_lost(&p.data);
-                taken += 1;
-            }
+        let carrying = self
+            .recovery
+            .in_flight(SpaceId::Data)
+            .filter(|(_, p)| p.data.has_stream_or_control());
+        for (_, p) in carrying.take(usize::from(count)) {
+            requeue(
+                &p.data,
+                &mut self.streams,
+                &mut self.local_cids,
+                &mut self.peer_cids,
+                &mut self.ack_freq,
+            );
         }
     }
+}
+
+/// Queue the stream data and control frames `frames` carried to go again
+/// (CRYPTO, HANDSHAKE_DONE and MTU probes are the callers'). It takes the
+/// fields it needs, not the connection, so that a caller can walk the
+/// sent-packet record while it requeues.
+fn requeue(
+    frames: &SentFrames,
+    streams: &mut Streams,
+    local_cids: &mut LocalCids,
+    peer_cids: &mut PeerCids,
+    ack_freq: &mut AckFrequencyState,
+) {
+    for ctl in frames.controls() {
+        match ctl {
+            Control::NewConnectionId(seq) => local_cids.on_announcement_lost(seq),
+            Control::RetireConnectionId(seq) => peer_cids.on_retire_lost(seq),
+            Control::AckFrequency(seq) => ack_freq.on_lost(seq),
+            _ => {}
+        }
+    }
+    streams.on_lost(frames);
 }

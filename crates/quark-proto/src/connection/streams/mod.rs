@@ -493,7 +493,7 @@ impl Streams {
 
     /// Whether any stream or control frame is waiting to be sent.
     pub(crate) fn wants_to_send(&self) -> bool {
-        !self.send_queue.is_empty() || self.has_control()
+        self.has_stream_data() || self.has_control()
     }
 
     /// Whether stream data (new or to resend) is waiting to be sent.
