@@ -107,7 +107,7 @@ impl Connection {
             }
             self.spaces[space.index()].probes = count;
             if space == SpaceId::Data {
-                self.requeue_oldest_data(count);
+                self.requeue_in_flight_data();
                 if self.handshake_done_unacked {
                     // The client holds back its own 1-RTT probes until it has
                     // HANDSHAKE_DONE (RFC 9002 §6.2.1) and its Handshake probes
@@ -147,14 +147,18 @@ impl Connection {
         }
     }
 
-    /// A 1-RTT probe with no new data to carry takes the stream data and
-    /// control frames of the oldest packets in flight again (RFC 9002
-    /// §6.2.4), up to `count` packets' worth, rather than a bare PING. Lost
-    /// data otherwise goes again only once an ACK reveals the loss; with the
-    /// ACKs of the PINGs lost too, it never did (an aioquic client in the
-    /// interop runner's handshakeloss case timed out so). The packets stay
-    /// in flight; an ACK for either copy settles the data.
-    fn requeue_oldest_data(&mut self, count: u8) {
+    /// A 1-RTT PTO with no new data to send queues the stream data and
+    /// control frames of every packet in flight to go again (RFC 9002
+    /// §6.2.4), rather than a bare PING: each probe carries the oldest of it,
+    /// the next PTO's probe the next, and once an ACK gets through the rest
+    /// follows at once. Lost data otherwise goes again only once an ACK
+    /// reveals the loss; with the ACKs of the PINGs lost too, it never did
+    /// (an aioquic client in the interop runner's handshakeloss case timed
+    /// out so). The packets stay in flight; an ACK for either copy settles
+    /// the data, and data acknowledged before it is sent again leaves the
+    /// queue. Everything in flight was sent at least a PTO ago, so most of
+    /// it is lost or its ACK is.
+    fn requeue_in_flight_data(&mut self) {
         if self.streams.has_stream_data() {
             return; // new data makes as good a probe, and costs no resend
         }
@@ -169,18 +173,16 @@ impl Connection {
         if run < 2 && !troubled {
             return;
         }
-        let carrying = self
-            .recovery
-            .in_flight(SpaceId::Data)
-            .filter(|(_, p)| p.data.has_stream_or_control());
-        for (_, p) in carrying.take(usize::from(count)) {
-            requeue(
-                &p.data,
-                &mut self.streams,
-                &mut self.local_cids,
-                &mut self.peer_cids,
-                &mut self.ack_freq,
-            );
+        for (_, p) in self.recovery.in_flight(SpaceId::Data) {
+            if p.data.has_stream_or_control() {
+                requeue(
+                    &p.data,
+                    &mut self.streams,
+                    &mut self.local_cids,
+                    &mut self.peer_cids,
+                    &mut self.ack_freq,
+                );
+            }
         }
     }
 }
