@@ -105,8 +105,8 @@ pub struct TransportConfig {
     /// this long, not a whole idle timeout). Default 10 s, which bounds how
     /// long half-open state lives under a handshake flood; under 30 % loss a
     /// handshake can need the PTOs at 1, 3, 7 and 15 s (backoff from the
-    /// initial 1 s PTO), and about 1 in 2 000 is cut short at 10 s (30 s
-    /// lets them all finish, in simulation).
+    /// initial 1 s PTO), and about 1 in 1 000 is cut short at 10 s (10 of
+    /// 10 000 seeds in simulation, the slowest 20 s).
     pub handshake_timeout: Duration,
     /// Accept unreliable datagrams (RFC 9221): the max_datagram_frame_size we
     /// advertise, the largest DATAGRAM frame we take. `None`: not advertised,

@@ -117,14 +117,23 @@ impl Connection {
                 }
             } else {
                 // Carry the handshake data again rather than a bare PING.
-                if let Some(c) = self.spaces[space.index()].crypto.as_mut() {
-                    for (offset, len) in self
-                        .recovery
-                        .in_flight(space)
-                        .filter_map(|(_, p)| p.data.crypto())
-                    {
-                        c.send.on_lost(offset, len as usize, false);
-                    }
+                self.requeue_crypto_in_flight(space);
+                //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
+                //# the sender SHOULD send ack-eliciting packets from other packet
+                //# number spaces with in-flight data, coalescing packets if possible.
+                // A server whose Initial PTO resent only the ServerHello spent
+                // its 3x budget on copies of it while the Handshake flight
+                // (the client's next need) stayed lost: 15 s more at 30 %
+                // loss, waiting for the client's backed-off probes to lift it.
+                let h = &self.spaces[SpaceId::Handshake.index()];
+                if space == SpaceId::Initial
+                    && h.keys.is_some()
+                    && !h.discarded
+                    && h.crypto_unacked()
+                {
+                    self.requeue_crypto_in_flight(SpaceId::Handshake);
+                    let h = &mut self.spaces[SpaceId::Handshake.index()];
+                    h.probes = h.probes.max(1);
                 }
             }
             // The probes carry CRYPTO data of earlier spaces declared lost too:
@@ -143,6 +152,19 @@ impl Connection {
                     let e = &mut self.spaces[earlier.index()];
                     e.probes = e.probes.max(1);
                 }
+            }
+        }
+    }
+
+    /// The CRYPTO data of `space`'s packets in flight goes again.
+    fn requeue_crypto_in_flight(&mut self, space: SpaceId) {
+        if let Some(c) = self.spaces[space.index()].crypto.as_mut() {
+            for (offset, len) in self
+                .recovery
+                .in_flight(space)
+                .filter_map(|(_, p)| p.data.crypto())
+            {
+                c.send.on_lost(offset, len as usize, false);
             }
         }
     }
