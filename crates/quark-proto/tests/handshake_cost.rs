@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use common::app::Echo;
-use common::{Sim, seed};
+use common::{Sim, packet_types, seed};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
@@ -30,46 +30,6 @@ fn counted_step(f: &mut dyn FnMut()) {
     f();
     let c = region.change();
     ALLOCS.with(|a| a.set(a.get() + (c.allocations + c.reallocations) as u64));
-}
-
-/// A long header's packet type (RFC 9000 §17.2), or "1rtt" for a short header.
-fn packet_types(d: &[u8]) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    let mut rest = d;
-    while let Some(&first) = rest.first() {
-        if first & 0x80 == 0 {
-            out.push("1rtt");
-            break;
-        }
-        let kind = match (first >> 4) & 0x03 {
-            0 => "initial",
-            1 => "0rtt",
-            2 => "handshake",
-            _ => "retry",
-        };
-        out.push(kind);
-        // version (4), DCID, SCID, [token], length (RFC 9000 §17.2).
-        let mut at = 5;
-        at += 1 + rest[at] as usize;
-        at += 1 + rest[at] as usize;
-        if kind == "initial" {
-            let (len, n) = varint(&rest[at..]);
-            at += n + len as usize;
-        }
-        let (len, n) = varint(&rest[at..]);
-        at += n + len as usize;
-        rest = &rest[at.min(rest.len())..];
-    }
-    out
-}
-
-fn varint(b: &[u8]) -> (u64, usize) {
-    let n = 1 << (b[0] >> 6);
-    let mut v = u64::from(b[0] & 0x3f);
-    for &x in &b[1..n] {
-        v = (v << 8) | u64::from(x);
-    }
-    (v, n)
 }
 
 /// One datagram: towards the server?, size, packet types.

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Sim, Tls, payload, read_more, read_to_end, seed};
+use common::{Sim, Tls, packet_types, payload, read_more, read_to_end, seed};
 use quark_proto::{ClientConfig, Dir, EndpointConfig, ServerConfig, TransportConfig};
 
 /// Whether a datagram begins with a short (1-RTT) header.
@@ -284,4 +284,66 @@ fn a_probe_carries_a_lost_retire_connection_id_again() {
     });
     assert_eq!(state.borrow().1, 1, "the retiring packet was not dropped");
     assert!(retired(&sim), "no RETIRE_CONNECTION_ID within 10 s");
+}
+
+/// The client's Finished and its request (1-RTT, sent beside it) are lost,
+/// and every datagram of the server after its first flight: no ACK and no
+/// HANDSHAKE_DONE reach the client, which may not arm a 1-RTT PTO before the
+/// handshake is confirmed (RFC 9002 §6.2.1). Its Handshake probe takes the
+/// request along (§6.2.4: "packets from other packet number spaces with
+/// in-flight data"), so the server gets it within 2 s (simulated); else it
+/// came only once a HANDSHAKE_DONE got through.
+#[test]
+fn a_handshake_probe_carries_the_request_sent_beside_the_finished() {
+    let (mut sim, tls) = Sim::pair(seed(95));
+    sim.set_delay(Duration::from_millis(10));
+    // (client datagrams with a Handshake or 1-RTT packet dropped, server
+    // datagrams passed)
+    let state = Rc::new(RefCell::new((0u32, 0u32)));
+    let seen = state.clone();
+    sim.filter = Some(Box::new(move |to_server, d| {
+        let mut st = seen.borrow_mut();
+        if !to_server {
+            st.1 += 1;
+            return st.0 == 0; // all of the server's after the first flight
+        }
+        let late = packet_types(d)
+            .iter()
+            .any(|t| *t == "handshake" || *t == "1rtt");
+        if late && st.0 < 2 {
+            st.0 += 1;
+            return false;
+        }
+        true
+    }));
+    let c = sim.connect(&tls);
+    sim.run_until(10_000, |sim| {
+        sim.client.connection(c).unwrap().is_handshake_complete()
+    });
+    let request = payload(300, 5);
+    let conn = sim.client.connection_mut(c).unwrap();
+    let id = conn.open_stream(Dir::Bi).unwrap();
+    conn.write(id, &request).unwrap();
+    conn.finish(id).unwrap();
+    let start = sim.now;
+    let arrived = |sim: &Sim| {
+        sim.server_handles.first().is_some_and(|&h| {
+            sim.server
+                .connection(h)
+                .is_some_and(|s| s.readable_bytes(id) == request.len())
+        })
+    };
+    sim.run_until(100_000, |sim| {
+        arrived(sim) || sim.now - start > Duration::from_secs(2)
+    });
+    assert_eq!(
+        state.borrow().0,
+        2,
+        "the Finished and the request were not both dropped"
+    );
+    assert!(arrived(&sim), "no request within 2 s");
+    let h = sim.server_handles[0];
+    let conn = sim.server.connection_mut(h).unwrap();
+    assert_eq!(conn.accept_stream(Dir::Bi), Some(id));
+    assert!(read_to_end(conn, id) == request, "the request differs");
 }

@@ -121,19 +121,29 @@ impl Connection {
                 //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
                 //# the sender SHOULD send ack-eliciting packets from other packet
                 //# number spaces with in-flight data, coalescing packets if possible.
-                // A server whose Initial PTO resent only the ServerHello spent
-                // its 3x budget on copies of it while the Handshake flight
-                // (the client's next need) stayed lost: 15 s more at 30 %
-                // loss, waiting for the client's backed-off probes to lift it.
                 let h = &self.spaces[SpaceId::Handshake.index()];
                 if space == SpaceId::Initial
                     && h.keys.is_some()
                     && !h.discarded
                     && h.crypto_unacked()
                 {
+                    // A server whose Initial PTO resent only the ServerHello
+                    // spent its 3x budget on copies of it while the Handshake
+                    // flight (the client's next need) stayed lost: 15 s more
+                    // at 30 % loss, waiting for the client's backed-off
+                    // probes to lift the limit.
                     self.requeue_crypto_in_flight(SpaceId::Handshake);
                     let h = &mut self.spaces[SpaceId::Handshake.index()];
                     h.probes = h.probes.max(1);
+                }
+                if space == SpaceId::Handshake
+                    && !self.handshake_confirmed
+                    && !self.streams.has_stream_data()
+                {
+                    // A client's 1-RTT packets sent beside its Finished (a
+                    // request) have no PTO of their own before the handshake
+                    // is confirmed (RFC 9002 §6.2.1).
+                    self.requeue_data_in_flight();
                 }
             }
             // The probes carry CRYPTO data of earlier spaces declared lost too:
@@ -195,6 +205,12 @@ impl Connection {
         if run < 2 && !troubled {
             return;
         }
+        self.requeue_data_in_flight();
+    }
+
+    /// The stream data and control frames of every 1-RTT packet in flight
+    /// go again.
+    fn requeue_data_in_flight(&mut self) {
         for (_, p) in self.recovery.in_flight(SpaceId::Data) {
             if p.data.has_stream_or_control() {
                 requeue(
