@@ -166,6 +166,23 @@ fn client_initial_probes_carry_crypto() {
     }
 }
 
+/// Pass a datagram only if `keep(towards the server, its number in that
+/// direction from 1)`; the counts so far, (client's, server's).
+fn keep_by_number(
+    sim: &mut Sim,
+    keep: impl Fn(bool, usize) -> bool + 'static,
+) -> Rc<RefCell<(usize, usize)>> {
+    let counts = Rc::new(RefCell::new((0usize, 0usize)));
+    let log = counts.clone();
+    sim.filter = Some(Box::new(move |to_server, _| {
+        let mut n = log.borrow_mut();
+        let seen = if to_server { &mut n.0 } else { &mut n.1 };
+        *seen += 1;
+        keep(to_server, *seen)
+    }));
+    counts
+}
+
 /// The server's first flight exceeds its amplification limit; one datagram of
 /// it and the client's ACK are lost. The server may send nothing more until
 /// the client speaks: the client must keep probing though it has received
@@ -176,19 +193,8 @@ fn client_probes_while_server_is_amplification_limited() {
     let server = ServerConfig::new(tls.server_config(None));
     let mut sim = Sim::new(seed(3), server, EndpointConfig::default());
     sim.set_delay(Duration::from_millis(10));
-    // Client datagrams and server datagrams seen so far.
-    let counts = Rc::new(RefCell::new((0usize, 0usize)));
-    let log = counts.clone();
-    sim.filter = Some(Box::new(move |to_server, _| {
-        let mut n = log.borrow_mut();
-        if to_server {
-            n.0 += 1;
-            n.0 != 2 // the client's ACK of the first flight
-        } else {
-            n.1 += 1;
-            n.1 != 2 // a Handshake datagram of the first flight
-        }
-    }));
+    // The client's ACK of the first flight, and a Handshake datagram of it.
+    let counts = keep_by_number(&mut sim, |_, n| n != 2);
     let start = sim.now;
     let c = sim.connect(&tls);
     sim.handshake(c);
@@ -211,19 +217,7 @@ fn client_probes_while_server_is_amplification_limited() {
 fn server_initial_probes_carry_the_handshake_flight() {
     let (mut sim, tls) = Sim::pair(seed(5));
     sim.set_delay(Duration::from_millis(10));
-    // Client datagrams and server datagrams seen so far.
-    let counts = Rc::new(RefCell::new((0usize, 0usize)));
-    let log = counts.clone();
-    sim.filter = Some(Box::new(move |to_server, _| {
-        let mut n = log.borrow_mut();
-        if to_server {
-            n.0 += 1;
-            n.0 == 1
-        } else {
-            n.1 += 1;
-            n.1 != 1
-        }
-    }));
+    let counts = keep_by_number(&mut sim, |to_server, n| (n == 1) == to_server);
     let c = sim.connect(&tls);
     sim.run_for(Duration::from_secs(3));
     let (_, server_datagrams) = *counts.borrow();

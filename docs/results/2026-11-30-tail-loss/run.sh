@@ -4,8 +4,9 @@
 # oldest unacknowledged stream data (NEW) against the build before, whose
 # probes were bare PINGs (OLD), each run beside tcp+tls, taking turns.
 #   NEW=bin OLD=bin docs/results/2026-11-30-tail-loss/run.sh [rounds]
+# OUT=dir: write the results there instead of beside this script.
 set -euo pipefail
-out=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$(cd "$(dirname "$0")" && pwd)}
 rounds=${1:-3}
 for r in $(seq 1 "$rounds"); do
     for b in new old; do
