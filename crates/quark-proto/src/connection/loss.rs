@@ -107,7 +107,7 @@ impl Connection {
             }
             self.spaces[space.index()].probes = count;
             if space == SpaceId::Data {
-                self.requeue_in_flight_data();
+                self.resend_tail_on_pto();
                 if self.handshake_done_unacked {
                     // The client holds back its own 1-RTT probes until it has
                     // HANDSHAKE_DONE (RFC 9002 §6.2.1) and its Handshake probes
@@ -190,7 +190,7 @@ impl Connection {
     /// the data, and data acknowledged before it is sent again leaves the
     /// queue. Everything in flight was sent at least a PTO ago, so most of
     /// it is lost or its ACK is.
-    fn requeue_in_flight_data(&mut self) {
+    fn resend_tail_on_pto(&mut self) {
         if self.streams.has_stream_data() {
             return; // new data makes as good a probe, and costs no resend
         }

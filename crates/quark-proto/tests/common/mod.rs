@@ -541,7 +541,8 @@ pub fn read_to_end(conn: &mut Connection, id: StreamId) -> Vec<u8> {
     got
 }
 
-/// A long header's packet type (RFC 9000 §17.2), or "1rtt" for a short header.
+/// A long header's packet type (RFC 9000 §17.2), or "1rtt" for a short
+/// header, for each packet of a datagram (a truncated one ends the list).
 pub fn packet_types(d: &[u8]) -> Vec<&'static str> {
     let mut out = Vec::new();
     let mut rest = d;
@@ -558,25 +559,32 @@ pub fn packet_types(d: &[u8]) -> Vec<&'static str> {
         };
         out.push(kind);
         // version (4), DCID, SCID, [token], length (RFC 9000 §17.2).
-        let mut at = 5;
-        at += 1 + rest[at] as usize;
-        at += 1 + rest[at] as usize;
-        if kind == "initial" {
-            let (len, n) = read_varint(&rest[at..]);
-            at += n + len as usize;
-        }
-        let (len, n) = read_varint(&rest[at..]);
-        at += n + len as usize;
-        rest = &rest[at.min(rest.len())..];
+        let Some(end) = long_packet_end(rest, kind == "initial") else {
+            break;
+        };
+        rest = &rest[end.min(rest.len())..];
     }
     out
 }
 
-fn read_varint(b: &[u8]) -> (u64, usize) {
-    let n = 1 << (b[0] >> 6);
+/// Where a long-header packet at the start of `d` ends.
+fn long_packet_end(d: &[u8], has_token: bool) -> Option<usize> {
+    let mut at = 5;
+    at += 1 + usize::from(*d.get(at)?);
+    at += 1 + usize::from(*d.get(at)?);
+    if has_token {
+        let (len, n) = read_varint(d.get(at..)?)?;
+        at += n + usize::try_from(len).ok()?;
+    }
+    let (len, n) = read_varint(d.get(at..)?)?;
+    Some(at + n + usize::try_from(len).ok()?)
+}
+
+fn read_varint(b: &[u8]) -> Option<(u64, usize)> {
+    let n = 1 << (b.first()? >> 6);
     let mut v = u64::from(b[0] & 0x3f);
-    for &x in &b[1..n] {
+    for &x in b.get(1..n)? {
         v = (v << 8) | u64::from(x);
     }
-    (v, n)
+    Some((v, n))
 }
