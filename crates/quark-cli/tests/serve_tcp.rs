@@ -133,6 +133,19 @@ async fn http1_and_http2_serve_the_files_with_alt_svc() {
             .ask("GET", "/big.bin", &[("range", "bytes=5000000-")])
             .await;
         assert_eq!(r.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+        // Two ranges far apart: multipart/byteranges, the second part last.
+        let (r, body) = s
+            .ask("GET", "/big.bin", &[("range", "bytes=0-9,-1000")])
+            .await;
+        assert_eq!(r.status(), StatusCode::PARTIAL_CONTENT);
+        let kind = header(&r, "content-type").to_owned();
+        let boundary = kind
+            .strip_prefix("multipart/byteranges; boundary=")
+            .expect("multipart/byteranges");
+        assert_eq!(header(&r, "content-length"), body.len().to_string());
+        let close = format!("\r\n--{boundary}--\r\n");
+        let last = &body[..body.len() - close.len()];
+        assert!(body.ends_with(close.as_bytes()) && last.ends_with(&file[2_999_000..]));
 
         let (r, body) = s.ask("HEAD", "/big.bin", &[]).await;
         assert_eq!(r.status(), StatusCode::OK);

@@ -59,3 +59,135 @@ async fn decides_heads_and_reads_the_selected_bytes() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A browser asks for `a b é.txt` as `/a%20b%20%C3%A9.txt`: the server
+/// decodes the path before it looks for the file, and an encoded `..` or
+/// `/` still cannot leave the root.
+#[tokio::test]
+async fn serves_percent_encoded_names() {
+    let root = std::env::temp_dir().join(format!("quark-h3-encoded-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("dir one")).unwrap();
+    std::fs::write(root.join("a b é.txt"), b"spaced").unwrap();
+    std::fs::write(root.join("dir one").join("index.html"), b"<p>i</p>").unwrap();
+    let opts = FileOptions::default();
+
+    let a = decide(&req(Method::GET, "/a%20b%20%C3%A9.txt", &[]), &root, &opts)
+        .await
+        .unwrap();
+    assert_eq!(a.head.status(), StatusCode::OK);
+    assert!(
+        a.head.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let mut body = a.body.expect("a body");
+    assert_eq!(&body.read(64).await.unwrap()[..], b"spaced");
+
+    let a = decide(&req(Method::GET, "/dir%20one/", &[]), &root, &opts)
+        .await
+        .unwrap();
+    assert_eq!(a.head.status(), StatusCode::OK, "the directory's index");
+    for path in ["/%2e%2e/etc/passwd", "/dir%20one/..%2F..%2Fetc"] {
+        let a = decide(&req(Method::GET, path, &[]), &root, &opts)
+            .await
+            .unwrap();
+        assert_eq!(a.head.status(), StatusCode::FORBIDDEN, "{path}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Reads a whole body.
+async fn body_of(a: quark_h3::files::Answer) -> Vec<u8> {
+    let mut body = a.body.expect("a body");
+    let mut got = Vec::new();
+    while body.left() > 0 {
+        got.extend_from_slice(&body.read(1_000).await.unwrap());
+    }
+    assert!(
+        body.read(1_000).await.unwrap().is_empty(),
+        "nothing after the end"
+    );
+    got
+}
+
+/// Several ranges come back as one 206 of multipart/byteranges (RFC 9110
+/// §14.6): each part headed by its Content-Type and Content-Range, in file
+/// order, overlapping ranges merged, framed by the boundary the head names,
+/// and Content-Length the body's exact size.
+#[tokio::test]
+async fn several_ranges_are_multipart_byteranges() {
+    let root = std::env::temp_dir().join(format!("quark-h3-multi-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let file: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.join("f.bin"), &file).unwrap();
+    let opts = FileOptions::default();
+
+    let range = "bytes=40000-40999, 0-99, 50-149, -10";
+    let a = decide(
+        &req(Method::GET, "/f.bin", &[("range", range)]),
+        &root,
+        &opts,
+    )
+    .await
+    .unwrap();
+    assert_eq!(a.head.status(), StatusCode::PARTIAL_CONTENT);
+    assert!(a.head.headers().get("content-range").is_none());
+    let kind = a.head.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let boundary = kind
+        .strip_prefix("multipart/byteranges; boundary=")
+        .expect("multipart/byteranges")
+        .to_owned();
+    let length: usize = a.head.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let body = body_of(a).await;
+    assert_eq!(body.len(), length);
+
+    let mut want = Vec::new();
+    for (start, end) in [(0usize, 149usize), (40_000, 40_999), (49_990, 49_999)] {
+        want.extend_from_slice(
+            format!(
+                "\r\n--{boundary}\r\ncontent-type: application/octet-stream\r\n\
+                 content-range: bytes {start}-{end}/50000\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        want.extend_from_slice(&file[start..=end]);
+    }
+    want.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    assert!(body == want, "the multipart body differs");
+
+    // A HEAD of the same says the same length and sends nothing.
+    let a = decide(
+        &req(Method::HEAD, "/f.bin", &[("range", range)]),
+        &root,
+        &opts,
+    )
+    .await
+    .unwrap();
+    assert_eq!(a.head.status(), StatusCode::OK, "HEAD ignores Range");
+    assert!(a.body.is_none());
+
+    // Ranges that merge into one are a plain 206; the whole file a 200.
+    let a = decide(
+        &req(Method::GET, "/f.bin", &[("range", "bytes=10-19,15-29")]),
+        &root,
+        &opts,
+    )
+    .await
+    .unwrap();
+    assert_eq!(a.head.headers()["content-range"], "bytes 10-29/50000");
+    assert_eq!(body_of(a).await, &file[10..30]);
+    let a = decide(&req(Method::GET, "/f.bin", &[]), &root, &opts)
+        .await
+        .unwrap();
+    assert_eq!(a.head.status(), StatusCode::OK);
+    assert!(body_of(a).await == file);
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -1,7 +1,7 @@
 //! The file server's RFC 9110 semantics through quark-h3's own client:
-//! content types, directories (301, index.html), HEAD, single ranges (206 bytes
-//! checked against the file's slice), 416, validators (304 on ETag and on
-//! date, 412), If-Range and Cache-Control.
+//! content types, directories (301, index.html), HEAD, ranges (206 bytes
+//! checked against the file's slice; several as multipart/byteranges), 416,
+//! validators (304 on ETag and on date, 412), If-Range and Cache-Control.
 
 mod common;
 
@@ -157,12 +157,37 @@ async fn ranges() {
     assert_eq!(resp.status(), StatusCode::RANGE_NOT_SATISFIABLE);
     assert_eq!(header(&resp, "content-range"), format!("bytes */{len}"));
     assert!(body.is_empty());
-    // Several ranges, or one that does not parse: the whole file.
-    for range in ["bytes=0-1,5-9", "lines=1-2"] {
-        let (resp, body) = site.ask("GET", "/big.bin", &[("range", range)]).await;
-        assert_eq!(resp.status(), StatusCode::OK, "{range}");
-        assert_eq!(sha(&body), sha(&file));
+    // Ranges a few bytes apart: merged into one.
+    let (resp, body) = site
+        .ask("GET", "/big.bin", &[("range", "bytes=0-1,5-9")])
+        .await;
+    assert_eq!(header(&resp, "content-range"), format!("bytes 0-9/{len}"));
+    assert_eq!(body, &file[..10]);
+    // Ranges far apart: multipart/byteranges, each part the file's slice.
+    let (resp, body) = site
+        .ask("GET", "/big.bin", &[("range", "bytes=200000-200099,-50")])
+        .await;
+    assert_eq!(resp.status(), StatusCode::PARTIAL_CONTENT);
+    let boundary = header(&resp, "content-type")
+        .strip_prefix("multipart/byteranges; boundary=")
+        .expect("multipart/byteranges")
+        .to_owned();
+    assert_eq!(header(&resp, "content-length"), body.len().to_string());
+    let mut want = Vec::new();
+    for (start, end) in [(200_000, 200_099), (len - 50, len - 1)] {
+        let head = format!(
+            "\r\n--{boundary}\r\ncontent-type: application/octet-stream\r\n\
+             content-range: bytes {start}-{end}/{len}\r\n\r\n"
+        );
+        want.extend_from_slice(head.as_bytes());
+        want.extend_from_slice(&file[start..=end]);
     }
+    want.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    assert!(body == want, "the multipart body differs");
+    // A range that does not parse: the whole file.
+    let (resp, body) = site.ask("GET", "/big.bin", &[("range", "lines=1-2")]).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(sha(&body), sha(&file));
     // HEAD ignores Range.
     let (resp, body) = site
         .ask("HEAD", "/big.bin", &[("range", "bytes=0-9")])

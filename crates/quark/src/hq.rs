@@ -5,7 +5,8 @@
 //! one of the codes below.
 
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -80,20 +81,22 @@ pub fn parse_request(request: &[u8]) -> Result<&str, RequestError> {
 }
 
 /// Map a request path onto a file under `root`, refusing anything that could
-/// leave it (`..`, NUL, backslashes); a trailing `/` means `index.html`.
+/// leave it (`..`, NUL, backslashes, an encoded `/`); a trailing `/` means
+/// `index.html`. Each segment is percent-decoded (RFC 3986 §2.1): browsers
+/// ask for `a b.txt` as `a%20b.txt` and for `café` as `caf%C3%A9`.
 pub fn resolve(root: &Path, path: &str) -> Result<PathBuf, RequestError> {
     let path = path.split(['?', '#']).next().unwrap_or_default();
-    if path.contains(['\0', '\\']) {
-        return Err(RequestError::Forbidden);
-    }
     let mut out = root.to_path_buf();
-    for component in Path::new(path.trim_start_matches('/')).components() {
-        match component {
-            Component::Normal(part) => out.push(part),
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                return Err(RequestError::Forbidden);
-            }
+    for segment in path.split('/') {
+        let name: std::borrow::Cow<'_, [u8]> = percent_encoding::percent_decode_str(segment).into();
+        if name.iter().any(|b| matches!(b, b'/' | b'\\' | b'\0')) {
+            return Err(RequestError::Forbidden);
+        }
+        match &*name {
+            b"" | b"." => {}
+            b".." => return Err(RequestError::Forbidden),
+            // Names are bytes on Unix: one that is not UTF-8 is served too.
+            name => out.push(std::ffi::OsStr::from_bytes(name)),
         }
     }
     if path.ends_with('/') || path.is_empty() {
@@ -389,7 +392,45 @@ mod tests {
         assert_eq!(resolve(root, "/"), Ok(PathBuf::from("/srv/index.html")));
         assert_eq!(resolve(root, "/./a"), Ok(PathBuf::from("/srv/a")));
         assert_eq!(resolve(root, "/a?x=1"), Ok(PathBuf::from("/srv/a")));
+        assert_eq!(
+            resolve(root, "//a//b/"),
+            Ok(PathBuf::from("/srv/a/b/index.html"))
+        );
         for bad in ["/../etc/passwd", "/a/../../b", "/a\\..\\b", "/a\0"] {
+            assert_eq!(resolve(root, bad), Err(RequestError::Forbidden), "{bad}");
+        }
+    }
+
+    #[test]
+    fn paths_are_percent_decoded() {
+        let root = Path::new("/srv");
+        assert_eq!(
+            resolve(root, "/a%20b.txt"),
+            Ok(PathBuf::from("/srv/a b.txt"))
+        );
+        assert_eq!(
+            resolve(root, "/caf%C3%A9/x"),
+            Ok(PathBuf::from("/srv/café/x"))
+        );
+        assert_eq!(
+            resolve(root, "/100%"),
+            Ok(PathBuf::from("/srv/100%")),
+            "a lone % stays"
+        );
+        let raw = resolve(root, "/%FF").unwrap();
+        assert_eq!(
+            raw.as_os_str().as_bytes(),
+            b"/srv/\xff",
+            "not UTF-8, still a name"
+        );
+        // Encoded dots, slashes, backslashes and NUL cannot leave the root.
+        for bad in [
+            "/%2e%2e/etc/passwd",
+            "/a/%2E%2E/%2e%2E/b",
+            "/..%2fetc",
+            "/a%5c..%5cb",
+            "/a%00",
+        ] {
             assert_eq!(resolve(root, bad), Err(RequestError::Forbidden), "{bad}");
         }
     }

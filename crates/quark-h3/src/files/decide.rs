@@ -6,11 +6,11 @@
 use std::io;
 use std::path::Path;
 
-use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 
 use super::FileOptions;
+use super::body::FileBody;
 use super::cond::{Validators, Verdict};
 use super::range::{self, Ranged};
 use super::source::{Found, Source};
@@ -21,22 +21,6 @@ pub struct Answer {
     pub head: Response<()>,
     /// The body, or `None` for a response without one (HEAD, 304, errors).
     pub body: Option<FileBody>,
-}
-
-/// The part of a file a response sends, read in pieces.
-pub struct FileBody(Source);
-
-impl FileBody {
-    /// Bytes still to send.
-    pub fn left(&self) -> u64 {
-        self.0.left()
-    }
-
-    /// The next `max` bytes at most (empty once all are read). A file that
-    /// shrank under us is an `UnexpectedEof` error: Content-Length promised them.
-    pub async fn read(&mut self, max: usize) -> io::Result<Bytes> {
-        self.0.read(max).await
-    }
 }
 
 impl Answer {
@@ -56,7 +40,8 @@ fn status(code: StatusCode) -> Response<()> {
 
 /// Decides the answer to `req` from the files under `root`: GET and HEAD
 /// only (405 with Allow otherwise), 403 for a path leaving the root, 301 to
-/// a directory's slash form, 404, preconditions (304, 412), Range (206, 416).
+/// a directory's slash form, 404, preconditions (304, 412), Range (206,
+/// multipart/byteranges for several ranges, 416).
 pub async fn decide(req: &Request<()>, root: &Path, options: &FileOptions) -> io::Result<Answer> {
     let head = req.method() == Method::HEAD;
     if req.method() != Method::GET && !head {
@@ -72,7 +57,7 @@ pub async fn decide(req: &Request<()>, root: &Path, options: &FileOptions) -> io
     let Ok(path) = quark::hq::resolve(root, req.uri().path()) else {
         return Ok(Answer::bare(StatusCode::FORBIDDEN));
     };
-    let mut file = match Source::open(&path).await? {
+    let file = match Source::open(&path).await? {
         Found::File(file) => file,
         Found::Directory => {
             return Ok(Answer {
@@ -108,12 +93,10 @@ pub async fn decide(req: &Request<()>, root: &Path, options: &FileOptions) -> io
             });
         }
     }
+    let content_type = super::kind::content_type(&path);
     let h = resp.headers_mut();
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(super::kind::content_type(&path)),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     // Range is defined for GET only (RFC 9110 §14.2): HEAD ignores it.
     let ranged = match req.headers().get(header::RANGE) {
         Some(r) if !head && validators.range_applies(req.headers()) => {
@@ -121,14 +104,23 @@ pub async fn decide(req: &Request<()>, root: &Path, options: &FileOptions) -> io
         }
         _ => Ranged::Whole,
     };
-    match ranged {
-        Ranged::Whole => {}
-        Ranged::Part { start, end } => {
+    let body = match ranged {
+        Ranged::Whole => FileBody::whole(file),
+        Ranged::Parts(parts) => {
             *resp.status_mut() = StatusCode::PARTIAL_CONTENT;
-            let range = format!("bytes {start}-{end}/{}", file.len);
-            resp.headers_mut()
-                .insert(header::CONTENT_RANGE, value(&range));
-            file.select(start, end);
+            if let [(start, end)] = parts[..] {
+                let range = format!("bytes {start}-{end}/{}", file.len);
+                resp.headers_mut()
+                    .insert(header::CONTENT_RANGE, value(&range));
+                FileBody::range(file, start, end)
+            } else {
+                // Random, so that no file's bytes can be made to hold it.
+                let boundary = format!("{:032x}", rand::random::<u128>());
+                let multi = format!("multipart/byteranges; boundary={boundary}");
+                resp.headers_mut()
+                    .insert(header::CONTENT_TYPE, value(&multi));
+                FileBody::multipart(file, &parts, &boundary, content_type)
+            }
         }
         Ranged::Unsatisfiable => {
             let mut refused = status(StatusCode::RANGE_NOT_SATISFIABLE);
@@ -143,12 +135,12 @@ pub async fn decide(req: &Request<()>, root: &Path, options: &FileOptions) -> io
                 body: None,
             });
         }
-    }
+    };
     resp.headers_mut()
-        .insert(header::CONTENT_LENGTH, file.left().into());
+        .insert(header::CONTENT_LENGTH, body.left().into());
     Ok(Answer {
         head: resp,
-        body: (!head).then_some(FileBody(file)),
+        body: (!head).then_some(body),
     })
 }
 

@@ -10,6 +10,7 @@
 //! sends GOAWAY (RFC 9114 §5.2), finishes the requests it took, and closes
 //! with H3_NO_ERROR.
 
+mod body;
 mod cond;
 mod decide;
 mod kind;
@@ -25,7 +26,8 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-pub use self::decide::{Answer, FileBody, decide};
+pub use self::body::FileBody;
+pub use self::decide::{Answer, decide};
 use crate::error::H3_NO_ERROR;
 use crate::{Client, Error, Server};
 

@@ -6,7 +6,8 @@ use std::path::Path;
 use http::Request;
 use quark::hq::FILE_PIECE;
 
-use super::decide::{FileBody, decide};
+use super::FileBody;
+use super::decide::decide;
 use super::{FileOptions, ServeError};
 use crate::RequestStream;
 
