@@ -80,6 +80,10 @@ pub(crate) struct ServeArgs {
     /// (0: no-cache, browsers revalidate each time).
     #[arg(long, default_value_t = 300)]
     pub(crate) cache_max_age: u64,
+    /// With --h3: answer a directory without index.html with a page listing
+    /// its files (names starting with `.` left out) instead of 404.
+    #[arg(long)]
+    pub(crate) list_dirs: bool,
     /// On SIGTERM, how long in-flight HTTP/3 requests may take to finish
     /// after GOAWAY before the server closes anyway, in seconds.
     #[arg(long, default_value_t = 30)]
@@ -300,6 +304,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 ..Default::default()
             },
             access_log: None,
+            list_directories: args.list_dirs,
         },
         log: args
             .access_log

@@ -1,6 +1,7 @@
 //! `quark serve --h3`'s TCP side: HTTP/1.1 and HTTP/2 over TLS at the QUIC
 //! port with the h3 file server's semantics (checked through hyper's
-//! client: 200, 206 with the slice, HEAD, 304, 301, 404, 405), Alt-Svc on
+//! client: 200, 206 with the slice, HEAD, 304, 301, 404, 405, a directory
+//! listing), Alt-Svc on
 //! every response, access log lines with the protocol, `--no-tcp`, and the
 //! connection limit.
 
@@ -109,9 +110,15 @@ async fn http1_and_http2_serve_the_files_with_alt_svc() {
     std::fs::write(root.join("big.bin"), &file).unwrap();
     std::fs::write(root.join("index.html"), b"<p>home</p>").unwrap();
     std::fs::write(root.join("docs/index.html"), b"<p>docs</p>").unwrap();
+    std::fs::create_dir_all(root.join("listed")).unwrap();
+    std::fs::write(root.join("listed/a b.txt"), b"ab").unwrap();
     let log = dir.join("access.log");
     let log_arg = log.to_str().unwrap();
-    let server = serve_with(&root, &dir, &["--h3", "--access-log", log_arg]);
+    let server = serve_with(
+        &root,
+        &dir,
+        &["--h3", "--access-log", log_arg, "--list-dirs"],
+    );
     let alt_svc = format!("h3=\":{}\"; ma=86400", server.port);
 
     for alpn in [&b"h2"[..], b"http/1.1"] {
@@ -163,6 +170,16 @@ async fn http1_and_http2_serve_the_files_with_alt_svc() {
         let (r, body) = s.ask("GET", "/docs/", &[]).await;
         assert_eq!(body, b"<p>docs</p>");
         assert_eq!(header(&r, "content-type"), "text/html; charset=utf-8");
+        // --list-dirs: a directory without index.html is a page of links.
+        let (r, body) = s.ask("GET", "/listed/", &[]).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        let page = String::from_utf8(body).unwrap();
+        assert!(
+            page.contains("<a href=\"./a%20b.txt\">a b.txt</a>"),
+            "{page}"
+        );
+        let (_, body) = s.ask("GET", "/listed/a%20b.txt", &[]).await;
+        assert_eq!(body, b"ab", "the link's target");
 
         let (r, _) = s.ask("GET", "/missing", &[]).await;
         assert_eq!(r.status(), StatusCode::NOT_FOUND);

@@ -191,3 +191,61 @@ async fn several_ranges_are_multipart_byteranges() {
     assert!(body_of(a).await == file);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A directory without index.html is a 404, unless the server lists
+/// directories: then a page of links, directories first, hidden names left
+/// out, and HEAD the same head without the page.
+#[tokio::test]
+async fn lists_directories_when_asked() {
+    let root = std::env::temp_dir().join(format!("quark-h3-listing-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("d/inner")).unwrap();
+    std::fs::write(root.join("d/b <1>.txt"), b"12345").unwrap();
+    std::fs::write(root.join("d/.secret"), b"x").unwrap();
+    let mut opts = FileOptions::default();
+
+    let a = decide(&req(Method::GET, "/d/", &[]), &root, &opts)
+        .await
+        .unwrap();
+    assert_eq!(a.head.status(), StatusCode::NOT_FOUND, "off by default");
+
+    opts.list_directories = true;
+    let a = decide(&req(Method::GET, "/d/", &[]), &root, &opts)
+        .await
+        .unwrap();
+    assert_eq!(a.head.status(), StatusCode::OK);
+    assert_eq!(a.head.headers()["content-type"], "text/html; charset=utf-8");
+    let length = a.head.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let page = String::from_utf8(body_of(a).await).unwrap();
+    assert_eq!(page.len().to_string(), length);
+    let inner = page.find("href=\"./inner/\"").expect("the subdirectory");
+    let file = page
+        .find("<a href=\"./b%20%3C1%3E.txt\">b &lt;1&gt;.txt</a></td><td>5</td>")
+        .expect("the file, escaped, with its size");
+    assert!(inner < file, "directories first");
+    assert!(!page.contains("secret"), "hidden names are not listed");
+
+    let a = decide(&req(Method::HEAD, "/d/", &[]), &root, &opts)
+        .await
+        .unwrap();
+    assert_eq!(a.head.headers()["content-length"], length.as_str());
+    assert!(a.body.is_none());
+    // Not a directory, or one with its index.html: as before.
+    for (path, status) in [
+        ("/nope/", StatusCode::NOT_FOUND),
+        ("/d/b%20%3C1%3E.txt/", StatusCode::NOT_FOUND),
+    ] {
+        let a = decide(&req(Method::GET, path, &[]), &root, &opts)
+            .await
+            .unwrap();
+        assert_eq!(a.head.status(), status, "{path}");
+    }
+    std::fs::write(root.join("d/index.html"), b"<p>index</p>").unwrap();
+    let a = decide(&req(Method::GET, "/d/", &[]), &root, &opts)
+        .await
+        .unwrap();
+    assert_eq!(body_of(a).await, b"<p>index</p>");
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -7,16 +7,20 @@ use std::io;
 
 use bytes::Bytes;
 
+use super::listing::Charge;
 use super::source::Source;
 
 /// What a response sends after its head: read in pieces.
 pub struct FileBody {
-    source: Source,
+    /// The file the ranges are of (none for a page we made).
+    source: Option<Source>,
     pieces: VecDeque<Piece>,
     /// Bytes still to send, over all pieces.
     left: u64,
     /// Whether the front piece's range is selected in `source`.
     started: bool,
+    /// A page's share of the bound on pages held, given back with the body.
+    _charge: Option<Charge>,
 }
 
 enum Piece {
@@ -39,7 +43,15 @@ impl FileBody {
     /// between them.
     fn ranges(source: Source, ranges: &[(u64, u64)]) -> FileBody {
         let pieces: VecDeque<Piece> = ranges.iter().map(|&(s, e)| Piece::File(s, e)).collect();
-        Self::of(source, pieces)
+        Self::of(Some(source), pieces)
+    }
+
+    /// A page made in memory (a directory listing), holding its `charge`.
+    pub(crate) fn page(page: Bytes, charge: Charge) -> FileBody {
+        FileBody {
+            _charge: Some(charge),
+            ..Self::of(None, VecDeque::from([Piece::Text(page)]))
+        }
     }
 
     /// One range, as the body of a single-part 206.
@@ -66,10 +78,10 @@ impl FileBody {
             pieces.push_back(Piece::File(start, end));
         }
         pieces.push_back(Piece::Text(Bytes::from(format!("\r\n--{boundary}--\r\n"))));
-        Self::of(source, pieces)
+        Self::of(Some(source), pieces)
     }
 
-    fn of(source: Source, pieces: VecDeque<Piece>) -> FileBody {
+    fn of(source: Option<Source>, pieces: VecDeque<Piece>) -> FileBody {
         let left = pieces
             .iter()
             .map(|p| match p {
@@ -82,6 +94,7 @@ impl FileBody {
             pieces,
             left,
             started: false,
+            _charge: None,
         }
     }
 
@@ -103,12 +116,15 @@ impl FileBody {
                 out
             }
             Some(&mut Piece::File(start, end)) => {
+                let Some(source) = self.source.as_mut() else {
+                    return Err(io::Error::other("a file range without its file"));
+                };
                 if !self.started {
-                    self.source.select(start, end);
+                    source.select(start, end);
                     self.started = true;
                 }
-                let out = self.source.read(max).await?;
-                if self.source.left() == 0 {
+                let out = source.read(max).await?;
+                if source.left() == 0 {
                     self.pieces.pop_front();
                     self.started = false;
                 }

@@ -12,6 +12,7 @@ use http::{Method, Request, Response, StatusCode};
 use super::FileOptions;
 use super::body::FileBody;
 use super::cond::{Validators, Verdict};
+use super::listing;
 use super::range::{self, Ranged};
 use super::source::{Found, Source};
 
@@ -65,7 +66,7 @@ pub async fn decide(req: &Request<()>, root: &Path, options: &FileOptions) -> io
                 body: None,
             });
         }
-        Found::Missing => return Ok(Answer::bare(StatusCode::NOT_FOUND)),
+        Found::Missing => return missing(req, &path, options).await,
     };
     let validators = Validators::new(file.len, file.modified);
     let mut resp = status(StatusCode::OK);
@@ -141,6 +142,43 @@ pub async fn decide(req: &Request<()>, root: &Path, options: &FileOptions) -> io
     Ok(Answer {
         head: resp,
         body: (!head).then_some(body),
+    })
+}
+
+/// 404, or the listing of a directory without index.html if asked for one.
+async fn missing(req: &Request<()>, path: &Path, options: &FileOptions) -> io::Result<Answer> {
+    let not_found = Ok(Answer::bare(StatusCode::NOT_FOUND));
+    // `path` is the directory's index.html when the request ends in `/`.
+    let dir = path.parent();
+    let Some(dir) = dir.filter(|_| options.list_directories && req.uri().path().ends_with('/'))
+    else {
+        return not_found;
+    };
+    let Ok(page) = listing::page(dir, req.uri().path()).await else {
+        return not_found;
+    };
+    let Some(charge) = listing::Charge::take(page.len()) else {
+        let mut busy = status(StatusCode::SERVICE_UNAVAILABLE);
+        let h = busy.headers_mut();
+        h.insert(header::RETRY_AFTER, 1.into());
+        h.insert(header::CONTENT_LENGTH, 0.into());
+        return Ok(Answer {
+            head: busy,
+            body: None,
+        });
+    };
+    let mut resp = status(StatusCode::OK);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    // Made afresh each time, with no validators: always revalidated.
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(header::CONTENT_LENGTH, page.len().into());
+    Ok(Answer {
+        head: resp,
+        body: (req.method() != Method::HEAD).then(|| FileBody::page(page.into(), charge)),
     })
 }
 

@@ -14,6 +14,7 @@ mod body;
 mod cond;
 mod decide;
 mod kind;
+mod listing;
 mod range;
 mod respond;
 mod source;
@@ -40,6 +41,9 @@ pub struct FileOptions {
     pub h3: crate::Config,
     /// Called once per request when it is done (an access log).
     pub access_log: Option<AccessLog>,
+    /// Answer a directory without index.html with a page listing it (else
+    /// 404).
+    pub list_directories: bool,
 }
 
 /// One request served, as an access log reports it.
@@ -75,6 +79,7 @@ impl Default for FileOptions {
             cache_max_age: 300,
             h3: crate::Config::default(),
             access_log: None,
+            list_directories: false,
         }
     }
 }
