@@ -28,6 +28,10 @@ pub(crate) struct TransportArgs {
     /// variable does the same.
     #[arg(long, value_name = "DIR")]
     pub(crate) qlog_dir: Option<PathBuf>,
+    /// Do not take part in the latency spin bit (RFC 9000 §17.4), which
+    /// shows observers on the path the RTT; the bit is then random.
+    #[arg(long)]
+    pub(crate) no_spin_bit: bool,
 }
 
 impl TransportArgs {
@@ -35,6 +39,7 @@ impl TransportArgs {
         TransportConfig {
             congestion_control: self.cc,
             max_idle_timeout: std::time::Duration::from_secs(self.idle_timeout),
+            spin_bit: !self.no_spin_bit,
             ..TransportConfig::default()
         }
     }

@@ -135,6 +135,11 @@ pub struct TransportConfig {
     /// that tells when keys update). Off: derived when the first such packet
     /// comes (§6.3 allows it) and kept from then on. Issue #33.
     pub next_keys_ahead: bool,
+    /// Take part in the latency spin bit (RFC 9000 §17.4), which lets an
+    /// observer on the path measure the RTT from one bit of the 1-RTT header:
+    /// one connection in sixteen still never spins, as the RFC requires. Off:
+    /// no connection spins, and the bit is random for each connection ID.
+    pub spin_bit: bool,
 }
 
 impl Default for TransportConfig {
@@ -176,6 +181,7 @@ impl Default for TransportConfig {
             active_migration: true,
             idle_trim: Duration::from_secs(1),
             next_keys_ahead: true,
+            spin_bit: true,
         }
     }
 }

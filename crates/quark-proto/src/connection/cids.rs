@@ -268,6 +268,11 @@ impl PeerCids {
         self.active.cid
     }
 
+    /// The sequence number of [`active`](Self::active).
+    pub(crate) fn active_seq(&self) -> u64 {
+        self.active_seq
+    }
+
     /// During the handshake the server's chosen ID replaces the client's random one.
     pub(crate) fn set_initial(&mut self, cid: ConnectionId) {
         self.active.cid = cid;

@@ -40,6 +40,7 @@ mod sent;
 mod seq_map;
 mod skip;
 mod spaces;
+mod spin;
 mod stats;
 mod streams;
 mod timers;
@@ -289,7 +290,8 @@ pub struct Connection {
     peer_cids: PeerCids,
     cid_events: VecDeque<CidEvent>,
     reset_key: Arc<ResetKey>,
-    cid_len: usize,
+    /// Our connection IDs' length (at most 20).
+    cid_len: u8,
     cid_gen: crate::config::CidGenerator,
     rng: lazy_rng::LazyRng,
     streams: Streams,
@@ -342,6 +344,8 @@ pub struct Connection {
     started: Instant,
     /// 1-RTT packet numbers skipped to catch optimistic ACKs.
     skipped: skip::Skipped,
+    /// The latency spin bit of our 1-RTT packets (RFC 9000 §17.4).
+    spin: spin::Spin,
     /// When an ACK last gave an Application Data RTT sample not yet reported
     /// to the endpoint's path cache (`path_rtt`).
     rtt_news: Option<Instant>,
@@ -436,7 +440,7 @@ impl Connection {
             peer_cids: PeerCids::new(p.peer_cid, config.active_connection_id_limit),
             cid_events: VecDeque::new(),
             reset_key: p.shared.reset_key,
-            cid_len: p.shared.cid_len,
+            cid_len: u8::try_from(p.shared.cid_len).unwrap_or(u8::MAX),
             cid_gen: p.shared.cid_gen,
             rng,
             streams: Streams::new(p.side, limits),
@@ -475,6 +479,7 @@ impl Connection {
             idle_since: None,
             started: now,
             skipped,
+            spin: spin::Spin::new(p.config.spin_bit, p.shared.rng_seed),
             rtt_news: None,
             crypto_scratch: Vec::new(),
             decrypt_failures: 0,

@@ -129,7 +129,7 @@ impl Connection {
         let mut offset = 0;
         let mut first_dcid = None;
         while offset < data.len() {
-            let Ok(pd) = PartialDecode::new(&data[offset..], self.cid_len) else {
+            let Ok(pd) = PartialDecode::new(&data[offset..], self.cid_len.into()) else {
                 break;
             };
             let end = offset + pd.len;
@@ -456,6 +456,14 @@ impl Connection {
         // The packet's frames may have discarded its space (the client's
         // Finished ends the server's Handshake space): nothing is owed there
         // any more, and a write would bring the dropped space back.
+        if kind == PacketKind::OneRtt
+            && self.spaces[space.index()]
+                .ack
+                .largest_pn()
+                .is_none_or(|l| hdr.pn > l)
+        {
+            self.spin.on_newest_packet(self.side, hdr.spin);
+        }
         if space == SpaceId::Data || !self.spaces[space.index()].discarded {
             // By reference: the spaces and the policy are separate fields.
             self.spaces[space.index()].ack.on_packet(

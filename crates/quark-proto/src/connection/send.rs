@@ -420,7 +420,7 @@ impl Connection {
             pn: self.spaces[space.index()].next_pn,
             largest_acked: self.recovery.largest_acked(space),
             key_phase,
-            spin: false,
+            spin: kind == PacketKind::OneRtt && self.spin.value(self.peer_cids.active_seq()),
         };
         Some(PacketBuilder::start(buf, &header, end - buf.len(), tag_len))
     }

@@ -186,7 +186,7 @@ impl Connection {
         }
         let buffered = std::mem::take(&mut early.buffered);
         for (mut packet, ecn) in buffered {
-            let Ok(pd) = PartialDecode::new(&packet, self.cid_len) else {
+            let Ok(pd) = PartialDecode::new(&packet, self.cid_len.into()) else {
                 continue;
             };
             if pd.len != packet.len() {

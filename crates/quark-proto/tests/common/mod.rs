@@ -24,6 +24,8 @@ pub const ALPN: &[u8] = b"hq-interop";
 
 /// Inspects or rewrites a datagram: `(to_server, datagram) -> deliver?`.
 pub type Filter = Box<dyn FnMut(bool, &mut Vec<u8>) -> bool>;
+/// An observer of the datagrams sent: (now, to_server, datagram).
+pub type Watch = Box<dyn FnMut(Instant, bool, &[u8])>;
 
 /// Certificates and TLS configurations for tests.
 pub struct Tls {
@@ -112,6 +114,9 @@ pub struct Sim {
     /// Set to inspect/corrupt datagrams: called with (to_server, datagram) and
     /// returns whether to deliver.
     pub filter: Option<Filter>,
+    /// Sees each datagram as it is sent, with the time: (now, to_server,
+    /// datagram). An observer on the path.
+    pub watch: Option<Watch>,
     pub server_handles: Vec<ConnectionHandle>,
     /// Wraps each protocol call (e.g. to count allocations inside it only).
     pub counted: Option<fn(&mut dyn FnMut())>,
@@ -148,6 +153,7 @@ impl Sim {
             path_mtu: 1472,
             too_big: 0,
             filter: None,
+            watch: None,
             server_handles: Vec::new(),
             counted: None,
             gro: false,
@@ -200,6 +206,9 @@ impl Sim {
             return;
         }
         self.max_datagram = self.max_datagram.max(data.len());
+        if let Some(w) = self.watch.as_mut() {
+            w(self.now, to_server, &data);
+        }
         if let Some(f) = self.filter.as_mut() {
             if !f(to_server, &mut data) {
                 return;
