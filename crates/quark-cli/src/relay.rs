@@ -303,7 +303,7 @@ async fn relay(
             }
             match ev {
                 Event::FromClient(from, ecn, data) => {
-                    watch.up.saw(&data, ecn);
+                    watch.up.saw(&data, ecn, now);
                     to_server_seen += 1;
                     if knobs.drop_to_server.contains(&to_server_seen) {
                         dropped_by_list += 1;
@@ -356,7 +356,7 @@ async fn relay(
                     if sessions.get(&id).is_none_or(|s| s.generation != generation) {
                         continue;
                     }
-                    watch.down.saw(&data, ecn);
+                    watch.down.saw(&data, ecn, now);
                     if id == 0 {
                         watch.amplification.server_sent(data.len());
                         if let Some(p) = watch.paths.last_mut() {

@@ -2,10 +2,12 @@
 //! need a packet capture: the ECN codepoint of every datagram per direction,
 //! the version and type of every long-header packet (cleartext in QUIC), the
 //! amplification factor before the client's first Handshake packet (RFC 9000
-//! §8.1), and the client paths the server answered on (rebinding). Printed as
-//! one JSON line (`relay-report {...}`) when the relay stops.
+//! §8.1), the client paths the server answered on (rebinding), and the RTT
+//! an on-path observer reads from the latency spin bit (RFC 9000 §17.4).
+//! Printed as one JSON line (`relay-report {...}`) when the relay stops.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -28,19 +30,66 @@ pub(crate) struct Direction {
     long: BTreeMap<(&'static str, &'static str), u64>,
     /// The ECN bits of the last `TAIL` datagrams starting with a short header.
     tail: VecDeque<u8>,
+    spin: Spin,
+}
+
+/// Spin bit samples kept at most (the first ones; a long run stops adding).
+const MAX_SPIN_SAMPLES: usize = 4096;
+
+/// The latency spin bit of one direction's short-header packets: a client's
+/// flips once per round trip when both ends spin, so the time between two
+/// flips is an RTT sample (RFC 9000 §17.4). With several connections through
+/// the relay their flips mix; the median still reads one path's RTT.
+#[derive(Default)]
+struct Spin {
+    /// The last bit seen, and when it last changed.
+    last: Option<(bool, Option<Instant>)>,
+    flips: u64,
+    /// Times between flips.
+    samples: Vec<Duration>,
+}
+
+impl Spin {
+    fn saw(&mut self, bit: bool, now: Instant) {
+        match self.last {
+            Some((prev, _)) if prev == bit => return,
+            Some((_, Some(edge))) => {
+                self.flips += 1;
+                if self.samples.len() < MAX_SPIN_SAMPLES {
+                    self.samples.push(now - edge);
+                }
+            }
+            Some((_, None)) => self.flips += 1,
+            // The first packet's bit is no flip.
+            None => {
+                self.last = Some((bit, None));
+                return;
+            }
+        }
+        self.last = Some((bit, Some(now)));
+    }
+
+    fn report(&self) -> Value {
+        let mut ms: Vec<f64> = self.samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        ms.sort_by(f64::total_cmp);
+        let median = ms.get(ms.len() / 2).map(|m| (m * 100.0).round() / 100.0);
+        json!({"flips": self.flips, "rtt_ms_median": median})
+    }
 }
 
 impl Direction {
-    /// Records one datagram as its sender put it on the wire.
-    pub(crate) fn saw(&mut self, data: &[u8], ecn: u8) {
+    /// Records one datagram as its sender put it on the wire at `now`.
+    pub(crate) fn saw(&mut self, data: &[u8], ecn: u8, now: Instant) {
         self.datagrams += 1;
         self.bytes += data.len() as u64;
         self.ecn[usize::from(ecn & 3)] += 1;
-        if data.first().is_some_and(|b| b & 0x80 == 0) {
+        if let Some(&first) = data.first().filter(|b| *b & 0x80 == 0) {
             if self.tail.len() == TAIL {
                 self.tail.pop_front();
             }
             self.tail.push_back(ecn & 3);
+            // 0x20 of a short header is the spin bit, outside header protection.
+            self.spin.saw(first & 0x20 != 0, now);
         }
         for_each_long(data, |kind, version| {
             *self.long.entry((kind, version_name(version))).or_default() += 1;
@@ -59,6 +108,7 @@ impl Direction {
             "not_ect": self.ecn[0], "ect1": self.ecn[1], "ect0": self.ecn[2], "ce": self.ecn[3],
             "long": long,
             "tail_short": self.tail.len(), "tail_ect": tail_ect,
+            "spin": self.spin.report(),
         })
     }
 }
@@ -239,9 +289,10 @@ mod tests {
         d.extend(packet(2, V1, false, 100));
         d.extend([0x40, 1, 2, 3]); // a short-header packet
         let mut w = Direction::default();
-        w.saw(&d, 2);
-        w.saw(&packet(1, V2, true, 50), 1);
-        w.saw(&packet(3, V2, false, 50), 3);
+        let now = Instant::now();
+        w.saw(&d, 2, now);
+        w.saw(&packet(1, V2, true, 50), 1, now);
+        w.saw(&packet(3, V2, false, 50), 3, now);
         let r = w.report();
         assert_eq!(r["long"]["initial v1"], 1);
         assert_eq!(r["long"]["handshake v1"], 1);
@@ -252,8 +303,25 @@ mod tests {
             (1.into(), 1.into(), 1.into())
         );
         // A truncated packet stops the walk without a panic.
-        w.saw(&d[..30], 0);
+        w.saw(&d[..30], 0, now);
         assert_eq!(w.report()["long"]["initial v1"], 2);
+    }
+
+    #[test]
+    fn the_spin_bit_gives_the_time_between_flips() {
+        let mut w = Direction::default();
+        let start = Instant::now();
+        // Flips every 40 ms, five packets a flip; long headers do not count.
+        for i in 0..40u64 {
+            let bit = (i / 5) % 2 == 1;
+            let at = start + Duration::from_millis(8 * i);
+            w.saw(&[0x40 | if bit { 0x20 } else { 0 }, 1, 2, 3], 0, at);
+            w.saw(&packet(2, V1, false, 10), 0, at);
+        }
+        let spin = &w.report()["spin"];
+        assert_eq!(spin["flips"], 7);
+        assert_eq!(spin["rtt_ms_median"], 40.0);
+        assert!(Direction::default().report()["spin"]["rtt_ms_median"].is_null());
     }
 
     #[test]

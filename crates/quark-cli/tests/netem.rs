@@ -1,7 +1,7 @@
 //! `quark relay` and `quark link` as a user runs them: a transfer through an
 //! impaired relay still matches by hash, the layer-3 link carries a transfer
-//! between its namespaces and leaves nothing behind, and bad input ends in one
-//! `error:` line with exit code 2.
+//! between its namespaces and leaves nothing behind, the relay reads the RTT
+//! from the spin bit, and bad input ends in one `error:` line with exit code 2.
 
 mod common;
 
@@ -145,6 +145,54 @@ fn transfer_through_a_lossy_relay_matches() {
         .collect();
     assert_eq!(lost.len(), 2, "{report}");
     assert!(lost.iter().sum::<u64>() > 0, "{report}");
+}
+
+/// The relay, an observer on the path, reads the RTT from the latency spin
+/// bit (RFC 9000 §17.4) of the client's packets during a download over a
+/// 40 ms RTT: quark's two ends spin (unless one of them is among the one
+/// connection in sixteen that never does, so the download is tried again).
+#[test]
+fn the_relay_reads_the_rtt_from_the_spin_bit() {
+    let dir = tempdir("quark-netem", "spin");
+    let data = file(&dir, 6_000_000);
+    let port = free_port();
+    let mut serve = Command::new(QUARK);
+    serve.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"]);
+    serve.arg(&dir);
+    let _server = spawn_ready(serve, "serving ");
+    let to = format!("127.0.0.1:{port}");
+    let mut last = String::new();
+    for _ in 0..4 {
+        let (relay, addr) =
+            spawn_relay(&["--listen", "127.0.0.1:0", "--to", &to, "--delay", "20ms"]);
+        let relay_port = addr.rsplit(':').next().unwrap();
+        let got = Command::new(QUARK)
+            .args(["get", &format!("https://localhost:{relay_port}/f.bin")])
+            .args(["-o", "-", "--insecure", "--quiet"])
+            .output()
+            .unwrap();
+        assert!(got.status.success(), "{}", stderr(&got));
+        assert_eq!(sha(&got.stdout), sha(&data));
+        let (ok, report) = relay.terminate();
+        assert!(ok, "{report}");
+        let line = report
+            .lines()
+            .find_map(|l| l.strip_prefix("relay-report "))
+            .expect("no relay-report line");
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let spin = &r["client_to_server"]["spin"];
+        if let Some(ms) = spin["rtt_ms_median"]
+            .as_f64()
+            .filter(|_| spin["flips"].as_u64() >= Some(4))
+        {
+            // 40 ms on the link; the client's ACK timing and the relay's own
+            // turns add a little.
+            assert!((38.0..80.0).contains(&ms), "spin RTT {ms} ms: {spin}");
+            return;
+        }
+        last = spin.to_string();
+    }
+    panic!("no spin RTT in four downloads: {last}");
 }
 
 #[test]
