@@ -5,8 +5,10 @@
 //!
 //! 1. A page with 20 resources loads over HTTP/3 only (`--no-tcp`, QUIC
 //!    forced for the origin), and its script checks through XHR a 600 kB
-//!    body (by hash), Range (206), HEAD, a conditional request (304), a
-//!    directory (301, then text/html) and a missing file (404).
+//!    body (by hash), Range (206; two ranges: multipart/byteranges), HEAD, a
+//!    conditional request (304), a directory (301, then text/html) and a
+//!    missing file (404); an image's name has a space and an é, which the
+//!    browser sends percent-encoded.
 //! 2. A browser that starts on TCP moves to HTTP/3 through Alt-Svc: the
 //!    page's later requests arrive over HTTP/3 (the server's access log).
 
@@ -49,6 +51,8 @@ out.push('head=' + hd.status + ':' + hd.getResponseHeader('content-length') + ':
 var a = x('GET', 'a.txt?etag');
 var c = x('GET', 'a.txt?cond', {'If-None-Match': a.getResponseHeader('etag')});
 out.push('cond=' + c.status);
+var m = x('GET', 'big.txt?multi', {'Range': 'bytes=0-0,500000-500000'});
+out.push('multi=' + m.status + ':' + m.getResponseHeader('content-type').split(';')[0]);
 var d = x('GET', 'dir');
 out.push('dir=' + d.status + ':' + new URL(d.responseURL).pathname + ':' + d.getResponseHeader('content-type'));
 out.push('missing=' + x('GET', 'missing.txt').status);
@@ -93,8 +97,14 @@ fn site(root: &std::path::Path) -> Vec<u8> {
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{0}\"><rect width=\"{0}\" height=\"{0}\"/></svg>",
             10 + i
         );
-        std::fs::write(root.join(format!("img/i{i}.svg")), svg).unwrap();
-        write!(body, "<img src=\"img/i{i}.svg\">").unwrap();
+        // One name the browser must percent-encode (a space, an é).
+        let name = if i == 0 {
+            "a pic é".to_owned()
+        } else {
+            format!("i{i}")
+        };
+        std::fs::write(root.join(format!("img/{name}.svg")), svg).unwrap();
+        write!(body, "<img src=\"img/{name}.svg\">").unwrap();
     }
     let page = format!(
         "<!doctype html><html><head><title>loading</title>{head}</head><body>{body}<div id=\"out\"></div><script>{CHECKS}</script></body></html>"
@@ -131,7 +141,7 @@ fn chromium_loads_a_page_over_http3_and_checks_the_file_server() {
     assert!(got.dom.contains("<title>done</title>"), "{}", got.dom);
     let expect = format!(
         "scripts={SCRIPTS} styles={STYLES} big=200:{}:{:x} range=206:2345:bytes 2-5/11 \
-         head=200:11:0 cond=304 dir=200:/dir/:text/html; charset=utf-8 missing=404 images={IMAGES}",
+         head=200:11:0 cond=304 multi=206:multipart/byteranges dir=200:/dir/:text/html; charset=utf-8 missing=404 images={IMAGES}",
         big.len(),
         fnv1a(&big)
     );
@@ -151,9 +161,12 @@ fn chromium_loads_a_page_over_http3_and_checks_the_file_server() {
     for i in 0..SCRIPTS {
         assert!(served(&format!("/js/j{i}.js"), 200), "{}", got.log);
     }
-    for i in 0..IMAGES {
+    for i in 1..IMAGES {
         assert!(served(&format!("/img/i{i}.svg"), 200), "{}", got.log);
     }
+    // Sent percent-encoded, found by its decoded name.
+    assert!(served("/img/a%20pic%20%C3%A9.svg", 200), "{}", got.log);
+    assert!(served("/big.txt?multi", 206), "{}", got.log);
     assert!(reqs.contains(&("/big.txt".into(), "HTTP/3".into(), 200, big.len() as u64)));
     assert!(reqs.contains(&("/a.txt?range".into(), "HTTP/3".into(), 206, 4)));
     assert!(reqs.contains(&("/a.txt?head".into(), "HTTP/3".into(), 200, 0)));
