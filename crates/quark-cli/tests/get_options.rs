@@ -163,3 +163,49 @@ fn range_head_and_status_against_quark_serve() {
     );
     assert!(stderr(&out).contains("allow: GET, HEAD\r\n"));
 }
+
+/// `-o` with one URL may name a file (a new one, or /dev/null) rather than a
+/// directory; a failed fetch leaves the user's file in place; with several
+/// URLs `-o` must be a directory.
+#[test]
+fn output_to_a_file() {
+    let dir = tempdir("quark-cli", "get-file");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let file: Vec<u8> = (0..50_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(root.join("f.bin"), &file).unwrap();
+    let server = serve_with(&root, &dir, &["--h3", "--no-tcp"]);
+    let url = |p: &str| format!("https://localhost:{}/{p}", server.port);
+    let get_to = |out: &std::path::Path, urls: &[String]| {
+        Command::new(env!("CARGO_BIN_EXE_quark"))
+            .args(["get", "--h3", "-q", "--ca"])
+            .arg(&server.cert)
+            .arg("-o")
+            .arg(out)
+            .args(urls)
+            .output()
+            .unwrap()
+    };
+
+    let named = dir.join("named.out");
+    let out = get_to(&named, &[url("f.bin")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(std::fs::read(&named).unwrap() == file);
+
+    let out = get_to(std::path::Path::new("/dev/null"), &[url("f.bin")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let kept = dir.join("kept.txt");
+    std::fs::write(&kept, b"mine").unwrap();
+    let out = get_to(&kept, &[url("missing.bin")]);
+    assert!(!out.status.success());
+    assert!(kept.exists(), "a failed fetch removed the user's file");
+
+    let out = get_to(&named, &[url("f.bin"), url("f.bin")]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("not a directory (with several URLs"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -25,6 +25,8 @@ pub(super) struct Plan<'a> {
     /// `-o -`: bodies to standard output, in the order of the URLs.
     pub(super) to_stdout: bool,
     pub(super) out_dir: PathBuf,
+    /// With one URL, the file `-o` named instead of a directory.
+    pub(super) out_file: Option<PathBuf>,
     pub(super) timeout: Duration,
 }
 
@@ -117,7 +119,12 @@ pub(super) async fn fetch(
         let dest = match (plan.to_stdout, i) {
             (true, 0) => Sink::Stdout,
             (true, _) => Sink::Memory,
-            (false, _) => Sink::File(plan.out_dir.join(output_name(&url.path))),
+            (false, _) => match &plan.out_file {
+                // The user's file: kept if the fetch fails (it may be a
+                // device, or have been there before).
+                Some(file) => Sink::File(file.clone(), false),
+                None => Sink::File(plan.out_dir.join(output_name(&url.path)), true),
+            },
         };
         tasks.push(tokio::spawn(async move {
             fetch_one(via, path, dest, bar).await

@@ -15,7 +15,8 @@ pub(super) enum Fetched {
 
 /// Where a body goes.
 pub(super) enum Sink {
-    File(PathBuf),
+    /// A file, and whether a failed fetch removes it.
+    File(PathBuf, bool),
     Stdout,
     Memory,
 }
@@ -67,7 +68,7 @@ pub(super) async fn fetch_one(
 ) -> Result<Fetched, String> {
     let progress = |n: usize| bar.inc(n as u64);
     let result = match &dest {
-        Sink::File(dest) => {
+        Sink::File(dest, _) => {
             let mut file = tokio::fs::File::create(dest)
                 .await
                 .map_err(|e| format!("{}: {e}", dest.display()))?;
@@ -87,7 +88,7 @@ pub(super) async fn fetch_one(
         }
     };
     if result.is_err() {
-        if let Sink::File(dest) = &dest {
+        if let Sink::File(dest, true) = &dest {
             let _ = std::fs::remove_file(dest);
         }
     }

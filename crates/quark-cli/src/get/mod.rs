@@ -24,7 +24,9 @@ pub(crate) struct GetArgs {
     /// URLs like https://host:port/path, all on the same server.
     #[arg(required = true)]
     pub(crate) urls: Vec<String>,
-    /// Output directory, or `-` for standard output.
+    /// Where bodies go: a directory (each saved under its URL's last path
+    /// segment), `-` for standard output, or with one URL a file (e.g.
+    /// `/dev/null`).
     #[arg(short, long, default_value = ".")]
     pub(crate) output: String,
     /// Trust the certificates in this PEM file.
@@ -182,8 +184,13 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     }
     let to_stdout = args.output == "-";
     let out_dir = PathBuf::from(&args.output);
-    if !to_stdout && !out_dir.is_dir() {
-        bail!("-o {}: not a directory", out_dir.display());
+    // One URL and a path that is no directory: the body goes to that file.
+    let out_file = (!to_stdout && !out_dir.is_dir() && urls.len() == 1).then(|| out_dir.clone());
+    if !to_stdout && !out_dir.is_dir() && out_file.is_none() {
+        bail!(
+            "-o {}: not a directory (with several URLs, -o names one)",
+            out_dir.display()
+        );
     }
     let addr: SocketAddr = tokio::net::lookup_host((first.host.as_str(), first.port))
         .await
@@ -228,6 +235,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
         request,
         to_stdout,
         out_dir,
+        out_file,
         timeout,
     };
     if !args.resume {
