@@ -31,6 +31,8 @@ pub(crate) struct Direction {
     /// The ECN bits of the last `TAIL` datagrams starting with a short header.
     tail: VecDeque<u8>,
     spin: Spin,
+    /// Short-header datagrams with the QUIC bit cleared (greased, RFC 9287).
+    quic_bit_cleared: u64,
 }
 
 /// Spin bit samples kept at most (the first ones; a long run stops adding).
@@ -88,7 +90,9 @@ impl Direction {
                 self.tail.pop_front();
             }
             self.tail.push_back(ecn & 3);
-            // 0x20 of a short header is the spin bit, outside header protection.
+            // 0x40 and 0x20 of a short header (the QUIC bit and the spin bit)
+            // are outside header protection.
+            self.quic_bit_cleared += u64::from(first & 0x40 == 0);
             self.spin.saw(first & 0x20 != 0, now);
         }
         for_each_long(data, |kind, version| {
@@ -108,7 +112,7 @@ impl Direction {
             "not_ect": self.ecn[0], "ect1": self.ecn[1], "ect0": self.ecn[2], "ce": self.ecn[3],
             "long": long,
             "tail_short": self.tail.len(), "tail_ect": tail_ect,
-            "spin": self.spin.report(),
+            "spin": self.spin.report(), "quic_bit_cleared": self.quic_bit_cleared,
         })
     }
 }
@@ -312,13 +316,16 @@ mod tests {
         let mut w = Direction::default();
         let start = Instant::now();
         // Flips every 40 ms, five packets a flip; long headers do not count.
+        // Every other short header has its QUIC bit cleared.
         for i in 0..40u64 {
             let bit = (i / 5) % 2 == 1;
             let at = start + Duration::from_millis(8 * i);
-            w.saw(&[0x40 | if bit { 0x20 } else { 0 }, 1, 2, 3], 0, at);
+            let quic_bit = if i % 2 == 0 { 0x40 } else { 0 };
+            w.saw(&[quic_bit | if bit { 0x20 } else { 0 }, 1, 2, 3], 0, at);
             w.saw(&packet(2, V1, false, 10), 0, at);
         }
         let spin = &w.report()["spin"];
+        assert_eq!(w.report()["quic_bit_cleared"], 20, "every other one greased");
         assert_eq!(spin["flips"], 7);
         assert_eq!(spin["rtt_ms_median"], 40.0);
         assert!(Direction::default().report()["spin"]["rtt_ms_median"].is_null());

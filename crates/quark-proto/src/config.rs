@@ -220,6 +220,12 @@ pub struct EndpointConfig {
     /// a CID-aware load balancer, see [`crate::quic_lb`]). Overrides `cid_len`
     /// with the configuration's length, and `worker` tagging.
     pub quic_lb: Option<Arc<crate::quic_lb::CidEncoder>>,
+    /// Greasing the QUIC bit (RFC 9287): announce the grease_quic_bit
+    /// transport parameter and so accept packets with the QUIC (fixed) bit
+    /// cleared, and make that bit of our 1-RTT packets unpredictable toward
+    /// peers that announce it, so that no middlebox comes to rely on it.
+    /// Off: packets with the bit cleared are dropped (RFC 9000 §17.2).
+    pub grease_quic_bit: bool,
 }
 
 impl Default for EndpointConfig {
@@ -235,6 +241,7 @@ impl Default for EndpointConfig {
             worker: None,
             qlog_dir: None,
             quic_lb: None,
+            grease_quic_bit: true,
         }
     }
 }

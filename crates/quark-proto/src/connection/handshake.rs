@@ -282,6 +282,9 @@ impl Connection {
         if let Some(min_ack_delay) = params.min_ack_delay {
             tracing::trace!(min_ack_delay, "peer supports ACK frequency");
         }
+        if params.grease_quic_bit {
+            self.bits.on_peer_greases();
+        }
         self.peer_params = Some(params);
         Ok(())
     }

@@ -24,6 +24,7 @@ mod close;
 mod datagrams;
 mod frames;
 mod handshake;
+mod header_bits;
 mod lazy_rng;
 mod loss;
 mod memory;
@@ -40,7 +41,6 @@ mod sent;
 mod seq_map;
 mod skip;
 mod spaces;
-mod spin;
 mod stats;
 mod streams;
 mod timers;
@@ -221,6 +221,9 @@ pub(crate) struct EndpointShared {
     pub(crate) cid_gen: crate::config::CidGenerator,
     /// Record qlog events.
     pub(crate) qlog: bool,
+    /// We announce grease_quic_bit (RFC 9287): packets with the QUIC bit
+    /// cleared are valid.
+    pub(crate) grease_quic_bit: bool,
 }
 
 /// Parameters for creating a connection (filled in by the endpoint).
@@ -344,8 +347,9 @@ pub struct Connection {
     started: Instant,
     /// 1-RTT packet numbers skipped to catch optimistic ACKs.
     skipped: skip::Skipped,
-    /// The latency spin bit of our 1-RTT packets (RFC 9000 §17.4).
-    spin: spin::Spin,
+    /// The spin bit and the QUIC bit of our 1-RTT packets (RFC 9000 §17.4,
+    /// RFC 9287).
+    bits: header_bits::HeaderBits,
     /// When an ACK last gave an Application Data RTT sample not yet reported
     /// to the endpoint's path cache (`path_rtt`).
     rtt_news: Option<Instant>,
@@ -479,7 +483,11 @@ impl Connection {
             idle_since: None,
             started: now,
             skipped,
-            spin: spin::Spin::new(p.config.spin_bit, p.shared.rng_seed),
+            bits: header_bits::HeaderBits::new(
+                p.config.spin_bit,
+                p.shared.grease_quic_bit,
+                p.shared.rng_seed,
+            ),
             rtt_news: None,
             crypto_scratch: Vec::new(),
             decrypt_failures: 0,

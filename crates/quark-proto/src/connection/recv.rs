@@ -129,7 +129,8 @@ impl Connection {
         let mut offset = 0;
         let mut first_dcid = None;
         while offset < data.len() {
-            let Ok(pd) = PartialDecode::new(&data[offset..], self.cid_len.into()) else {
+            let (rest, grease) = (&data[offset..], self.bits.accepts_cleared());
+            let Ok(pd) = PartialDecode::with_quic_bit(rest, self.cid_len.into(), grease) else {
                 break;
             };
             let end = offset + pd.len;
@@ -462,7 +463,7 @@ impl Connection {
                 .largest_pn()
                 .is_none_or(|l| hdr.pn > l)
         {
-            self.spin.on_newest_packet(self.side, hdr.spin);
+            self.bits.on_newest_packet(self.side, hdr.spin);
         }
         if space == SpaceId::Data || !self.spaces[space.index()].discarded {
             // By reference: the spaces and the policy are separate fields.

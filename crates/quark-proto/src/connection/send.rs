@@ -411,18 +411,28 @@ impl Connection {
                 self.rng.park();
             }
         }
+        let pn = self.spaces[space.index()].next_pn;
+        let (spin, quic_bit) = match kind {
+            PacketKind::OneRtt => self.bits.for_packet(pn, self.peer_cids.active_seq()),
+            _ => (false, true),
+        };
         let header = HeaderParams {
             kind,
             version: self.version,
             dst_cid: &dst_cid,
             src_cid: &src_cid,
             token,
-            pn: self.spaces[space.index()].next_pn,
+            pn,
             largest_acked: self.recovery.largest_acked(space),
             key_phase,
-            spin: kind == PacketKind::OneRtt && self.spin.value(self.peer_cids.active_seq()),
+            spin,
         };
-        Some(PacketBuilder::start(buf, &header, end - buf.len(), tag_len))
+        let builder = PacketBuilder::start(buf, &header, end - buf.len(), tag_len);
+        if !quic_bit {
+            // Before sealing: the first byte is part of the AEAD's input.
+            buf[builder.start] &= !crate::packet::QUIC_BIT;
+        }
+        Some(builder)
     }
 
     /// Seal a packet and record it.

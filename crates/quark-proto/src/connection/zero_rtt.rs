@@ -186,7 +186,8 @@ impl Connection {
         }
         let buffered = std::mem::take(&mut early.buffered);
         for (mut packet, ecn) in buffered {
-            let Ok(pd) = PartialDecode::new(&packet, self.cid_len.into()) else {
+            let grease = self.bits.accepts_cleared();
+            let Ok(pd) = PartialDecode::with_quic_bit(&packet, self.cid_len.into(), grease) else {
                 continue;
             };
             if pd.len != packet.len() {

@@ -161,6 +161,7 @@ impl Endpoint {
         params.original_destination_connection_id = Some(orig_dcid);
         params.initial_source_connection_id = Some(local_cid);
         params.retry_source_connection_id = retry_scid;
+        params.grease_quic_bit = self.config.grease_quic_bit;
         params.stateless_reset_token = Some(self.reset_key.token(&local_cid));
         let preferred_cid = server.preferred_address.map(|addr| {
             let cid = self.new_cid();

@@ -199,6 +199,7 @@ impl Endpoint {
         let local_cid = self.new_cid();
         let mut params = local_params(&config.transport);
         params.initial_source_connection_id = Some(local_cid);
+        params.grease_quic_bit = self.config.grease_quic_bit;
         // Versions we may be moved to (RFC 9368 §2.3): those we support too.
         let offered: Vec<u32> = config
             .compatible_versions
@@ -251,7 +252,8 @@ impl Endpoint {
         data: &mut [u8],
     ) -> Option<DatagramEvent> {
         self.epoch.get_or_insert(now);
-        let pd = match PartialDecode::new(data, self.config.cid_len) {
+        let grease = self.config.grease_quic_bit;
+        let pd = match PartialDecode::with_quic_bit(data, self.config.cid_len, grease) {
             Ok(pd) => pd,
             Err(PacketDecodeError::UnsupportedVersion {
                 dst_cid, src_cid, ..
@@ -315,7 +317,8 @@ impl Endpoint {
         let mut run: SmallVec<[&mut [u8]; 64]> = SmallVec::new();
         let mut run_conn = None;
         for segment in data.chunks_mut(stride.max(1)) {
-            let route = match PartialDecode::new(segment, self.config.cid_len) {
+            let grease = self.config.grease_quic_bit;
+            let route = match PartialDecode::with_quic_bit(segment, self.config.cid_len, grease) {
                 Ok(pd) => self.lookup(&pd.dst_cid),
                 Err(_) => None,
             };

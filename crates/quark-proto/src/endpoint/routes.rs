@@ -19,6 +19,7 @@ impl Endpoint {
             cid_len: self.config.cid_len,
             cid_gen: self.cids.clone(),
             qlog: self.config.qlog_dir.is_some(),
+            grease_quic_bit: self.config.grease_quic_bit,
         }
     }
 

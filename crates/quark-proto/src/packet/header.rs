@@ -29,11 +29,25 @@ const TRUNCATED: PacketDecodeError = Invalid("truncated header");
 impl PartialDecode {
     /// Parse the first packet of `datagram`. `local_cid_len` is the length of the
     /// connection IDs this endpoint issues (short headers carry no length).
+    /// A packet with the QUIC (fixed) bit cleared is invalid.
     pub fn new(datagram: &[u8], local_cid_len: usize) -> Result<Self, PacketDecodeError> {
+        Self::with_quic_bit(datagram, local_cid_len, false)
+    }
+
+    /// [`new`](Self::new), accepting packets with the QUIC bit cleared when
+    /// `any_quic_bit`: an endpoint that announces grease_quic_bit must
+    /// (RFC 9287 §3).
+    pub fn with_quic_bit(
+        datagram: &[u8],
+        local_cid_len: usize,
+        any_quic_bit: bool,
+    ) -> Result<Self, PacketDecodeError> {
         let mut r = Reader::new(datagram);
         let first = r.u8().map_err(|_| TRUNCATED)?;
+        // Checked as if set: the rest of the parse is the same.
+        let fixed = first | if any_quic_bit { FIXED_BIT } else { 0 };
         if first & LONG_FORM == 0 {
-            return short(datagram, first, local_cid_len);
+            return short(datagram, first, fixed, local_cid_len);
         }
 
         //= https://www.rfc-editor.org/rfc/rfc8999#section-5.1
@@ -95,7 +109,7 @@ impl PartialDecode {
         //# Packets containing a zero
         //# value for this bit are not valid packets in this version and MUST
         //# be discarded.
-        if first & FIXED_BIT == 0 {
+        if fixed & FIXED_BIT == 0 {
             return Err(Invalid("fixed bit is zero"));
         }
 
@@ -159,9 +173,10 @@ impl PartialDecode {
 fn short(
     datagram: &[u8],
     first: u8,
+    fixed: u8,
     local_cid_len: usize,
 ) -> Result<PartialDecode, PacketDecodeError> {
-    if first & FIXED_BIT == 0 {
+    if fixed & FIXED_BIT == 0 {
         return Err(Invalid("fixed bit is zero"));
     }
     let dst = datagram.get(1..1 + local_cid_len).ok_or(TRUNCATED)?;
@@ -355,6 +370,17 @@ mod tests {
         // fixed bit clear, long and short
         assert!(PartialDecode::new(&hex("83 00000001 00 00 00 01 00"), 0).is_err());
         assert!(PartialDecode::new(&hex("01 00"), 0).is_err());
+        // ... valid for an endpoint that announced grease_quic_bit (RFC 9287)
+        let long = PartialDecode::with_quic_bit(&hex("83 00000001 00 00 00 01 00"), 0, true);
+        assert_eq!(
+            long.map(|pd| pd.ty),
+            Ok(HeaderType::Frames(PacketKind::Initial))
+        );
+        let short = PartialDecode::with_quic_bit(&hex("01 00"), 0, true);
+        assert_eq!(
+            short.map(|pd| pd.ty),
+            Ok(HeaderType::Frames(PacketKind::OneRtt))
+        );
         // 21-byte DCID in a v1 long header
         let mut pkt = hex("c0 00000001 15");
         pkt.extend_from_slice(&[0; 21]);

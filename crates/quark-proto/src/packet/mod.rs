@@ -37,6 +37,10 @@ pub use special::{
 
 pub use version::{VERSION_1, VERSION_2, is_known as is_known_version, rustls_version};
 
+/// The QUIC bit (RFC 9000 calls it the Fixed Bit): 1 in every packet but
+/// Version Negotiation, unless greased (RFC 9287).
+pub(crate) const QUIC_BIT: u8 = header::FIXED_BIT;
+
 /// Smallest datagram that may carry a client Initial (RFC 9000 §14.1).
 pub const MIN_INITIAL_SIZE: usize = 1200;
 

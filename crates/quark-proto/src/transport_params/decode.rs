@@ -72,6 +72,7 @@ fn known_bit(id: u64) -> Option<u32> {
         0x00..=0x11 => Some(1 << id),
         id::MAX_DATAGRAM_FRAME_SIZE => Some(1 << 18),
         id::MIN_ACK_DELAY => Some(1 << 19),
+        id::GREASE_QUIC_BIT => Some(1 << 20),
         _ => None,
     }
 }
@@ -169,6 +170,16 @@ fn apply(p: &mut TransportParameters, sender: Side, id: u64, value: &[u8]) -> Re
         id::MIN_ACK_DELAY => p.min_ack_delay = Some(int(value)?),
         id::VERSION_INFORMATION => {
             p.version_information = Some(super::VersionInformation::decode(value)?);
+        }
+        //= https://www.rfc-editor.org/rfc/rfc9287#section-3
+        //# An endpoint that receives the grease_quic_bit transport parameter
+        //# with a non-zero-length value MUST treat that as a connection error
+        //# of type TRANSPORT_PARAMETER_ERROR.
+        id::GREASE_QUIC_BIT => {
+            if !value.is_empty() {
+                return Err("grease_quic_bit has a value");
+            }
+            p.grease_quic_bit = true;
         }
         _ => {}
     }

@@ -93,6 +93,9 @@ impl TransportParameters {
         if let Some(info) = &self.version_information {
             info.encode(buf, id::VERSION_INFORMATION);
         }
+        if self.grease_quic_bit {
+            put_bytes(buf, id::GREASE_QUIC_BIT, &[]);
+        }
         put_grease(buf, start);
     }
 }

@@ -67,6 +67,9 @@ pub struct TransportParameters {
     pub min_ack_delay: Option<u64>,
     /// 0x11 (RFC 9368 §3): the version in use and the versions offered.
     pub version_information: Option<VersionInformation>,
+    /// 0x2ab2 (RFC 9287): the sender accepts packets with the QUIC bit
+    /// cleared, so its peer may grease it.
+    pub grease_quic_bit: bool,
 }
 
 /// preferred_address (RFC 9000 §18.2).
@@ -104,6 +107,7 @@ mod id {
     pub(super) const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     pub(super) const MIN_ACK_DELAY: u64 = 0xff04de1b;
     pub(super) const VERSION_INFORMATION: u64 = 0x11;
+    pub(super) const GREASE_QUIC_BIT: u64 = 0x2ab2;
 }
 
 /// Default max_udp_payload_size: the largest UDP payload.
@@ -142,6 +146,7 @@ impl Default for TransportParameters {
             max_datagram_frame_size: None,
             min_ack_delay: None,
             version_information: None,
+            grease_quic_bit: false,
         }
     }
 }

@@ -78,6 +78,7 @@ fn server_params() -> TransportParameters {
             chosen: 0x6b33_43cf,
             available: smallvec::smallvec![0x6b33_43cf, 1, 0x1a2a_3a4a],
         }),
+        grease_quic_bit: true,
     }
 }
 
@@ -210,6 +211,15 @@ fn lengths_are_checked() {
     let mut out = Vec::new();
     param(&mut out, 0x0c, &[]);
     assert!(accepted(Side::Client, &out).disable_active_migration);
+    // So does grease_quic_bit (RFC 9287 §3).
+    let mut out = Vec::new();
+    param(&mut out, 0x2ab2, &[1]);
+    rejected(Side::Server, &out);
+    let mut out = Vec::new();
+    param(&mut out, 0x2ab2, &[]);
+    assert!(accepted(Side::Server, &out).grease_quic_bit);
+    param(&mut out, 0x2ab2, &[]);
+    rejected(Side::Server, &out);
 }
 
 #[test]
@@ -406,6 +416,8 @@ fn arb_params() -> impl Strategy<Value = (Side, TransportParameters)> {
                 max_datagram_frame_size: dgram,
                 min_ack_delay: min_ack.map(|m| m % (ack_ms * 1000 + 1)),
                 version_information: None,
+                // Drawn from a bit of another field: the tuples are full.
+                grease_quic_bit: idle % 2 == 1,
             };
             if p.initial_source_connection_id.is_some_and(|c| c.is_empty()) {
                 p.preferred_address = None;
