@@ -325,7 +325,11 @@ mod tests {
             w.saw(&packet(2, V1, false, 10), 0, at);
         }
         let spin = &w.report()["spin"];
-        assert_eq!(w.report()["quic_bit_cleared"], 20, "every other one greased");
+        assert_eq!(
+            w.report()["quic_bit_cleared"],
+            20,
+            "every other one greased"
+        );
         assert_eq!(spin["flips"], 7);
         assert_eq!(spin["rtt_ms_median"], 40.0);
         assert!(Direction::default().report()["spin"]["rtt_ms_median"].is_null());

@@ -103,16 +103,20 @@ fn file(root: &Path, len: usize) -> Vec<u8> {
     data
 }
 
+/// Starts `quark serve` (hq-interop) on the files in `dir`; its address.
+fn serve(dir: &Path) -> (Proc, String) {
+    let port = free_port();
+    let mut serve = Command::new(QUARK);
+    serve.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"]);
+    serve.arg(dir);
+    (spawn_ready(serve, "serving "), format!("127.0.0.1:{port}"))
+}
+
 #[test]
 fn transfer_through_a_lossy_relay_matches() {
     let dir = tempdir("quark-netem", "relay");
     let data = file(&dir, 1_000_000);
-    let port = free_port();
-    let mut serve = Command::new(QUARK);
-    serve.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"]);
-    serve.arg(&dir);
-    let _server = spawn_ready(serve, "serving ");
-    let to = format!("127.0.0.1:{port}");
+    let (_server, to) = serve(&dir);
     let (relay, addr) = spawn_relay(&[
         "--listen",
         "127.0.0.1:0",
@@ -155,12 +159,7 @@ fn transfer_through_a_lossy_relay_matches() {
 fn the_relay_reads_the_rtt_from_the_spin_bit() {
     let dir = tempdir("quark-netem", "spin");
     let data = file(&dir, 6_000_000);
-    let port = free_port();
-    let mut serve = Command::new(QUARK);
-    serve.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--root"]);
-    serve.arg(&dir);
-    let _server = spawn_ready(serve, "serving ");
-    let to = format!("127.0.0.1:{port}");
+    let (_server, to) = serve(&dir);
     let mut last = String::new();
     for _ in 0..4 {
         let (relay, addr) =

@@ -15,8 +15,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Sim, Tls, payload, read_more, seed};
-use quark_proto::{ClientConfig, Dir, EndpointConfig, ServerConfig, TransportConfig};
+use common::upload::Upload;
+use common::{Sim, Tls, seed};
+use quark_proto::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 
 /// One 1-RTT packet as the observer saw it.
 #[derive(Clone)]
@@ -29,7 +30,7 @@ struct Short {
 }
 
 /// What the observer saw, and what each end did.
-struct Upload {
+struct Seen {
     seen: Vec<Short>,
     /// Both connections spin.
     both_spin: bool,
@@ -38,8 +39,8 @@ struct Upload {
 }
 
 /// A client uploads 3 MB over a 50 ms RTT path with `spin_bit` and
-/// `grease_quic_bit` on both sides. The upload arrives byte for byte.
-fn upload(tls: &Tls, seed: u64, spin_bit: bool, grease_quic_bit: bool) -> Upload {
+/// `grease_quic_bit` on both sides. The upload arrives, every byte checked.
+fn upload(tls: &Tls, seed: u64, spin_bit: bool, grease_quic_bit: bool) -> Seen {
     let transport = Arc::new(TransportConfig {
         spin_bit,
         ..TransportConfig::default()
@@ -77,29 +78,14 @@ fn upload(tls: &Tls, seed: u64, spin_bit: bool, grease_quic_bit: bool) -> Upload
     );
     let both_spin = client.spin_bit_enabled() && server.spin_bit_enabled();
     let greasing = (client.greases_quic_bit(), server.greases_quic_bit());
-    let data = payload(3_000_000, 5);
-    let id = sim
-        .client
-        .connection_mut(c)
-        .unwrap()
-        .open_stream(Dir::Uni)
-        .unwrap();
-    let (mut sent, mut got) = (0, Vec::new());
+    let mut up = Upload::new(&mut sim, c, s, 3_000_000, 5);
     sim.run_until(1_000_000, |sim| {
-        let conn = sim.client.connection_mut(c).unwrap();
-        if sent < data.len() {
-            sent += conn.write(id, &data[sent..]).unwrap();
-            if sent == data.len() {
-                conn.finish(id).unwrap();
-            }
-        }
-        let conn = sim.server.connection_mut(s).unwrap();
-        let _ = conn.accept_stream(Dir::Uni);
-        read_more(conn, id, &mut got)
+        up.pump(sim);
+        up.done()
     });
-    assert!(got == data, "the upload differs");
+    assert!(up.done(), "the upload did not arrive");
     let seen = seen.borrow().clone();
-    Upload {
+    Seen {
         seen,
         both_spin,
         greasing,
@@ -107,7 +93,7 @@ fn upload(tls: &Tls, seed: u64, spin_bit: bool, grease_quic_bit: bool) -> Upload
 }
 
 /// The client's packets.
-fn from_client(u: &Upload) -> Vec<Short> {
+fn from_client(u: &Seen) -> Vec<Short> {
     u.seen.iter().filter(|p| p.to_server).cloned().collect()
 }
 
@@ -123,7 +109,7 @@ fn flips(seen: &[Short]) -> Vec<Duration> {
 }
 
 /// The share of 1-RTT packets one way with the QUIC bit cleared.
-fn cleared(u: &Upload, to_server: bool) -> f64 {
+fn cleared(u: &Seen, to_server: bool) -> f64 {
     let way: Vec<&Short> = u.seen.iter().filter(|p| p.to_server == to_server).collect();
     way.iter().filter(|p| !p.quic_bit).count() as f64 / way.len().max(1) as f64
 }
