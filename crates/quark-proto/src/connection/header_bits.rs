@@ -133,8 +133,8 @@ impl HeaderBits {
                 self.flags |= SPIN_VALUE;
             }
         }
-        // Keyed by the connection's secret, so an observer who counts packets
-        // still cannot tell the next one's bit.
+        // Keyed by 16 secret bits of the connection: no pattern a middlebox
+        // could learn from counting packets (only by trying every key).
         let quic_bit =
             self.flags & GREASE == 0 || mix(pn ^ (u64::from(self.secret) << 48)) >> 63 != 0;
         (self.flags & SPIN_VALUE != 0, quic_bit)

@@ -202,8 +202,8 @@ mod tests {
     /// burst size kept per rate (recovery/pacer.rs: a 128-bit division less
     /// per packet sent); Recovery 816 -> 848 with both. 4 288 with the
     /// scratch vectors in the thread's pool and the rare counters boxed
-    /// (issue #33: serving memory); still 4 288 with the spin bit's four
-    /// bytes, the connection ID length kept in a byte.
+    /// (issue #33: serving memory); still 4 288 with the spin bit and the
+    /// greased QUIC bit's six bytes, the connection ID length kept in a byte.
     #[test]
     fn struct_sizes_stay_bounded() {
         let sizes = [
