@@ -92,77 +92,91 @@ impl Connection {
             self.apply_mtu();
             tracing::debug!(mtu = self.path.mtu, "suspected PMTU black hole");
         }
-        if let crate::recovery::TimeoutAction::Probe { space, mut count } = action {
-            self.mtu.on_pto();
-            if space == SpaceId::Data {
-                //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
-                //# An endpoint MAY send up to two full-sized datagrams containing
-                //# ack-eliciting packets
-                // Two stay for the handshake spaces, where a lost probe stalls
-                // the handshake. For application data most PTOs are a busy
-                // peer's queueing (5 000 connections bursting at once fired
-                // 5-7 each, issue #33), and each probe costs that peer a
-                // packet and an ACK; a lost single probe costs one more PTO.
-                count = count.min(self.config.data_pto_probes.max(1));
+        if let crate::recovery::TimeoutAction::Probe { space, count } = action {
+            self.arm_probes(space, count);
+        }
+    }
+
+    /// A PTO fired for `space`: `count` probes go out there, carrying what
+    /// is most likely lost (RFC 9002 §6.2.4), and earlier spaces' lost
+    /// CRYPTO data goes along.
+    fn arm_probes(&mut self, space: SpaceId, mut count: u8) {
+        self.mtu.on_pto();
+        if space == SpaceId::Data {
+            //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
+            //# An endpoint MAY send up to two full-sized datagrams containing
+            //# ack-eliciting packets
+            // Two stay for the handshake spaces, where a lost probe stalls
+            // the handshake. For application data most PTOs are a busy
+            // peer's queueing (5 000 connections bursting at once fired
+            // 5-7 each, issue #33), and each probe costs that peer a
+            // packet and an ACK; a lost single probe costs one more PTO.
+            count = count.min(self.config.data_pto_probes.max(1));
+        }
+        self.spaces[space.index()].probes = count;
+        if space == SpaceId::Data {
+            self.probe_data();
+        } else {
+            self.probe_handshake(space);
+        }
+        // The probes carry CRYPTO data of earlier spaces declared lost too:
+        // that data is no longer in flight, so no PTO of its own space
+        // fires for it, and with the window full only probes go out. A
+        // server whose ServerHello was lost sent Handshake probes the
+        // client could not decrypt, for ever (RFC 9002 §6.2.4: probes
+        // carry the data most likely lost).
+        for earlier in [SpaceId::Initial, SpaceId::Handshake] {
+            if earlier >= space {
+                break;
             }
-            self.spaces[space.index()].probes = count;
-            if space == SpaceId::Data {
-                self.resend_tail_on_pto();
-                if self.handshake_done_unacked {
-                    // The client holds back its own 1-RTT probes until it has
-                    // HANDSHAKE_DONE (RFC 9002 §6.2.1) and its Handshake probes
-                    // find our keys gone: a bare PING, with its ACK lost too,
-                    // left both sides waiting out backed-off PTOs.
-                    self.handshake_done_pending = true;
-                }
-            } else {
-                // Carry the handshake data again rather than a bare PING.
-                self.requeue_crypto_in_flight(space);
-                //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
-                //# the sender SHOULD send ack-eliciting packets from other packet
-                //# number spaces with in-flight data, coalescing packets if possible.
-                let h = &self.spaces[SpaceId::Handshake.index()];
-                if space == SpaceId::Initial
-                    && h.keys.is_some()
-                    && !h.discarded
-                    && h.crypto_unacked()
-                {
-                    // A server whose Initial PTO resent only the ServerHello
-                    // spent its 3x budget on copies of it while the Handshake
-                    // flight (the client's next need) stayed lost: 15 s more
-                    // at 30 % loss, waiting for the client's backed-off
-                    // probes to lift the limit.
-                    self.requeue_crypto_in_flight(SpaceId::Handshake);
-                    let h = &mut self.spaces[SpaceId::Handshake.index()];
-                    h.probes = h.probes.max(1);
-                }
-                if space == SpaceId::Handshake
-                    && !self.handshake_confirmed
-                    && !self.streams.has_stream_data()
-                {
-                    // A client's 1-RTT packets sent beside its Finished (a
-                    // request) have no PTO of their own before the handshake
-                    // is confirmed (RFC 9002 §6.2.1).
-                    self.requeue_data_in_flight();
-                }
+            // Read first: a mutable index would bring a dropped space back.
+            let e = &self.spaces[earlier.index()];
+            if e.keys.is_some() && !e.discarded && e.crypto_pending() {
+                let e = &mut self.spaces[earlier.index()];
+                e.probes = e.probes.max(1);
             }
-            // The probes carry CRYPTO data of earlier spaces declared lost too:
-            // that data is no longer in flight, so no PTO of its own space
-            // fires for it, and with the window full only probes go out. A
-            // server whose ServerHello was lost sent Handshake probes the
-            // client could not decrypt, for ever (RFC 9002 §6.2.4: probes
-            // carry the data most likely lost).
-            for earlier in [SpaceId::Initial, SpaceId::Handshake] {
-                if earlier >= space {
-                    break;
-                }
-                // Read first: a mutable index would bring a dropped space back.
-                let e = &self.spaces[earlier.index()];
-                if e.keys.is_some() && !e.discarded && e.crypto_pending() {
-                    let e = &mut self.spaces[earlier.index()];
-                    e.probes = e.probes.max(1);
-                }
-            }
+        }
+    }
+
+    /// A 1-RTT PTO: the tail goes again, and a HANDSHAKE_DONE not yet
+    /// acknowledged.
+    fn probe_data(&mut self) {
+        self.resend_tail_on_pto();
+        if self.handshake_done_unacked {
+            // The client holds back its own 1-RTT probes until it has
+            // HANDSHAKE_DONE (RFC 9002 §6.2.1) and its Handshake probes
+            // find our keys gone: a bare PING, with its ACK lost too,
+            // left both sides waiting out backed-off PTOs.
+            self.handshake_done_pending = true;
+        }
+    }
+
+    /// An Initial or Handshake PTO: the space's handshake data goes again
+    /// rather than a bare PING, with what other spaces have in flight.
+    fn probe_handshake(&mut self, space: SpaceId) {
+        self.requeue_crypto_in_flight(space);
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
+        //# the sender SHOULD send ack-eliciting packets from other packet
+        //# number spaces with in-flight data, coalescing packets if possible.
+        let h = &self.spaces[SpaceId::Handshake.index()];
+        if space == SpaceId::Initial && h.keys.is_some() && !h.discarded && h.crypto_unacked() {
+            // A server whose Initial PTO resent only the ServerHello
+            // spent its 3x budget on copies of it while the Handshake
+            // flight (the client's next need) stayed lost: 15 s more
+            // at 30 % loss, waiting for the client's backed-off
+            // probes to lift the limit.
+            self.requeue_crypto_in_flight(SpaceId::Handshake);
+            let h = &mut self.spaces[SpaceId::Handshake.index()];
+            h.probes = h.probes.max(1);
+        }
+        if space == SpaceId::Handshake
+            && !self.handshake_confirmed
+            && !self.streams.has_stream_data()
+        {
+            // A client's 1-RTT packets sent beside its Finished (a
+            // request) have no PTO of their own before the handshake
+            // is confirmed (RFC 9002 §6.2.1).
+            self.requeue_data_in_flight();
         }
     }
 
