@@ -581,19 +581,10 @@ fn long_packet_end(d: &[u8], has_token: bool) -> Option<usize> {
     let mut at = 5;
     at += 1 + usize::from(*d.get(at)?);
     at += 1 + usize::from(*d.get(at)?);
+    let mut r = quark_proto::coding::Reader::new(d.get(at..)?);
     if has_token {
-        let (len, n) = read_varint(d.get(at..)?)?;
-        at += n + usize::try_from(len).ok()?;
+        r.varint_bytes().ok()?;
     }
-    let (len, n) = read_varint(d.get(at..)?)?;
-    Some(at + n + usize::try_from(len).ok()?)
-}
-
-fn read_varint(b: &[u8]) -> Option<(u64, usize)> {
-    let n = 1 << (b.first()? >> 6);
-    let mut v = u64::from(b[0] & 0x3f);
-    for &x in b.get(1..n)? {
-        v = (v << 8) | u64::from(x);
-    }
-    Some((v, n))
+    let len = usize::try_from(r.varint().ok()?).ok()?;
+    Some(at + r.position() + len)
 }
