@@ -137,6 +137,8 @@ fn qlog_of_a_transfer_matches_the_connection() {
         let params = named(&recs, "transport:parameters_set");
         let owners: Vec<_> = params.iter().map(|p| &p["data"]["owner"]).collect();
         assert_eq!(owners, ["local", "remote"], "{side}: parameters");
+        // Both ends announce grease_quic_bit (RFC 9287) by default.
+        assert!(params.iter().all(|p| p["data"]["grease_quic_bit"] == true));
         let states: Vec<_> = named(&recs, "connectivity:connection_state_updated")
             .iter()
             .map(|r| r["data"]["new"].as_str().unwrap().to_string())

@@ -194,6 +194,9 @@ impl QlogSink {
         if let Some(delay) = p.min_ack_delay {
             let _ = write!(o, ",\"min_ack_delay\":{delay}");
         }
+        if p.grease_quic_bit {
+            o.push_str(",\"grease_quic_bit\":true");
+        }
         self.end();
     }
 
