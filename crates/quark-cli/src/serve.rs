@@ -84,6 +84,10 @@ pub(crate) struct ServeArgs {
     /// its files (names starting with `.` left out) instead of 404.
     #[arg(long)]
     pub(crate) list_dirs: bool,
+    /// With --h3: to clients that accept brotli or gzip, serve NAME.br or
+    /// NAME.gz beside NAME (compressed ahead) with Content-Encoding.
+    #[arg(long)]
+    pub(crate) precompressed: bool,
     /// On SIGTERM, how long in-flight HTTP/3 requests may take to finish
     /// after GOAWAY before the server closes anyway, in seconds.
     #[arg(long, default_value_t = 30)]
@@ -305,6 +309,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             },
             access_log: None,
             list_directories: args.list_dirs,
+            precompressed: args.precompressed,
         },
         log: args
             .access_log

@@ -8,7 +8,8 @@
 //!    body (by hash), Range (206; two ranges: multipart/byteranges), HEAD, a
 //!    conditional request (304), a directory (301, then text/html) and a
 //!    missing file (404); an image's name has a space and an é, which the
-//!    browser sends percent-encoded.
+//!    browser sends percent-encoded; a script comes from its precompressed
+//!    `.gz` sibling (`--precompressed`), which the browser decodes and runs.
 //! 2. A browser that starts on TCP moves to HTTP/3 through Alt-Svc: the
 //!    page's later requests arrive over HTTP/3 (the server's access log).
 
@@ -33,7 +34,7 @@ function x(m, p, h) {
   r.send(); return r;
 }
 var out = [];
-out.push('scripts=' + window.scripts);
+out.push('scripts=' + window.scripts + ' packed=' + window.packed);
 var styles = 0, root = getComputedStyle(document.documentElement);
 for (var i = 0; i < 6; i++) if (root.getPropertyValue('--s' + i).trim() == '1') styles++;
 out.push('styles=' + styles);
@@ -65,6 +66,34 @@ window.onload = function () {
 };
 "#;
 
+/// `data` as a gzip file (RFC 1952) of stored deflate blocks (RFC 1951
+/// §3.2.4): valid for any decoder, no compressor needed.
+fn gzip_stored(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    let mut blocks: Vec<&[u8]> = data.chunks(0xffff).collect();
+    if blocks.is_empty() {
+        blocks.push(&[]); // one empty final block
+    }
+    for (i, block) in blocks.iter().enumerate() {
+        out.push(u8::from(i + 1 == blocks.len()));
+        let len = block.len() as u16;
+        out.extend(len.to_le_bytes());
+        out.extend((!len).to_le_bytes());
+        out.extend(*block);
+    }
+    // CRC-32 (ISO 3309), bit by bit.
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ (0xedb8_8320 & (crc & 1).wrapping_neg());
+        }
+    }
+    out.extend((!crc).to_le_bytes());
+    out.extend((data.len() as u32).to_le_bytes());
+    out
+}
+
 /// 32-bit FNV-1a, as the page computes it.
 fn fnv1a(b: &[u8]) -> u32 {
     b.iter().fold(0x811c_9dc5, |h, &c| {
@@ -91,6 +120,9 @@ fn site(root: &std::path::Path) -> Vec<u8> {
         std::fs::write(root.join(format!("js/j{i}.js")), js).unwrap();
         write!(head, "<script src=\"js/j{i}.js\"></script>").unwrap();
     }
+    // A precompressed sibling that says so when it runs (`--precompressed`).
+    let packed = "window.scripts = (window.scripts || 0) + 1; window.packed = 1;";
+    std::fs::write(root.join("js/j0.js.gz"), gzip_stored(packed.as_bytes())).unwrap();
     let mut body = String::new();
     for i in 0..IMAGES {
         let svg = format!(
@@ -133,14 +165,14 @@ fn chromium_loads_a_page_over_http3_and_checks_the_file_server() {
     let got = run(
         &chromium,
         &dir,
-        "--no-tcp",
+        "--no-tcp --precompressed",
         &args,
         "https://127.0.0.1:4433/",
     );
 
     assert!(got.dom.contains("<title>done</title>"), "{}", got.dom);
     let expect = format!(
-        "scripts={SCRIPTS} styles={STYLES} big=200:{}:{:x} range=206:2345:bytes 2-5/11 \
+        "scripts={SCRIPTS} packed=1 styles={STYLES} big=200:{}:{:x} range=206:2345:bytes 2-5/11 \
          head=200:11:0 cond=304 multi=206:multipart/byteranges dir=200:/dir/:text/html; charset=utf-8 missing=404 images={IMAGES}",
         big.len(),
         fnv1a(&big)

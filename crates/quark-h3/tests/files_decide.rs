@@ -249,3 +249,75 @@ async fn lists_directories_when_asked() {
     assert_eq!(body_of(a).await, b"<p>index</p>");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// With precompressed files on, a client that accepts gzip or brotli gets
+/// `name.gz` / `name.br` (brotli first) with Content-Encoding, its own ETag
+/// and `Vary: accept-encoding`; one that does not, or a file without a
+/// sibling, gets the file as it is.
+#[tokio::test]
+async fn serves_precompressed_siblings() {
+    let root = std::env::temp_dir().join(format!("quark-h3-packed-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("app.js"), b"plain").unwrap();
+    std::fs::write(root.join("app.js.gz"), b"gzipped").unwrap();
+    std::fs::write(root.join("only.css"), b"css").unwrap();
+    let mut opts = FileOptions::default();
+    let gzip = [("accept-encoding", "gzip, deflate")];
+
+    let a = decide(&req(Method::GET, "/app.js", &gzip), &root, &opts)
+        .await
+        .unwrap();
+    assert!(
+        a.head.headers().get("content-encoding").is_none(),
+        "off by default"
+    );
+    assert_eq!(body_of(a).await, b"plain");
+
+    opts.precompressed = true;
+    let a = decide(&req(Method::GET, "/app.js", &gzip), &root, &opts)
+        .await
+        .unwrap();
+    let h = a.head.headers().clone();
+    assert_eq!(h["content-encoding"], "gzip");
+    assert_eq!(h["vary"], "accept-encoding");
+    assert!(
+        h["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert_eq!(h["content-length"], "7");
+    assert_eq!(body_of(a).await, b"gzipped");
+
+    let a = decide(&req(Method::GET, "/app.js", &[]), &root, &opts)
+        .await
+        .unwrap();
+    assert!(a.head.headers().get("content-encoding").is_none());
+    assert_eq!(a.head.headers()["vary"], "accept-encoding");
+    assert_ne!(
+        a.head.headers()["etag"],
+        h["etag"],
+        "each encoding its own tag"
+    );
+    assert_eq!(body_of(a).await, b"plain");
+
+    std::fs::write(root.join("app.js.br"), b"brotli").unwrap();
+    let both = [("accept-encoding", "gzip, br")];
+    let a = decide(&req(Method::GET, "/app.js", &both), &root, &opts)
+        .await
+        .unwrap();
+    assert_eq!(a.head.headers()["content-encoding"], "br");
+    assert_eq!(body_of(a).await, b"brotli");
+    let no_br = [("accept-encoding", "br;q=0, gzip")];
+    let a = decide(&req(Method::GET, "/app.js", &no_br), &root, &opts)
+        .await
+        .unwrap();
+    assert_eq!(a.head.headers()["content-encoding"], "gzip");
+
+    let a = decide(&req(Method::GET, "/only.css", &gzip), &root, &opts)
+        .await
+        .unwrap();
+    assert!(a.head.headers().get("content-encoding").is_none());
+    assert_eq!(body_of(a).await, b"css");
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -12,6 +12,7 @@ use http::{Method, Request, Response, StatusCode};
 use super::FileOptions;
 use super::body::FileBody;
 use super::cond::{Validators, Verdict};
+use super::encoding;
 use super::listing;
 use super::range::{self, Ranged};
 use super::source::{Found, Source};
@@ -58,7 +59,7 @@ pub async fn decide(req: &Request<()>, root: &Path, options: &FileOptions) -> io
     let Ok(path) = quark::hq::resolve(root, req.uri().path()) else {
         return Ok(Answer::bare(StatusCode::FORBIDDEN));
     };
-    let file = match Source::open(&path).await? {
+    let mut file = match Source::open(&path).await? {
         Found::File(file) => file,
         Found::Directory => {
             return Ok(Answer {
@@ -68,8 +69,23 @@ pub async fn decide(req: &Request<()>, root: &Path, options: &FileOptions) -> io
         }
         Found::Missing => return missing(req, &path, options).await,
     };
-    let validators = Validators::new(file.len, file.modified);
     let mut resp = status(StatusCode::OK);
+    if options.precompressed {
+        // The answer depends on Accept-Encoding, for caches too.
+        resp.headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+        for (coding, sibling) in encoding::candidates(req.headers(), &path) {
+            if let Found::File(packed) = Source::open(&sibling).await? {
+                // Its own length and date, so its own ETag: a range or a
+                // validator of one encoding never applies to the other.
+                file = packed;
+                resp.headers_mut()
+                    .insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
+                break;
+            }
+        }
+    }
+    let validators = Validators::new(file.len, file.modified);
     let h = resp.headers_mut();
     h.insert(header::ETAG, value(&validators.etag));
     h.insert(header::LAST_MODIFIED, value(&validators.last_modified()));

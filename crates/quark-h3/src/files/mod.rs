@@ -13,6 +13,7 @@
 mod body;
 mod cond;
 mod decide;
+mod encoding;
 mod kind;
 mod listing;
 mod range;
@@ -44,6 +45,9 @@ pub struct FileOptions {
     /// Answer a directory without index.html with a page listing it (else
     /// 404).
     pub list_directories: bool,
+    /// Serve `name.br` / `name.gz` beside `name`, with Content-Encoding, to
+    /// clients that accept brotli / gzip.
+    pub precompressed: bool,
 }
 
 /// One request served, as an access log reports it.
@@ -80,6 +84,7 @@ impl Default for FileOptions {
             h3: crate::Config::default(),
             access_log: None,
             list_directories: false,
+            precompressed: false,
         }
     }
 }
