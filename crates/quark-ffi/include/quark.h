@@ -46,6 +46,13 @@
 // own); the connection it returns is non-blocking.
 #define QUARK_FLAG_NONBLOCKING 4
 
+// Flag for `quark_client` / `quark_listen_flags` / `quark_listen_pem_flags`
+// / `quark_connect_flags`: the endpoint's connections do not take part in
+// the latency spin bit (RFC 9000 §17.4), which lets observers on the path
+// read the RTT; they send a random bit instead. Without it one connection
+// in sixteen still never spins.
+#define QUARK_FLAG_NO_SPIN_BIT 8
+
 // The most buffers one `quark_stream_writev` takes (`IOV_MAX` of `writev(2)`).
 #define QUARK_IOV_MAX 1024
 
@@ -403,8 +410,8 @@ int64_t quark_stream_read_with_fin(int64_t stream,
 int32_t quark_close_nowait(int64_t handle);
 
 // As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN`,
-// `QUARK_FLAG_NO_RESUMPTION` and `QUARK_FLAG_NONBLOCKING`, or 0; other
-// bits give `QUARK_ERROR_INVAL`).
+// `QUARK_FLAG_NO_RESUMPTION`, `QUARK_FLAG_NONBLOCKING` and
+// `QUARK_FLAG_NO_SPIN_BIT`, or 0; other bits give `QUARK_ERROR_INVAL`).
 //
 // Thread safety: safe from any thread; does not block on the network.
 //

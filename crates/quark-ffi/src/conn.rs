@@ -13,7 +13,8 @@ use crate::object::{
     Conn, Handle, LINGER, Object, Stream, c_str, c_str_opt, entry, entry_status, runtime,
 };
 use crate::options::{
-    QUARK_FLAG_NO_RESUMPTION, caller_driven, close_driven, driven_endpoint, with_flags,
+    QUARK_FLAG_NO_RESUMPTION, caller_driven, close_driven, driven_endpoint, spin_bit_per_flags,
+    with_flags,
 };
 use crate::ready::Ready;
 use crate::table;
@@ -153,6 +154,7 @@ fn bind_server(
 ) -> Result<i64, QuarkError> {
     let mut config =
         tls::server_config(identity, &alpn_list(alpn)?).map_err(|_| QuarkError::Tls)?;
+    spin_bit_per_flags(&mut config.transport, flags);
     if flags & QUARK_FLAG_NO_RESUMPTION != 0 {
         let tls = Arc::make_mut(&mut config.tls);
         tls.send_tls13_tickets = 0;
@@ -274,7 +276,7 @@ pub(crate) unsafe fn connect(
 ) -> i64 {
     entry(|| {
         // SAFETY: the caller's contract above.
-        let (addr, name, config) = unsafe {
+        let (addr, name, mut config) = unsafe {
             client_args(
                 addr,
                 server_name,
@@ -285,6 +287,7 @@ pub(crate) unsafe fn connect(
                 None,
             )?
         };
+        spin_bit_per_flags(&mut config.transport, flags);
         let local: SocketAddr = if addr.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
         } else {

@@ -14,7 +14,7 @@
 //! | `quark_stream_open_uni` / `quark_stream_accept_uni` | a unidirectional stream (write-only / read-only) |
 //! | `quark_set_nonblocking` | `O_NONBLOCK`: `QUARK_ERROR_AGAIN` instead of waiting |
 //! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
-//! | `quark_listen_flags` / `quark_listen_pem_flags` / `quark_connect_flags` | the same with options: `QUARK_FLAG_CALLER_DRIVEN`, `QUARK_FLAG_NO_RESUMPTION` |
+//! | `quark_listen_flags` / `quark_listen_pem_flags` / `quark_connect_flags` | the same with options: `QUARK_FLAG_CALLER_DRIVEN`, `QUARK_FLAG_NO_RESUMPTION`, `QUARK_FLAG_NO_SPIN_BIT` |
 //! | `quark_process` | caller-driven mode: run the endpoint's I/O and timers on the calling thread |
 //! | `quark_client` / `quark_connect_on` | a client endpoint shared by many connections (one socket); on a non-blocking endpoint the connect returns before the handshake |
 //! | `quark_connected` | `getsockopt(SO_ERROR)` after a non-blocking connect: is the handshake done |
@@ -75,9 +75,9 @@ pub use lend::{
 };
 pub use nowait::quark_close_nowait;
 pub use options::{
-    QUARK_FLAG_CALLER_DRIVEN, QUARK_FLAG_NO_RESUMPTION, QUARK_FLAG_NONBLOCKING,
-    quark_connect_flags, quark_listen_flags, quark_listen_pem_flags, quark_on_work, quark_process,
-    quark_process_ready,
+    QUARK_FLAG_CALLER_DRIVEN, QUARK_FLAG_NO_RESUMPTION, QUARK_FLAG_NO_SPIN_BIT,
+    QUARK_FLAG_NONBLOCKING, quark_connect_flags, quark_listen_flags, quark_listen_pem_flags,
+    quark_on_work, quark_process, quark_process_ready,
 };
 pub use ready::{quark_ready, quark_ready_fd};
 pub use stats::{QuarkConnStats, quark_conn_stats};

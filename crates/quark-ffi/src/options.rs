@@ -54,19 +54,41 @@ pub const QUARK_FLAG_NO_RESUMPTION: u32 = 2;
 /// own); the connection it returns is non-blocking.
 pub const QUARK_FLAG_NONBLOCKING: u32 = 4;
 
+/// Flag for `quark_client` / `quark_listen_flags` / `quark_listen_pem_flags`
+/// / `quark_connect_flags`: the endpoint's connections do not take part in
+/// the latency spin bit (RFC 9000 §17.4), which lets observers on the path
+/// read the RTT; they send a random bit instead. Without it one connection
+/// in sixteen still never spins.
+pub const QUARK_FLAG_NO_SPIN_BIT: u32 = 8;
+
+/// Every flag.
+const FLAGS: u32 = QUARK_FLAG_CALLER_DRIVEN
+    | QUARK_FLAG_NO_RESUMPTION
+    | QUARK_FLAG_NONBLOCKING
+    | QUARK_FLAG_NO_SPIN_BIT;
+
 /// Whether `flags` ask for caller-driven mode; unknown bits are an error.
 pub(crate) fn caller_driven(flags: u32) -> Result<bool, QuarkError> {
-    if flags & !(QUARK_FLAG_CALLER_DRIVEN | QUARK_FLAG_NO_RESUMPTION | QUARK_FLAG_NONBLOCKING) != 0
-    {
+    if flags & !FLAGS != 0 {
         return Err(QuarkError::Inval);
     }
     Ok(flags & QUARK_FLAG_CALLER_DRIVEN != 0)
+}
+
+/// `transport` with the spin bit off if `flags` say so.
+pub(crate) fn spin_bit_per_flags(transport: &mut Arc<quark::TransportConfig>, flags: u32) {
+    if flags & QUARK_FLAG_NO_SPIN_BIT != 0 {
+        Arc::make_mut(transport).spin_bit = false;
+    }
 }
 
 /// The options of `flags` that live with the endpoint's ready list.
 pub(crate) fn with_flags(ready: Arc<Ready>, flags: u32) -> Arc<Ready> {
     if flags & QUARK_FLAG_NO_RESUMPTION != 0 {
         ready.tls.disable_resumption();
+    }
+    if flags & QUARK_FLAG_NO_SPIN_BIT != 0 {
+        ready.tls.disable_spin_bit();
     }
     if flags & QUARK_FLAG_NONBLOCKING != 0 {
         ready.set_new_nonblocking();
@@ -131,8 +153,8 @@ fn linger(d: &Driven, conn: &quark::Connection) {
 }
 
 /// As `quark_listen`, with `flags` (`QUARK_FLAG_CALLER_DRIVEN`,
-/// `QUARK_FLAG_NO_RESUMPTION` and `QUARK_FLAG_NONBLOCKING`, or 0; other
-/// bits give `QUARK_ERROR_INVAL`).
+/// `QUARK_FLAG_NO_RESUMPTION`, `QUARK_FLAG_NONBLOCKING` and
+/// `QUARK_FLAG_NO_SPIN_BIT`, or 0; other bits give `QUARK_ERROR_INVAL`).
 ///
 /// Thread safety: safe from any thread; does not block on the network.
 ///

@@ -92,12 +92,18 @@ struct Entry {
 pub(crate) struct TlsCache {
     last: Mutex<Option<Entry>>,
     no_resumption: AtomicBool,
+    no_spin_bit: AtomicBool,
 }
 
 impl TlsCache {
     /// `QUARK_FLAG_NO_RESUMPTION`: every handshake a full one.
     pub(crate) fn disable_resumption(&self) {
         self.no_resumption.store(true, Ordering::Relaxed);
+    }
+
+    /// `QUARK_FLAG_NO_SPIN_BIT`: the connections never spin.
+    pub(crate) fn disable_spin_bit(&self) {
+        self.no_spin_bit.store(true, Ordering::Relaxed);
     }
 
     /// The last configuration, if it was made with these arguments from
@@ -136,11 +142,44 @@ impl TlsCache {
         if self.no_resumption.load(Ordering::Relaxed) {
             Arc::make_mut(&mut config.tls).resumption = rustls::client::Resumption::disabled();
         }
+        if self.no_spin_bit.load(Ordering::Relaxed) {
+            Arc::make_mut(&mut config.transport).spin_bit = false;
+        }
         *self.last.lock() = Some(Entry {
             args,
             stamp,
             config: config.clone(),
         });
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> TlsArgs {
+        TlsArgs {
+            insecure: true,
+            ca_pem: None,
+            alpn: "hq-interop".into(),
+            ciphers: String::new(),
+        }
+    }
+
+    fn make(_: &TlsArgs) -> Result<ClientConfig, QuarkError> {
+        quark::tls::client_config_with(quark::tls::Verify::Insecure, &[b"hq-interop"], &[])
+            .map_err(|_| QuarkError::Tls)
+    }
+
+    /// `QUARK_FLAG_NO_SPIN_BIT` on an endpoint reaches the configuration of
+    /// every connection it makes; without it they may spin.
+    #[test]
+    fn the_spin_flag_reaches_the_transport() {
+        let cache = TlsCache::default();
+        assert!(cache.get(args(), None, make).unwrap().transport.spin_bit);
+        let cache = TlsCache::default();
+        cache.disable_spin_bit();
+        assert!(!cache.get(args(), None, make).unwrap().transport.spin_bit);
     }
 }

@@ -56,8 +56,12 @@ fn no_resumption_keeps_every_handshake_full() {
 #[test]
 fn unknown_flags_and_kinds_are_errors() {
     // SAFETY: a NUL-terminated string that lives across the call.
-    let ep = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), 8) };
+    let ep = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), 16) };
     assert_eq!(ep, QuarkError::Inval as i64);
+    // SAFETY: as above.
+    let ep = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), QUARK_FLAG_NO_SPIN_BIT) };
+    assert!(ep > 0, "a known flag: {ep}");
+    assert_eq!(quark_close(ep), 0);
     // SAFETY: as above.
     let ep = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), 0) };
     assert!(ep > 0);
