@@ -41,7 +41,8 @@ const MAX_SPIN_SAMPLES: usize = 4096;
 /// The latency spin bit of one direction's short-header packets: a client's
 /// flips once per round trip when both ends spin, so the time between two
 /// flips is an RTT sample (RFC 9000 §17.4). With several connections through
-/// the relay their flips mix; the median still reads one path's RTT.
+/// the relay at once their flips mix: the median is an RTT only while one
+/// connection runs at a time.
 #[derive(Default)]
 struct Spin {
     /// The last bit seen, and when it last changed.
