@@ -274,6 +274,6 @@ fn nonblocking_flag_makes_every_new_handle_nonblocking() {
     }
     // An unknown flag is still refused.
     // SAFETY: a NUL-terminated string that lives across the call.
-    let bad = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), 8) };
+    let bad = unsafe { quark_client(c("127.0.0.1:0").as_ptr(), 0x100) };
     assert_eq!(bad, QuarkError::Inval as i64);
 }
