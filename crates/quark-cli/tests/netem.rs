@@ -112,6 +112,22 @@ fn serve(dir: &Path) -> (Proc, String) {
     (spawn_ready(serve, "serving "), format!("127.0.0.1:{port}"))
 }
 
+/// `quark get` fetches f.bin through the relay at `addr` and gets `data`,
+/// checked by hash; then the relay stops cleanly: its stderr.
+fn download_through(relay: Proc, addr: &str, data: &[u8]) -> String {
+    let relay_port = addr.rsplit(':').next().unwrap();
+    let got = Command::new(QUARK)
+        .args(["get", &format!("https://localhost:{relay_port}/f.bin")])
+        .args(["-o", "-", "--insecure", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(got.status.success(), "{}", stderr(&got));
+    assert_eq!(sha(&got.stdout), sha(data));
+    let (ok, report) = relay.terminate();
+    assert!(ok, "{report}");
+    report
+}
+
 #[test]
 fn transfer_through_a_lossy_relay_matches() {
     let dir = tempdir("quark-netem", "relay");
@@ -129,16 +145,7 @@ fn transfer_through_a_lossy_relay_matches() {
         "--seed",
         "7",
     ]);
-    let relay_port = addr.rsplit(':').next().unwrap();
-    let got = Command::new(QUARK)
-        .args(["get", &format!("https://localhost:{relay_port}/f.bin")])
-        .args(["-o", "-", "--insecure", "--quiet"])
-        .output()
-        .unwrap();
-    assert!(got.status.success(), "{}", stderr(&got));
-    assert_eq!(sha(&got.stdout), sha(&data));
-    let (ok, report) = relay.terminate();
-    assert!(ok, "{report}");
+    let report = download_through(relay, &addr, &data);
     // Both directions are reported, and the relay really lost datagrams. (The
     // client sends only a few dozen: ACKs are rare in bulk transfer, so that
     // direction may get through a 5 % loss unscathed.)
@@ -164,16 +171,7 @@ fn the_relay_reads_the_rtt_from_the_spin_bit() {
     for _ in 0..4 {
         let (relay, addr) =
             spawn_relay(&["--listen", "127.0.0.1:0", "--to", &to, "--delay", "20ms"]);
-        let relay_port = addr.rsplit(':').next().unwrap();
-        let got = Command::new(QUARK)
-            .args(["get", &format!("https://localhost:{relay_port}/f.bin")])
-            .args(["-o", "-", "--insecure", "--quiet"])
-            .output()
-            .unwrap();
-        assert!(got.status.success(), "{}", stderr(&got));
-        assert_eq!(sha(&got.stdout), sha(&data));
-        let (ok, report) = relay.terminate();
-        assert!(ok, "{report}");
+        let report = download_through(relay, &addr, &data);
         let line = report
             .lines()
             .find_map(|l| l.strip_prefix("relay-report "))
