@@ -445,26 +445,25 @@ impl Connection {
                 return false;
             }
         }
-        if self.migration.off_path_rx && !probing && space == SpaceId::Data {
-            //= https://www.rfc-editor.org/rfc/rfc9000#section-9.3
-            //# An endpoint only changes the address to which it sends packets in
-            //# response to the highest-numbered non-probing packet.
-            let largest = self.spaces[space.index()].ack.largest_pn();
-            if largest.is_none_or(|l| hdr.pn > l) {
-                self.migration.newest_non_probing = true;
-            }
+        // The largest 1-RTT packet number so far (the migration rule and the
+        // spin bit follow only those).
+        let newest = space == SpaceId::Data
+            && self.spaces[space.index()]
+                .ack
+                .largest_pn()
+                .is_none_or(|l| hdr.pn > l);
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-9.3
+        //# An endpoint only changes the address to which it sends packets in
+        //# response to the highest-numbered non-probing packet.
+        if newest && self.migration.off_path_rx && !probing {
+            self.migration.newest_non_probing = true;
+        }
+        if newest && kind == PacketKind::OneRtt {
+            self.bits.on_newest_packet(self.side, hdr.spin);
         }
         // The packet's frames may have discarded its space (the client's
         // Finished ends the server's Handshake space): nothing is owed there
         // any more, and a write would bring the dropped space back.
-        if kind == PacketKind::OneRtt
-            && self.spaces[space.index()]
-                .ack
-                .largest_pn()
-                .is_none_or(|l| hdr.pn > l)
-        {
-            self.bits.on_newest_packet(self.side, hdr.spin);
-        }
         if space == SpaceId::Data || !self.spaces[space.index()].discarded {
             // By reference: the spaces and the policy are separate fields.
             self.spaces[space.index()].ack.on_packet(
