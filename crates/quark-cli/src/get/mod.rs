@@ -185,13 +185,14 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let to_stdout = args.output == "-";
     let out_dir = PathBuf::from(&args.output);
     // One URL and a path that is no directory: the body goes to that file.
-    let out_file = (!to_stdout && !out_dir.is_dir() && urls.len() == 1).then(|| out_dir.clone());
-    if !to_stdout && !out_dir.is_dir() && out_file.is_none() {
+    let to_file = !to_stdout && !out_dir.is_dir();
+    if to_file && urls.len() > 1 {
         bail!(
             "-o {}: not a directory (with several URLs, -o names one)",
             out_dir.display()
         );
     }
+    let out_file = to_file.then(|| out_dir.clone());
     let addr: SocketAddr = tokio::net::lookup_host((first.host.as_str(), first.port))
         .await
         .with_context(|| format!("cannot resolve {}", first.host))?
