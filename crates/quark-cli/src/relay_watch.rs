@@ -33,6 +33,10 @@ pub(crate) struct Direction {
     spin: Spin,
     /// Short-header datagrams with the QUIC bit cleared (greased, RFC 9287).
     quic_bit_cleared: u64,
+    /// Long-header packets with the QUIC bit cleared (RFC 9287 greases them
+    /// too once the peer's parameters are in); Version Negotiation's bit
+    /// means nothing and is not counted.
+    long_quic_bit_cleared: u64,
 }
 
 /// Spin bit samples kept at most (the first ones; a long run stops adding).
@@ -96,8 +100,9 @@ impl Direction {
             self.quic_bit_cleared += u64::from(first & 0x40 == 0);
             self.spin.saw(first & 0x20 != 0, now);
         }
-        for_each_long(data, |kind, version| {
+        for_each_long(data, |kind, version, first| {
             *self.long.entry((kind, version_name(version))).or_default() += 1;
+            self.long_quic_bit_cleared += u64::from(kind != "negotiation" && first & 0x40 == 0);
         });
     }
 
@@ -114,6 +119,7 @@ impl Direction {
             "long": long,
             "tail_short": self.tail.len(), "tail_ect": tail_ect,
             "spin": self.spin.report(), "quic_bit_cleared": self.quic_bit_cleared,
+            "long_quic_bit_cleared": self.long_quic_bit_cleared,
         })
     }
 }
@@ -138,7 +144,7 @@ impl Amplification {
             return;
         }
         let mut handshake = false;
-        for_each_long(data, |kind, _| handshake |= kind == "handshake");
+        for_each_long(data, |kind, _, _| handshake |= kind == "handshake");
         if handshake {
             self.validated = true;
         } else {
@@ -225,13 +231,14 @@ fn kind(first: u8, version: u32) -> &'static str {
     }
 }
 
-/// Calls `f(kind, version)` for each coalesced long-header packet at the start
-/// of `d` (RFC 9000 §12.2); stops at a short header or anything malformed.
-fn for_each_long(mut d: &[u8], mut f: impl FnMut(&'static str, u32)) {
+/// Calls `f(kind, version, first byte)` for each coalesced long-header
+/// packet at the start of `d` (RFC 9000 §12.2); stops at a short header or
+/// anything malformed.
+fn for_each_long(mut d: &[u8], mut f: impl FnMut(&'static str, u32, u8)) {
     while d.len() >= 7 && d[0] & 0x80 != 0 {
         let version = u32::from_be_bytes([d[1], d[2], d[3], d[4]]);
         let k = kind(d[0], version);
-        f(k, version);
+        f(k, version, d[0]);
         if matches!(k, "negotiation" | "retry" | "unknown") {
             return;
         }
@@ -310,6 +317,17 @@ mod tests {
         // A truncated packet stops the walk without a panic.
         w.saw(&d[..30], 0, now);
         assert_eq!(w.report()["long"]["initial v1"], 2);
+        assert_eq!(w.report()["long_quic_bit_cleared"], 0);
+        // Greased long headers (RFC 9287) are counted, each coalesced packet.
+        let mut greased = packet(0, V1, true, 300);
+        greased[0] &= !0x40;
+        let mut second = packet(2, V1, false, 100);
+        second[0] &= !0x40;
+        greased.extend(second);
+        w.saw(&greased, 0, now);
+        let r = w.report();
+        assert_eq!(r["long_quic_bit_cleared"], 2);
+        assert_eq!(r["long"]["handshake v1"], 2);
     }
 
     #[test]

@@ -37,6 +37,12 @@ pub(crate) struct ServeArgs {
     /// Require address validation with a Retry before accepting connections.
     #[arg(long)]
     pub(crate) retry: bool,
+    /// How long the address-validation token each connection gets
+    /// (NEW_TOKEN) stays good, in seconds: a client back within it, from the
+    /// same IP address, skips the Retry and the 3x limit (once per token).
+    /// 0: no tokens.
+    #[arg(long, default_value_t = 86_400, value_name = "SECS")]
+    pub(crate) new_token_lifetime: u64,
     /// Accept 0-RTT from resuming clients. Tickets are single-use (kept in
     /// the server's memory, taken when used) so a replayed ClientHello gets
     /// no early data; see SECURITY.md.
@@ -289,6 +295,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = tls::server_config_with(&identity, &[alpn], &suites)?;
     config.transport = Arc::new(file_server_transport(&args.transport));
     config.retry = args.retry;
+    config.new_token_lifetime = Duration::from_secs(args.new_token_lifetime);
     if args.zero_rtt {
         config = config.with_0rtt(ZERO_RTT_TICKETS);
     }

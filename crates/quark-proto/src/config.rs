@@ -399,6 +399,13 @@ pub struct ServerConfig {
     pub previous_token_keys: Vec<[u8; 32]>,
     /// How long a Retry token stays valid.
     pub retry_token_lifetime: Duration,
+    /// How long a NEW_TOKEN token stays valid (RFC 9000 §8.1.3): a client
+    /// that comes back within it, from the same IP address, skips the Retry
+    /// and the 3x amplification limit, once per token. Zero: none is sent.
+    /// Tokens' times are the endpoint's wall clock when it has one
+    /// ([`crate::Endpoint::set_wall_clock`]: a fleet, or a restarted
+    /// server, judges another's tokens by it).
+    pub new_token_lifetime: Duration,
     /// Connections accepted at most (further Initials are refused).
     pub max_connections: usize,
     /// How many handshakes may be in progress before the server protects itself.
@@ -505,6 +512,7 @@ impl ServerConfig {
             token_key,
             previous_token_keys: Vec::new(),
             retry_token_lifetime: Duration::from_secs(15),
+            new_token_lifetime: Duration::from_secs(24 * 3600),
             max_connections: 100_000,
             handshakes: HandshakeLimits::default(),
             memory: MemoryBudget::new(DEFAULT_MEMORY_BUDGET),
@@ -573,6 +581,11 @@ pub struct ClientConfig {
     /// prefers v2 upgrades a v1 start at no cost in round trips, and one that
     /// does not simply stays in v1. Empty: stay in `version`.
     pub compatible_versions: Vec<u32>,
+    /// Where tokens from servers' NEW_TOKEN frames are kept for the next
+    /// connection to the same server name (RFC 9000 §8.1.3). Default: in
+    /// memory, for 256 servers, shared by clones of this configuration.
+    /// `None`: no token is kept or sent.
+    pub token_store: Option<Arc<dyn crate::token_store::TokenStore>>,
 }
 
 impl ClientConfig {
@@ -583,6 +596,7 @@ impl ClientConfig {
             transport: Arc::new(TransportConfig::default()),
             version: VERSION_1,
             compatible_versions: vec![VERSION_2],
+            token_store: Some(Arc::new(crate::token_store::TokenMemoryCache::new(256))),
         }
     }
 

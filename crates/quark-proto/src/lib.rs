@@ -8,13 +8,14 @@
 //!
 //! | module | what lives there |
 //! |---|---|
-//! | [`endpoint`] | datagram → connection routing, new connections, Version Negotiation (and RFC 9368's compatible kind), Retry, stateless reset, 0-RTT that overtook its Initial |
+//! | [`endpoint`] | datagram → connection routing, new connections, Version Negotiation (and RFC 9368's compatible kind), Retry, NEW_TOKEN tokens (sealed, checked once), stateless reset, 0-RTT that overtook its Initial |
 //! | [`packet`] | long/short headers, packet numbers, header protection, packet building |
 //! | [`crypto`] | Initial keys, the TLS handshake (rustls), 1-RTT key updates, keys for a version changed mid-handshake, tokens |
 //! | [`frame`] | every frame's encoding and decoding |
 //! | [`connection`] | the connection state machine: handshake, frames in, packets out, streams (sent in RFC 9218 priority order once any has one), close |
 //! | [`stream`] | send buffers, receive reassembly, per-stream state, flow control |
 //! | [`recovery`] | RTT, loss detection, PTO (RFC 9002) |
+//! | [`token_store`] | a client's NEW_TOKEN tokens, kept for its next connection to a server |
 //! | [`cc`] | congestion controllers (NewReno, CUBIC, BBR experimental) |
 //! | [`transport_params`] | transport parameters |
 //! | [`qlog`] | qlog events, serialised for the runtime to write (off by default) |
@@ -41,6 +42,7 @@ pub mod quic_lb;
 pub mod range_set;
 pub mod recovery;
 pub mod stream;
+pub mod token_store;
 pub mod transport_params;
 pub mod types;
 pub mod varint;
@@ -55,5 +57,6 @@ pub use connection::{
 pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
 pub use error::{TransportError, TransportErrorCode};
 pub use stream::{ReadError, ReadOutcome, WriteError};
+pub use token_store::{AddressToken, TokenMemoryCache, TokenStore};
 pub use types::{Dir, EcnCodepoint, IdHasher, IdMap, PacketKind, Side, SpaceId, StreamId};
 pub use varint::VarInt;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::app::{Echo, run_echo};
 use common::{Sim, payload, seed};
-use quark_proto::{ConnectionHandle, MemoryBreakdown};
+use quark_proto::{ClientConfig, ConnectionHandle, MemoryBreakdown};
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
 #[global_allocator]
@@ -28,11 +28,14 @@ fn heap() -> i64 {
 /// one, and the heap per client connection.
 fn idle_server_heap(seed: u64, n: usize, request: bool) -> (i64, MemoryBreakdown, i64) {
     let (mut sim, tls) = Sim::pair(seed);
+    // One client configuration for all, as an application has: its token
+    // store is not any connection's.
+    let config = ClientConfig::new(tls.client_config(None));
     let mut servers: Vec<ConnectionHandle> = Vec::new();
     let mut clients: Vec<ConnectionHandle> = Vec::new();
     for i in 0..n {
         sim.server_handles.clear();
-        let c = sim.connect(&tls);
+        let c = sim.connect_with(config.clone());
         let s = sim.handshake(c);
         if request {
             let mut echo = Echo::new(c, vec![payload(2048, i as u8)]);

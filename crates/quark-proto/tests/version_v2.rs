@@ -35,7 +35,8 @@ fn watch(sim: &mut Sim) -> Rc<RefCell<Seen>> {
     let seen = Rc::new(RefCell::new(Seen::default()));
     let s = seen.clone();
     sim.filter = Some(Box::new(move |to_server, d| {
-        if let Ok(pd) = PartialDecode::new(d, 8) {
+        // Long headers may have the QUIC bit greased (RFC 9287).
+        if let Ok(pd) = PartialDecode::with_quic_bit(d, 8, true) {
             if pd.is_long() {
                 let mut s = s.borrow_mut();
                 if pd.ty == HeaderType::Retry {
@@ -224,7 +225,7 @@ fn rewritten_initial_version_closes_with_version_negotiation_error() {
     let codes = close_codes.clone();
     let mut orig_dcid = None;
     sim.filter = Some(Box::new(move |to_server, d| {
-        let Ok(pd) = PartialDecode::new(d, 8) else {
+        let Ok(pd) = PartialDecode::with_quic_bit(d, 8, true) else {
             return true;
         };
         if to_server && pd.version == VERSION_2 && pd.ty == HeaderType::Frames(PacketKind::Initial)
@@ -420,7 +421,7 @@ fn late_forged_version_negotiation_is_ignored() {
     let mut ids = None;
     let mut from_server = 0;
     sim.filter = Some(Box::new(move |to_server, d| {
-        let Ok(pd) = PartialDecode::new(d, 8) else {
+        let Ok(pd) = PartialDecode::with_quic_bit(d, 8, true) else {
             return true;
         };
         if to_server {

@@ -88,7 +88,12 @@ impl Endpoint {
         if qlog.is_none() {
             config.qlog_dir = None;
         }
-        let proto = quark_proto::Endpoint::new(Arc::new(config), server.map(Arc::new));
+        let mut proto = quark_proto::Endpoint::new(Arc::new(config), server.map(Arc::new));
+        // Address tokens carry wall-clock times, so that a restarted server
+        // (or another of a fleet sharing the token key) judges their age.
+        if let Ok(wall) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            proto.set_wall_clock(std::time::Instant::now(), wall);
+        }
         let (worker, inbox) = worker.unzip();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {

@@ -169,6 +169,12 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Each connection also gives its client a token for the next one
+//! (NEW_TOKEN, valid for `ServerConfig::new_token_lifetime`, 24 h): a client
+//! that comes back with it, from the same address, skips the Retry. Clients
+//! keep tokens in `ClientConfig::token_store`, shared by clones of the
+//! configuration, so reuse one configuration for a server you return to.
+//!
 //! What a server holds for its peers is bounded whatever they send: half-open
 //! handshakes in total and per source, reassembly and send buffers, and one
 //! [`MemoryBudget`] for all connections. SECURITY.md in the repository lists

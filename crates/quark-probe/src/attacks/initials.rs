@@ -52,7 +52,7 @@ struct Answers {
 impl Answers {
     fn read(&mut self, peers: &mut Peers, wait: Duration) -> anyhow::Result<()> {
         while let Some(d) = peers.recv_raw(wait)? {
-            match PartialDecode::new(&d, CID_LEN).map(|pd| pd.ty) {
+            match PartialDecode::with_quic_bit(&d, CID_LEN, true).map(|pd| pd.ty) {
                 Ok(HeaderType::Retry) => self.retries += 1,
                 Ok(HeaderType::Frames(PacketKind::Initial)) => self.initials += 1,
                 _ => self.other += 1,
@@ -189,7 +189,7 @@ fn drain(
     wait: Duration,
 ) -> anyhow::Result<()> {
     while let Some(d) = peers.recv_raw(wait)? {
-        let Some(dcid) = PartialDecode::new(&d, CID_LEN)
+        let Some(dcid) = PartialDecode::with_quic_bit(&d, CID_LEN, true)
             .ok()
             .and_then(|pd| dcids.get(&pd.dst_cid))
         else {

@@ -14,8 +14,9 @@ use crate::range_set::RangeSet;
 /// Most connection IDs we keep issued at once, whatever the peer allows.
 const MAX_ISSUED: u64 = 8;
 
-/// A change the endpoint must mirror in its routing table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A change the endpoint must mirror in its routing table, or an address
+/// token it seals or keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CidEvent {
     /// Route packets with this ID to the connection.
     Issued(ConnectionId),
@@ -25,6 +26,13 @@ pub enum CidEvent {
     PeerResetToken(ResetToken),
     /// The peer's ID with this token is retired: the token no longer counts.
     PeerResetTokenRetired(ResetToken),
+    /// Server: the connection has lasted a PTO past its handshake; the
+    /// endpoint, which holds the token key, seals a NEW_TOKEN token for it
+    /// as of this time (`Connection::give_new_token`).
+    NewTokenWanted(std::time::Instant),
+    /// Client: the server gave a token for the next connection, for the
+    /// client configuration's token store.
+    NewToken(Box<crate::token_store::AddressToken>),
 }
 
 /// One ID we issued. Its reset token is not kept: it is derived from the ID

@@ -68,16 +68,7 @@ impl Connection {
             // Credit follows the application's reads; nothing to do.
             Frame::DataBlocked { .. } | Frame::StreamsBlocked { .. } => {}
             Frame::StreamDataBlocked { id, .. } => self.streams.on_stream_data_blocked(*id)?,
-            Frame::NewToken { .. } => {
-                //= https://www.rfc-editor.org/rfc/rfc9000#section-19.7
-                //# A server MUST treat receipt of a NEW_TOKEN frame as a connection
-                //# error of type PROTOCOL_VIOLATION.
-                if self.side.is_server() {
-                    return Err(TransportError::protocol_violation(
-                        "NEW_TOKEN sent by a client",
-                    ));
-                }
-            }
+            Frame::NewToken { token } => self.on_new_token(now, token)?,
             Frame::NewConnectionId(f) => self.peer_cids.on_new(f, &mut self.cid_events)?,
             Frame::RetireConnectionId { seq } => {
                 self.local_cids

@@ -172,8 +172,12 @@ impl Connection {
                         // The ClientHello is in: check its version_information
                         // before answering (RFC 9368 §4), not at the end of a
                         // handshake a downgraded client could never finish.
+                        // Its grease_quic_bit counts from the ServerHello on
+                        // (RFC 9287 §3.1: every packet sent after the
+                        // parameters are processed).
                         if let Ok(Some(params)) = self.tls.peer_params(self.side) {
                             self.check_version_information(&params)?;
+                            self.bits.on_peer_params(params.grease_quic_bit);
                         }
                     }
                     self.spaces[SpaceId::Handshake.index()].keys = Some(keys);
@@ -282,9 +286,7 @@ impl Connection {
         if let Some(min_ack_delay) = params.min_ack_delay {
             tracing::trace!(min_ack_delay, "peer supports ACK frequency");
         }
-        if params.grease_quic_bit {
-            self.bits.on_peer_greases();
-        }
+        self.bits.on_peer_params(params.grease_quic_bit);
         self.peer_params = Some(params);
         Ok(())
     }
@@ -322,6 +324,7 @@ impl Connection {
             //# handshake completes.
             self.handshake_done_pending = true;
             self.confirm_handshake(now);
+            self.ask_new_token(now);
         }
         Ok(())
     }

@@ -5,6 +5,9 @@
 //!   anything encrypted;
 //! - the QUIC (fixed) bit, greased (RFC 9287): unpredictable toward a peer
 //!   that announced grease_quic_bit, so that no middlebox comes to rely on it.
+//!   Long headers keep it readable too, so they are greased as well once the
+//!   peer's parameters are in (and a client's first Initials when they carry
+//!   a token from a server that greases).
 
 use super::Connection;
 use crate::types::Side;
@@ -17,8 +20,9 @@ impl Connection {
         self.bits.spin_enabled()
     }
 
-    /// Whether this connection's 1-RTT packets grease the QUIC bit: the
-    /// peer announced grease_quic_bit (RFC 9287) and the endpoint greases.
+    /// Whether this connection's packets grease the QUIC bit: the peer
+    /// announced grease_quic_bit (RFC 9287), or gave the token this client's
+    /// Initials carry, and the endpoint greases.
     pub fn greases_quic_bit(&self) -> bool {
         self.bits.flags & GREASE != 0
     }
@@ -31,8 +35,8 @@ const SPIN_ENABLED: u8 = 1;
 const SPIN_VALUE: u8 = 2;
 /// We announced grease_quic_bit: packets with the QUIC bit cleared are valid.
 const ACCEPT_CLEARED: u8 = 4;
-/// The peer announced grease_quic_bit (and we grease): our 1-RTT packets
-/// clear the QUIC bit at random.
+/// The peer announced grease_quic_bit (and we grease): our packets clear the
+/// QUIC bit at random.
 const GREASE: u8 = 8;
 
 /// What the unprotected bits of our 1-RTT packets say. Six bytes: the
@@ -99,16 +103,49 @@ impl HeaderBits {
         self.flags & ACCEPT_CLEARED != 0
     }
 
-    /// The peer announced grease_quic_bit: from now on our 1-RTT packets
-    /// grease the QUIC bit, if we grease at all (announcing it ourselves).
-    pub(crate) fn on_peer_greases(&mut self) {
+    /// The peer's transport parameters are in: from now on our packets
+    /// grease the QUIC bit if it announced grease_quic_bit and we grease at
+    /// all (announcing it ourselves); if it did not, they stop.
+    pub(crate) fn on_peer_params(&mut self, peer_greases: bool) {
         //= https://www.rfc-editor.org/rfc/rfc9287#section-3.1
         //# Endpoints that receive the grease_quic_bit transport parameter from
         //# a peer SHOULD set the QUIC Bit to an unpredictable value unless
         //# another extension assigns specific meaning to the value of the bit.
+        //
+        //# All packets sent after receiving and processing transport
+        //# parameters are affected, including Retry, Initial, and Handshake
+        //# packets.
+        self.flags &= !GREASE;
+        if peer_greases && self.accepts_cleared() {
+            self.flags |= GREASE;
+        }
+    }
+
+    /// A client's Initials carry a token from a server that greased the QUIC
+    /// bit less than a week ago: they may clear it before the server's
+    /// parameters are in.
+    pub(crate) fn grease_from_token(&mut self) {
+        //= https://www.rfc-editor.org/rfc/rfc9287#section-3.1
+        //# A client MAY also clear the QUIC Bit in Initial packets that are
+        //# sent to establish a new connection.
         if self.accepts_cleared() {
             self.flags |= GREASE;
         }
+    }
+
+    /// Send the QUIC bit set again: a client whose token-greased Initials got
+    /// no answer (the server may have stopped greasing) or were answered by
+    /// a Retry (whose token now rides in the Initials instead).
+    pub(crate) fn stop_grease(&mut self) {
+        self.flags &= !GREASE;
+    }
+
+    /// The QUIC bit of a long-header packet numbered `pn` in `space`: `false`
+    /// to clear it.
+    #[inline]
+    pub(crate) fn long_quic_bit(&self, pn: u64, space: u64) -> bool {
+        self.flags & GREASE == 0
+            || mix(pn ^ (space << 40) ^ (u64::from(self.secret) << 48)) >> 63 != 0
     }
 
     /// The first byte's unprotected bits for a 1-RTT packet numbered `pn`,
@@ -219,15 +256,35 @@ mod tests {
     #[test]
     fn the_quic_bit_is_greased_only_when_both_sides_announce_it() {
         let cleared = |b: &mut HeaderBits| (0..1_000).filter(|&pn| !b.for_packet(pn, 0).1).count();
+        let long =
+            |b: &HeaderBits, space| (0..1_000).filter(|&pn| !b.long_quic_bit(pn, space)).count();
         let mut both = HeaderBits::new(true, true, 5);
         assert_eq!(cleared(&mut both), 0, "not before the peer's parameters");
-        both.on_peer_greases();
+        assert_eq!(long(&both, 0) + long(&both, 1), 0);
+        both.on_peer_params(true);
         let n = cleared(&mut both);
         assert!((400..600).contains(&n), "{n} of 1 000 cleared");
+        let (initial, handshake) = (long(&both, 0), long(&both, 1));
+        assert!((400..600).contains(&initial) && (400..600).contains(&handshake));
+        let differ = (0..64).filter(|&pn| both.long_quic_bit(pn, 0) != both.long_quic_bit(pn, 1));
+        assert!(
+            differ.count() > 10,
+            "spaces do not repeat each other's bits"
+        );
+        // A peer whose parameters leave it out stops what a token started.
+        let mut token = HeaderBits::new(true, true, 6);
+        token.grease_from_token();
+        assert!(long(&token, 0) > 400);
+        token.on_peer_params(false);
+        assert_eq!(long(&token, 0) + cleared(&mut token), 0);
+        token.grease_from_token();
+        token.stop_grease();
+        assert_eq!(long(&token, 0), 0);
         // We do not announce it: we do not grease either.
         let mut ours_off = HeaderBits::new(true, false, 5);
-        ours_off.on_peer_greases();
-        assert_eq!(cleared(&mut ours_off), 0);
+        ours_off.on_peer_params(true);
+        ours_off.grease_from_token();
+        assert_eq!(cleared(&mut ours_off) + long(&ours_off, 0), 0);
         assert!(!ours_off.accepts_cleared() && both.accepts_cleared());
     }
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::Connection;
 use super::ack_frequency::AckFrequencyState;
 use super::cids::{LocalCids, PeerCids};
+use super::new_token::{NewTokenState, on_new_token_lost};
 use super::scratch;
 use super::sent::{Control, SentFrames};
 use super::streams::Streams;
@@ -40,8 +41,10 @@ impl Connection {
         }
         if frames.has_stream_or_control() {
             for ctl in frames.controls() {
-                if let Control::RetireConnectionId(seq) = ctl {
-                    self.peer_cids.on_retire_acked(seq);
+                match ctl {
+                    Control::RetireConnectionId(seq) => self.peer_cids.on_retire_acked(seq),
+                    Control::NewToken => self.on_new_token_acked(),
+                    _ => {}
                 }
             }
             self.streams.on_acked(frames);
@@ -72,6 +75,7 @@ impl Connection {
                 &mut self.local_cids,
                 &mut self.peer_cids,
                 &mut self.ack_freq,
+                &mut self.new_token,
             );
         }
     }
@@ -154,6 +158,12 @@ impl Connection {
     /// An Initial or Handshake PTO: the space's handshake data goes again
     /// rather than a bare PING, with what other spaces have in flight.
     fn probe_handshake(&mut self, space: SpaceId) {
+        if !self.received_any {
+            // Nothing heard yet: a server whose configuration stopped greasing
+            // since its token drops Initials with the QUIC bit cleared, so
+            // the probes set it (RFC 9287 §3.1 leaves it to the client).
+            self.bits.stop_grease();
+        }
         self.requeue_crypto_in_flight(space);
         //= https://www.rfc-editor.org/rfc/rfc9002#section-6.2.4
         //# the sender SHOULD send ack-eliciting packets from other packet
@@ -233,6 +243,7 @@ impl Connection {
                     &mut self.local_cids,
                     &mut self.peer_cids,
                     &mut self.ack_freq,
+                    &mut self.new_token,
                 );
             }
         }
@@ -249,12 +260,14 @@ fn requeue(
     local_cids: &mut LocalCids,
     peer_cids: &mut PeerCids,
     ack_freq: &mut AckFrequencyState,
+    new_token: &mut NewTokenState,
 ) {
     for ctl in frames.controls() {
         match ctl {
             Control::NewConnectionId(seq) => local_cids.on_announcement_lost(seq),
             Control::RetireConnectionId(seq) => peer_cids.on_retire_lost(seq),
             Control::AckFrequency(seq) => ack_freq.on_lost(seq),
+            Control::NewToken => on_new_token_lost(new_token),
             _ => {}
         }
     }

@@ -31,6 +31,7 @@ mod memory;
 mod migration;
 mod mtu;
 mod mtu_cache;
+mod new_token;
 mod path_map;
 mod path_rtt;
 mod qlog;
@@ -306,8 +307,12 @@ pub struct Connection {
     peer_params: Option<TransportParameters>,
     /// DCID of the client's first Initial (and after a Retry, the original one).
     orig_dst_cid: ConnectionId,
-    /// Client: the token for Initials (from a Retry).
+    /// Client: the token for Initials (from NEW_TOKEN or a Retry). Server:
+    /// the NEW_TOKEN token for the client's next connection, until
+    /// acknowledged.
     token: Vec<u8>,
+    /// Server: where the NEW_TOKEN frame stands.
+    new_token: new_token::NewTokenState,
     /// Server: the SCID of our Retry, if we sent one.
     retry_src_cid: Option<ConnectionId>,
     /// Client: a Retry or first server Initial was processed.
@@ -457,6 +462,7 @@ impl Connection {
             peer_params: None,
             orig_dst_cid: p.initial_dcid,
             token: p.token,
+            new_token: new_token::NewTokenState::default(),
             retry_src_cid: p.retry_src_cid,
             received_retry: false,
             got_server_initial: false,

@@ -262,6 +262,9 @@ impl Connection {
         self.received_retry = true;
         self.retry_src_cid = Some(pd.src_cid);
         self.token = token.to_vec();
+        // The Initials now carry the Retry's token, not the NEW_TOKEN one
+        // that let them clear the QUIC bit (RFC 9287 §3.1).
+        self.bits.stop_grease();
         self.peer_cids.set_initial(pd.src_cid);
         // New Initial keys from the server's chosen ID; resend everything sent so far
         // in Initials (packet numbers keep increasing, RFC 9000 §17.2.5.3).

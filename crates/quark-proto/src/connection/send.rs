@@ -282,6 +282,7 @@ impl Connection {
             && (self.streams.wants_to_send()
                 || self.handshake_done_pending
                 || self.ping_pending
+                || self.new_token_alone()
                 || !self.path_responses.is_empty()
                 || self.local_cids.has_announcement()
                 || self.peer_cids.next_retirement().is_some()
@@ -414,7 +415,7 @@ impl Connection {
         let pn = self.spaces[space.index()].next_pn;
         let (spin, quic_bit) = match kind {
             PacketKind::OneRtt => self.bits.for_packet(pn, self.peer_cids.active_seq()),
-            _ => (false, true),
+            _ => (false, self.bits.long_quic_bit(pn, space.index() as u64)),
         };
         let header = HeaderParams {
             kind,

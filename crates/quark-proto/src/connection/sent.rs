@@ -33,6 +33,8 @@ pub(crate) enum Control {
     NewConnectionId(u64),
     RetireConnectionId(u64),
     AckFrequency(u64),
+    /// The connection's one NEW_TOKEN (its token is kept until acknowledged).
+    NewToken,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +53,7 @@ enum Kind {
     NewConnectionId,
     RetireConnectionId,
     AckFrequency,
+    NewToken,
 }
 
 /// One recorded STREAM, CRYPTO or control frame, packed by hand into 24
@@ -106,6 +109,7 @@ impl Item {
             Control::NewConnectionId(seq) => Item::new(Kind::NewConnectionId, false, seq, 0),
             Control::RetireConnectionId(seq) => Item::new(Kind::RetireConnectionId, false, seq, 0),
             Control::AckFrequency(seq) => Item::new(Kind::AckFrequency, false, seq, 0),
+            Control::NewToken => Item::new(Kind::NewToken, false, 0, 0),
         }
     }
 
@@ -137,6 +141,7 @@ impl Item {
             Kind::NewConnectionId => Control::NewConnectionId(self.a),
             Kind::RetireConnectionId => Control::RetireConnectionId(self.a),
             Kind::AckFrequency => Control::AckFrequency(self.a),
+            Kind::NewToken => Control::NewToken,
         })
     }
 }

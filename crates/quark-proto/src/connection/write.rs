@@ -286,6 +286,7 @@ impl Connection {
             self.handshake_done_unacked = true;
             sent.handshake_done = true;
         }
+        self.write_new_token(buf, max_end, sent);
         while self.local_cids.has_announcement() && max_end - buf.len() > 64 {
             let Some((seq, cid, token)) = self.local_cids.next_announcement(&self.reset_key) else {
                 break;

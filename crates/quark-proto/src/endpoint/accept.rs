@@ -9,9 +9,9 @@ use std::time::Instant;
 use rand::Rng;
 
 use super::admission::{Source, Verdict};
+use super::new_token::TokenCheck;
 use super::{DatagramEvent, Endpoint, Response, local_params};
-use crate::cid::{ConnectionId, ResetToken};
-use crate::config::ServerConfig;
+use crate::cid::ResetToken;
 use crate::connection::{Connection, ConnectionParams};
 use crate::crypto::tls::TlsSession;
 use crate::crypto::tokens::TokenContents;
@@ -121,17 +121,16 @@ impl Endpoint {
             return None;
         }
         let token = &data[pd.token.clone()];
-        let retry_token = if token.is_empty() {
-            None
-        } else {
-            match self.open_retry_token(now, remote, pd, token, &server) {
-                Some(t) => Some(t),
-                // A token we cannot honour is reason enough only when we
-                // demand one; otherwise the client is treated as unvalidated
-                // (RFC 9000 §8.1.3).
-                None if server.retry => return None,
-                None => None,
+        let (retry_token, new_token) = match self.check_token(now, remote, pd, token, &server) {
+            TokenCheck::Retry(orig, retry_scid) => (Some((orig, retry_scid)), None),
+            TokenCheck::NewToken(tag) => {
+                tracing::debug!(%remote, "address validated by a NEW_TOKEN token");
+                (None, Some(tag))
             }
+            // A Retry token we cannot honour is reason enough only when we
+            // demand one: the client would not take a second Retry.
+            TokenCheck::BadRetry if server.retry => return None,
+            TokenCheck::BadRetry | TokenCheck::Unvalidated => (None, None),
         };
         let source = Source::of(&remote);
         let verdict = if self.conns.len() >= server.max_connections || server.memory.exceeded() {
@@ -140,7 +139,7 @@ impl Endpoint {
             self.admission.verdict(
                 &server.handshakes,
                 source,
-                retry_token.is_some(),
+                retry_token.is_some() || new_token.is_some(),
                 server.retry,
             )
         };
@@ -154,7 +153,7 @@ impl Endpoint {
         }
         let (orig_dcid, retry_scid, validated) = match retry_token {
             Some((orig, retry_scid)) => (orig, Some(retry_scid), true),
-            None => (pd.dst_cid, None, false),
+            None => (pd.dst_cid, None, new_token.is_some()),
         };
         let local_cid = self.new_cid();
         let mut params = local_params(&server.transport);
@@ -231,6 +230,9 @@ impl Endpoint {
             self.remove(h);
             return None;
         }
+        if let Some(tag) = new_token {
+            self.spend_token(tag);
+        }
         self.owned[h.0].half_open = Some(source);
         self.admission.open(source);
         for (mut early, ecn) in self.early.take(&pd.dst_cid, remote) {
@@ -261,23 +263,6 @@ impl Endpoint {
             }
         }
         pd.version
-    }
-
-    /// The original destination and Retry source connection IDs a Retry token
-    /// vouches for, if it is ours, fresh, for this address and this Initial.
-    fn open_retry_token(
-        &self,
-        now: Instant,
-        remote: SocketAddr,
-        pd: &PartialDecode,
-        token: &[u8],
-        server: &ServerConfig,
-    ) -> Option<(ConnectionId, ConnectionId)> {
-        let contents = self.token_key.as_ref()?.open(remote, token)?;
-        let (orig, retry_scid) = contents.retry?;
-        let age = self.elapsed(now).saturating_sub(contents.issued);
-        (retry_scid == pd.dst_cid && age <= server.retry_token_lifetime)
-            .then_some((orig, retry_scid))
     }
 
     /// Refuse a client's first Initial without keeping state: an Initial
@@ -349,7 +334,7 @@ impl Endpoint {
         self.rng.fill(&mut nonce);
         let contents = TokenContents {
             retry: Some((pd.dst_cid, retry_scid)),
-            issued: self.elapsed(now),
+            issued: self.token_time(now),
         };
         let token = self.token_key.as_ref()?.seal(remote, &contents, nonce);
         let mut out = Vec::new();

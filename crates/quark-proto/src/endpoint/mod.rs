@@ -9,8 +9,10 @@
 mod accept;
 mod admission;
 mod early;
+mod new_token;
 
 pub use early::MAX_EARLY_DATAGRAMS;
+pub use new_token::MAX_USED_TOKENS;
 mod peek;
 mod preferred;
 mod routes;
@@ -84,6 +86,8 @@ struct Owned {
     memory: usize,
     /// Syncs since it was counted.
     syncs: u32,
+    /// Client: where the connection's NEW_TOKEN tokens are kept.
+    token_sink: Option<Box<new_token::TokenSink>>,
 }
 
 /// A connection's memory is counted again every this many syncs (its
@@ -122,8 +126,12 @@ pub struct Endpoint {
     accept_queue: VecDeque<ConnectionHandle>,
     /// Half-open server connections, for admission control.
     admission: admission::Admission,
-    /// The first `now` seen: token issue times are measured from it.
+    /// The first `now` seen: token issue times are measured from it, unless
+    /// the wall clock is known (`set_wall_clock`).
     epoch: Option<Instant>,
+    wall_clock: Option<(Instant, std::time::Duration)>,
+    /// NEW_TOKEN tokens already honoured.
+    used_tokens: new_token::UsedTokens,
     /// What connections learnt about each path's MTU, offered to the other
     /// connections on the same path, and the paths' traffic.
     mtus: MtuCache,
@@ -170,6 +178,8 @@ impl Endpoint {
             accept_queue: VecDeque::new(),
             admission: admission::Admission::default(),
             epoch: None,
+            wall_clock: None,
+            used_tokens: new_token::UsedTokens::default(),
         }
     }
 
@@ -197,6 +207,20 @@ impl Endpoint {
         //# value.  This Destination Connection ID MUST be at least 8 bytes in length.
         let dcid = ConnectionId::random(&mut self.rng, 16);
         let local_cid = self.new_cid();
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-8.1.3
+        //# When connecting to a server for which the client retains an
+        //# applicable and unused token, it SHOULD include that token in the
+        //# Token field of its Initial packet.
+        let (stored, token_sink) = Self::token_for(config.token_store.as_ref(), server_name);
+        let grease_initials = stored.as_ref().is_some_and(|t| t.allows_grease(now));
+        if let Some(t) = &stored {
+            tracing::debug!(
+                server_name,
+                len = t.token.len(),
+                grease_initials,
+                "Initials carry a NEW_TOKEN token"
+            );
+        }
         let mut params = local_params(&config.transport);
         params.initial_source_connection_id = Some(local_cid);
         params.grease_quic_bit = self.config.grease_quic_bit;
@@ -214,7 +238,7 @@ impl Endpoint {
         } else {
             TlsSession::client_upgradable(config.version, config.tls.clone(), server_name, &params)?
         };
-        let conn = Connection::new(
+        let mut conn = Connection::new(
             ConnectionParams {
                 side: Side::Client,
                 version: config.version,
@@ -229,7 +253,7 @@ impl Endpoint {
                 initial_dcid: dcid,
                 local_params: params,
                 shared: self.connection_shared(),
-                token: Vec::new(),
+                token: stored.map(|t| t.token).unwrap_or_default(),
                 validated: true,
                 retry_src_cid: None,
                 zero_rtt: false,
@@ -237,7 +261,11 @@ impl Endpoint {
             },
             now,
         );
+        if grease_initials {
+            conn.grease_from_token();
+        }
         let h = self.insert(conn, local_cid);
+        self.owned[h.0].token_sink = token_sink;
         self.sync(h);
         Ok(h)
     }
@@ -407,6 +435,8 @@ impl Endpoint {
                 CidEvent::Retired(cid) => self.unroute(cid, h),
                 CidEvent::PeerResetToken(token) => self.add_token(token, h),
                 CidEvent::PeerResetTokenRetired(token) => self.forget_token(token, h),
+                CidEvent::NewTokenWanted(at) => self.give_new_token(h, at),
+                CidEvent::NewToken(token) => self.keep_token(h, *token),
             }
         }
         if let Some(conn) = self.conns.get_mut(h.0) {

@@ -57,7 +57,8 @@ pub fn open_server_initial(
     cid_len: usize,
 ) -> Option<(Vec<u8>, Range<usize>)> {
     let mut packet = datagram.to_vec();
-    let pd = PartialDecode::new(&packet, cid_len).ok()?;
+    // The QUIC bit may be greased (RFC 9287): readers of any peer accept it.
+    let pd = PartialDecode::with_quic_bit(&packet, cid_len, true).ok()?;
     if pd.ty != HeaderType::Frames(PacketKind::Initial) {
         return None;
     }
@@ -75,7 +76,8 @@ pub fn open_server_initial(
 /// where its frames lie in it.
 pub fn open_client_initial(datagram: &[u8], cid_len: usize) -> Option<(Vec<u8>, Range<usize>)> {
     let mut packet = datagram.to_vec();
-    let pd = PartialDecode::new(&packet, cid_len).ok()?;
+    // The QUIC bit may be greased (RFC 9287): readers of any peer accept it.
+    let pd = PartialDecode::with_quic_bit(&packet, cid_len, true).ok()?;
     if pd.ty != HeaderType::Frames(PacketKind::Initial) {
         return None;
     }

@@ -347,7 +347,8 @@ impl Streams {
                 | Control::StreamsBlocked(..) => {}
                 Control::NewConnectionId(_)
                 | Control::RetireConnectionId(_)
-                | Control::AckFrequency(_) => {}
+                | Control::AckFrequency(_)
+                | Control::NewToken => {}
             }
         }
     }
