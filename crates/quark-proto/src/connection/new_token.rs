@@ -54,7 +54,7 @@ impl Connection {
 
     /// The endpoint sealed the token this connection asked for (`None`: the
     /// server gives none).
-    pub fn give_new_token(&mut self, token: Option<Vec<u8>>) {
+    pub(crate) fn give_new_token(&mut self, token: Option<Vec<u8>>) {
         if self.new_token != NewTokenState::Asked {
             return;
         }
