@@ -31,6 +31,9 @@ pub(crate) struct Direction {
     /// The ECN bits of the last `TAIL` datagrams starting with a short header.
     tail: VecDeque<u8>,
     spin: Spin,
+    /// The Destination Connection ID length of the last long header: the
+    /// length short headers in this direction use once the handshake is done.
+    dcid_len: Option<usize>,
     /// Short-header datagrams with the QUIC bit cleared (greased, RFC 9287).
     quic_bit_cleared: u64,
     /// Long-header packets with the QUIC bit cleared (RFC 9287 greases them
@@ -42,38 +45,53 @@ pub(crate) struct Direction {
 /// Spin bit samples kept at most (the first ones; a long run stops adding).
 const MAX_SPIN_SAMPLES: usize = 4096;
 
+/// Connections whose spin bit is followed at once; a new one past it takes
+/// the place of the one seen longest ago.
+const MAX_SPIN_CONNECTIONS: usize = 64;
+
 /// The latency spin bit of one direction's short-header packets: a client's
 /// flips once per round trip when both ends spin, so the time between two
-/// flips is an RTT sample (RFC 9000 §17.4). With several connections through
-/// the relay at once their flips mix: the median is an RTT only while one
-/// connection runs at a time.
+/// flips is an RTT sample (RFC 9000 §17.4). Followed per connection, by the
+/// packets' Destination Connection ID, so that connections through the relay
+/// at once do not mix their flips; its length is read from the long headers
+/// the same direction carried (unknown before any: the flips mix then).
 #[derive(Default)]
 struct Spin {
-    /// The last bit seen, and when it last changed.
-    last: Option<(bool, Option<Instant>)>,
+    /// Per connection ID: the last bit seen, and when it last changed; the
+    /// most recently seen last.
+    last: VecDeque<(Vec<u8>, bool, Option<Instant>)>,
     flips: u64,
     /// Times between flips.
     samples: Vec<Duration>,
 }
 
 impl Spin {
-    fn saw(&mut self, bit: bool, now: Instant) {
-        match self.last {
-            Some((prev, _)) if prev == bit => return,
-            Some((_, Some(edge))) => {
-                self.flips += 1;
-                if self.samples.len() < MAX_SPIN_SAMPLES {
-                    self.samples.push(now - edge);
-                }
+    fn saw(&mut self, dcid: &[u8], bit: bool, now: Instant) {
+        let at = self.last.iter().rposition(|(id, ..)| id == dcid);
+        let Some(at) = at else {
+            // A connection's first packet: its bit is no flip.
+            if self.last.len() == MAX_SPIN_CONNECTIONS {
+                self.last.pop_front();
             }
-            Some((_, None)) => self.flips += 1,
-            // The first packet's bit is no flip.
-            None => {
-                self.last = Some((bit, None));
-                return;
-            }
+            self.last.push_back((dcid.to_vec(), bit, None));
+            return;
+        };
+        if at + 1 != self.last.len() {
+            let entry = self.last.remove(at).expect("found");
+            self.last.push_back(entry);
         }
-        self.last = Some((bit, Some(now)));
+        let (_, prev, edge) = self.last.back_mut().expect("just pushed");
+        if *prev == bit {
+            return;
+        }
+        self.flips += 1;
+        if let Some(edge) = *edge
+            && self.samples.len() < MAX_SPIN_SAMPLES
+        {
+            self.samples.push(now - edge);
+        }
+        *prev = bit;
+        *edge = Some(now);
     }
 
     fn report(&self) -> Value {
@@ -98,7 +116,11 @@ impl Direction {
             // 0x40 and 0x20 of a short header (the QUIC bit and the spin bit)
             // are outside header protection.
             self.quic_bit_cleared += u64::from(first & 0x40 == 0);
-            self.spin.saw(first & 0x20 != 0, now);
+            let dcid = data.get(1..1 + self.dcid_len.unwrap_or(0)).unwrap_or(&[]);
+            self.spin.saw(dcid, first & 0x20 != 0, now);
+        }
+        if let Some(&len) = data.get(5).filter(|_| data[0] & 0x80 != 0) {
+            self.dcid_len = Some(usize::from(len).min(20));
         }
         for_each_long(data, |kind, version, first| {
             *self.long.entry((kind, version_name(version))).or_default() += 1;
@@ -352,6 +374,36 @@ mod tests {
         assert_eq!(spin["flips"], 7);
         assert_eq!(spin["rtt_ms_median"], 40.0);
         assert!(Direction::default().report()["spin"]["rtt_ms_median"].is_null());
+    }
+
+    #[test]
+    fn the_spin_bit_is_followed_per_connection() {
+        let mut w = Direction::default();
+        let start = Instant::now();
+        // The long headers give the ID length (8).
+        w.saw(&packet(2, V1, false, 10), 0, start);
+        // Two connections at once, each flipping every 40 ms, 20 ms apart:
+        // mixed, their flips would read 20 ms.
+        for tick in 0..40u64 {
+            let at = start + Duration::from_millis(10 * tick);
+            for (id, phase) in [(1u8, 0), (2u8, 20)] {
+                let bit = ((10 * tick + phase) / 40) % 2 == 1;
+                let mut d = vec![0x40 | if bit { 0x20 } else { 0 }];
+                d.extend_from_slice(&[id; 8]);
+                d.extend_from_slice(&[0; 20]);
+                w.saw(&d, 0, at);
+            }
+        }
+        let spin = &w.report()["spin"];
+        assert_eq!(spin["rtt_ms_median"], 40.0, "{spin}");
+        assert_eq!(spin["flips"], 19, "{spin}");
+        // Many connections: the oldest are forgotten, within the bound.
+        for id in 0..200u8 {
+            let mut d = vec![0x40];
+            d.extend_from_slice(&[id, 9, 9, 9, 9, 9, 9, 9]);
+            w.saw(&d, 0, start);
+        }
+        assert_eq!(w.spin.last.len(), MAX_SPIN_CONNECTIONS);
     }
 
     #[test]
