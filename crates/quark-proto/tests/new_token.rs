@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::app::{Echo, run_echo};
-use common::{Sim, Tls, packet_types, payload, seed};
+use common::{Sim, Tls, initial_token, packet_types, payload, seed};
 use quark_proto::{
     AddressToken, ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, ServerConfig,
     TokenMemoryCache, TokenStore,
@@ -29,15 +29,6 @@ struct Seen {
     tokens: Vec<Vec<u8>>,
     /// First bytes of long-header packets: (to_server, packet type, byte).
     long: Vec<(bool, &'static str, u8)>,
-}
-
-/// The Token field of an Initial at the start of `d`.
-fn initial_token(d: &[u8]) -> Option<Vec<u8>> {
-    let mut at = 5;
-    at += 1 + usize::from(*d.get(at)?);
-    at += 1 + usize::from(*d.get(at)?);
-    let mut r = quark_proto::coding::Reader::new(d.get(at..)?);
-    Some(r.varint_bytes().ok()?.to_vec())
 }
 
 fn watch(sim: &mut Sim) -> Rc<RefCell<Seen>> {

@@ -211,7 +211,9 @@ impl Endpoint {
         //# When connecting to a server for which the client retains an
         //# applicable and unused token, it SHOULD include that token in the
         //# Token field of its Initial packet.
-        let (stored, token_sink) = Self::token_for(config.token_store.as_ref(), server_name);
+        let token_sink =
+            (config.token_store.as_ref()).map(|s| new_token::TokenSink::new(s, server_name));
+        let stored = token_sink.as_ref().and_then(|s| s.take());
         let grease_initials = stored.as_ref().is_some_and(|t| t.allows_grease(now));
         if let Some(t) = &stored {
             tracing::debug!(

@@ -78,6 +78,21 @@ pub(super) struct TokenSink {
     server_name: Box<str>,
 }
 
+impl TokenSink {
+    /// Where a new client connection to `server_name` keeps its tokens.
+    pub(super) fn new(store: &Arc<dyn TokenStore>, server_name: &str) -> Box<Self> {
+        Box::new(TokenSink {
+            store: store.clone(),
+            server_name: server_name.into(),
+        })
+    }
+
+    /// A token for that connection's Initials, taken from the store.
+    pub(super) fn take(&self) -> Option<AddressToken> {
+        self.store.take(&self.server_name)
+    }
+}
+
 /// What the token of a client's first Initial is worth.
 pub(super) enum TokenCheck {
     /// None, or none of ours that holds (treated as no token).
@@ -107,7 +122,9 @@ impl Endpoint {
                 Some(after) => wall + after,
                 None => wall.saturating_sub(at - now),
             },
-            None => self.elapsed(now),
+            None => self
+                .epoch
+                .map_or(Duration::ZERO, |e| now.saturating_duration_since(e)),
         }
     }
 
@@ -189,22 +206,6 @@ impl Endpoint {
                 key.seal(conn.remote_address(), &contents, nonce)
             });
         conn.give_new_token(token);
-    }
-
-    /// A token for a new client connection to `server_name`, and where that
-    /// connection's own tokens go.
-    pub(super) fn token_for(
-        store: Option<&Arc<dyn TokenStore>>,
-        server_name: &str,
-    ) -> (Option<AddressToken>, Option<Box<TokenSink>>) {
-        let Some(store) = store else {
-            return (None, None);
-        };
-        let sink = TokenSink {
-            store: store.clone(),
-            server_name: server_name.into(),
-        };
-        (store.take(server_name), Some(Box::new(sink)))
     }
 
     /// Client connection `h` received `token`: into its store.

@@ -2,7 +2,6 @@
 //! bookkeeping that lets a connection's entries go with it.
 
 use std::hash::BuildHasher;
-use std::time::{Duration, Instant};
 
 use rand::Rng;
 
@@ -94,11 +93,6 @@ impl Endpoint {
             self.reset_tokens.remove(&key);
         }
         self.owned[h.0].tokens.retain(|t| *t != token);
-    }
-
-    pub(super) fn elapsed(&self, now: Instant) -> Duration {
-        self.epoch
-            .map_or(Duration::ZERO, |e| now.saturating_duration_since(e))
     }
 
     pub(super) fn new_cid(&mut self) -> ConnectionId {

@@ -576,15 +576,26 @@ pub fn packet_types(d: &[u8]) -> Vec<&'static str> {
     out
 }
 
-/// Where a long-header packet at the start of `d` ends.
-fn long_packet_end(d: &[u8], has_token: bool) -> Option<usize> {
+/// What follows the connection IDs of a long-header packet at the start of
+/// `d` (RFC 9000 §17.2: version, DCID, SCID), and where that is.
+fn after_cids(d: &[u8]) -> Option<(usize, quark_proto::coding::Reader<'_>)> {
     let mut at = 5;
     at += 1 + usize::from(*d.get(at)?);
     at += 1 + usize::from(*d.get(at)?);
-    let mut r = quark_proto::coding::Reader::new(d.get(at..)?);
+    Some((at, quark_proto::coding::Reader::new(d.get(at..)?)))
+}
+
+/// Where a long-header packet at the start of `d` ends.
+fn long_packet_end(d: &[u8], has_token: bool) -> Option<usize> {
+    let (at, mut r) = after_cids(d)?;
     if has_token {
         r.varint_bytes().ok()?;
     }
     let len = usize::try_from(r.varint().ok()?).ok()?;
     Some(at + r.position() + len)
+}
+
+/// The Token field of an Initial at the start of `d`.
+pub fn initial_token(d: &[u8]) -> Option<Vec<u8>> {
+    Some(after_cids(d)?.1.varint_bytes().ok()?.to_vec())
 }
