@@ -277,20 +277,18 @@ async fn relay(
             _ = hup.recv() => break "hung up",
         }
         let now = Instant::now();
-        if let (Some(at), Some(r)) = (next_rebind, knobs.rebind)
-            && now >= at
-        {
-            next_rebind = Some(at + r.every);
-            for (&id, s) in sessions.iter_mut() {
-                let addr = upstream_addr(upstream_bind, knobs.rebind, s.generation);
-                let upstream = Arc::new(socket(addr)?);
-                s.reader.abort();
-                s.generation += 1;
-                s.reader = spawn_upstream_reader(id, s.generation, upstream.clone(), tx.clone());
-                s.upstream = upstream;
-                if id == 0 && watch.paths.len() < MAX_PATHS {
-                    watch.paths.push(path_seen(&s.upstream));
-                }
+        // A NAT forgets the old mapping at the rebinding instant, but what
+        // reached it before then still passes: take everything already
+        // received (queued by the readers or still in the old sockets)
+        // before the sockets move. A relay starved of CPU would otherwise
+        // drop a whole flight the server sent well before the rebinding.
+        let rebind_due = next_rebind.is_some_and(|at| now >= at);
+        if rebind_due {
+            while let Ok(ev) = rx.try_recv() {
+                events.push(ev);
+            }
+            for (&id, s) in &sessions {
+                drain(id, s, &mut events);
             }
         }
         for ev in events {
@@ -374,6 +372,20 @@ async fn relay(
                 }
             }
         }
+        if let (true, Some(at), Some(r)) = (rebind_due, next_rebind, knobs.rebind) {
+            next_rebind = Some(at + r.every);
+            for (&id, s) in sessions.iter_mut() {
+                let addr = upstream_addr(upstream_bind, knobs.rebind, s.generation);
+                let upstream = Arc::new(socket(addr)?);
+                s.reader.abort();
+                s.generation += 1;
+                s.reader = spawn_upstream_reader(id, s.generation, upstream.clone(), tx.clone());
+                s.upstream = upstream;
+                if id == 0 && watch.paths.len() < MAX_PATHS {
+                    watch.paths.push(path_seen(&s.upstream));
+                }
+            }
+        }
         while let Some(t) = path.up.poll(now) {
             if let Some(s) = sessions.get(&t.session) {
                 if t.session == 0 {
@@ -423,6 +435,25 @@ fn path_seen(upstream: &UdpSocket) -> PathSeen {
             .unwrap_or_default(),
         to_server: 0,
         from_server: 0,
+    }
+}
+
+/// Datagrams waiting in a session's upstream socket, as its reader would
+/// have queued them.
+fn drain(id: u32, s: &Session, events: &mut Vec<Event>) {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut meta = [RecvMeta::default()];
+    while let Ok(1) = s
+        .upstream
+        .try_recv(&mut [IoSliceMut::new(&mut buf)], &mut meta)
+    {
+        let m = meta[0];
+        events.push(Event::FromServer(
+            id,
+            s.generation,
+            m.ecn,
+            buf[..m.len].to_vec(),
+        ));
     }
 }
 

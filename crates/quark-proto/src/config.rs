@@ -19,6 +19,12 @@ pub struct TransportConfig {
     pub max_idle_timeout: Duration,
     /// Send a PING when idle this long (keeps NATs and idle timers alive).
     pub keep_alive: Option<Duration>,
+    /// Client: while a stream we opened waits for the peer's data and
+    /// nothing ack-eliciting has come for 3 PTOs, send a PING (then after 6
+    /// and 12; at most 3 until the peer sends again). A NAT that moved us
+    /// while everything the server had in flight went to the old address
+    /// leaves the server unable to reach us until we send.
+    pub stall_pings: bool,
     /// Credit given to the peer per stream (MAX_STREAM_DATA window) at first.
     pub stream_receive_window: u64,
     /// What a stream's window may grow to while its reader keeps up and the
@@ -147,6 +153,7 @@ impl Default for TransportConfig {
         TransportConfig {
             max_idle_timeout: Duration::from_secs(30),
             keep_alive: None,
+            stall_pings: true,
             stream_receive_window: 4 * 1024 * 1024,
             stream_receive_window_max: 16 * 1024 * 1024,
             receive_window: 16 * 1024 * 1024,

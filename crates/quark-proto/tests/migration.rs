@@ -11,6 +11,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use common::app::Echo;
+use common::downloads::Downloads;
 use common::{Sim, payload, seed};
 use quark_proto::{ConnectionHandle, ConnectionStats};
 
@@ -299,4 +300,97 @@ fn unreachable_preferred_address_falls_back_to_the_handshake_address() {
     let mut echo = Echo::new(c, vec![payload(MIB, 10)]);
     echo.set_server(sh);
     finish(&mut sim, &mut echo);
+}
+
+/// A download on a path of jumbo datagrams (so PMTU probes are in play), the
+/// client having read `read` bytes of a 4 MiB body.
+fn jumbo_download(s: u64, read: usize) -> (Sim, Downloads, ConnectionHandle) {
+    let (mut sim, tls) = Sim::pair(seed(s));
+    sim.set_delay(Duration::from_millis(10));
+    sim.path_mtu = 40_000;
+    let c = sim.connect(&tls);
+    let sh = sim.handshake(c);
+    let mut app = Downloads::new(c, sh);
+    app.request(&mut sim, 4 * MIB, 9, None);
+    sim.run_until(1_000_000, |sim| {
+        app.drive(sim);
+        app.read_total() >= read
+    });
+    (sim, app, sh)
+}
+
+#[test]
+fn an_unvalidated_address_gets_at_most_three_times_what_it_sent_probes_included() {
+    // Early in the download, while the PMTU search is under way: at some
+    // of these points a probe falls due on the new path.
+    for (i, read) in (50_000..=500_000).step_by(25_000).enumerate() {
+        unvalidated_path_budget(8 + i as u64, read);
+    }
+}
+
+fn unvalidated_path_budget(s: u64, read: usize) {
+    let (mut sim, mut app, sh) = jumbo_download(s, read);
+    // The NAT moves the client: what it has in flight arrives from the new
+    // address (the simulation names the sender when it delivers), with one
+    // datagram more, and then nothing: the path is never validated.
+    sim.client_addr = "10.0.0.1:6124".parse().unwrap();
+    let bytes_in = server_stats(&sim, sh).bytes_in;
+    // (bytes to the new address, one client datagram let through)
+    let counts: Rc<RefCell<(u64, bool)>> = Rc::default();
+    let tap = counts.clone();
+    sim.filter = Some(Box::new(move |to_server, d| {
+        let mut c = tap.borrow_mut();
+        if !to_server {
+            c.0 += d.len() as u64;
+            return true;
+        }
+        !std::mem::replace(&mut c.1, true)
+    }));
+    // Well within the validation timeout (3 PTOs, at least 3 s).
+    let end = sim.now + Duration::from_millis(1500);
+    sim.run_until(10_000_000, |sim| {
+        app.drive(sim);
+        sim.now >= end
+    });
+    let conn = sim.server.connection(sh).unwrap();
+    assert_eq!(conn.remote_address(), sim.client_addr);
+    assert_eq!(conn.stats().validation_failures, 0);
+    let received = conn.stats().bytes_in - bytes_in;
+    let sent = counts.borrow().0;
+    assert!(received > 0);
+    assert!(
+        sent <= 3 * received,
+        "{sent} bytes to an unvalidated address that sent {received} (read {read})"
+    );
+}
+
+#[test]
+fn a_rebinding_that_loses_the_first_challenge_still_completes_the_download() {
+    let (mut sim, mut app, sh) = jumbo_download(9, MIB);
+    let app_client = sim.client.handles().next().unwrap();
+    let before = sim.server.connection(sh).unwrap().stats().path_challenges;
+    // The client moves; what the server sends for the next 30 ms is lost
+    // (its first challenge on the new path among it).
+    sim.client_addr = "10.0.0.1:6125".parse().unwrap();
+    let until = sim.now + Duration::from_millis(30);
+    let clock: Rc<RefCell<std::time::Instant>> = Rc::new(RefCell::new(sim.now));
+    let seen = clock.clone();
+    sim.filter = Some(Box::new(move |to_server, _| {
+        to_server || *seen.borrow() >= until
+    }));
+    sim.run_until(10_000_000, |sim| {
+        *clock.borrow_mut() = sim.now;
+        app.drive(sim);
+        app.all_done()
+    });
+    assert!(app.list[0].is_whole(), "the body differs");
+    let conn = sim.server.connection(sh).unwrap();
+    let st = conn.stats();
+    assert_eq!(conn.remote_address(), sim.client_addr);
+    assert_eq!(st.validation_failures, 0, "{st:?}");
+    assert!(st.path_challenges >= before + 2, "{st:?}");
+    // Nothing reached the client for a while: its PING showed the server
+    // the new address (the stall pings, `stall_pings.rs`).
+    let client = sim.client.connection(app_client).unwrap().stats();
+    assert!(client.stall_pings >= 1, "{client:?}");
 }

@@ -203,7 +203,8 @@ mod tests {
     /// per packet sent); Recovery 816 -> 848 with both. 4 288 with the
     /// scratch vectors in the thread's pool and the rare counters boxed
     /// (issue #33: serving memory); still 4 288 with the spin bit and the
-    /// greased QUIC bit's six bytes, the connection ID length kept in a byte.
+    /// greased QUIC bit's six bytes, the connection ID length kept in a byte,
+    /// and the stall pings' count (in `Streams`' slack).
     #[test]
     fn struct_sizes_stay_bounded() {
         let sizes = [

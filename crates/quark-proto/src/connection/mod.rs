@@ -42,6 +42,7 @@ mod sent;
 mod seq_map;
 mod skip;
 mod spaces;
+mod stall;
 mod stats;
 mod streams;
 mod timers;
@@ -187,6 +188,8 @@ pub struct ConnectionStats {
     pub congestion_resets: u64,
     /// Path validations given up (RFC 9000 §8.2.4).
     pub validation_failures: u64,
+    /// Client: PINGs sent because a response stalled (`stall_pings`).
+    pub stall_pings: u64,
 }
 
 /// A network path: the peer's address and what we know about it.

@@ -464,6 +464,9 @@ impl Connection {
         if newest && kind == PacketKind::OneRtt {
             self.bits.on_newest_packet(self.side, hdr.spin);
         }
+        if ack_eliciting {
+            self.on_peer_eliciting();
+        }
         // The packet's frames may have discarded its space (the client's
         // Finished ends the server's Handshake space): nothing is owed there
         // any more, and a write would bring the dropped space back.

@@ -158,8 +158,12 @@ impl Connection {
         // Short exchanges cannot profit from bigger datagrams enough to pay for
         // probes. Probe once the connection looks like a bulk transfer, or when
         // the endpoint saw as much on the path from all connections together.
+        // Not on a path the peer has yet to prove it owns: a probe there
+        // would break the 3x limit (RFC 9000 §8), and spend the budget
+        // the next PATH_CHALLENGE needs.
         if !self.handshake_confirmed
             || !matches!(self.state, State::Established)
+            || !self.path.validated
             || (self.stats.bytes_out < MTU_PROBE_AFTER && !self.mtu.granted())
         {
             return None;

@@ -40,6 +40,7 @@ pub(crate) struct RareStats {
     pub(crate) migrations: u64,
     pub(crate) congestion_resets: u64,
     pub(crate) validation_failures: u64,
+    pub(crate) stall_pings: u64,
 }
 
 impl Connection {
@@ -83,6 +84,7 @@ impl Connection {
             migrations: r.migrations,
             congestion_resets: r.congestion_resets,
             validation_failures: r.validation_failures,
+            stall_pings: r.stall_pings,
         }
     }
 }

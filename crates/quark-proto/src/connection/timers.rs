@@ -97,6 +97,7 @@ impl Connection {
         let mut at = earlier(self.timers.earliest(), self.idle_deadline());
         at = earlier(at, self.send_deadline());
         at = earlier(at, self.mtu.timer());
+        at = earlier(at, self.stall_deadline());
         let loss = self.recovery.loss_detection_timer();
         if self.spaces.early_dropped() {
             let ack = self.spaces[SpaceId::Data.index()].ack.timer();
@@ -134,6 +135,9 @@ impl Connection {
             self.ping_pending = true;
         }
         self.timers.expired(Timer::Pacing, now);
+        if self.stall_deadline().is_some_and(|at| at <= now) {
+            self.on_stall_timer();
+        }
         if self.timers.expired(Timer::PathChallenge, now) {
             self.on_challenge_timer();
         }

@@ -157,6 +157,10 @@ pub struct Streams {
     /// What all send buffers hold, who waits for room, and since when the
     /// connection has had something to send without progress.
     budget: SendBudget,
+    /// Client: looks for a stalled response (`connection/stall.rs`) since
+    /// the peer last sent something ack-eliciting. Here, in the table's
+    /// slack, not in `Connection`, which has none.
+    pub(crate) stall_looks: u8,
 }
 
 impl Streams {
@@ -182,6 +186,7 @@ impl Streams {
             events: VecDeque::new(),
             spare: Default::default(),
             budget: SendBudget::default(),
+            stall_looks: 0,
         }
     }
 
@@ -499,6 +504,19 @@ impl Streams {
     /// Whether stream data (new or to resend) is waiting to be sent.
     pub(crate) fn has_stream_data(&self) -> bool {
         !self.send_queue.is_empty()
+    }
+
+    /// Whether a bidirectional stream we opened still waits for the peer's
+    /// data (a request without its whole response). A walk of the table:
+    /// asked only when a stall timer fires.
+    pub(crate) fn awaits_peer(&self) -> bool {
+        self.map.iter().any(|(id, e)| {
+            id.dir() == Dir::Bi
+                && id.initiator() == self.side
+                && e.recv
+                    .as_ref()
+                    .is_some_and(|r| matches!(r.state(), RecvState::Recv | RecvState::SizeKnown))
+        })
     }
 
     fn insert_stream(&mut self, id: StreamId) {
