@@ -443,18 +443,15 @@ fn path_seen(upstream: &UdpSocket) -> PathSeen {
 fn drain(id: u32, s: &Session, events: &mut Vec<Event>) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut meta = [RecvMeta::default()];
-    while let Ok(1) = s
-        .upstream
-        .try_recv(&mut [IoSliceMut::new(&mut buf)], &mut meta)
-    {
-        let m = meta[0];
-        events.push(Event::FromServer(
-            id,
-            s.generation,
-            m.ecn,
-            buf[..m.len].to_vec(),
-        ));
+    let mut bufs = [IoSliceMut::new(&mut buf)];
+    while let Ok(1) = s.upstream.try_recv(&mut bufs, &mut meta) {
+        events.push(from_server(id, s.generation, meta[0], &bufs[0]));
     }
+}
+
+/// The event for one datagram a session's upstream socket received.
+fn from_server(id: u32, generation: u32, m: RecvMeta, buf: &[u8]) -> Event {
+    Event::FromServer(id, generation, m.ecn, buf[..m.len].to_vec())
 }
 
 fn spawn_upstream_reader(
@@ -472,8 +469,7 @@ fn spawn_upstream_reader(
                 .await
             {
                 Ok(1) => {
-                    let m = meta[0];
-                    let ev = Event::FromServer(id, generation, m.ecn, buf[..m.len].to_vec());
+                    let ev = from_server(id, generation, meta[0], &buf);
                     if tx.send(ev).await.is_err() {
                         break;
                     }

@@ -39,13 +39,7 @@ impl Connection {
             return None;
         }
         let since = self.idle_since?;
-        // The Application space's PTO, as `activity_deadline` works it out.
-        let pto = self
-            .recovery
-            .rtt()
-            .pto_base()
-            .saturating_add(self.peer_max_ack_delay());
-        Some(since + 3 * pto * (1u32 << self.streams.stall_looks))
+        Some(since + 3 * self.app_pto() * (1u32 << self.streams.stall_looks))
     }
 
     /// The stall deadline passed: ping if a request still waits.

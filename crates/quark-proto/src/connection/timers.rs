@@ -228,14 +228,18 @@ impl Connection {
         //# To avoid excessively small idle timeout periods, endpoints MUST
         //# increase the idle timeout period to be at least three times the
         //# current Probe Timeout (PTO).
-        // Application space's PTO (RFC 9002 §6.2.1), without building the
-        // whole path state: the driver asks for this after every round.
-        let pto = self
-            .recovery
+        Some(since + timeout.max(3 * self.app_pto()))
+    }
+
+    /// The Application space's PTO (RFC 9002 §6.2.1), without building the
+    /// whole path state: the driver asks for the deadlines built on it
+    /// after every round.
+    #[inline]
+    pub(super) fn app_pto(&self) -> Duration {
+        self.recovery
             .rtt()
             .pto_base()
-            .saturating_add(self.peer_max_ack_delay());
-        Some(since + timeout.max(3 * pto))
+            .saturating_add(self.peer_max_ack_delay())
     }
 }
 
