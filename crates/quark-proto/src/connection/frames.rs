@@ -65,8 +65,10 @@ impl Connection {
             Frame::MaxData(max) => self.streams.on_max_data(*max),
             Frame::MaxStreamData { id, max } => self.streams.on_max_stream_data(*id, *max)?,
             Frame::MaxStreams { dir, max } => self.streams.on_max_streams(*dir, *max),
-            // Credit follows the application's reads; nothing to do.
-            Frame::DataBlocked { .. } | Frame::StreamsBlocked { .. } => {}
+            // Credit follows the application's reads; what they returned
+            // goes out now if the peer is blocked.
+            Frame::DataBlocked { .. } => self.streams.unblock_peer(),
+            Frame::StreamsBlocked { .. } => {}
             Frame::StreamDataBlocked { id, .. } => self.streams.on_stream_data_blocked(*id)?,
             Frame::NewToken { token } => self.on_new_token(now, token)?,
             Frame::NewConnectionId(f) => self.peer_cids.on_new(f, &mut self.cid_events)?,

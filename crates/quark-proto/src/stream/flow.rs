@@ -78,6 +78,14 @@ impl AutoWindow {
         self.on_update(clock);
         due(self.size)
     }
+
+    /// The new limit to advertise for any credit read since (`read` past
+    /// what `current` left), however little; it counts as sent. The window
+    /// does not grow.
+    pub(crate) fn take_any(&self, read: u64, current: u64) -> Option<u64> {
+        let limit = read.saturating_add(self.size).min(VarInt::MAX.into_inner());
+        (limit > current).then_some(limit)
+    }
 }
 
 /// What the peer may send us, across all streams.
@@ -133,15 +141,30 @@ impl RecvFlow {
         );
     }
 
-    /// A new MAX_DATA to advertise, when enough was consumed (half a window); it is
-    /// considered sent. `clock` lets the window grow ([`AutoWindow`]).
+    /// A new MAX_DATA to advertise, when enough was consumed (half a window),
+    /// or any was while the peer is blocked; it is considered sent. `clock`
+    /// lets the window grow ([`AutoWindow`]).
     pub fn take_max_data(&mut self, clock: Option<FlowClock>) -> Option<u64> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-4.1
         //# A receiver could determine the maximum data limit to be
         //# advertised based on the sum of bytes consumed on all streams.
-        let limit = self.window.take(self.consumed, self.max_data, clock)?;
+        let limit = match self.window.take(self.consumed, self.max_data, clock) {
+            Some(limit) => limit,
+            // The peer has used all its credit. Waiting for half a window
+            // to be read could wait forever: streams nobody reads yet may
+            // hold the rest of it, while the reader waits on its own
+            // stream for bytes the peer cannot send.
+            None if self.peer_blocked() => self.window.take_any(self.consumed, self.max_data)?,
+            None => return None,
+        };
         self.max_data = limit;
         Some(limit)
+    }
+
+    /// Whether the peer has sent all it may (it can send nothing more until
+    /// MAX_DATA).
+    pub fn peer_blocked(&self) -> bool {
+        self.received >= self.max_data
     }
 
     /// Keep the window at least `size` (the largest stream window and a half),
@@ -307,6 +330,29 @@ mod tests {
     }
 
     #[test]
+    fn a_blocked_peer_gets_back_any_credit_read() {
+        let mut f = RecvFlow::new(100, 100);
+        // Three streams fill the window; the reader reads 10 bytes of one.
+        f.on_received(100).unwrap();
+        assert!(f.peer_blocked());
+        f.on_consumed(10);
+        assert_eq!(
+            f.take_max_data(None),
+            Some(110),
+            "less than half a window, but the peer is blocked"
+        );
+        assert!(!f.peer_blocked());
+        assert_eq!(f.take_max_data(None), None, "nothing read since");
+        // Not blocked: half a window as before.
+        f.on_received(5).unwrap();
+        f.on_consumed(5);
+        assert_eq!(f.take_max_data(None), None);
+        f.on_received(5).unwrap();
+        assert!(f.peer_blocked());
+        assert_eq!(f.take_max_data(None), Some(115));
+    }
+
+    #[test]
     fn recv_limit_is_enforced() {
         let mut f = RecvFlow::new(100, 100);
         f.on_received(60).unwrap();
@@ -322,7 +368,8 @@ mod tests {
     fn max_data_follows_consumption_by_half_windows() {
         let mut f = RecvFlow::new(100, 100);
         assert_eq!(f.take_max_data(None), None);
-        f.on_received(100).unwrap();
+        // The peer is one byte short of blocked (`a_blocked_peer_...` below).
+        f.on_received(99).unwrap();
         // Received but not consumed: no credit.
         assert_eq!(f.take_max_data(None), None);
         f.on_consumed(49);
@@ -331,7 +378,7 @@ mod tests {
         assert_eq!(f.take_max_data(None), Some(150));
         assert_eq!(f.take_max_data(None), None);
         assert_eq!(f.max_data(), 150);
-        f.on_received(50).unwrap();
+        f.on_received(51).unwrap();
         assert!(f.on_received(1).is_err());
         f.on_consumed(100);
         assert_eq!(f.take_max_data(None), Some(250));

@@ -77,6 +77,7 @@ impl Streams {
             }
         };
         self.on_consumed(consumed);
+        self.unblock_peer();
         if stopped {
             self.maybe_free(id);
         }

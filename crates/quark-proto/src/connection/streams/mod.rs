@@ -428,6 +428,15 @@ impl Streams {
         }
     }
 
+    /// The peer may have used the last of its connection credit (its data
+    /// reached our MAX_DATA, or it says so with DATA_BLOCKED): what was read
+    /// since the last MAX_DATA goes back to it now, however little.
+    pub(crate) fn unblock_peer(&mut self) {
+        if self.recv_flow.peer_blocked() && self.recv_flow.take_max_data(self.clock).is_some() {
+            self.pending.max_data = true;
+        }
+    }
+
     /// Tell the peer we no longer want data (STOP_SENDING).
     pub fn stop_sending(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
         let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
