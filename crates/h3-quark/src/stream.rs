@@ -127,9 +127,10 @@ impl quic::RecvStream for RecvStream {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+        // Zero-copy where the data still lies in the datagram it came in.
         self.stream
-            .poll_read_chunk(cx, READ_CHUNK)
-            .map(|r| r.map(|c| c.map(Bytes::from)).map_err(read_error))
+            .poll_read_bytes(cx, READ_CHUNK)
+            .map(|r| r.map_err(read_error))
     }
 
     fn stop_sending(&mut self, error_code: u64) {

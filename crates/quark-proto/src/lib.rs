@@ -54,7 +54,7 @@ pub use connection::{
     PathRttCache, Priority, SendDatagramError, StreamError, StreamEvent, Transmit, ZeroRtt,
     release_stream_pool, scratch_pool_bytes, stream_pool_bytes,
 };
-pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint};
+pub use endpoint::{ConnectError, ConnectionHandle, DatagramEvent, Endpoint, MIN_SHARED_RECEIVE};
 pub use error::{TransportError, TransportErrorCode};
 pub use stream::{ReadError, ReadOutcome, WriteError};
 pub use token_store::{AddressToken, TokenMemoryCache, TokenStore};

@@ -9,44 +9,16 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sim, Tls, payload, seed};
-use quark_proto::{ClientConfig, Dir, ReadOutcome, ServerConfig, StreamId, TransportConfig};
+use common::requests::four_requests;
+use common::{Sim, payload};
+use quark_proto::ReadOutcome;
 
 #[test]
 fn streams_read_one_at_a_time_get_through_a_full_connection_window() {
     const WINDOW: u64 = 128 * 1024;
     const BODY: usize = 100_000;
     for round in 0..3u64 {
-        let tls = Tls::new();
-        let sc = ServerConfig::new(tls.server_config(None));
-        let mut sim = Sim::new(seed(160 + round), sc, Default::default());
-        sim.set_delay(Duration::from_millis(5));
-        let mut cc = ClientConfig::new(tls.client_config(None));
-        cc.transport = TransportConfig {
-            receive_window: WINDOW,
-            receive_window_max: WINDOW,
-            ..TransportConfig::default()
-        }
-        .into();
-        let c = sim.connect_with(cc);
-        let s = sim.handshake(c);
-        let conn = sim.client.connection_mut(c).unwrap();
-        let ids: Vec<StreamId> = (0..4)
-            .map(|_| {
-                let id = conn.open_stream(Dir::Bi).unwrap();
-                conn.write(id, b"?").unwrap();
-                conn.finish(id).unwrap();
-                id
-            })
-            .collect();
-        let mut accepted = 0;
-        sim.run_until(10_000, |sim| {
-            let conn = sim.server.connection_mut(s).unwrap();
-            while conn.accept_stream(Dir::Bi).is_some() {
-                accepted += 1;
-            }
-            accepted == ids.len()
-        });
+        let (mut sim, c, s, ids) = four_requests(160 + round, WINDOW);
         // The server answers each with 100 KB: 400 KB for a 128 KiB window.
         let bodies: Vec<Vec<u8>> = (0..4).map(|i| payload(BODY, i as u8)).collect();
         let mut at = [0usize; 4];

@@ -6,42 +6,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sim, Tls, payload, seed};
-use quark_proto::{ClientConfig, Dir, ReadOutcome, ServerConfig, StreamId, TransportConfig};
+use common::payload;
+use common::requests::four_requests;
+use quark_proto::ReadOutcome;
 
 #[test]
 fn stopping_unread_streams_lets_the_peer_send_on_another() {
     const WINDOW: u64 = 128 * 1024;
-    let tls = Tls::new();
-    let sc = ServerConfig::new(tls.server_config(None));
-    let mut sim = Sim::new(seed(150), sc, Default::default());
-    sim.set_delay(Duration::from_millis(5));
-    let mut cc = ClientConfig::new(tls.client_config(None));
-    cc.transport = TransportConfig {
-        receive_window: WINDOW,
-        receive_window_max: WINDOW,
-        ..TransportConfig::default()
-    }
-    .into();
-    let c = sim.connect_with(cc);
-    let s = sim.handshake(c);
-    let conn = sim.client.connection_mut(c).unwrap();
-    let ids: Vec<StreamId> = (0..4)
-        .map(|_| {
-            let id = conn.open_stream(Dir::Bi).unwrap();
-            conn.write(id, b"?").unwrap();
-            conn.finish(id).unwrap();
-            id
-        })
-        .collect();
-    let mut accepted = 0;
-    sim.run_until(10_000, |sim| {
-        let conn = sim.server.connection_mut(s).unwrap();
-        while conn.accept_stream(Dir::Bi).is_some() {
-            accepted += 1;
-        }
-        accepted == ids.len()
-    });
+    let (mut sim, c, s, ids) = four_requests(150, WINDOW);
     // The server fills the client's window on the first three streams.
     let filler = payload(WINDOW as usize, 1);
     let conn = sim.server.connection_mut(s).unwrap();

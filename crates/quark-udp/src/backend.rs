@@ -4,6 +4,8 @@ use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 use std::task::{Context, Poll};
 
+use bytes::BytesMut;
+
 use crate::xdp::{XdpConfig, XdpSocket};
 use crate::{RecvMeta, Transmit, UdpSocket};
 
@@ -111,6 +113,27 @@ impl Socket {
         match self {
             Self::Udp(s) => s.try_recv(bufs, meta),
             Self::Xdp(s) => s.try_recv(bufs, meta),
+        }
+    }
+
+    /// See [`UdpSocket::try_recv_buf`].
+    pub fn try_recv_buf(&self, bufs: &mut [BytesMut], meta: &mut [RecvMeta]) -> io::Result<usize> {
+        match self {
+            Self::Udp(s) => s.try_recv_buf(bufs, meta),
+            Self::Xdp(s) => s.try_recv_buf(bufs, meta),
+        }
+    }
+
+    /// See [`UdpSocket::poll_recv_buf`].
+    pub fn poll_recv_buf(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &mut [BytesMut],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        match self {
+            Self::Udp(s) => s.poll_recv_buf(cx, bufs, meta),
+            Self::Xdp(s) => s.poll_recv_buf(cx, bufs, meta),
         }
     }
 

@@ -63,6 +63,7 @@
 compile_error!("quark-udp supports Linux only");
 
 mod backend;
+mod bufs;
 mod checksum;
 pub mod heap;
 pub mod netns;

@@ -63,6 +63,13 @@ pub struct DriverCounters {
     pub heap_pushes: u64,
     /// Times a driver went to sleep (each a wake-up later).
     pub parks: u64,
+    /// Receives of at least `quark_proto::MIN_SHARED_RECEIVE` bytes whose
+    /// buffer was lent to the connections (zero-copy receive).
+    pub lent_receives: u64,
+    /// Reads whose buffers were not lent: too many were held by unread data.
+    pub unlent_reads: u64,
+    /// The most receive buffers one driver had held by unread data at once.
+    pub most_parked: u64,
 }
 
 /// A timer fired this long after its deadline counts as late.
@@ -81,6 +88,9 @@ pub(crate) mod driver {
     pub(crate) static LOSS_FIRED: AtomicU64 = AtomicU64::new(0);
     pub(crate) static HEAP_PUSHES: AtomicU64 = AtomicU64::new(0);
     pub(crate) static PARKS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static LENT: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static UNLENT: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static MOST_PARKED: AtomicU64 = AtomicU64::new(0);
 
     #[inline]
     pub(crate) fn on() -> bool {
@@ -119,5 +129,8 @@ pub fn driver_snapshot() -> DriverCounters {
         loss_timers_fired: driver::LOSS_FIRED.load(Relaxed),
         heap_pushes: driver::HEAP_PUSHES.load(Relaxed),
         parks: driver::PARKS.load(Relaxed),
+        lent_receives: driver::LENT.load(Relaxed),
+        unlent_reads: driver::UNLENT.load(Relaxed),
+        most_parked: driver::MOST_PARKED.load(Relaxed),
     }
 }

@@ -480,8 +480,40 @@ impl RecvStream {
         poll_fn(|cx| self.poll_read_chunk(cx, max)).await
     }
 
-    /// Hand what has arrived in order, at most `max` bytes, to `f` in place (one or
-    /// two pieces): `Some(n)` bytes, or `None` at the end of the stream. Nothing is
+    /// Read what has arrived in order, at most `max` bytes, as [`Bytes`]:
+    /// `None` at the end of the stream. Without a copy when the bytes are
+    /// still in the datagram they arrived in (zero-copy receive): the
+    /// `Bytes` then shares the driver's receive buffer until dropped, so
+    /// drop it soon (the driver lends a bounded number of buffers, and
+    /// copies past that). Copied from the stream's storage otherwise.
+    pub fn poll_read_bytes(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+    ) -> Poll<Result<Option<Bytes>, ReadError>> {
+        let mut chunk = Bytes::new();
+        let polled = self.poll_read_with(cx, |conn, id| {
+            let outcome = match conn.read_bytes(id, max)? {
+                None => ReadOutcome::Finished,
+                Some(bytes) if bytes.is_empty() => ReadOutcome::Blocked,
+                Some(bytes) => {
+                    let n = bytes.len();
+                    chunk = bytes;
+                    ReadOutcome::Data(n)
+                }
+            };
+            Ok((outcome, false))
+        });
+        polled.map_ok(|n| n.map(|_| chunk))
+    }
+
+    /// [`poll_read_bytes`](Self::poll_read_bytes) as a future.
+    pub async fn read_bytes(&mut self, max: usize) -> Result<Option<Bytes>, ReadError> {
+        poll_fn(|cx| self.poll_read_bytes(cx, max)).await
+    }
+
+    /// Hand what has arrived in order, at most `max` bytes, to `f` in place (one
+    /// piece or more): `Some(n)` bytes, or `None` at the end of the stream. Nothing is
     /// copied or allocated; `f` runs under the endpoint's lock, so keep it short.
     /// A read that takes the last bytes (the FIN already here) also ends the
     /// stream, so the `None` after it costs no lock.

@@ -376,8 +376,23 @@ impl Connection {
         self.streams.read(id, &mut Append { out, max })
     }
 
-    /// Read from a stream in place: hand at most `max` bytes to `f` (in one or two
-    /// pieces) without copying them out first.
+    /// Read up to `max` bytes of a stream as [`Bytes`]: without a copy when
+    /// they are still in the datagram they arrived in (zero-copy receive,
+    /// [`handle_shared`](Self::handle_shared)), copied otherwise. `Ok(None)`
+    /// once the stream has ended; an empty `Bytes` when nothing is readable
+    /// yet.
+    pub fn read_bytes(&mut self, id: StreamId, max: usize) -> Result<Option<Bytes>, StreamError> {
+        self.streams.read_bytes(id, max)
+    }
+
+    /// Readable bytes of stream `id` still in the datagrams they came in
+    /// (zero-copy receive); 0 for an unknown stream.
+    pub fn shared_readable(&self, id: StreamId) -> usize {
+        self.streams.shared_readable(id)
+    }
+
+    /// Read from a stream in place: hand at most `max` bytes to `f` (in one
+    /// piece or more) without copying them out first.
     pub fn read_visit(
         &mut self,
         id: StreamId,

@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use super::Connection;
 use super::scratch;
 use crate::cid::ConnectionId;
@@ -17,24 +19,28 @@ pub(crate) const MAX_PATH_RESPONSES: usize = 4;
 impl Connection {
     /// Process one frame from the peer. An error names the frame's type unless
     /// it already names one.
+    /// `owner`, when given, is the shared receive buffer the frame was parsed
+    /// from (STREAM data may stay there).
     pub(crate) fn on_frame(
         &mut self,
         now: Instant,
         space: SpaceId,
         dcid: &ConnectionId,
         frame: Frame<'_>,
+        owner: Option<&Bytes>,
     ) -> Result<(), TransportError> {
         // By reference, so the type is worked out on the error path only.
-        self.dispatch_frame(now, space, dcid, &frame).map_err(|e| {
-            //= https://www.rfc-editor.org/rfc/rfc9000#section-19.19
-            //# Frame Type:  A variable-length integer encoding the type of frame
-            //#    that triggered the error.
-            if e.frame_type.is_some() {
-                e
-            } else {
-                e.with_frame(frame.ty().0)
-            }
-        })
+        self.dispatch_frame(now, space, dcid, &frame, owner)
+            .map_err(|e| {
+                //= https://www.rfc-editor.org/rfc/rfc9000#section-19.19
+                //# Frame Type:  A variable-length integer encoding the type of frame
+                //#    that triggered the error.
+                if e.frame_type.is_some() {
+                    e
+                } else {
+                    e.with_frame(frame.ty().0)
+                }
+            })
     }
 
     fn dispatch_frame(
@@ -43,6 +49,7 @@ impl Connection {
         space: SpaceId,
         dcid: &ConnectionId,
         frame: &Frame<'_>,
+        owner: Option<&Bytes>,
     ) -> Result<(), TransportError> {
         match frame {
             Frame::Ping if space == SpaceId::Initial => self.client_lacks_our_initial(),
@@ -57,9 +64,10 @@ impl Connection {
                 crate::cpu::measure(crate::cpu::Work::Ack, || self.on_ack_frame(now, space, ack))?
             }
             Frame::Crypto(c) => self.on_crypto_frame(now, space, c.offset, c.data)?,
-            Frame::Stream(s) => self
-                .streams
-                .on_stream_frame(s.id, s.offset, s.data, s.fin)?,
+            Frame::Stream(s) => {
+                self.streams
+                    .on_stream_frame(s.id, s.offset, (s.data, owner), s.fin)?
+            }
             Frame::ResetStream(f) => self.streams.on_reset_stream(f)?,
             Frame::StopSending(f) => self.streams.on_stop_sending(f)?,
             Frame::MaxData(max) => self.streams.on_max_data(*max),

@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::Instant;
 
+use bytes::{Bytes, BytesMut};
+
 use super::Connection;
 use super::close::{ConnectionError, State};
 use super::scratch;
@@ -49,19 +51,69 @@ impl Connection {
         ecn: Option<EcnCodepoint>,
         segments: &mut [&mut [u8]],
     ) {
-        if matches!(self.state, State::Drained { .. } | State::Draining { .. }) {
+        let bytes: u64 = segments.iter().map(|s| s.len() as u64).sum();
+        let Some(follow) = self.begin_batch(now, remote, bytes) else {
             return;
+        };
+        let mut decrypted = scratch::take_decrypted();
+        for (index, data) in segments.iter_mut().enumerate() {
+            if !self.open_datagram(now, ecn, index, data, &mut decrypted) {
+                break;
+            }
+        }
+        let packet = |d: &Decrypted| &segments[d.segment][d.packet.clone()];
+        let restart_idle = self.process_decrypted(now, ecn, &mut decrypted, packet, None);
+        scratch::put_decrypted(decrypted);
+        self.end_batch(now, remote, bytes, follow, restart_idle);
+    }
+
+    /// [`handle_batch`](Self::handle_batch) for the datagrams of `run`, one
+    /// receive cut every `stride` bytes, which the connection may keep: once
+    /// decrypted it is frozen, and in-order STREAM data of a frame large
+    /// enough stays in it as a slice until the application reads it
+    /// (zero-copy receive). Whoever made `run` bounds the memory such slices
+    /// pin (the driver stops handing buffers over past a budget).
+    pub fn handle_shared(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        mut run: BytesMut,
+        stride: usize,
+    ) {
+        let bytes = run.len() as u64;
+        let Some(follow) = self.begin_batch(now, remote, bytes) else {
+            return;
+        };
+        let stride = stride.max(1);
+        let mut decrypted = scratch::take_decrypted();
+        for (index, data) in run.chunks_mut(stride).enumerate() {
+            if !self.open_datagram(now, ecn, index, data, &mut decrypted) {
+                break;
+            }
+        }
+        let run = run.freeze();
+        let packet = |d: &Decrypted| {
+            let at = d.segment * stride;
+            &run[at + d.packet.start..at + d.packet.end]
+        };
+        let restart_idle = self.process_decrypted(now, ecn, &mut decrypted, packet, Some(&run));
+        scratch::put_decrypted(decrypted);
+        self.end_batch(now, remote, bytes, follow, restart_idle);
+    }
+
+    /// Before a batch of `bytes` from `remote`: `None` when it is dropped,
+    /// else whether it came from an address the connection will follow.
+    fn begin_batch(&mut self, now: Instant, remote: SocketAddr, bytes: u64) -> Option<bool> {
+        if matches!(self.state, State::Drained { .. } | State::Draining { .. }) {
+            return None;
         }
         let off_path = remote != self.path.remote;
         let follow = if off_path {
-            match self.accept_remote(remote) {
-                Some(follow) => follow,
-                None => return,
-            }
+            self.accept_remote(remote)?
         } else {
             false
         };
-        let bytes: u64 = segments.iter().map(|s| s.len() as u64).sum();
         if !off_path {
             self.on_path_bytes(now, bytes);
         }
@@ -71,13 +123,20 @@ impl Connection {
             self.recovery.rtt().smoothed(),
             self.recovery.congestion_window(),
         );
-        let mut decrypted = scratch::take_decrypted();
-        for (index, data) in segments.iter_mut().enumerate() {
-            self.open_datagram(now, ecn, index, data, &mut decrypted);
-            if !matches!(self.state, State::Handshake | State::Established) {
-                break;
-            }
-        }
+        Some(follow)
+    }
+
+    /// Phase two for a batch: the frames of every packet decrypted, each
+    /// found by `packet`; `owner` is the frozen receive buffer they lie in,
+    /// if shared. Returns whether the idle timer is owed a restart.
+    fn process_decrypted<'a>(
+        &mut self,
+        now: Instant,
+        ecn: Option<EcnCodepoint>,
+        decrypted: &mut Vec<Decrypted>,
+        packet: impl Fn(&Decrypted) -> &'a [u8],
+        owner: Option<&Bytes>,
+    ) -> bool {
         // Every packet of the batch is processed at one `now`: the idle timer
         // is restarted once, after the last (nothing in between reads it).
         let mut restart_idle = false;
@@ -85,19 +144,30 @@ impl Connection {
             if !matches!(self.state, State::Handshake | State::Established) {
                 break;
             }
-            let packet = &segments[d.segment][d.packet.clone()];
             restart_idle |= self.process_packet(
                 now,
                 ecn,
                 PacketKind::OneRtt,
-                packet,
+                packet(&d),
                 &d.hdr,
                 d.payload,
                 &d.dst_cid,
                 None,
+                owner,
             );
         }
-        scratch::put_decrypted(decrypted);
+        restart_idle
+    }
+
+    /// After a batch: the idle timer, buffered 0-RTT, a move to `remote`.
+    fn end_batch(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        bytes: u64,
+        follow: bool,
+        restart_idle: bool,
+    ) {
         if restart_idle {
             self.reset_idle_timer(now);
         }
@@ -112,9 +182,10 @@ impl Connection {
         }
     }
 
-    /// Phase one for one datagram: long-header packets are handled at once (the
-    /// handshake is rare and order-sensitive); 1-RTT packets are decrypted and
-    /// queued in `decrypted`.
+    /// Phase one for datagram `index` of a batch: long-header packets are
+    /// handled at once (the handshake is rare and order-sensitive); 1-RTT
+    /// packets are decrypted and queued in `decrypted`. False when the
+    /// connection stopped taking packets.
     fn open_datagram(
         &mut self,
         now: Instant,
@@ -122,7 +193,7 @@ impl Connection {
         index: usize,
         data: &mut [u8],
         decrypted: &mut Vec<Decrypted>,
-    ) {
+    ) -> bool {
         self.stats.datagrams_in += 1;
         self.stats.bytes_in += data.len() as u64;
         let tail = reset_tail(data);
@@ -162,6 +233,7 @@ impl Connection {
                 break;
             }
         }
+        matches!(self.state, State::Handshake | State::Established)
     }
 
     /// `bytes` came in on the path in use: they raise its amplification limit.
@@ -338,6 +410,7 @@ impl Connection {
             payload,
             &pd.dst_cid,
             Some(pd.src_cid),
+            None,
         ) {
             self.reset_idle_timer(now);
         }
@@ -358,6 +431,7 @@ impl Connection {
         payload: Range<usize>,
         dst_cid: &ConnectionId,
         src_cid: Option<ConnectionId>,
+        owner: Option<&Bytes>,
     ) -> bool {
         let space = kind.space();
         if !hdr.reserved_bits_zero {
@@ -434,7 +508,7 @@ impl Connection {
             let result = frame.map_err(TransportError::from).and_then(|f| {
                 ack_eliciting |= f.is_ack_eliciting();
                 probing &= f.is_probing();
-                self.on_frame(now, space, dst_cid, f)
+                self.on_frame(now, space, dst_cid, f, owner)
             });
             if let Err(e) = result {
                 #[cfg(feature = "testing")]

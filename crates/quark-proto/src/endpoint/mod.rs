@@ -23,6 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::{Buf, BytesMut};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use slab::Slab;
@@ -93,6 +94,12 @@ struct Owned {
 /// A connection's memory is counted again every this many syncs (its
 /// estimate walks its streams).
 const MEMORY_RECOUNT: u32 = 16;
+
+/// Receives smaller than this are not shared (zero-copy receive): a slice
+/// pins its whole receive buffer (64 KiB in quark's driver), so one datagram
+/// of a request would pin 45 times its size. Bulk transfers fill buffers:
+/// GRO batches of many segments, or loopback's 64 KB datagrams.
+pub const MIN_SHARED_RECEIVE: usize = 16 * 1024;
 
 /// A set of connections sharing a socket.
 pub struct Endpoint {
@@ -332,6 +339,13 @@ impl Endpoint {
     /// processing any ([`Connection::handle_batch`]). Reports what each did, with
     /// the datagram concerned for those handled alone (to forward it elsewhere on
     /// [`DatagramEvent::Forward`]); an empty slice for a batch.
+    ///
+    /// `data` is taken: it is left empty, its storage shared with what
+    /// connections kept. With `share`, and a receive of at least
+    /// [`MIN_SHARED_RECEIVE`] bytes, a connection may keep in-order STREAM
+    /// data where it lies, as slices of `data`'s storage, until it is read
+    /// ([`Connection::handle_shared`]: zero-copy receive); otherwise every
+    /// byte kept is copied and `data`'s storage is free again on return.
     #[allow(clippy::too_many_arguments)]
     pub fn handle_batch(
         &mut self,
@@ -339,67 +353,72 @@ impl Endpoint {
         remote: SocketAddr,
         local_ip: Option<IpAddr>,
         ecn: Option<EcnCodepoint>,
-        data: &mut [u8],
+        data: &mut BytesMut,
         stride: usize,
+        share: bool,
         mut on_event: impl FnMut(DatagramEvent, &[u8]),
     ) {
         self.epoch.get_or_insert(now);
-        let mut run: SmallVec<[&mut [u8]; 64]> = SmallVec::new();
+        let stride = stride.max(1);
+        let share = share && data.len() >= MIN_SHARED_RECEIVE;
+        let from = (remote, local_ip, ecn);
+        // The run: the first `run_len` bytes of `data`, for `run_conn`.
+        let mut run_len = 0;
         let mut run_conn = None;
-        for segment in data.chunks_mut(stride.max(1)) {
+        while run_len < data.len() {
+            let len = stride.min(data.len() - run_len);
             let grease = self.config.grease_quic_bit;
+            let segment = &data[run_len..run_len + len];
             let route = match PartialDecode::with_quic_bit(segment, self.config.cid_len, grease) {
                 Ok(pd) => self.lookup(&pd.dst_cid),
                 Err(_) => None,
             };
             if route.is_none() || route != run_conn {
-                self.flush_run(
-                    now,
-                    (remote, local_ip),
-                    ecn,
-                    run_conn.take(),
-                    &mut run,
-                    &mut on_event,
-                );
+                if let Some(h) = run_conn.take() {
+                    let run = data.split_to(run_len);
+                    self.flush_run(now, from, h, run, (stride, share), &mut on_event);
+                }
+                run_len = 0;
             }
             match route {
                 Some(h) => {
                     run_conn = Some(h);
-                    run.push(segment);
+                    run_len += len;
                 }
                 None => {
+                    let segment = &mut data[..len];
                     if let Some(event) = self.handle_datagram(now, remote, local_ip, ecn, segment) {
                         on_event(event, segment);
                     }
+                    data.advance(len);
                 }
             }
         }
-        self.flush_run(
-            now,
-            (remote, local_ip),
-            ecn,
-            run_conn,
-            &mut run,
-            &mut on_event,
-        );
+        if let Some(h) = run_conn {
+            let run = data.split_to(run_len);
+            self.flush_run(now, from, h, run, (stride, share), &mut on_event);
+        }
     }
 
     fn flush_run(
         &mut self,
         now: Instant,
-        (remote, local_ip): (SocketAddr, Option<IpAddr>),
-        ecn: Option<EcnCodepoint>,
-        conn: Option<ConnectionHandle>,
-        run: &mut SmallVec<[&mut [u8]; 64]>,
+        (remote, local_ip, ecn): (SocketAddr, Option<IpAddr>, Option<EcnCodepoint>),
+        h: ConnectionHandle,
+        mut run: BytesMut,
+        (stride, share): (usize, bool),
         on_event: &mut impl FnMut(DatagramEvent, &[u8]),
     ) {
-        if let Some(h) = conn {
-            self.conns[h.0].note_local_ip(local_ip);
-            self.conns[h.0].handle_batch(now, remote, ecn, run);
-            self.sync(h);
-            on_event(DatagramEvent::Connection(h), &[]);
+        let conn = &mut self.conns[h.0];
+        conn.note_local_ip(local_ip);
+        if share {
+            conn.handle_shared(now, remote, ecn, run, stride);
+        } else {
+            let mut segments: SmallVec<[&mut [u8]; 64]> = run.chunks_mut(stride).collect();
+            conn.handle_batch(now, remote, ecn, &mut segments);
         }
-        run.clear();
+        self.sync(h);
+        on_event(DatagramEvent::Connection(h), &[]);
     }
 
     /// `Forward` if the destination ID names another worker.

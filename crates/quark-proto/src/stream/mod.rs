@@ -19,7 +19,8 @@ pub mod send;
 
 pub use flow::{AutoWindow, FlowClock, RecvFlow, SendFlow};
 pub use recv::{
-    Append, ReadError, ReadInto, ReadOutcome, RecvBuffer, RecvState, RecvStream, Visit,
+    Append, MAX_MOVED, MIN_SHARED, ReadError, ReadInto, ReadOutcome, RecvBuffer, RecvState,
+    RecvStream, Visit,
 };
 pub use send::{SendBuffer, SendRange, SendState, SendStream, WriteError};
 

@@ -4,13 +4,15 @@
 
 use std::collections::VecDeque;
 
+use bytes::Bytes;
+
 use super::flow::{AutoWindow, FlowClock};
 use crate::error::TransportError;
 use crate::varint::VarInt;
 
 mod buffer;
 
-pub use buffer::{Append, ReadInto, RecvBuffer, Visit};
+pub use buffer::{Append, MAX_MOVED, MIN_SHARED, ReadInto, RecvBuffer, Visit};
 
 /// Receiving part of a stream (RFC 9000 §3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,6 +120,18 @@ impl RecvStream {
     /// final-size rules (FINAL_SIZE_ERROR). Returns how many new bytes count against
     /// connection-level flow control (growth of the highest offset).
     pub fn on_data(&mut self, offset: u64, data: &[u8], fin: bool) -> Result<u64, TransportError> {
+        self.on_data_from(offset, data, fin, None)
+    }
+
+    /// [`on_data`](Self::on_data) for `data` that may lie in `owner`, a
+    /// shared receive buffer ([`RecvBuffer::insert_from`]).
+    pub fn on_data_from(
+        &mut self,
+        offset: u64,
+        data: &[u8],
+        fin: bool,
+        owner: Option<&Bytes>,
+    ) -> Result<u64, TransportError> {
         //= https://www.rfc-editor.org/rfc/rfc9000#section-19.8
         //# The largest offset delivered on a stream -- the sum of the offset and
         //# data length -- cannot exceed 2^62-1, as it is not possible to provide
@@ -154,7 +168,7 @@ impl RecvStream {
             self.final_size = Some(end);
             self.state = RecvState::SizeKnown;
         }
-        self.buf.insert(offset, data);
+        self.buf.insert_from(offset, data, owner);
         if self.stopped {
             //= https://www.rfc-editor.org/rfc/rfc9000#section-3.5
             //# STREAM frames received after sending a STOP_SENDING frame are still
@@ -267,6 +281,28 @@ impl RecvStream {
         &mut self,
         buf: &mut D,
     ) -> Result<ReadOutcome, ReadError> {
+        self.read_with(|b| b.read_into(buf))
+    }
+
+    /// [`read`](Self::read) handing over up to `max` bytes as [`Bytes`]: no
+    /// copy when they are held in a receive buffer ([`RecvBuffer::read_bytes`]).
+    /// `Ok(None)` when the stream has ended; an empty `Bytes` when nothing is
+    /// readable yet (or `max` is 0).
+    pub fn read_bytes(&mut self, max: usize) -> Result<Option<Bytes>, ReadError> {
+        let mut bytes = Bytes::new();
+        let outcome = self.read_with(|b| {
+            bytes = b.read_bytes(max).unwrap_or_default();
+            bytes.len()
+        })?;
+        Ok((outcome != ReadOutcome::Finished).then_some(bytes))
+    }
+
+    /// A read's states around `take`, which moves readable bytes out of the
+    /// buffer (there is at least one) and says how many.
+    fn read_with(
+        &mut self,
+        take: impl FnOnce(&mut RecvBuffer) -> usize,
+    ) -> Result<ReadOutcome, ReadError> {
         if self.stopped {
             return Err(ReadError::Stopped);
         }
@@ -278,7 +314,7 @@ impl RecvStream {
             RecvState::DataRead => Ok(ReadOutcome::Finished),
             RecvState::Recv | RecvState::SizeKnown | RecvState::DataRecvd => {
                 if self.buf.readable() > 0 {
-                    Ok(ReadOutcome::Data(self.buf.read_into(buf)))
+                    Ok(ReadOutcome::Data(take(&mut self.buf)))
                 } else if self.state == RecvState::DataRecvd {
                     self.state = RecvState::DataRead;
                     Ok(ReadOutcome::Finished)

@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
 pub use quark_netem::{LinkConfig, Path, Profile};
 use quark_proto::{
     ClientConfig, Connection, ConnectionHandle, Endpoint, EndpointConfig, Event, ReadOutcome,
@@ -18,6 +19,7 @@ use quark_proto::{
 
 pub mod app;
 pub mod downloads;
+pub mod requests;
 pub mod upload;
 
 pub const ALPN: &[u8] = b"hq-interop";
@@ -122,6 +124,12 @@ pub struct Sim {
     pub counted: Option<fn(&mut dyn FnMut())>,
     /// Deliver runs of equal-sized datagrams as one GRO buffer (`handle_batch`).
     pub gro: bool,
+    /// Lend the receive buffers to connections, as the driver does (zero-copy
+    /// receive): in-order stream data may stay in them until read. On by
+    /// default; off, every byte a connection keeps is copied.
+    pub share: bool,
+    /// Receive buffers, reused once nothing holds them (as the driver's).
+    rx_bufs: Vec<BytesMut>,
     /// Bytes the server sent to addresses other than `client_addr`, per address
     /// (the client's old address after it moved, a forged one).
     pub sent_elsewhere: std::collections::HashMap<SocketAddr, u64>,
@@ -157,6 +165,8 @@ impl Sim {
             server_handles: Vec::new(),
             counted: None,
             gro: false,
+            share: true,
+            rx_bufs: Vec::new(),
             sent_elsewhere: std::collections::HashMap::new(),
             unreachable: None,
         }
@@ -360,15 +370,26 @@ impl Sim {
             (&mut self.client, self.server_addr)
         };
         let mut events = Vec::with_capacity(8); // allocated outside the counted call
+        let mut buf = reusable(&mut self.rx_bufs, data.len());
+        buf.extend_from_slice(data);
+        let share = self.share;
         let mut call = || {
-            ep.handle_batch(now, from, None, None, data, stride.max(1), |e, _| {
-                events.push(e)
-            })
+            ep.handle_batch(
+                now,
+                from,
+                None,
+                None,
+                &mut buf,
+                stride.max(1),
+                share,
+                |e, _| events.push(e),
+            )
         };
         match self.counted {
             Some(wrap) => wrap(&mut call),
             None => call(),
         }
+        self.rx_bufs.push(buf);
         for ev in events {
             if let quark_proto::DatagramEvent::NewConnection(h) = ev {
                 self.server_handles.push(h);
@@ -381,8 +402,9 @@ impl Sim {
     pub fn inject_to_server(&mut self, from: SocketAddr, data: &mut [u8]) {
         let now = self.now;
         let len = data.len();
+        let mut buf = BytesMut::from(&data[..]);
         self.server
-            .handle_batch(now, from, None, None, data, len, |_, _| {});
+            .handle_batch(now, from, None, None, &mut buf, len, self.share, |_, _| {});
     }
 
     fn next_timeout(&self) -> Option<Instant> {
@@ -598,4 +620,20 @@ fn long_packet_end(d: &[u8], has_token: bool) -> Option<usize> {
 /// The Token field of an Initial at the start of `d`.
 pub fn initial_token(d: &[u8]) -> Option<Vec<u8>> {
     Some(after_cids(d)?.1.varint_bytes().ok()?.to_vec())
+}
+
+/// An empty receive buffer with room for `len` bytes: one of `pool` that
+/// nothing holds any more (the emptied tail of an earlier receive, whose
+/// slices were all dropped), else a new one. Like the driver's, so the
+/// allocations counted inside protocol calls are the protocol's.
+fn reusable(pool: &mut Vec<BytesMut>, len: usize) -> BytesMut {
+    const SIZE: usize = 64 * 1024;
+    if let Some(i) = pool.iter_mut().position(|b| b.try_reclaim(len.max(SIZE))) {
+        return pool.swap_remove(i);
+    }
+    // Buffers still held are let go past a few (their slices keep the memory).
+    if pool.len() > 64 {
+        pool.remove(0);
+    }
+    BytesMut::with_capacity(len.max(SIZE))
 }

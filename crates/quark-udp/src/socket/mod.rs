@@ -6,6 +6,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::OnceLock;
 use std::task::{Context, Poll, ready};
 
+use bytes::BytesMut;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -184,7 +185,41 @@ impl UdpSocket {
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> io::Result<usize> {
-        sys::mmsg::recv(self.as_fd(), &self.state, bufs, meta)
+        // SAFETY: `IoSliceMut` is ABI-compatible with `iovec` on Unix (documented
+        // by std), and each describes a writable slice borrowed for this call.
+        let iovs = unsafe {
+            std::slice::from_raw_parts_mut(bufs.as_mut_ptr().cast::<libc::iovec>(), bufs.len())
+        };
+        sys::mmsg::recv(self.as_fd(), &self.state, iovs, meta)
+    }
+
+    /// [`try_recv`](Self::try_recv) into `bufs`, each emptied first: a
+    /// message fills its buffer's capacity, nothing is zeroed beforehand, and
+    /// the buffer's length becomes `meta[i].len`. Reserve room for the
+    /// largest message (64 KiB with GRO) first, or a message may be truncated.
+    pub fn try_recv_buf(&self, bufs: &mut [BytesMut], meta: &mut [RecvMeta]) -> io::Result<usize> {
+        let n = bufs.len().min(crate::BATCH_SIZE);
+        bufs.iter_mut().for_each(BytesMut::clear);
+        let mut iovs = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; crate::BATCH_SIZE];
+        for (iov, buf) in iovs.iter_mut().zip(bufs[..n].iter_mut()) {
+            let spare = buf.spare_capacity_mut();
+            *iov = libc::iovec {
+                iov_base: spare.as_mut_ptr().cast(),
+                iov_len: spare.len(),
+            };
+        }
+        let got = sys::mmsg::recv(self.as_fd(), &self.state, &mut iovs[..n], meta)?;
+        for ((buf, iov), m) in bufs.iter_mut().zip(&iovs).zip(meta.iter_mut()).take(got) {
+            m.len = m.len.min(iov.iov_len);
+            // SAFETY: the buffer was empty, and the kernel wrote `m.len` bytes
+            // (at most the iovec's length, clamped above) at the start of its
+            // spare capacity: its first `m.len` bytes are initialised.
+            unsafe { buf.set_len(m.len) };
+        }
+        Ok(got)
     }
 
     /// [`try_send`](Self::try_send), waiting for the socket to become writable. Only
@@ -234,13 +269,36 @@ impl UdpSocket {
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
-        if bufs.is_empty() || meta.is_empty() {
+        let asked = bufs.len().min(meta.len()).min(crate::BATCH_SIZE);
+        self.poll_recv_with(cx, asked, || self.try_recv(bufs, meta))
+    }
+
+    /// [`try_recv_buf`](Self::try_recv_buf), waiting for a datagram (as
+    /// [`poll_recv`](Self::poll_recv)).
+    pub fn poll_recv_buf(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &mut [BytesMut],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        let asked = bufs.len().min(meta.len()).min(crate::BATCH_SIZE);
+        self.poll_recv_with(cx, asked, || self.try_recv_buf(bufs, meta))
+    }
+
+    /// Waits for readiness, then receives with `recv` (at most `asked`
+    /// messages).
+    fn poll_recv_with(
+        &self,
+        cx: &mut Context<'_>,
+        asked: usize,
+        mut recv: impl FnMut() -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        if asked == 0 {
             return Poll::Ready(Ok(0));
         }
-        let asked = bufs.len().min(meta.len()).min(crate::BATCH_SIZE);
         loop {
             let mut guard = ready!(self.io.poll_read_ready(cx))?;
-            if let Ok(result) = guard.try_io(|_| self.try_recv(bufs, meta)) {
+            if let Ok(result) = guard.try_io(|_| recv()) {
                 if matches!(result, Ok(n) if n < asked) {
                     // Fewer messages than asked: the queue was empty just now. The
                     // reactor's epoll is edge-triggered, so any datagram arriving

@@ -87,11 +87,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
+use bytes::BytesMut;
 use tokio::io::unix::AsyncFd;
 
 pub use config::{Attach, Bind, ParseError, XdpConfig};
 pub use open::XdpProgram;
 
+use crate::bufs::RecvBufs;
 use crate::{MAX_GRO_SEGMENTS, MAX_GSO_SEGMENTS, RecvMeta, Transmit};
 use neigh::Neighbours;
 use netdev::Interface;
@@ -271,6 +273,21 @@ impl XdpSocket {
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> io::Result<usize> {
+        self.try_recv_any(bufs, meta)
+    }
+
+    /// [`try_recv`](Self::try_recv) into `BytesMut`s, emptied first (see
+    /// [`UdpSocket::try_recv_buf`](crate::UdpSocket::try_recv_buf)).
+    pub fn try_recv_buf(&self, bufs: &mut [BytesMut], meta: &mut [RecvMeta]) -> io::Result<usize> {
+        bufs.iter_mut().for_each(BytesMut::clear);
+        self.try_recv_any(bufs, meta)
+    }
+
+    fn try_recv_any<B: RecvBufs + ?Sized>(
+        &self,
+        bufs: &mut B,
+        meta: &mut [RecvMeta],
+    ) -> io::Result<usize> {
         let mut rx = lock(&self.rx);
         rx::recv(self, &mut rx, bufs, meta)
     }
@@ -301,7 +318,27 @@ impl XdpSocket {
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
-        if bufs.is_empty() || meta.is_empty() {
+        self.poll_recv_any(cx, bufs, meta)
+    }
+
+    /// [`poll_recv`](Self::poll_recv) into `BytesMut`s, emptied first.
+    pub fn poll_recv_buf(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &mut [BytesMut],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        bufs.iter_mut().for_each(BytesMut::clear);
+        self.poll_recv_any(cx, bufs, meta)
+    }
+
+    fn poll_recv_any<B: RecvBufs + ?Sized>(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &mut B,
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        if bufs.count() == 0 || meta.is_empty() {
             return Poll::Ready(Ok(0));
         }
         if self.tx_pending.load(Relaxed) {
@@ -313,7 +350,7 @@ impl XdpSocket {
         }
         loop {
             match self.io.poll_read_ready(cx) {
-                Poll::Ready(Ok(mut guard)) => match self.try_recv(bufs, meta) {
+                Poll::Ready(Ok(mut guard)) => match self.try_recv_any(bufs, meta) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         if lock(&self.rx).ring.available() > 0 {
                             // Left waiting for fill-ring room, which frees up
@@ -330,7 +367,7 @@ impl XdpSocket {
             }
         }
         // The XDP rings are empty and will wake us; anything for the kernel socket?
-        let polled = self.kernel.poll_recv(cx, bufs, meta);
+        let polled = bufs.poll_udp(&self.kernel, cx, meta);
         if let Poll::Ready(Ok(n)) = polled {
             let datagrams: usize = meta[..n]
                 .iter()

@@ -2,23 +2,24 @@
 //! into the caller's buffers (coalescing equal-size datagrams of one flow, like
 //! UDP GRO), and give the frames back through the fill ring.
 
-use std::io::{self, IoSliceMut};
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::xsk::Umem;
 use super::{Rx, XdpSocket, lock, wire};
+use crate::bufs::RecvBufs;
 use crate::stats::Timer;
 use crate::{MAX_GRO_SEGMENTS, RecvMeta};
 
-pub(super) fn recv(
+pub(super) fn recv<B: RecvBufs + ?Sized>(
     sock: &XdpSocket,
     rx: &mut Rx,
-    bufs: &mut [IoSliceMut<'_>],
+    bufs: &mut B,
     meta: &mut [RecvMeta],
 ) -> io::Result<usize> {
-    let n = bufs.len().min(meta.len());
+    let n = bufs.count().min(meta.len());
     if n == 0 {
         return Ok(0);
     }
@@ -46,7 +47,7 @@ pub(super) fn recv(
             let src = SocketAddr::V4(p.src);
             let dst_ip = Some(IpAddr::V4(*p.dst.ip()));
             let joined = gro && msgs > 0 && {
-                let (m, buf) = (&mut meta[msgs - 1], &mut bufs[msgs - 1]);
+                let m = &mut meta[msgs - 1];
                 let fits = m.addr == src
                     && m.dst_ip == dst_ip
                     && m.ecn == p.ecn
@@ -55,9 +56,9 @@ pub(super) fn recv(
                     && payload.len() <= m.stride
                     && m.len % m.stride == 0
                     && m.len / m.stride < MAX_GRO_SEGMENTS
-                    && m.len + payload.len() <= buf.len();
+                    && m.len + payload.len() <= bufs.room(msgs - 1);
                 if fits {
-                    buf[m.len..m.len + payload.len()].copy_from_slice(payload);
+                    bufs.write(msgs - 1, m.len, payload);
                     m.len += payload.len();
                 }
                 fits
@@ -66,16 +67,16 @@ pub(super) fn recv(
                 if msgs == n {
                     break; // no buffer left: this frame waits for the next call
                 }
-                let buf = &mut bufs[msgs];
-                let len = payload.len().min(buf.len());
+                let room = bufs.room(msgs);
+                let len = payload.len().min(room);
                 if len < payload.len() {
                     tracing::debug!(
                         size = payload.len(),
-                        buffer = buf.len(),
+                        buffer = room,
                         "received datagram truncated; buffer too small"
                     );
                 }
-                buf[..len].copy_from_slice(&payload[..len]);
+                bufs.write(msgs, 0, &payload[..len]);
                 meta[msgs] = RecvMeta {
                     addr: src,
                     len,

@@ -102,22 +102,16 @@ impl Sim {
     fn tick(&mut self) {
         self.p.now += TICK;
         let now = self.p.now;
-        while let Some(mut d) = self.up.due(now) {
-            let len = d.len();
+        while let Some(d) = self.up.due(now) {
             let order = &mut self.order;
-            self.p
-                .server
-                .handle_batch(now, self.p.client_addr, None, None, &mut d, len, |e, _| {
-                    if let DatagramEvent::NewConnection(h) = e {
-                        order.push(h);
-                    }
-                });
+            self.p.deliver_to_server(&d, |e| {
+                if let DatagramEvent::NewConnection(h) = e {
+                    order.push(h);
+                }
+            });
         }
-        while let Some(mut d) = self.down.due(now) {
-            let len = d.len();
-            self.p
-                .client
-                .handle_batch(now, self.p.server_addr, None, None, &mut d, len, |_, _| {});
+        while let Some(d) = self.down.due(now) {
+            self.p.deliver_to_client(&d);
         }
         for ep in [&mut self.p.client, &mut self.p.server] {
             fire_due(ep, now, Connection::poll_timeout);

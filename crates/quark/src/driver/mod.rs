@@ -13,6 +13,7 @@ mod fair;
 #[cfg(test)]
 mod fair_sim;
 mod receive;
+mod rx_bufs;
 #[cfg(test)]
 mod sim_pair;
 #[cfg(test)]
@@ -35,13 +36,12 @@ use crate::events::{Woken, apply, deliver_events};
 use crate::forward::{Inbox, Link};
 use crate::shared::{SharedRef, State};
 use crate::wakeup::Wakeup;
+use rx_bufs::RxBufs;
 
 /// Datagram buffers handed to one `recvmmsg`.
 const RECV_BATCH: usize = 16;
 /// Fewest buffers one `recvmmsg` offers (see `Driver::recv_ask`).
 const MIN_RECV_ASK: usize = 4;
-/// Room for a full GRO batch per buffer.
-const RECV_BUF_SIZE: usize = 64 * 1024;
 /// Receive buffer asked for per connection (`Endpoint::set_recv_buffer_per_connection`):
 /// room for a small datagram or two from each connection at once at the
 /// kernel's charge (1-2 KiB each, doubled in its accounting). At 20 000
@@ -102,7 +102,10 @@ pub(crate) struct Driver {
     socket: Arc<Socket>,
     /// Wakes the driver at the protocol's next deadline.
     wakeup: Wakeup,
-    recv_bufs: Vec<Vec<u8>>,
+    /// Receive buffers, lent to connections (`rx_bufs`).
+    rx: RxBufs,
+    /// Whether the last read's buffers may be lent.
+    lend: bool,
     metas: Vec<RecvMeta>,
     /// Buffers the next `recvmmsg` offers: twice what the last one filled,
     /// within [MIN_RECV_ASK, RECV_BATCH]. The kernel needs a header, an iovec
@@ -157,7 +160,8 @@ impl Driver {
             inbox,
             shared,
             wakeup: Wakeup::new(),
-            recv_bufs: (0..RECV_BATCH).map(|_| vec![0; RECV_BUF_SIZE]).collect(),
+            rx: RxBufs::new(RECV_BATCH),
+            lend: true,
             metas: vec![RecvMeta::default(); RECV_BATCH],
             recv_ask: RECV_BATCH,
             outgoing: Vec::new(),

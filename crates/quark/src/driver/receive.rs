@@ -1,7 +1,6 @@
 //! The driver's way in: one `recvmmsg` batch (and what other workers
 //! passed on) fed to the protocol.
 
-use std::io::IoSliceMut;
 use std::net::{IpAddr, SocketAddr};
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -37,7 +36,11 @@ impl Driver {
         for i in 0..n {
             let meta = self.metas[i];
             let ecn = EcnCodepoint::from_bits(meta.ecn);
-            let data = &mut self.recv_bufs[i][..meta.len];
+            let lend = self.lend;
+            if lend && meta.len >= quark_proto::MIN_SHARED_RECEIVE {
+                crate::counters::driver::add(&crate::counters::driver::LENT, 1);
+            }
+            let data = self.rx.get(i);
             if let (Some(to), Some(link)) = (misdeliver, &self.link) {
                 // Test hook: short-header datagrams go to the wrong worker.
                 for seg in data.chunks_mut(meta.stride.max(1)) {
@@ -70,6 +73,7 @@ impl Driver {
                     ecn,
                     data,
                     meta.stride,
+                    lend,
                     on_event,
                 );
             }
@@ -95,14 +99,12 @@ impl Driver {
                 self.drained = true;
                 return 0;
             }
-            let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_BATCH]> = self.recv_bufs[..self.recv_ask]
-                .iter_mut()
-                .map(|b| IoSliceMut::new(&mut b[..]))
-                .collect();
+            let (bufs, lend) = self.rx.ready(self.recv_ask);
+            self.lend = lend;
             let polled = if ready {
-                socket.poll_recv(cx, &mut iovs, &mut self.metas)
+                socket.poll_recv_buf(cx, bufs, &mut self.metas)
             } else {
-                match socket.try_recv(&mut iovs, &mut self.metas) {
+                match socket.try_recv_buf(bufs, &mut self.metas) {
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Poll::Pending,
                     result => Poll::Ready(result),
                 }

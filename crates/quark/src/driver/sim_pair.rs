@@ -6,7 +6,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use quark_proto::{ClientConfig, Connection, Endpoint, EndpointConfig, TransportConfig};
+use bytes::BytesMut;
+use quark_proto::{
+    ClientConfig, Connection, DatagramEvent, Endpoint, EndpointConfig, TransportConfig,
+};
 
 use crate::tls::{Identity, Verify};
 
@@ -38,6 +41,35 @@ impl Pair {
         };
         (pair, cfg)
     }
+
+    /// Deliver datagram `d` to the client, from the server.
+    pub(super) fn deliver_to_client(&mut self, d: &[u8]) {
+        let from = self.server_addr;
+        deliver(&mut self.client, self.now, from, d, |_| {});
+    }
+
+    /// Deliver datagram `d` to the server, from the client; `on_event` sees
+    /// what it did.
+    pub(super) fn deliver_to_server(&mut self, d: &[u8], on_event: impl FnMut(DatagramEvent)) {
+        let from = self.client_addr;
+        deliver(&mut self.server, self.now, from, d, on_event);
+    }
+}
+
+/// One datagram into `ep`, in a receive buffer of its own (lent, as the
+/// driver's are).
+fn deliver(
+    ep: &mut Endpoint,
+    now: Instant,
+    from: SocketAddr,
+    d: &[u8],
+    mut on_event: impl FnMut(DatagramEvent),
+) {
+    let mut buf = BytesMut::from(d);
+    let len = d.len();
+    ep.handle_batch(now, from, None, None, &mut buf, len, true, |e, _| {
+        on_event(e)
+    });
 }
 
 /// Byte `i` of every response.

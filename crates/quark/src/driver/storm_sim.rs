@@ -115,21 +115,15 @@ impl Sim {
             self.inbox.push_back(d);
         }
         while self.down.front().is_some_and(|(at, _)| *at <= now) {
-            let (_, mut d) = self.down.pop_front().unwrap();
-            let len = d.len();
-            self.p
-                .client
-                .handle_batch(now, self.p.server_addr, None, None, &mut d, len, |_, _| {});
+            let (_, d) = self.down.pop_front().unwrap();
+            self.p.deliver_to_client(&d);
         }
         // The server reads one datagram per `cost`.
         if self.server_free <= now
-            && let Some(mut d) = self.inbox.pop_front()
+            && let Some(d) = self.inbox.pop_front()
         {
             self.inbox_bytes -= d.len() + SKB_OVERHEAD;
-            let len = d.len();
-            self.p
-                .server
-                .handle_batch(now, self.p.client_addr, None, None, &mut d, len, |_, _| {});
+            self.p.deliver_to_server(&d, |_| {});
             self.server_free = now + self.cost;
         }
         fire_due(&mut self.p.client, now, Connection::poll_timeout);

@@ -2,6 +2,8 @@
 
 use std::collections::VecDeque;
 
+use bytes::Bytes;
+
 use super::{RecvFlow, StreamEntry, StreamEvent, Streams, dir_index};
 use crate::error::TransportError;
 use crate::frame::{ResetStream, StopSending};
@@ -50,12 +52,13 @@ impl Streams {
         Ok(Some(id))
     }
 
-    /// STREAM frame.
+    /// STREAM frame; its data may lie in `owner`, a shared receive buffer
+    /// (then it may be kept there: zero-copy receive).
     pub(crate) fn on_stream_frame(
         &mut self,
         id: StreamId,
         offset: u64,
-        data: &[u8],
+        (data, owner): (&[u8], Option<&Bytes>),
         fin: bool,
     ) -> Result<(), TransportError> {
         if id.dir() == Dir::Uni && id.initiator() == self.side {
@@ -63,7 +66,7 @@ impl Streams {
                 "STREAM frame on a send-only stream",
             ));
         }
-        let frame = (offset, data, fin);
+        let frame = (offset, data, fin, owner);
         // One map lookup for a stream that exists: every frame of a
         // transfer but its first (issue #30).
         let (consumed, stopped) = match self.map.get_mut(&id) {
@@ -92,11 +95,11 @@ impl Streams {
         events: &mut VecDeque<StreamEvent>,
         entry: &mut StreamEntry,
         id: StreamId,
-        (offset, data, fin): (u64, &[u8], bool),
+        (offset, data, fin, owner): (u64, &[u8], bool, Option<&Bytes>),
     ) -> Result<(u64, bool), TransportError> {
         let recv = entry.recv.as_mut().expect("receiving half exists");
         let before = recv.read_offset();
-        let grew = recv.on_data(offset, data, fin)?;
+        let grew = recv.on_data_from(offset, data, fin, owner)?;
         recv_flow.on_received(grew)?;
         let consumed = recv.read_offset() - before;
         if entry.stop_code.is_none() && recv.is_readable() {

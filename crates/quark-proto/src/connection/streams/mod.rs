@@ -399,21 +399,52 @@ impl Streams {
         let outcome = recv.read_into(buf);
         let ended = end && matches!(outcome, Ok(ReadOutcome::Data(_))) && recv.end_if_drained();
         let consumed = recv.read_offset() - before;
-        if recv.take_max_stream_data(self.clock).is_some() {
-            self.pending.max_stream_data.push(id, ());
-            // Room at the connection level for what this stream may now get.
-            self.recv_flow
-                .ensure_window(recv.window().saturating_mul(3) / 2);
-        }
+        let window = recv.take_max_stream_data(self.clock).map(|_| recv.window());
         if let Ok(ReadOutcome::Blocked) = outcome {
             entry.readable_signalled = false;
         }
+        let done = ended || matches!(outcome, Ok(ReadOutcome::Finished) | Err(_));
+        self.after_read(id, consumed, window, done);
+        outcome.map(|o| (o, ended)).map_err(StreamError::from)
+    }
+
+    /// Up to `max` bytes of stream `id` as [`Bytes`], without a copy where
+    /// they are held in a receive buffer (zero-copy receive). `Ok(None)` once
+    /// the stream has ended; an empty `Bytes` when nothing is readable yet.
+    pub fn read_bytes(&mut self, id: StreamId, max: usize) -> Result<Option<Bytes>, StreamError> {
+        let entry = self.map.get_mut(&id).ok_or(StreamError::UnknownStream)?;
+        let recv = entry.recv.as_mut().ok_or(StreamError::WrongDirection)?;
+        let before = recv.read_offset();
+        let result = recv.read_bytes(max);
+        let consumed = recv.read_offset() - before;
+        let window = recv.take_max_stream_data(self.clock).map(|_| recv.window());
+        if matches!(&result, Ok(Some(b)) if b.is_empty()) {
+            entry.readable_signalled = false;
+        }
+        self.after_read(id, consumed, window, matches!(result, Ok(None) | Err(_)));
+        result.map_err(StreamError::from)
+    }
+
+    /// Readable bytes of stream `id` held as slices of receive buffers.
+    pub fn shared_readable(&self, id: StreamId) -> usize {
+        let recv = self.map.get(&id).and_then(|e| e.recv.as_ref());
+        recv.map_or(0, |r| r.buffer().shared_bytes())
+    }
+
+    /// What follows any read of stream `id`: `consumed` bytes back to the
+    /// connection's window, a MAX_STREAM_DATA owed when the stream's limit
+    /// moved (`window`: its window then), and the stream freed when `done`.
+    fn after_read(&mut self, id: StreamId, consumed: u64, window: Option<u64>, done: bool) {
+        if let Some(window) = window {
+            self.pending.max_stream_data.push(id, ());
+            // Room at the connection level for what this stream may now get.
+            self.recv_flow.ensure_window(window.saturating_mul(3) / 2);
+        }
         self.on_consumed(consumed);
-        if ended || matches!(outcome, Ok(ReadOutcome::Finished) | Err(_)) {
+        if done {
             self.maybe_free(id);
             self.release_read(id);
         }
-        outcome.map(|o| (o, ended)).map_err(StreamError::from)
     }
 
     /// Bytes of some stream were read or discarded: return them to the

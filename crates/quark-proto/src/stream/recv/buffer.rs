@@ -6,21 +6,33 @@
 //! out of order is appended straight to contiguous storage; anything else goes into
 //! an ordered map of fixed-size chunks of offset space, each with a bitmap of the
 //! bytes present (so memory follows the offsets covered, not the number of
-//! fragments), and moves over when the gap fills.
+//! fragments), and moves over when the gap fills. In-order frames parsed from a
+//! shared receive buffer may stay where they arrived (`shared.rs`: zero-copy
+//! receive).
 
 use std::collections::VecDeque;
 
+use bytes::{Bytes, BytesMut};
 use chunks::Chunks;
+use shared::{Shared, slice_of};
+use smallvec::SmallVec;
 
 mod chunks;
+mod shared;
+
+pub use shared::{MAX_MOVED, MIN_SHARED};
+
+/// Most pieces one read hands over (shared slices, then the two halves of
+/// the copied storage); a read stops short of a longer run of slices.
+const MAX_PIECES: usize = 64;
 
 /// Where a read puts its bytes: a slice (filled from its start) or the end of a
 /// `Vec` (appended, so nothing is zeroed first).
 pub trait ReadInto {
     /// The most bytes this destination takes.
     fn room(&self) -> usize;
-    /// Store the bytes read: `first` then `second`, together at most `room()`.
-    fn put(&mut self, first: &[u8], second: &[u8]);
+    /// Store the bytes read, `pieces` in order, together at most `room()`.
+    fn put(&mut self, pieces: &[&[u8]]);
 }
 
 impl ReadInto for [u8] {
@@ -28,10 +40,12 @@ impl ReadInto for [u8] {
         self.len()
     }
 
-    fn put(&mut self, first: &[u8], second: &[u8]) {
-        let (a, rest) = self.split_at_mut(first.len());
-        a.copy_from_slice(first);
-        rest[..second.len()].copy_from_slice(second);
+    fn put(&mut self, pieces: &[&[u8]]) {
+        let mut at = 0;
+        for piece in pieces {
+            self[at..at + piece.len()].copy_from_slice(piece);
+            at += piece.len();
+        }
     }
 }
 
@@ -56,8 +70,8 @@ impl<F: FnMut(&[u8])> ReadInto for Visit<F> {
         self.max
     }
 
-    fn put(&mut self, first: &[u8], second: &[u8]) {
-        for piece in [first, second] {
+    fn put(&mut self, pieces: &[&[u8]]) {
+        for piece in pieces {
             if !piece.is_empty() {
                 (self.f)(piece);
             }
@@ -70,10 +84,11 @@ impl ReadInto for Append<'_> {
         self.max
     }
 
-    fn put(&mut self, first: &[u8], second: &[u8]) {
-        self.out.reserve(first.len() + second.len());
-        self.out.extend_from_slice(first);
-        self.out.extend_from_slice(second);
+    fn put(&mut self, pieces: &[&[u8]]) {
+        self.out.reserve(pieces.iter().map(|p| p.len()).sum());
+        for piece in pieces {
+            self.out.extend_from_slice(piece);
+        }
     }
 }
 
@@ -85,7 +100,11 @@ impl ReadInto for Append<'_> {
 /// whatever the fragments: see [`allocated`](Self::allocated).
 #[derive(Debug, Default)]
 pub struct RecvBuffer {
-    /// Contiguous bytes `read_offset..contiguous_end()`, not yet read.
+    /// Contiguous bytes not yet read, still in the datagrams they came in:
+    /// `read_offset..` up to `data`. Made on first use, kept while the
+    /// stream lives.
+    shared: Option<Box<Shared>>,
+    /// Contiguous bytes after `shared`, up to `contiguous_end()`, copied.
     data: VecDeque<u8>,
     /// Bytes consumed by reads (or discarded) so far.
     read_offset: u64,
@@ -94,9 +113,10 @@ pub struct RecvBuffer {
     /// One past the highest byte received.
     max_offset: u64,
     /// Inserts handled without the chunks (appended, or dropped as duplicates).
-    fast: u64,
+    /// 32 bits keep the buffer's size (the counts only inform).
+    fast: u32,
     /// Inserts that went through the chunks.
-    slow: u64,
+    slow: u32,
 }
 
 impl RecvBuffer {
@@ -129,7 +149,7 @@ impl RecvBuffer {
     /// Where the stream ends if everything received was read; only its
     /// offset is then worth keeping.
     pub fn all_read_at(&self) -> Option<u64> {
-        (self.data.is_empty() && self.pending.is_empty() && self.max_offset == self.read_offset)
+        (self.readable() == 0 && self.pending.is_empty() && self.max_offset == self.read_offset)
             .then_some(self.read_offset)
     }
 
@@ -154,11 +174,19 @@ impl RecvBuffer {
 
     /// One past the last contiguous byte received.
     pub fn contiguous_end(&self) -> u64 {
-        self.read_offset + self.data.len() as u64
+        self.read_offset + self.readable() as u64
     }
 
     /// Store `data` at `offset`. Returns how much the highest received offset grew.
     pub fn insert(&mut self, offset: u64, data: &[u8]) -> u64 {
+        self.insert_from(offset, data, None)
+    }
+
+    /// [`insert`](Self::insert), where `data` may lie in `owner`, a shared
+    /// receive buffer: in-order bytes then stay there as a slice of it when
+    /// there are enough of them ([`MIN_SHARED`]) and few copied bytes wait
+    /// before them ([`MAX_MOVED`]); otherwise they are copied.
+    pub fn insert_from(&mut self, offset: u64, data: &[u8], owner: Option<&Bytes>) -> u64 {
         if data.is_empty() {
             return 0; // No byte received: nothing moves.
         }
@@ -174,18 +202,42 @@ impl RecvBuffer {
             //# An endpoint could receive data for a stream at the same stream offset
             //# multiple times.  Data that has already been received can be
             //# discarded.
-            self.fast += 1;
+            self.fast = self.fast.wrapping_add(1);
             return grown;
         }
         if offset <= contiguous_end && self.pending.is_empty() {
-            self.fast += 1;
-            self.data
-                .extend(&data[(contiguous_end - offset) as usize..]);
+            self.fast = self.fast.wrapping_add(1);
+            let new = &data[(contiguous_end - offset) as usize..];
+            let slice = owner
+                .filter(|_| new.len() >= MIN_SHARED && self.data.len() <= MAX_MOVED)
+                .and_then(|owner| slice_of(owner, new));
+            match slice {
+                Some(slice) => self.push_shared(slice),
+                None => self.data.extend(new),
+            }
             return grown;
         }
-        self.slow += 1;
+        self.slow = self.slow.wrapping_add(1);
         self.insert_waiting(offset, data);
         grown
+    }
+
+    /// Keep `slice` as it is. Copied bytes waiting before it (a few: see
+    /// [`MAX_MOVED`]) become a segment of their own first, copied once more,
+    /// so that one small frame does not make the rest of a transfer copied
+    /// until the next read.
+    #[inline(never)]
+    fn push_shared(&mut self, slice: Bytes) {
+        let shared = self.shared.get_or_insert_default();
+        if !self.data.is_empty() {
+            let (a, b) = self.data.as_slices();
+            let mut moved = BytesMut::with_capacity(a.len() + b.len());
+            moved.extend_from_slice(a);
+            moved.extend_from_slice(b);
+            shared.push(moved.freeze());
+            self.data.clear();
+        }
+        shared.push(slice);
     }
 
     /// The out-of-order path, for `data` that ends past the contiguous end: kept
@@ -217,26 +269,61 @@ impl RecvBuffer {
         self.read_into(buf)
     }
 
-    /// Copy contiguous bytes into `dst`, as many as it has room for; returns how many.
+    /// Copy contiguous bytes into `dst`, as many as it has room for (within
+    /// [`MAX_PIECES`] pieces); returns how many.
     pub fn read_into<D: ReadInto + ?Sized>(&mut self, dst: &mut D) -> usize {
-        let n = dst.room().min(self.data.len());
-        let (a, b) = self.data.as_slices();
-        let from_a = n.min(a.len());
-        dst.put(&a[..from_a], &b[..n - from_a]);
+        let room = dst.room();
+        let mut pieces: SmallVec<[&[u8]; MAX_PIECES]> = SmallVec::new();
+        let (mut n, all) = match &self.shared {
+            Some(shared) => shared.pieces(room, MAX_PIECES - 2, &mut pieces),
+            None => (0, true),
+        };
+        if all {
+            let m = (room - n).min(self.data.len());
+            let (a, b) = self.data.as_slices();
+            let from_a = m.min(a.len());
+            pieces.extend([&a[..from_a], &b[..m - from_a]]);
+            n += m;
+        }
+        dst.put(&pieces);
+        drop(pieces);
         self.consume(n);
         n
     }
 
+    /// Up to `max` contiguous bytes (at least one if any is readable) without
+    /// a copy when they are held as a slice of a receive buffer; copied from
+    /// the stream's storage otherwise.
+    pub fn read_bytes(&mut self, max: usize) -> Option<Bytes> {
+        if max == 0 {
+            return None;
+        }
+        let bytes = match self.shared.as_mut().and_then(|s| s.take_front(max)) {
+            Some(bytes) => bytes,
+            None => {
+                let n = max.min(self.data.len());
+                if n == 0 {
+                    return None;
+                }
+                let bytes: Bytes = self.data.drain(..n).collect();
+                bytes
+            }
+        };
+        self.read_offset += bytes.len() as u64;
+        Some(bytes)
+    }
+
     /// Drop `n` readable bytes as if read.
     fn consume(&mut self, n: usize) {
-        self.data.drain(..n);
+        let from_shared = self.shared.as_mut().map_or(0, |s| s.consume(n));
+        self.data.drain(..n - from_shared);
         self.read_offset += n as u64;
     }
 
     /// Drop every readable byte as if read (the application stopped reading).
     /// Returns how many.
     pub(in crate::stream) fn discard_readable(&mut self) -> usize {
-        let n = self.data.len();
+        let n = self.readable();
         self.consume(n);
         n
     }
@@ -251,6 +338,7 @@ impl RecvBuffer {
     /// Drop everything and move the read offset to `offset` (a reset stream's final
     /// size), releasing the storage.
     pub(in crate::stream) fn discard_all(&mut self, offset: u64) {
+        self.shared = None;
         self.data = VecDeque::new();
         self.pending.clear();
         self.read_offset = self.read_offset.max(offset);
@@ -265,7 +353,12 @@ impl RecvBuffer {
 
     /// Contiguous bytes ready to read.
     pub fn readable(&self) -> usize {
-        self.data.len()
+        self.shared.as_ref().map_or(0, |s| s.len()) + self.data.len()
+    }
+
+    /// Readable bytes held as slices of receive buffers (zero-copy).
+    pub fn shared_bytes(&self) -> usize {
+        self.shared.as_ref().map_or(0, |s| s.len())
     }
 
     /// Bytes consumed by reads so far.
@@ -280,7 +373,7 @@ impl RecvBuffer {
 
     /// Bytes held, in order and out of order (for memory bounds and tests).
     pub fn buffered(&self) -> usize {
-        self.data.len() + self.pending.bytes()
+        self.readable() + self.pending.bytes()
     }
 
     /// Heap bytes this buffer holds (for memory accounting; O(1)): the contiguous
@@ -289,12 +382,16 @@ impl RecvBuffer {
     /// 1.14 x the span from the contiguous end to the highest byte, plus four
     /// chunks of 4.5 KiB (both ends, and two kept for reuse).
     pub fn allocated(&self) -> usize {
-        self.data.capacity() + self.pending.allocated()
+        let shared = self
+            .shared
+            .as_ref()
+            .map_or(0, |s| size_of::<Shared>() + s.allocated());
+        self.data.capacity() + self.pending.allocated() + shared
     }
 
     /// How many inserts took the in-order fast path and how many the out-of-order path.
     pub fn path_counts(&self) -> (u64, u64) {
-        (self.fast, self.slow)
+        (self.fast.into(), self.slow.into())
     }
 }
 
@@ -303,3 +400,6 @@ mod tests;
 
 #[cfg(test)]
 mod fragment_tests;
+
+#[cfg(test)]
+mod shared_tests;

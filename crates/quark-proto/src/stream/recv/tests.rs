@@ -1,3 +1,5 @@
+use bytes::Bytes;
+
 use super::*;
 use crate::error::TransportErrorCode;
 use proptest::prelude::*;
@@ -333,4 +335,37 @@ proptest! {
         prop_assert_eq!(grown, len as u64);
         prop_assert_eq!(s.state(), RecvState::DataRead);
     }
+}
+
+#[test]
+fn read_bytes_follows_the_stream_states() {
+    let mut s = RecvStream::new(10_000);
+    assert_eq!(s.read_bytes(100), Ok(Some(Bytes::new())), "nothing yet");
+    let d: Bytes = vec![9u8; 3000].into();
+    s.on_data_from(0, &d[..2000], false, Some(&d)).unwrap();
+    s.on_data_from(2000, &d[2000..2500], true, Some(&d))
+        .unwrap();
+    assert_eq!(s.state(), RecvState::DataRecvd);
+    assert_eq!(s.read_bytes(0), Ok(Some(Bytes::new())));
+    let first = s.read_bytes(usize::MAX).unwrap().unwrap();
+    assert_eq!(first.as_ptr(), d.as_ptr(), "handed over without a copy");
+    assert_eq!(first.len(), 2000);
+    let rest = s.read_bytes(usize::MAX).unwrap().unwrap();
+    assert_eq!(rest.len(), 500, "the copied small frame");
+    assert_eq!(s.read_bytes(10), Ok(None));
+    assert_eq!(s.state(), RecvState::DataRead);
+    assert_eq!(s.read_bytes(10), Ok(None));
+}
+
+#[test]
+fn read_bytes_reports_a_reset_and_a_stop() {
+    let mut s = RecvStream::new(10_000);
+    let d: Bytes = vec![1u8; 2000].into();
+    s.on_data_from(0, &d, false, Some(&d)).unwrap();
+    s.on_reset(7, 2000).unwrap();
+    assert!(d.is_unique(), "the reset let go of the datagram");
+    assert_eq!(s.read_bytes(10), Err(ReadError::Reset(7)));
+    let mut s = RecvStream::new(10_000);
+    s.stop();
+    assert_eq!(s.read_bytes(10), Err(ReadError::Stopped));
 }

@@ -204,3 +204,40 @@ async fn transmit_cut_short_without_gso_counts_as_unsent() {
         assert_drained(&rx);
     }
 }
+
+#[tokio::test]
+async fn gro_batches_fill_bytes_mut_buffers_without_zeroing() {
+    let rx = bind("127.0.0.1:0");
+    let tx = bind("127.0.0.1:0");
+    let to = rx.local_addr().unwrap();
+    let batches: Vec<Vec<u8>> = (0..3).map(|i| payload(200 + i, 9 * SEG + 700)).collect();
+    for b in &batches {
+        tx.try_send(&[gso(to, b, SEG)]).unwrap();
+    }
+    // Buffers with stale contents and some length: emptied, then filled.
+    let mut bufs: Vec<bytes::BytesMut> = (0..4)
+        .map(|_| {
+            let mut b = bytes::BytesMut::with_capacity(65536);
+            b.extend_from_slice(&[0xee; 100]);
+            b
+        })
+        .collect();
+    let mut meta = [crate::RecvMeta::default(); 4];
+    let mut got = Vec::new();
+    while got.len() < batches.len() {
+        let n = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            std::future::poll_fn(|cx| rx.poll_recv_buf(cx, &mut bufs, &mut meta)),
+        )
+        .await
+        .expect("datagrams missing")
+        .unwrap();
+        for (b, m) in bufs.iter().zip(&meta).take(n) {
+            assert_eq!(b.len(), m.len);
+            assert_eq!(m.stride, SEG);
+            got.push(b.to_vec());
+        }
+    }
+    assert_eq!(got, batches);
+    assert_drained(&rx);
+}

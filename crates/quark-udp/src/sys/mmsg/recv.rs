@@ -1,6 +1,6 @@
 //! Receiving a batch of messages with one `recvmmsg` and parsing their metadata.
 
-use std::io::{self, IoSliceMut};
+use std::io;
 use std::mem::{self, MaybeUninit};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::BorrowedFd;
@@ -12,11 +12,13 @@ use crate::stats::Timer;
 use crate::{BATCH_SIZE, RecvMeta};
 
 /// Receives up to `min(bufs.len(), meta.len(), BATCH_SIZE)` messages, one per
-/// buffer; returns how many and fills `meta` for each.
+/// buffer; returns how many and fills `meta` for each. Each `iovec` must
+/// describe memory writable for its length (it may be uninitialised: only the
+/// kernel writes it).
 pub(crate) fn recv(
     fd: BorrowedFd<'_>,
     state: &State,
-    bufs: &mut [IoSliceMut<'_>],
+    bufs: &mut [libc::iovec],
     meta: &mut [RecvMeta],
 ) -> io::Result<usize> {
     let n = bufs.len().min(meta.len()).min(BATCH_SIZE);
@@ -31,8 +33,7 @@ pub(crate) fn recv(
         let mut hdr: libc::mmsghdr = unsafe { mem::zeroed() };
         hdr.msg_hdr.msg_name = (names[i].write(RawAddr::ZERO) as *mut RawAddr).cast();
         hdr.msg_hdr.msg_namelen = RawAddr::CAPACITY;
-        // `IoSliceMut` is ABI-compatible with `iovec` on Unix (documented by std).
-        hdr.msg_hdr.msg_iov = (buf as *mut IoSliceMut<'_>).cast();
+        hdr.msg_hdr.msg_iov = buf;
         hdr.msg_hdr.msg_iovlen = 1;
         hdr.msg_hdr.msg_control = ctrl[i].as_mut_ptr().cast();
         hdr.msg_hdr.msg_controllen = cmsg::BUF_LEN as _;

@@ -11,7 +11,11 @@ mod queues;
 
 use std::io::IoSliceMut;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
+
+use bytes::BytesMut;
 
 use crate::netns::{self, VethPair};
 use crate::xdp::bpf;
@@ -118,20 +122,37 @@ type Got = (Vec<u8>, RecvMeta);
 
 /// Receives `count` datagrams on `sock`, splitting coalesced messages by stride.
 async fn collect(sock: &Socket, count: usize) -> Vec<Got> {
+    // Every other receive goes into `BytesMut`s (`poll_recv_buf`), the rest
+    // into borrowed slices: both kinds of buffer see the same datagrams.
+    static TURN: AtomicUsize = AtomicUsize::new(0);
     let mut storage = vec![vec![0u8; 65536]; 16];
+    let mut owned: Vec<BytesMut> = (0..16).map(|_| BytesMut::with_capacity(65536)).collect();
     let mut meta = [RecvMeta::default(); 16];
     let mut out = Vec::new();
     while out.len() < count {
+        let owned_turn = TURN.fetch_add(1, Relaxed) % 2 == 1;
         let mut bufs: Vec<IoSliceMut<'_>> =
             storage.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        let recv = std::future::poll_fn(|cx| match owned_turn {
+            true => sock.poll_recv_buf(cx, &mut owned, &mut meta),
+            false => sock.poll_recv(cx, &mut bufs, &mut meta),
+        });
         // A guard against hanging forever, not a timing assertion.
-        let got = tokio::time::timeout(Duration::from_secs(20), sock.recv(&mut bufs, &mut meta))
+        let got = tokio::time::timeout(Duration::from_secs(20), recv)
             .await
             .unwrap_or_else(|_| panic!("only {} of {count} datagrams arrived", out.len()))
             .unwrap();
-        for (buf, m) in bufs.iter().zip(&meta).take(got) {
-            for d in buf[..m.len].chunks(m.stride) {
-                out.push((d.to_vec(), *m));
+        for i in 0..got {
+            let m = meta[i];
+            let data: &[u8] = match owned_turn {
+                true => {
+                    assert_eq!(owned[i].len(), m.len, "a BytesMut holds its message");
+                    &owned[i]
+                }
+                false => &bufs[i][..m.len],
+            };
+            for d in data.chunks(m.stride) {
+                out.push((d.to_vec(), m));
             }
         }
     }
