@@ -29,6 +29,12 @@ pub(crate) struct Decrypted {
     dst_cid: ConnectionId,
 }
 
+/// Where decrypted packet `d` lies in `run`, cut every `stride` bytes.
+fn packet_in<'a>(run: &'a [u8], stride: usize, d: &Decrypted) -> &'a [u8] {
+    let at = d.segment * stride;
+    &run[at + d.packet.start..at + d.packet.end]
+}
+
 impl Connection {
     /// Process one UDP datagram from the peer. `data` is decrypted in place.
     pub fn handle_datagram(
@@ -38,38 +44,38 @@ impl Connection {
         ecn: Option<EcnCodepoint>,
         data: &mut [u8],
     ) {
-        self.handle_batch(now, remote, ecn, &mut [data]);
+        let stride = data.len();
+        self.handle_run(now, remote, ecn, data, stride);
     }
 
-    /// Process a batch of datagrams from the peer (e.g. the segments of one GRO
-    /// receive): every 1-RTT packet is decrypted first, then all their frames are
-    /// processed (batched crypto, as the VPP paper measured). Decrypted in place.
-    pub fn handle_batch(
+    /// Process the datagrams of `run`, one receive (the segments of a GRO
+    /// buffer) cut every `stride` bytes: every 1-RTT packet is decrypted
+    /// first, then all their frames are processed (batched crypto, as the
+    /// VPP paper measured). Decrypted in place; what the connection keeps is
+    /// copied.
+    pub fn handle_run(
         &mut self,
         now: Instant,
         remote: SocketAddr,
         ecn: Option<EcnCodepoint>,
-        segments: &mut [&mut [u8]],
+        run: &mut [u8],
+        stride: usize,
     ) {
-        let bytes: u64 = segments.iter().map(|s| s.len() as u64).sum();
+        let bytes = run.len() as u64;
         let Some(follow) = self.begin_batch(now, remote, bytes) else {
             return;
         };
+        let stride = stride.max(1);
         let mut decrypted = scratch::take_decrypted();
-        for (index, data) in segments.iter_mut().enumerate() {
-            if !self.open_datagram(now, ecn, index, data, &mut decrypted) {
-                break;
-            }
-        }
-        let packet = |d: &Decrypted| &segments[d.segment][d.packet.clone()];
+        self.open_run(now, ecn, run, stride, &mut decrypted);
+        let packet = |d: &Decrypted| packet_in(run, stride, d);
         let restart_idle = self.process_decrypted(now, ecn, &mut decrypted, packet, None);
         scratch::put_decrypted(decrypted);
         self.end_batch(now, remote, bytes, follow, restart_idle);
     }
 
-    /// [`handle_batch`](Self::handle_batch) for the datagrams of `run`, one
-    /// receive cut every `stride` bytes, which the connection may keep: once
-    /// decrypted it is frozen, and in-order STREAM data of a frame large
+    /// [`handle_run`](Self::handle_run) for a run the connection may keep:
+    /// once decrypted it is frozen, and in-order STREAM data of a frame large
     /// enough stays in it as a slice until the application reads it
     /// (zero-copy receive). Whoever made `run` bounds the memory such slices
     /// pin (the driver stops handing buffers over past a budget).
@@ -87,19 +93,29 @@ impl Connection {
         };
         let stride = stride.max(1);
         let mut decrypted = scratch::take_decrypted();
-        for (index, data) in run.chunks_mut(stride).enumerate() {
-            if !self.open_datagram(now, ecn, index, data, &mut decrypted) {
-                break;
-            }
-        }
+        self.open_run(now, ecn, &mut run, stride, &mut decrypted);
         let run = run.freeze();
-        let packet = |d: &Decrypted| {
-            let at = d.segment * stride;
-            &run[at + d.packet.start..at + d.packet.end]
-        };
+        let packet = |d: &Decrypted| packet_in(&run, stride, d);
         let restart_idle = self.process_decrypted(now, ecn, &mut decrypted, packet, Some(&run));
         scratch::put_decrypted(decrypted);
         self.end_batch(now, remote, bytes, follow, restart_idle);
+    }
+
+    /// Phase one for every segment of `run` (until the connection stops
+    /// taking packets).
+    fn open_run(
+        &mut self,
+        now: Instant,
+        ecn: Option<EcnCodepoint>,
+        run: &mut [u8],
+        stride: usize,
+        decrypted: &mut Vec<Decrypted>,
+    ) {
+        for (index, data) in run.chunks_mut(stride).enumerate() {
+            if !self.open_datagram(now, ecn, index, data, decrypted) {
+                break;
+            }
+        }
     }
 
     /// Before a batch of `bytes` from `remote`: `None` when it is dropped,

@@ -20,6 +20,7 @@ mod routes;
 use std::collections::VecDeque;
 use std::collections::hash_map::RandomState;
 use std::net::{IpAddr, SocketAddr};
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -27,7 +28,6 @@ use bytes::{Buf, BytesMut};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use slab::Slab;
-use smallvec::SmallVec;
 
 use crate::cid::{ConnectionId, ResetToken};
 use crate::config::{CidGenerator, ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
@@ -362,63 +362,78 @@ impl Endpoint {
         let stride = stride.max(1);
         let share = share && data.len() >= MIN_SHARED_RECEIVE;
         let from = (remote, local_ip, ecn);
-        // The run: the first `run_len` bytes of `data`, for `run_conn`.
-        let mut run_len = 0;
+        let len = data.len();
+        // Offsets into the receive; `taken` bytes of it were split off the
+        // front of `data` (shared runs), the rest is still in place.
+        let (mut at, mut taken) = (0, 0);
+        let mut run = 0..0;
         let mut run_conn = None;
-        while run_len < data.len() {
-            let len = stride.min(data.len() - run_len);
+        while at < len {
+            let seg = stride.min(len - at);
             let grease = self.config.grease_quic_bit;
-            let segment = &data[run_len..run_len + len];
+            let segment = &data[at - taken..at - taken + seg];
             let route = match PartialDecode::with_quic_bit(segment, self.config.cid_len, grease) {
                 Ok(pd) => self.lookup(&pd.dst_cid),
                 Err(_) => None,
             };
             if route.is_none() || route != run_conn {
                 if let Some(h) = run_conn.take() {
-                    let run = data.split_to(run_len);
-                    self.flush_run(now, from, h, run, (stride, share), &mut on_event);
+                    taken = self.flush_run(now, from, h, (data, taken), run, (stride, share));
+                    on_event(DatagramEvent::Connection(h), &[]);
                 }
-                run_len = 0;
+                run = at..at;
             }
             match route {
                 Some(h) => {
                     run_conn = Some(h);
-                    run_len += len;
+                    run.end = at + seg;
                 }
                 None => {
-                    let segment = &mut data[..len];
+                    let segment = &mut data[at - taken..at - taken + seg];
                     if let Some(event) = self.handle_datagram(now, remote, local_ip, ecn, segment) {
                         on_event(event, segment);
                     }
-                    data.advance(len);
                 }
             }
+            at += seg;
         }
         if let Some(h) = run_conn {
-            let run = data.split_to(run_len);
-            self.flush_run(now, from, h, run, (stride, share), &mut on_event);
+            self.flush_run(now, from, h, (data, taken), run, (stride, share));
+            on_event(DatagramEvent::Connection(h), &[]);
         }
+        data.clear();
     }
 
+    /// Hands connection `h` its `run` of the receive (offsets; `taken` bytes
+    /// of it are gone from the front of `data`): shared, split off `data`;
+    /// else in place. Returns the new `taken`.
     fn flush_run(
         &mut self,
         now: Instant,
         (remote, local_ip, ecn): (SocketAddr, Option<IpAddr>, Option<EcnCodepoint>),
         h: ConnectionHandle,
-        mut run: BytesMut,
+        (data, taken): (&mut BytesMut, usize),
+        run: Range<usize>,
         (stride, share): (usize, bool),
-        on_event: &mut impl FnMut(DatagramEvent, &[u8]),
-    ) {
+    ) -> usize {
         let conn = &mut self.conns[h.0];
         conn.note_local_ip(local_ip);
-        if share {
-            conn.handle_shared(now, remote, ecn, run, stride);
+        let taken = if share {
+            data.advance(run.start - taken);
+            conn.handle_shared(now, remote, ecn, data.split_to(run.len()), stride);
+            run.end
         } else {
-            let mut segments: SmallVec<[&mut [u8]; 64]> = run.chunks_mut(stride).collect();
-            conn.handle_batch(now, remote, ecn, &mut segments);
-        }
+            conn.handle_run(
+                now,
+                remote,
+                ecn,
+                &mut data[run.start - taken..run.end - taken],
+                stride,
+            );
+            taken
+        };
         self.sync(h);
-        on_event(DatagramEvent::Connection(h), &[]);
+        taken
     }
 
     /// `Forward` if the destination ID names another worker.

@@ -273,6 +273,16 @@ impl RecvBuffer {
     /// [`MAX_PIECES`] pieces); returns how many.
     pub fn read_into<D: ReadInto + ?Sized>(&mut self, dst: &mut D) -> usize {
         let room = dst.room();
+        if self.shared.as_ref().is_none_or(|s| s.len() == 0) {
+            // Only copied bytes: the two halves of their ring.
+            let n = room.min(self.data.len());
+            let (a, b) = self.data.as_slices();
+            let from_a = n.min(a.len());
+            dst.put(&[&a[..from_a], &b[..n - from_a]]);
+            self.data.drain(..n);
+            self.read_offset += n as u64;
+            return n;
+        }
         let mut pieces: SmallVec<[&[u8]; MAX_PIECES]> = SmallVec::new();
         let (mut n, all) = match &self.shared {
             Some(shared) => shared.pieces(room, MAX_PIECES - 2, &mut pieces),
