@@ -29,6 +29,22 @@ pub(crate) struct Decrypted {
     dst_cid: ConnectionId,
 }
 
+/// A receive's run of datagrams for one connection: processed in place
+/// (what is kept is copied), or handed over to be kept (zero-copy receive).
+enum Run<'a> {
+    InPlace(&'a mut [u8]),
+    Shared(BytesMut),
+}
+
+impl Run<'_> {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Run::InPlace(data) => data,
+            Run::Shared(data) => data,
+        }
+    }
+}
+
 /// Where decrypted packet `d` lies in `run`, cut every `stride` bytes.
 fn packet_in<'a>(run: &'a [u8], stride: usize, d: &Decrypted) -> &'a [u8] {
     let at = d.segment * stride;
@@ -61,17 +77,7 @@ impl Connection {
         run: &mut [u8],
         stride: usize,
     ) {
-        let bytes = run.len() as u64;
-        let Some(follow) = self.begin_batch(now, remote, bytes) else {
-            return;
-        };
-        let stride = stride.max(1);
-        let mut decrypted = scratch::take_decrypted();
-        self.open_run(now, ecn, run, stride, &mut decrypted);
-        let packet = |d: &Decrypted| packet_in(run, stride, d);
-        let restart_idle = self.process_decrypted(now, ecn, &mut decrypted, packet, None);
-        scratch::put_decrypted(decrypted);
-        self.end_batch(now, remote, bytes, follow, restart_idle);
+        self.receive(now, remote, ecn, Run::InPlace(run), stride);
     }
 
     /// [`handle_run`](Self::handle_run) for a run the connection may keep:
@@ -84,19 +90,38 @@ impl Connection {
         now: Instant,
         remote: SocketAddr,
         ecn: Option<EcnCodepoint>,
-        mut run: BytesMut,
+        run: BytesMut,
         stride: usize,
     ) {
-        let bytes = run.len() as u64;
+        self.receive(now, remote, ecn, Run::Shared(run), stride);
+    }
+
+    /// Both phases for a run, then what follows a batch.
+    fn receive(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        mut run: Run<'_>,
+        stride: usize,
+    ) {
+        let bytes = run.bytes_mut().len() as u64;
         let Some(follow) = self.begin_batch(now, remote, bytes) else {
             return;
         };
         let stride = stride.max(1);
         let mut decrypted = scratch::take_decrypted();
-        self.open_run(now, ecn, &mut run, stride, &mut decrypted);
-        let run = run.freeze();
-        let packet = |d: &Decrypted| packet_in(&run, stride, d);
-        let restart_idle = self.process_decrypted(now, ecn, &mut decrypted, packet, Some(&run));
+        self.open_run(now, ecn, run.bytes_mut(), stride, &mut decrypted);
+        let frozen;
+        let (data, owner): (&[u8], _) = match run {
+            Run::InPlace(data) => (data, None),
+            Run::Shared(data) => {
+                frozen = data.freeze();
+                (&frozen, Some(&frozen))
+            }
+        };
+        let packet = |d: &Decrypted| packet_in(data, stride, d);
+        let restart_idle = self.process_decrypted(now, ecn, &mut decrypted, packet, owner);
         scratch::put_decrypted(decrypted);
         self.end_batch(now, remote, bytes, follow, restart_idle);
     }
