@@ -194,10 +194,11 @@ impl UdpSocket {
         sys::mmsg::recv(self.as_fd(), &self.state, iovs, meta)
     }
 
-    /// [`try_recv`](Self::try_recv) into `bufs`, each emptied first: a
-    /// message fills its buffer's capacity, nothing is zeroed beforehand, and
-    /// the buffer's length becomes `meta[i].len`. Reserve room for the
-    /// largest message (64 KiB with GRO) first, or a message may be truncated.
+    /// [`try_recv`](Self::try_recv) into `bufs`: each buffer offered (the
+    /// first `BATCH_SIZE` at most) is emptied, a message fills its capacity
+    /// with nothing zeroed beforehand, and its length becomes `meta[i].len`.
+    /// Reserve room for the largest message (64 KiB with GRO) first, or a
+    /// message may be truncated.
     pub fn try_recv_buf(&self, bufs: &mut [BytesMut], meta: &mut [RecvMeta]) -> io::Result<usize> {
         let n = bufs.len().min(crate::BATCH_SIZE);
         // Written for the buffers offered only: zeroing all 32 cost more

@@ -315,8 +315,13 @@ impl RecvBuffer {
                 if n == 0 {
                     return None;
                 }
-                let bytes: Bytes = self.data.drain(..n).collect();
-                bytes
+                let (a, b) = self.data.as_slices();
+                let from_a = n.min(a.len());
+                let mut bytes = BytesMut::with_capacity(n);
+                bytes.extend_from_slice(&a[..from_a]);
+                bytes.extend_from_slice(&b[..n - from_a]);
+                self.data.drain(..n);
+                bytes.freeze()
             }
         };
         self.read_offset += bytes.len() as u64;

@@ -143,3 +143,20 @@ fn a_read_of_many_slices_stops_at_the_piece_limit_and_goes_on() {
     assert_eq!(first + second, 150_000);
     assert_eq!(out, want);
 }
+
+#[test]
+fn read_bytes_copies_across_the_rings_wrap() {
+    let mut b = RecvBuffer::new();
+    let d = owner(10_000, 11);
+    // Copied (no owner), read partly, then more: the ring wraps around.
+    b.insert(0, &d[..600]);
+    let mut first = [0u8; 500];
+    assert_eq!(b.read(&mut first), 500);
+    b.insert(600, &d[600..1500]);
+    let mut got = first.to_vec();
+    while let Some(bytes) = b.read_bytes(333) {
+        assert!(bytes.len() <= 333);
+        got.extend_from_slice(&bytes);
+    }
+    assert_eq!(got, &d[..1500]);
+}
