@@ -336,7 +336,7 @@ impl Endpoint {
     /// Process the datagrams of one receive (the segments of a GRO buffer:
     /// `data` cut every `stride` bytes). Consecutive segments for the same
     /// connection are handed over together, so it can decrypt them all before
-    /// processing any ([`Connection::handle_batch`]). Reports what each did, with
+    /// processing any ([`Connection::handle_run`]). Reports what each did, with
     /// the datagram concerned for those handled alone (to forward it elsewhere on
     /// [`DatagramEvent::Forward`]); an empty slice for a batch.
     ///

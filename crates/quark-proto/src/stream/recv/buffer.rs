@@ -270,7 +270,7 @@ impl RecvBuffer {
     }
 
     /// Copy contiguous bytes into `dst`, as many as it has room for (within
-    /// [`MAX_PIECES`] pieces); returns how many.
+    /// 64 pieces); returns how many.
     pub fn read_into<D: ReadInto + ?Sized>(&mut self, dst: &mut D) -> usize {
         let room = dst.room();
         if self.shared.as_ref().is_none_or(|s| s.len() == 0) {
