@@ -11,5 +11,7 @@ for net in ["lo", "veth"]:
                 gb = run["payload_bytes"] / 1e9
                 v["su"].append(run["server"]["user_s"] / gb); v["ss"].append(run["server"]["sys_s"] / gb)
                 v["cu"].append(run["client"]["user_s"] / gb); v["cs"].append(run["client"]["sys_s"] / gb)
+        if not v["su"]:
+            continue
         m = {k: statistics.median(x) for k, x in v.items()}
         print(f"{net:4} {build}: sender user {m['su']:.3f} sys {m['ss']:.3f} | receiver user {m['cu']:.3f} sys {m['cs']:.3f}")

@@ -16,4 +16,6 @@ for net in ["lo", "veth"]:
                 g = a["cpu_s_per_gb"]
                 c.append(g["client"]); s.append(g["server"]); t.append(g["total"])
                 r.append(g["total"] / b["cpu_s_per_gb"]["total"])
+        if not t:
+            continue
         print(f"{net:4} {build}: n={len(t)} receiver {med(c)} sender {med(s)} total {med(t)} ÷ {o['protocol']} {med(r)}")
