@@ -230,11 +230,7 @@ impl RecvBuffer {
     fn push_shared(&mut self, slice: Bytes) {
         let shared = self.shared.get_or_insert_default();
         if !self.data.is_empty() {
-            let (a, b) = self.data.as_slices();
-            let mut moved = BytesMut::with_capacity(a.len() + b.len());
-            moved.extend_from_slice(a);
-            moved.extend_from_slice(b);
-            shared.push(moved.freeze());
+            shared.push(copied_bytes(&self.data, usize::MAX));
             self.data.clear();
         }
         shared.push(slice);
@@ -275,10 +271,9 @@ impl RecvBuffer {
         let room = dst.room();
         if self.shared.as_ref().is_none_or(|s| s.len() == 0) {
             // Only copied bytes: the two halves of their ring.
-            let n = room.min(self.data.len());
-            let (a, b) = self.data.as_slices();
-            let from_a = n.min(a.len());
-            dst.put(&[&a[..from_a], &b[..n - from_a]]);
+            let pieces = copied_front(&self.data, room);
+            let n = pieces[0].len() + pieces[1].len();
+            dst.put(&pieces);
             self.data.drain(..n);
             self.read_offset += n as u64;
             return n;
@@ -289,11 +284,9 @@ impl RecvBuffer {
             None => (0, true),
         };
         if all {
-            let m = (room - n).min(self.data.len());
-            let (a, b) = self.data.as_slices();
-            let from_a = m.min(a.len());
-            pieces.extend([&a[..from_a], &b[..m - from_a]]);
-            n += m;
+            let [a, b] = copied_front(&self.data, room - n);
+            n += a.len() + b.len();
+            pieces.extend([a, b]);
         }
         dst.put(&pieces);
         drop(pieces);
@@ -311,17 +304,12 @@ impl RecvBuffer {
         let bytes = match self.shared.as_mut().and_then(|s| s.take_front(max)) {
             Some(bytes) => bytes,
             None => {
-                let n = max.min(self.data.len());
-                if n == 0 {
+                if self.data.is_empty() {
                     return None;
                 }
-                let (a, b) = self.data.as_slices();
-                let from_a = n.min(a.len());
-                let mut bytes = BytesMut::with_capacity(n);
-                bytes.extend_from_slice(&a[..from_a]);
-                bytes.extend_from_slice(&b[..n - from_a]);
-                self.data.drain(..n);
-                bytes.freeze()
+                let bytes = copied_bytes(&self.data, max);
+                self.data.drain(..bytes.len());
+                bytes
             }
         };
         self.read_offset += bytes.len() as u64;
@@ -408,6 +396,23 @@ impl RecvBuffer {
     pub fn path_counts(&self) -> (u64, u64) {
         (self.fast.into(), self.slow.into())
     }
+}
+
+/// The first `n` bytes of `data` (all, if fewer), as its ring's two pieces.
+fn copied_front(data: &VecDeque<u8>, n: usize) -> [&[u8]; 2] {
+    let n = n.min(data.len());
+    let (a, b) = data.as_slices();
+    let from_a = n.min(a.len());
+    [&a[..from_a], &b[..n - from_a]]
+}
+
+/// The first `n` bytes of `data` (all, if fewer), copied into one `Bytes`.
+fn copied_bytes(data: &VecDeque<u8>, n: usize) -> Bytes {
+    let [a, b] = copied_front(data, n);
+    let mut bytes = BytesMut::with_capacity(a.len() + b.len());
+    bytes.extend_from_slice(a);
+    bytes.extend_from_slice(b);
+    bytes.freeze()
 }
 
 #[cfg(test)]
