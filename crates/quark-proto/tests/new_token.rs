@@ -353,3 +353,87 @@ fn connection_with_token(sim: &mut Sim, config: &ClientConfig, server: &ServerCo
     earlier.client_addr = sim.client_addr;
     connection(&mut earlier, config);
 }
+
+/// Tokens a client's connections received, in order (a store that keeps
+/// every one, to count them).
+#[derive(Debug, Default)]
+struct Kept(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl TokenStore for Kept {
+    fn insert(&self, _: &str, token: AddressToken) {
+        self.0.lock().unwrap().push(token.token);
+    }
+    fn take(&self, _: &str) -> Option<AddressToken> {
+        self.0.lock().unwrap().pop().map(stored)
+    }
+}
+
+/// One connection whose client moves to each of `addrs` in turn, echoing
+/// 20 KB from each (so the server follows it and validates the new path),
+/// then closes. The store gets every token the server gave.
+fn moving_connection(sim: &mut Sim, config: &ClientConfig, addrs: &[&str]) {
+    sim.server_handles.clear();
+    let c = sim.connect_with(config.clone());
+    let mut echo = Echo::new(c, vec![payload(20_000, 3)]);
+    run_echo(sim, &mut echo, 50_000);
+    sim.run_for(Duration::from_secs(1));
+    for (i, addr) in addrs.iter().enumerate() {
+        sim.client_addr = addr.parse().unwrap();
+        let mut echo = Echo::new(c, vec![payload(20_000, 4 + i as u8)]);
+        run_echo(sim, &mut echo, 50_000);
+        assert!(echo.done(), "echo from {addr} incomplete");
+        sim.run_for(Duration::from_secs(1));
+        let s = sim.server_handles[0];
+        assert_eq!(
+            sim.server.connection(s).unwrap().remote_address(),
+            sim.client_addr
+        );
+    }
+    sim.close_all_and_remove(&[c], 50_000);
+}
+
+#[test]
+fn a_client_that_moved_gets_a_token_for_its_new_address() {
+    let tls = Tls::new();
+    let mut sim = Sim::new(
+        seed(9),
+        server_config(&tls, true),
+        EndpointConfig::default(),
+    );
+    sim.set_delay(Duration::from_millis(10));
+    let (config, store) = client(&tls);
+    // A port change alone (NAT rebinding) keeps the address the token holds
+    // for: no new token. A new IP address gets one.
+    moving_connection(&mut sim, &config, &["10.0.0.1:6001"]);
+    let (back, _) = connection(&mut sim, &config);
+    assert_eq!(back.retries, 0, "the first token holds after a port change");
+    // That connection's own token, then the move.
+    moving_connection(&mut sim, &config, &["10.0.0.9:6000"]);
+    let (moved, _) = connection(&mut sim, &config);
+    assert_eq!(
+        moved.retries, 0,
+        "the token given after the move holds for the new address"
+    );
+    assert!(store.take("localhost").is_some());
+}
+
+#[test]
+fn a_client_that_keeps_moving_gets_at_most_four_tokens() {
+    let tls = Tls::new();
+    let mut sim = Sim::new(
+        seed(10),
+        server_config(&tls, true),
+        EndpointConfig::default(),
+    );
+    sim.set_delay(Duration::from_millis(10));
+    let kept = Arc::new(Kept::default());
+    let mut config = ClientConfig::new(tls.client_config(None));
+    config.token_store = Some(kept.clone());
+    let addrs: Vec<String> = (1..=6).map(|i| format!("10.0.{i}.1:6000")).collect();
+    let addrs: Vec<&str> = addrs.iter().map(String::as_str).collect();
+    moving_connection(&mut sim, &config, &addrs);
+    let tokens = kept.0.lock().unwrap().clone();
+    assert_eq!(tokens.len(), 4, "one token, then one per move up to four");
+    let distinct: std::collections::HashSet<_> = tokens.iter().collect();
+    assert_eq!(distinct.len(), 4);
+}

@@ -43,7 +43,7 @@ impl Connection {
             for ctl in frames.controls() {
                 match ctl {
                     Control::RetireConnectionId(seq) => self.peer_cids.on_retire_acked(seq),
-                    Control::NewToken => self.on_new_token_acked(),
+                    Control::NewToken(seq) => self.on_new_token_acked(seq),
                     _ => {}
                 }
             }
@@ -75,7 +75,7 @@ impl Connection {
                 &mut self.local_cids,
                 &mut self.peer_cids,
                 &mut self.ack_freq,
-                &mut self.new_token,
+                (&mut self.new_token, self.migration.tokens_renewed),
             );
         }
     }
@@ -243,7 +243,7 @@ impl Connection {
                     &mut self.local_cids,
                     &mut self.peer_cids,
                     &mut self.ack_freq,
-                    &mut self.new_token,
+                    (&mut self.new_token, self.migration.tokens_renewed),
                 );
             }
         }
@@ -260,14 +260,14 @@ fn requeue(
     local_cids: &mut LocalCids,
     peer_cids: &mut PeerCids,
     ack_freq: &mut AckFrequencyState,
-    new_token: &mut NewTokenState,
+    new_token: (&mut NewTokenState, u8),
 ) {
     for ctl in frames.controls() {
         match ctl {
             Control::NewConnectionId(seq) => local_cids.on_announcement_lost(seq),
             Control::RetireConnectionId(seq) => peer_cids.on_retire_lost(seq),
             Control::AckFrequency(seq) => ack_freq.on_lost(seq),
-            Control::NewToken => on_new_token_lost(new_token),
+            Control::NewToken(seq) => on_new_token_lost(new_token.0, new_token.1, seq),
             _ => {}
         }
     }

@@ -314,7 +314,7 @@ pub struct Connection {
     /// the NEW_TOKEN token for the client's next connection, until
     /// acknowledged.
     token: Vec<u8>,
-    /// Server: where the NEW_TOKEN frame stands.
+    /// Server: where the newest NEW_TOKEN frame stands.
     new_token: new_token::NewTokenState,
     /// Server: the SCID of our Retry, if we sent one.
     retry_src_cid: Option<ConnectionId>,

@@ -1,9 +1,11 @@
-//! NEW_TOKEN (RFC 9000 §8.1.3, §19.7). A server gives each connection one
+//! NEW_TOKEN (RFC 9000 §8.1.3, §19.7). A server gives each connection an
 //! address-validation token, sealed by the endpoint (which holds the key),
-//! for the client's next connection. It is sealed at the end of the handshake
-//! and goes in the next packet without stream data to carry
-//! (HANDSHAKE_DONE's, an ACK's), or alone once the connection is quiet: never
-//! a packet of its own on a busy connection (sent a PTO after the handshake,
+//! for the client's next connection; a token holds only for the address it
+//! was given to, so a client that moved to a new address (validated) gets
+//! another, up to `MAX_RENEWED_TOKENS` more per connection. The first is
+//! sealed at the end of the handshake. A token goes in the next packet
+//! without stream data to carry (HANDSHAKE_DONE's, an ACK's), or alone once
+//! the connection is quiet: never a packet of its own on a busy connection (sent a PTO after the handshake,
 //! it landed in the request bursts of `quark`'s `driver::storm_sim` and fired
 //! half as many server PTOs again), nor one more datagram for a short
 //! connection's answer. A client hands the tokens it receives to the
@@ -18,7 +20,12 @@ use crate::error::TransportError;
 use crate::frame::Frame;
 use crate::token_store::{AddressToken, TOKENS_PER_SERVER};
 
-/// Where a server connection's NEW_TOKEN frame stands.
+/// Tokens one connection is given after the first, one for each move to a
+/// new address: a peer that keeps moving costs the server no more seals
+/// than that.
+const MAX_RENEWED_TOKENS: u8 = 3;
+
+/// Where a server connection's newest NEW_TOKEN frame stands.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum NewTokenState {
     #[default]
@@ -43,6 +50,30 @@ impl Connection {
         {
             self.new_token = NewTokenState::Asked;
             self.cid_events.push_back(CidEvent::NewTokenWanted(now));
+        }
+    }
+
+    /// Server: the path to a client at a new IP address was validated. The
+    /// token it has (or is being sent) holds only for the address it left:
+    /// a new one, sealed for this address, replaces it.
+    pub(super) fn renew_new_token(&mut self, now: Instant) {
+        //= https://www.rfc-editor.org/rfc/rfc9000#section-8.1.3
+        //# A server MAY provide clients with an address validation token during
+        //# one connection that can be used on a subsequent connection.
+        match self.new_token {
+            // None asked yet, or one being sealed: the seal takes the
+            // address in use when the endpoint makes it.
+            NewTokenState::Unasked | NewTokenState::Asked => {}
+            NewTokenState::Pending | NewTokenState::InFlight | NewTokenState::Done => {
+                if self.migration.tokens_renewed >= MAX_RENEWED_TOKENS {
+                    return;
+                }
+                // Frames of the tokens before carry older numbers.
+                self.migration.tokens_renewed += 1;
+                self.new_token = NewTokenState::Unasked;
+                self.token = Vec::new();
+                self.ask_new_token(now);
+            }
         }
     }
 
@@ -91,17 +122,20 @@ impl Connection {
         let f = Frame::NewToken { token: &self.token };
         if buf.len() + f.encoded_len() <= max_end {
             f.encode(buf);
-            sent.push_control(Control::NewToken);
+            sent.push_control(Control::NewToken(self.migration.tokens_renewed.into()));
             self.new_token = NewTokenState::InFlight;
         }
     }
 
-    /// A packet with the NEW_TOKEN frame was acknowledged: the token is freed.
-    pub(super) fn on_new_token_acked(&mut self) {
-        if matches!(
-            self.new_token,
-            NewTokenState::InFlight | NewTokenState::Pending
-        ) {
+    /// A packet with NEW_TOKEN frame number `seq` was acknowledged: if it
+    /// carried the newest token, that token is freed.
+    pub(super) fn on_new_token_acked(&mut self, seq: u64) {
+        if seq == u64::from(self.migration.tokens_renewed)
+            && matches!(
+                self.new_token,
+                NewTokenState::InFlight | NewTokenState::Pending
+            )
+        {
             self.new_token = NewTokenState::Done;
             self.token = Vec::new();
         }
@@ -141,9 +175,26 @@ impl Connection {
     }
 }
 
-/// Lost: a NEW_TOKEN frame in flight goes again (with the same token).
-pub(super) fn on_new_token_lost(state: &mut NewTokenState) {
-    if *state == NewTokenState::InFlight {
+/// Lost: NEW_TOKEN frame number `seq`, if it carried the newest token and
+/// that is still in flight, goes again (with the same token). An older
+/// token's frame is not sent again: it was for an address the client left.
+pub(super) fn on_new_token_lost(state: &mut NewTokenState, newest: u8, seq: u64) {
+    if seq == u64::from(newest) && *state == NewTokenState::InFlight {
         *state = NewTokenState::Pending;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_newest_tokens_frame_goes_again() {
+        let mut state = NewTokenState::InFlight;
+        // The frame of the token for the address the client left.
+        on_new_token_lost(&mut state, 2, 1);
+        assert_eq!(state, NewTokenState::InFlight);
+        on_new_token_lost(&mut state, 2, 2);
+        assert_eq!(state, NewTokenState::Pending);
     }
 }

@@ -33,8 +33,9 @@ pub(crate) enum Control {
     NewConnectionId(u64),
     RetireConnectionId(u64),
     AckFrequency(u64),
-    /// The connection's one NEW_TOKEN (its token is kept until acknowledged).
-    NewToken,
+    /// NEW_TOKEN, by its number on the connection (the newest's token is
+    /// kept until acknowledged).
+    NewToken(u64),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +110,7 @@ impl Item {
             Control::NewConnectionId(seq) => Item::new(Kind::NewConnectionId, false, seq, 0),
             Control::RetireConnectionId(seq) => Item::new(Kind::RetireConnectionId, false, seq, 0),
             Control::AckFrequency(seq) => Item::new(Kind::AckFrequency, false, seq, 0),
-            Control::NewToken => Item::new(Kind::NewToken, false, 0, 0),
+            Control::NewToken(seq) => Item::new(Kind::NewToken, false, seq, 0),
         }
     }
 
@@ -141,7 +142,7 @@ impl Item {
             Kind::NewConnectionId => Control::NewConnectionId(self.a),
             Kind::RetireConnectionId => Control::RetireConnectionId(self.a),
             Kind::AckFrequency => Control::AckFrequency(self.a),
-            Kind::NewToken => Control::NewToken,
+            Kind::NewToken => Control::NewToken(self.a),
         })
     }
 }

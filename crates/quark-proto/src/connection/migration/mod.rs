@@ -94,6 +94,9 @@ pub(crate) struct Migration {
     /// A challenge or response went into the packet being built: the
     /// datagram is padded to 1200 bytes (§8.2.1, §8.2.2).
     pub(crate) pad: bool,
+    /// Server: NEW_TOKEN tokens given after the first, for moves to new
+    /// addresses (`connection/new_token.rs`); also the newest's number.
+    pub(crate) tokens_renewed: u8,
 }
 
 impl Migration {
@@ -352,6 +355,17 @@ impl Connection {
             self.path.validated = true;
             let path = self.path_state();
             self.recovery.update_timer(now, &path);
+            // Tokens are bound to the client's IP address: one from before
+            // the move would not spare its next connection from here a Retry.
+            let ip = |a: SocketAddr| a.ip().to_canonical();
+            let new_ip = self
+                .migration
+                .prev
+                .as_ref()
+                .is_some_and(|p| ip(p.remote) != ip(self.path.remote));
+            if self.side.is_server() && new_ip {
+                self.renew_new_token(now);
+            }
         }
         tracing::debug!(remote = %self.path.remote, "path validated");
     }

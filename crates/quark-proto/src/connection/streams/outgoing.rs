@@ -348,7 +348,7 @@ impl Streams {
                 Control::NewConnectionId(_)
                 | Control::RetireConnectionId(_)
                 | Control::AckFrequency(_)
-                | Control::NewToken => {}
+                | Control::NewToken(_) => {}
             }
         }
     }
