@@ -160,3 +160,85 @@ fn read_bytes_copies_across_the_rings_wrap() {
     }
     assert_eq!(got, &d[..1500]);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+    /// Frames of a stream, each from a datagram it lies in or copied (no
+    /// owner), of sizes around the sharing thresholds, duplicated,
+    /// overlapping and shuffled, read between inserts by `read` and by
+    /// `read_bytes` in pieces of random sizes: the reader gets the stream
+    /// byte for byte, the counts agree at every step, and when everything
+    /// is read no datagram is held.
+    #[test]
+    fn slices_and_copies_in_any_order_read_as_one_stream(
+        len in 1usize..40_000,
+        sizes in proptest::collection::vec(1usize..(2 * MIN_SHARED + 300), 1..40),
+        extra in proptest::collection::vec((proptest::prelude::any::<u32>(), 1usize..6000), 0..20),
+        swaps in proptest::collection::vec(proptest::prelude::any::<u32>(), 0..60),
+        lent in proptest::collection::vec(proptest::prelude::any::<bool>(), 1..32),
+        reads in proptest::collection::vec((0u8..4, 1usize..5000), 1..32),
+    ) {
+        let stream: Vec<u8> = (0..len).map(|i| (i * 131 + i / 977) as u8).collect();
+        // A cover of the stream by the sizes (repeated), plus extra frames
+        // anywhere: duplicates and overlaps.
+        let mut frames = Vec::new();
+        let (mut at, mut k) = (0, 0);
+        while at < len {
+            let end = (at + sizes[k % sizes.len()]).min(len);
+            frames.push((at, end));
+            at = end;
+            k += 1;
+        }
+        for &(start, l) in &extra {
+            let s = start as usize % len;
+            frames.push((s, (s + l).min(len)));
+        }
+        for (i, &w) in swaps.iter().enumerate() {
+            let n = frames.len();
+            frames.swap(i % n, w as usize % n);
+        }
+        let mut b = RecvBuffer::new();
+        let mut got = Vec::new();
+        let mut owners = Vec::new();
+        for (i, &(s, e)) in frames.iter().enumerate() {
+            // The frame inside a datagram of its own, after a header.
+            let mut datagram = vec![0xee; 40];
+            datagram.extend_from_slice(&stream[s..e]);
+            datagram.extend_from_slice(&[0xdd; 16]);
+            let datagram = Bytes::from(datagram);
+            let frame = &datagram[40..40 + (e - s)];
+            let owner = lent[i % lent.len()].then_some(&datagram);
+            b.insert_from(s as u64, frame, owner);
+            owners.push(datagram.clone());
+            proptest::prop_assert!(b.shared_bytes() <= b.readable());
+            proptest::prop_assert_eq!(b.read_offset() + b.readable() as u64, b.contiguous_end());
+            let (how, max) = reads[i % reads.len()];
+            match how {
+                0 => {}
+                1 => {
+                    let mut piece = vec![0; max];
+                    let n = b.read(&mut piece);
+                    got.extend_from_slice(&piece[..n]);
+                }
+                _ => {
+                    if let Some(bytes) = b.read_bytes(max) {
+                        proptest::prop_assert!(!bytes.is_empty() && bytes.len() <= max);
+                        got.extend_from_slice(&bytes);
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(&got[..], &stream[..got.len()]);
+            proptest::prop_assert_eq!(b.read_offset(), got.len() as u64);
+        }
+        while let Some(bytes) = b.read_bytes(7777) {
+            got.extend_from_slice(&bytes);
+        }
+        proptest::prop_assert_eq!(got, stream);
+        proptest::prop_assert_eq!(b.readable(), 0);
+        proptest::prop_assert_eq!(b.shared_bytes(), 0);
+        // Once read, no datagram is held by the buffer.
+        proptest::prop_assert!(owners.iter_mut().all(|d| d.is_unique()));
+        drop(b);
+    }
+}
