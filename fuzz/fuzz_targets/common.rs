@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use bytes::BytesMut;
 use quark_proto::{ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, ServerConfig};
 
 pub const ALPN: &[u8] = b"hq-interop";
@@ -61,8 +62,10 @@ pub struct Pair {
 
 impl Pair {
     pub fn new(server: ServerConfig) -> Self {
-        let mut config = EndpointConfig::default();
-        config.rng_seed = Some(1);
+        let config = EndpointConfig {
+            rng_seed: Some(1),
+            ..EndpointConfig::default()
+        };
         Pair {
             #[allow(clippy::disallowed_methods)] // the simulated clock's origin
             now: Instant::now(),
@@ -90,11 +93,11 @@ impl Pair {
                 (&mut self.server, &mut self.client, SERVER)
             };
             let src: SocketAddr = src.parse().unwrap();
-            let datagrams = outgoing(from, self.now, &mut self.buf);
-            for mut d in datagrams {
+            // GSO batches arrive whole, as GRO gives them, and may be lent.
+            for (batch, stride) in outgoing_batches(from, self.now, &mut self.buf) {
                 any = true;
-                let stride = d.len().max(1);
-                to.handle_batch(self.now, src, None, None, &mut d, stride, |_, _| {});
+                let mut d = BytesMut::from(&batch[..]);
+                to.handle_batch(self.now, src, None, None, &mut d, stride, true, |_, _| {});
             }
         }
         any
@@ -138,9 +141,21 @@ impl Pair {
 /// Everything `ep` and its connections want to send now, one datagram each
 /// (GSO batches cut up). A side that never stops sending is a bug.
 pub fn outgoing(ep: &mut Endpoint, now: Instant, buf: &mut Vec<u8>) -> Vec<Vec<u8>> {
-    let mut datagrams = Vec::new();
+    outgoing_batches(ep, now, buf)
+        .into_iter()
+        .flat_map(|(batch, seg)| batch.chunks(seg).map(<[u8]>::to_vec).collect::<Vec<_>>())
+        .collect()
+}
+
+/// [`outgoing`], GSO batches whole: each with its segment size.
+pub fn outgoing_batches(
+    ep: &mut Endpoint,
+    now: Instant,
+    buf: &mut Vec<u8>,
+) -> Vec<(Vec<u8>, usize)> {
+    let mut batches = Vec::new();
     while let Some(t) = ep.poll_transmit(buf) {
-        datagrams.push(buf[..t.size].to_vec());
+        batches.push((buf[..t.size].to_vec(), t.size.max(1)));
     }
     let handles: Vec<_> = ep.handles().collect();
     for h in handles {
@@ -150,9 +165,9 @@ pub fn outgoing(ep: &mut Endpoint, now: Instant, buf: &mut Vec<u8>) -> Vec<Vec<u
         {
             ep.sync(h);
             let seg = t.segment_size.unwrap_or(t.size).max(1);
-            datagrams.extend(buf[..t.size].chunks(seg).map(<[u8]>::to_vec));
-            assert!(datagrams.len() < 100_000, "datagrams do not drain");
+            batches.push((buf[..t.size].to_vec(), seg));
+            assert!(batches.len() < 100_000, "datagrams do not drain");
         }
     }
-    datagrams
+    batches
 }

@@ -55,9 +55,9 @@ fuzz_target!(|data: &[u8]| {
         } else {
             &mut pair.server
         };
-        let mut d = datagram.to_vec();
+        let mut d = bytes::BytesMut::from(datagram);
         let stride = d.len().max(1);
-        ep.handle_batch(pair.now, from, None, None, &mut d, stride, |_, _| {});
+        ep.handle_batch(pair.now, from, None, None, &mut d, stride, true, |_, _| {});
         // Everything either side answers is sent nowhere; it must drain.
         outgoing(&mut pair.client, pair.now, &mut buf);
         outgoing(&mut pair.server, pair.now, &mut buf);

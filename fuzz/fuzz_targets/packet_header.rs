@@ -19,6 +19,9 @@ fuzz_target!(|data: &[u8]| {
         let mut set = data.to_vec();
         set[0] = first | 0x40;
         let strict_set = PartialDecode::new(&set, 8);
-        assert_eq!(strict_set.as_ref().map(|p| (p.ty, p.len)).ok(), Some((pd.ty, pd.len)));
+        assert_eq!(
+            strict_set.as_ref().map(|p| (p.ty, p.len)).ok(),
+            Some((pd.ty, pd.len))
+        );
     }
 });

@@ -9,10 +9,8 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let limit = 16 * 1024;
     if let Ok(fields) = quark_qpack::decode_section(data, limit) {
-        let pairs: Vec<(&[u8], &[u8])> = fields
-            .iter()
-            .map(|f| (&f.name[..], &f.value[..]))
-            .collect();
+        let pairs: Vec<(&[u8], &[u8])> =
+            fields.iter().map(|f| (&f.name[..], &f.value[..])).collect();
         let mut block = Vec::new();
         quark_qpack::encode_section(&pairs, &mut block);
         assert_eq!(quark_qpack::decode_section(&block, limit), Ok(fields));

@@ -37,10 +37,8 @@ fuzz_target!(|data: &[u8]| {
             Err(_) => return,
             Ok(None) => assert!(dec.blocked_streams() as u64 <= blocked),
             Ok(Some(fields)) => {
-                let pairs: Vec<(&[u8], &[u8])> = fields
-                    .iter()
-                    .map(|f| (&f.name[..], &f.value[..]))
-                    .collect();
+                let pairs: Vec<(&[u8], &[u8])> =
+                    fields.iter().map(|f| (&f.name[..], &f.value[..])).collect();
                 let mut block = Vec::new();
                 echo_enc.encode_section(stream, &pairs, &mut block);
                 let mut ins = Vec::new();
