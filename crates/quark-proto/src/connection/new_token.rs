@@ -5,11 +5,11 @@
 //! another, up to `MAX_RENEWED_TOKENS` more per connection. The first is
 //! sealed at the end of the handshake. A token goes in the next packet
 //! without stream data to carry (HANDSHAKE_DONE's, an ACK's), or alone once
-//! the connection is quiet: never a packet of its own on a busy connection (sent a PTO after the handshake,
-//! it landed in the request bursts of `quark`'s `driver::storm_sim` and fired
-//! half as many server PTOs again), nor one more datagram for a short
-//! connection's answer. A client hands the tokens it receives to the
-//! endpoint, for its token store.
+//! the connection is quiet: never a packet of its own on a busy connection
+//! (sent a PTO after the handshake, it landed in the request bursts of
+//! `quark`'s `driver::storm_sim` and fired half as many server PTOs again),
+//! nor one more datagram for a short connection's answer. A client hands the
+//! tokens it receives to the endpoint, for its token store.
 
 use std::time::Instant;
 
