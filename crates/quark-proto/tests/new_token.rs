@@ -417,11 +417,11 @@ fn a_client_that_moved_gets_a_token_for_its_new_address() {
     assert!(store.take("localhost").is_some());
 }
 
-#[test]
-fn a_client_that_keeps_moving_gets_at_most_four_tokens() {
+/// Tokens the client got over one connection that moved to each of `addrs`.
+fn tokens_over_moves(s: u64, addrs: &[&str]) -> Vec<Vec<u8>> {
     let tls = Tls::new();
     let mut sim = Sim::new(
-        seed(10),
+        seed(s),
         server_config(&tls, true),
         EndpointConfig::default(),
     );
@@ -429,11 +429,20 @@ fn a_client_that_keeps_moving_gets_at_most_four_tokens() {
     let kept = Arc::new(Kept::default());
     let mut config = ClientConfig::new(tls.client_config(None));
     config.token_store = Some(kept.clone());
+    moving_connection(&mut sim, &config, addrs);
+    let tokens = kept.0.lock().unwrap().clone();
+    let distinct: std::collections::HashSet<_> = tokens.iter().collect();
+    assert_eq!(distinct.len(), tokens.len(), "each token sealed anew");
+    tokens
+}
+
+#[test]
+fn a_new_token_for_a_new_address_only_and_at_most_four() {
+    // From 10.0.0.1:5000: a port change, then a new address.
+    let tokens = tokens_over_moves(10, &["10.0.0.1:6001", "10.0.2.1:6000"]);
+    assert_eq!(tokens.len(), 2, "the first, then one for the new address");
     let addrs: Vec<String> = (1..=6).map(|i| format!("10.0.{i}.1:6000")).collect();
     let addrs: Vec<&str> = addrs.iter().map(String::as_str).collect();
-    moving_connection(&mut sim, &config, &addrs);
-    let tokens = kept.0.lock().unwrap().clone();
+    let tokens = tokens_over_moves(11, &addrs);
     assert_eq!(tokens.len(), 4, "one token, then one per move up to four");
-    let distinct: std::collections::HashSet<_> = tokens.iter().collect();
-    assert_eq!(distinct.len(), 4);
 }
