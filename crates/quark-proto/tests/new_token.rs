@@ -82,15 +82,18 @@ fn client(tls: &Tls) -> (ClientConfig, Arc<TokenMemoryCache>) {
     (config, store)
 }
 
+/// A pair whose server always asks for a Retry (unless a token validates the
+/// client), `delay_ms` each way.
+fn retry_pair(tls: &Tls, s: u64, delay_ms: u64) -> Sim {
+    let mut sim = Sim::new(seed(s), server_config(tls, true), EndpointConfig::default());
+    sim.set_delay(Duration::from_millis(delay_ms));
+    sim
+}
+
 #[test]
 fn a_returning_client_skips_the_retry_once() {
     let tls = Tls::new();
-    let mut sim = Sim::new(
-        seed(1),
-        server_config(&tls, true),
-        EndpointConfig::default(),
-    );
-    sim.set_delay(Duration::from_millis(20));
+    let mut sim = retry_pair(&tls, 1, 20);
     let (config, _) = client(&tls);
 
     let (first, _) = connection(&mut sim, &config);
@@ -395,12 +398,7 @@ fn moving_connection(sim: &mut Sim, config: &ClientConfig, addrs: &[&str]) {
 #[test]
 fn a_client_that_moved_gets_a_token_for_its_new_address() {
     let tls = Tls::new();
-    let mut sim = Sim::new(
-        seed(9),
-        server_config(&tls, true),
-        EndpointConfig::default(),
-    );
-    sim.set_delay(Duration::from_millis(10));
+    let mut sim = retry_pair(&tls, 9, 10);
     let (config, store) = client(&tls);
     // A port change alone (NAT rebinding) keeps the address the token holds
     // for: no new token. A new IP address gets one.
@@ -420,12 +418,7 @@ fn a_client_that_moved_gets_a_token_for_its_new_address() {
 /// Tokens the client got over one connection that moved to each of `addrs`.
 fn tokens_over_moves(s: u64, addrs: &[&str]) -> Vec<Vec<u8>> {
     let tls = Tls::new();
-    let mut sim = Sim::new(
-        seed(s),
-        server_config(&tls, true),
-        EndpointConfig::default(),
-    );
-    sim.set_delay(Duration::from_millis(10));
+    let mut sim = retry_pair(&tls, s, 10);
     let kept = Arc::new(Kept::default());
     let mut config = ClientConfig::new(tls.client_config(None));
     config.token_store = Some(kept.clone());
