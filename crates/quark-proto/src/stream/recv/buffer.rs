@@ -269,20 +269,17 @@ impl RecvBuffer {
     /// 64 pieces); returns how many.
     pub fn read_into<D: ReadInto + ?Sized>(&mut self, dst: &mut D) -> usize {
         let room = dst.room();
-        if self.shared.as_ref().is_none_or(|s| s.len() == 0) {
-            // Only copied bytes: the two halves of their ring.
+        let Some(shared) = self.shared.as_ref().filter(|s| s.len() > 0) else {
+            // Only copied bytes (every read of a request): the two halves of
+            // their ring, no list of pieces.
             let pieces = copied_front(&self.data, room);
             let n = pieces[0].len() + pieces[1].len();
             dst.put(&pieces);
-            self.data.drain(..n);
-            self.read_offset += n as u64;
+            self.consume(n);
             return n;
-        }
-        let mut pieces: SmallVec<[&[u8]; MAX_PIECES]> = SmallVec::new();
-        let (mut n, all) = match &self.shared {
-            Some(shared) => shared.pieces(room, MAX_PIECES - 2, &mut pieces),
-            None => (0, true),
         };
+        let mut pieces: SmallVec<[&[u8]; MAX_PIECES]> = SmallVec::new();
+        let (mut n, all) = shared.pieces(room, MAX_PIECES - 2, &mut pieces);
         if all {
             let [a, b] = copied_front(&self.data, room - n);
             n += a.len() + b.len();
