@@ -182,22 +182,7 @@ proptest::proptest! {
         let stream: Vec<u8> = (0..len).map(|i| (i * 131 + i / 977) as u8).collect();
         // A cover of the stream by the sizes (repeated), plus extra frames
         // anywhere: duplicates and overlaps.
-        let mut frames = Vec::new();
-        let (mut at, mut k) = (0, 0);
-        while at < len {
-            let end = (at + sizes[k % sizes.len()]).min(len);
-            frames.push((at, end));
-            at = end;
-            k += 1;
-        }
-        for &(start, l) in &extra {
-            let s = start as usize % len;
-            frames.push((s, (s + l).min(len)));
-        }
-        for (i, &w) in swaps.iter().enumerate() {
-            let n = frames.len();
-            frames.swap(i % n, w as usize % n);
-        }
+        let frames = super::tests::shuffled_cover(len, &sizes, &extra, &swaps);
         let mut b = RecvBuffer::new();
         let mut got = Vec::new();
         let mut owners = Vec::new();

@@ -212,6 +212,37 @@ fn discard_all_moves_the_read_offset() {
     assert_eq!(b.max_offset(), 20);
 }
 
+/// Segments `(start, end)` of a stream of `len` bytes: a cover of all of it
+/// in pieces of `sizes` (taken in turn), then `extra` ones (start modulo
+/// `len`, length) that overlap and duplicate, shuffled by swapping entry `i`
+/// with entry `swaps[i]` (both modulo the count).
+pub(super) fn shuffled_cover(
+    len: usize,
+    sizes: &[usize],
+    extra: &[(u32, usize)],
+    swaps: &[u32],
+) -> Vec<(usize, usize)> {
+    let mut segs = Vec::new();
+    let mut at = 0;
+    for size in sizes.iter().cycle() {
+        if at >= len {
+            break;
+        }
+        let end = (at + size).min(len);
+        segs.push((at, end));
+        at = end;
+    }
+    for &(start, l) in extra {
+        let s = start as usize % len;
+        segs.push((s, (s + l).min(len)));
+    }
+    for (i, &k) in swaps.iter().enumerate() {
+        let n = segs.len();
+        segs.swap(i % n, k as usize % n);
+    }
+    segs
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
 
@@ -225,15 +256,8 @@ proptest! {
         let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 256) as u8).collect();
         // A cover of the whole stream in fixed pieces, plus random extra (overlapping,
         // duplicate) segments.
-        let mut segs: Vec<(usize, usize)> = (0..len).step_by(97).map(|o| (o, (o + 97).min(len))).collect();
-        for &(at, l) in &cuts {
-            let s = at as usize % len;
-            segs.push((s, (s + l).min(len)));
-        }
-        for (i, &k) in order.iter().enumerate() {
-            let n = segs.len();
-            segs.swap(i % n, k as usize % n);
-        }
+        let cuts: Vec<(u32, usize)> = cuts.iter().map(|&(at, l)| (at.into(), l)).collect();
+        let segs = shuffled_cover(len, &[97], &cuts, &order);
         let mut b = RecvBuffer::new();
         let mut out = Vec::new();
         let mut max = 0u64;
