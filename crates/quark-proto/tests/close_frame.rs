@@ -232,3 +232,29 @@ fn a_transport_parameter_error_tells_the_peer_why() {
         other => panic!("client saw {other:?}"),
     }
 }
+
+/// A client that never heard from the server (every packet lost) sends its
+/// CONNECTION_CLOSE once and is gone at once: with nothing to answer, the
+/// closing state would only hold it for 3 PTO (seconds without an RTT
+/// sample), as `connect_first` abandons its losing attempts.
+#[test]
+fn a_client_that_heard_nothing_is_gone_once_its_close_is_sent() {
+    let (mut sim, tls) = Sim::pair(seed(91));
+    sim.set_loss(1.0);
+    let c = sim.connect(&tls);
+    sim.run_for(Duration::from_millis(50));
+    assert!(!sim.client.connection(c).unwrap().is_closed());
+    let now = sim.now;
+    sim.client
+        .connection_mut(c)
+        .unwrap()
+        .close(now, 0, b"abandoned");
+    let conn = sim.client.connection(c).unwrap();
+    assert!(
+        conn.is_closed() && !conn.is_drained(),
+        "closing until its close goes out"
+    );
+    sim.step();
+    assert_eq!(sim.now, now, "no time passed");
+    assert!(sim.client.connection(c).unwrap().is_drained());
+}

@@ -324,7 +324,16 @@ impl Connection {
         if buf.is_empty() {
             return None;
         }
-        Some(self.transmitted(buf.len(), 1, buf.len(), None))
+        let sent = self.transmitted(buf.len(), 1, buf.len(), None);
+        if !self.received_any {
+            // Nothing ever came back: no packet will arrive to answer, so
+            // the closing state would only wait (3 PTO, seconds without an
+            // RTT sample). An abandoned attempt of `connect_first` is gone
+            // at once; the CONNECTION_CLOSE just sent lets a server that did
+            // get our Initial drop its state. The closing period ends now.
+            self.on_close_timer(now);
+        }
+        Some(sent)
     }
 }
 
