@@ -166,6 +166,52 @@ fn unreachable_server() {
     assert!(start.elapsed() < Duration::from_secs(10));
 }
 
+/// A name with several addresses (`--resolve`, as `localhost` often is
+/// `::1` and `127.0.0.1`): the one that answers is used, whatever its place
+/// (RFC 8305); when none answers, the error names them all.
+#[test]
+fn the_address_that_answers_is_used() {
+    let dir = tempdir("quark-cli", "resolve");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let files = write_files(&root);
+    let server = serve(&root, &dir);
+    let port = server.port;
+    // A host that is down: a socket nobody reads (no ICMP error comes back).
+    let silent = std::net::UdpSocket::bind(("127.0.0.2", port)).unwrap();
+    let url = format!("https://localhost:{port}/a.bin");
+    let out = dir.join("a.bin");
+    // [::1] has no server either: tried first where this host has IPv6,
+    // left out where it has none.
+    let resolve = format!("localhost:{port}:[::1],127.0.0.2,127.0.0.1");
+    let (ca, o) = (server.cert.to_str().unwrap(), out.to_str().unwrap());
+    let result = get(&[&url, "-o", o, "--ca", ca, "--resolve", &resolve]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(sha(&std::fs::read(&out).unwrap()), sha(&files[0].1));
+    silent.set_nonblocking(true).unwrap();
+    assert!(silent.recv(&mut [0u8; 2048]).is_ok(), "127.0.0.2 was tried");
+
+    let resolve = format!("localhost:{port}:127.0.0.2,127.0.0.3");
+    let args = [
+        &url,
+        "-o",
+        o,
+        "--ca",
+        ca,
+        "--resolve",
+        &resolve,
+        "--connect-timeout",
+        "1",
+    ];
+    let result = get(&args);
+    assert!(!result.status.success());
+    let line = error_line(&result);
+    assert!(
+        line.contains(&format!("127.0.0.2:{port}, 127.0.0.3:{port}")) && line.contains("no answer"),
+        "{line}"
+    );
+}
+
 #[test]
 fn bad_flags() {
     let dir = tempdir("quark-cli", "flags");
@@ -203,6 +249,13 @@ fn bad_flags() {
             "--insecure".into(),
             "-o".into(),
             "/nonexistent/dir".into(),
+        ],
+        vec![
+            "get".into(),
+            "https://localhost:1/".into(),
+            "--insecure".into(),
+            "--resolve".into(),
+            "localhost:1:nope".into(),
         ],
         vec!["serve".into(), "--root".into(), "/nonexistent".into()],
         vec![

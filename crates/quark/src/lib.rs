@@ -21,6 +21,7 @@
 //! |---|---|
 //! | [`guide`] | the guide: how the pieces fit, with runnable examples |
 //! | [`endpoint`] | `Endpoint`: bind, `accept` (the listener), `connect` |
+//! | [`connect_first`] | `Endpoint::connect_first`: the first of a name's addresses to answer (RFC 8305) |
 //! | [`connection`] | `Connection`: open / accept streams, close |
 //! | [`stream`] | `SendStream` (`AsyncWrite`), `RecvStream` (`AsyncRead`) |
 //! | [`counters`] | the per-packet CPU breakdown (crypto, ACK handling, system calls) |
@@ -65,6 +66,7 @@
 #![warn(missing_docs)]
 
 mod busy_poll;
+pub mod connect_first;
 pub mod connection;
 pub mod counters;
 mod datagram;
@@ -87,6 +89,7 @@ pub mod workers;
 #[cfg(test)]
 mod tests;
 
+pub use connect_first::ConnectFirstError;
 pub use connection::{Connecting, Connection};
 pub use drive::Drive;
 pub use endpoint::Endpoint;

@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail};
 use quark::{ClientConfig, Endpoint};
 use tokio::io::AsyncWriteExt;
 
+use super::dial::dial;
 use super::fetch::{Fetched, Sink, Via, fetch_one, progress_bar};
 use super::{GetArgs, Url, output_name};
 use crate::get_http::RequestOptions;
@@ -18,7 +19,6 @@ use crate::get_http::RequestOptions;
 pub(super) struct Plan<'a> {
     pub(super) args: &'a GetArgs,
     pub(super) endpoint: Endpoint,
-    pub(super) addr: SocketAddr,
     /// The URLs' host and port (all name the same server).
     pub(super) server: &'a Url,
     pub(super) request: Option<RequestOptions>,
@@ -41,23 +41,19 @@ pub(super) enum Role {
     Resuming,
 }
 
-/// Fetch `urls` over one new connection and print its summary line.
+/// Fetch `urls` over one new connection to the first of `addrs` to answer
+/// and print its summary line. Returns the address that answered.
 pub(super) async fn fetch(
     plan: &Plan<'_>,
     config: ClientConfig,
+    addrs: &[SocketAddr],
     urls: &[Url],
     role: Role,
-) -> anyhow::Result<()> {
-    let (args, addr, server) = (plan.args, plan.addr, plan.server);
+) -> anyhow::Result<SocketAddr> {
+    let (args, server) = (plan.args, plan.server);
     let start = Instant::now();
-    let connecting = plan.endpoint.connect(config, addr, &server.host)?;
-    let (conn, early) = match connecting.into_0rtt() {
-        Ok(conn) => (conn, true),
-        Err(connecting) => (
-            super::zero_rtt::established(connecting, addr, plan.timeout).await?,
-            false,
-        ),
-    };
+    let (conn, early) = dial(&plan.endpoint, config, addrs, &server.host, plan.timeout).await?;
+    let addr = conn.remote_address();
     // With 0-RTT the requests go before the handshake ends: time it apart.
     let handshake = {
         let conn = conn.clone();
@@ -204,7 +200,7 @@ pub(super) async fn fetch(
     if failures > 0 {
         bail!("{failures} of {} downloads failed", urls.len());
     }
-    Ok(())
+    Ok(addr)
 }
 
 /// `, ECN capable (ECT(0) in 90, CE 0, marked out 96)`: what the path did

@@ -2,17 +2,16 @@
 //! parallel as streams of one connection (two with `--resume`).
 
 mod conn;
+mod dial;
 mod fetch;
 mod zero_rtt;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{anyhow, bail};
 use clap::Args;
-use quark::Endpoint;
 use quark::tls::{self, Verify};
 
 use self::conn::{Plan, Role};
@@ -35,6 +34,13 @@ pub(crate) struct GetArgs {
     /// Do not verify the server certificate.
     #[arg(long)]
     pub(crate) insecure: bool,
+    /// Connect to these addresses for HOST:PORT instead of resolving HOST,
+    /// as curl's option: `HOST:PORT:ADDR[,ADDR...]`, IPv6 addresses in
+    /// brackets. The certificate is still checked against HOST. Repeatable.
+    /// With several addresses (resolved or given), the first to answer is
+    /// used (RFC 8305).
+    #[arg(long, value_name = "HOST:PORT:ADDRS", value_parser = dial::parse_resolve)]
+    pub(crate) resolve: Vec<dial::Resolve>,
     /// Give up connecting after this many seconds.
     #[arg(long, default_value_t = 10)]
     pub(crate) connect_timeout: u64,
@@ -193,11 +199,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
         );
     }
     let out_file = to_file.then(|| out_dir.clone());
-    let addr: SocketAddr = tokio::net::lookup_host((first.host.as_str(), first.port))
-        .await
-        .with_context(|| format!("cannot resolve {}", first.host))?
-        .next()
-        .ok_or_else(|| anyhow!("cannot resolve {}", first.host))?;
+    let addrs = dial::addresses(first, &args.resolve).await?;
     let verify = match (&args.ca, args.insecure) {
         (_, true) => Verify::Insecure,
         (Some(ca), false) => Verify::CaFile(ca.clone()),
@@ -217,13 +219,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     if args.no_version_upgrade {
         config.compatible_versions.clear();
     }
-    let bind: SocketAddr = if addr.is_ipv6() {
-        "[::]:0".parse()?
-    } else {
-        "0.0.0.0:0".parse()?
-    };
-    let endpoint = Endpoint::with_config(args.transport.endpoint_config(), None, bind)
-        .context("cannot open a UDP socket")?;
+    let (endpoint, addrs) = dial::bind(args.transport.endpoint_config(), addrs)?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     if args.zero_rtt {
         config = config.with_0rtt();
@@ -231,7 +227,6 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     let plan = Plan {
         args: &args,
         endpoint,
-        addr,
         server: first,
         request,
         to_stdout,
@@ -239,17 +234,22 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
         out_file,
         timeout,
     };
+    // Later connections go where the first one's answer came from.
     if !args.resume {
+        let mut addrs = addrs;
         if args.zero_rtt {
-            zero_rtt::prime(&plan.endpoint, &config, addr, &first.host, timeout).await?;
+            addrs =
+                vec![zero_rtt::prime(&plan.endpoint, &config, &addrs, &first.host, timeout).await?];
         }
-        return conn::fetch(&plan, config, &urls, Role::Only).await;
+        conn::fetch(&plan, config, &addrs, &urls, Role::Only).await?;
+        return Ok(());
     }
     // The first URL over a connection of its own, whose session ticket the
     // second resumes for the rest (the interop runner's resumption and
     // zerortt cases).
-    conn::fetch(&plan, config.clone(), &urls[..1], Role::Ticket).await?;
-    conn::fetch(&plan, config, &urls[1..], Role::Resuming).await
+    let addr = conn::fetch(&plan, config.clone(), &addrs, &urls[..1], Role::Ticket).await?;
+    conn::fetch(&plan, config, &[addr], &urls[1..], Role::Resuming).await?;
+    Ok(())
 }
 
 #[cfg(test)]

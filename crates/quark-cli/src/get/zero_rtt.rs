@@ -5,40 +5,22 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use anyhow::anyhow;
-use quark::{ClientConfig, Connecting, Connection, Endpoint};
-
-/// Wait for a connection's handshake, within `timeout`.
-pub(super) async fn established(
-    connecting: Connecting,
-    addr: SocketAddr,
-    timeout: Duration,
-) -> anyhow::Result<Connection> {
-    tokio::time::timeout(timeout, connecting)
-        .await
-        .map_err(|_| {
-            anyhow!(
-                "{addr}: no answer from the server within {}s",
-                timeout.as_secs()
-            )
-        })?
-        .map_err(|e| anyhow!("{addr}: connection failed: {e}"))
-}
+use quark::{ClientConfig, Connection, Endpoint};
 
 /// A connection that only completes its handshake and lingers until the
 /// server's session tickets (sent right after it) have arrived.
+/// Returns the address that answered, for the connection that resumes.
 pub(super) async fn prime(
     endpoint: &Endpoint,
     config: &ClientConfig,
-    addr: SocketAddr,
+    addrs: &[SocketAddr],
     host: &str,
     timeout: Duration,
-) -> anyhow::Result<()> {
-    let connecting = endpoint.connect(config.clone(), addr, host)?;
-    let conn = established(connecting, addr, timeout).await?;
+) -> anyhow::Result<SocketAddr> {
+    let (conn, _) = super::dial::dial(endpoint, config.clone(), addrs, host, timeout).await?;
     await_tickets(&conn).await;
     conn.close(0, b"ticket");
-    Ok(())
+    Ok(conn.remote_address())
 }
 
 /// Give the server's session tickets time to arrive: they travel with

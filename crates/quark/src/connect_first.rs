@@ -1,0 +1,204 @@
+//! `Endpoint::connect_first`: a name that resolves to several addresses
+//! (`localhost` to `::1` and `127.0.0.1`, a dual-stack host) is reached on
+//! whichever answers first, as RFC 8305 ("Happy Eyeballs") does for TCP.
+//!
+//! Over UDP a silent address gives no error (no RST; ICMP errors do not
+//! reach an unconnected socket), so an attempt on it would only end with the
+//! handshake timeout. Attempts therefore start one after another, a short
+//! delay apart, while the earlier ones keep going; the first handshake to
+//! complete wins and the others are dropped (closed).
+
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use quark_proto::{ClientConfig, ConnectError, ConnectionError};
+
+use crate::connection::{Connecting, Connection};
+use crate::endpoint::Endpoint;
+
+/// RFC 8305 §5's recommended delay between connection attempts.
+pub const ATTEMPT_DELAY: Duration = Duration::from_millis(250);
+
+/// The delay after an attempt on a loopback address, whose answer takes
+/// microseconds: RFC 8305 §5 bases the delay on the expected round trip,
+/// with 10 ms as its floor. `localhost` is often `::1` first and then
+/// `127.0.0.1`, with the server on only one of them.
+pub const LOOPBACK_ATTEMPT_DELAY: Duration = Duration::from_millis(10);
+
+/// How long to give an attempt on `addr` before the next starts.
+fn delay_after(addr: SocketAddr, attempt_delay: Duration) -> Duration {
+    match addr.ip().is_loopback() {
+        true => attempt_delay.min(LOOPBACK_ATTEMPT_DELAY),
+        false => attempt_delay,
+    }
+}
+
+/// Why [`Endpoint::connect_first`] found no connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectFirstError {
+    /// The list of addresses was empty.
+    #[error("no address to connect to")]
+    NoAddress,
+    /// The configuration could not start a connection (the same for every
+    /// address: a bad server name, an unsupported version).
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// An attempt failed on an answer from the server (it refused the
+    /// handshake: that ends the race), or every attempt timed out (the last
+    /// to fail).
+    #[error("{addr}: {error}")]
+    Failed {
+        /// The address of the last attempt to fail.
+        addr: SocketAddr,
+        /// Its error.
+        error: ConnectionError,
+    },
+}
+
+/// The order to try `addrs` in (RFC 8305 §4): families alternate, starting
+/// with the first address's, each keeping the resolver's order (which
+/// already follows RFC 6724's preferences). Repeats are dropped.
+pub fn attempt_order(addrs: &[SocketAddr]) -> Vec<SocketAddr> {
+    let mut unique: Vec<SocketAddr> = Vec::with_capacity(addrs.len());
+    for a in addrs {
+        if !unique.contains(a) {
+            unique.push(*a);
+        }
+    }
+    let Some(first) = unique.first() else {
+        return unique;
+    };
+    let first_v6 = first.is_ipv6();
+    let (mut same, mut other): (Vec<_>, Vec<_>) =
+        unique.iter().partition(|a| a.is_ipv6() == first_v6);
+    same.reverse();
+    other.reverse();
+    let mut order = Vec::with_capacity(unique.len());
+    while let Some(a) = same.pop() {
+        order.push(a);
+        order.extend(other.pop());
+    }
+    order.extend(other.into_iter().rev());
+    order
+}
+
+impl Endpoint {
+    /// Connect to whichever of `addrs` completes a handshake first. The
+    /// addresses are tried in [`attempt_order`]; the next attempt starts
+    /// `attempt_delay` after the last one ([`ATTEMPT_DELAY`] is RFC 8305's
+    /// choice; after a loopback address [`LOOPBACK_ATTEMPT_DELAY`] if
+    /// shorter), or at once when one fails, and earlier attempts go on
+    /// meanwhile. The losers are closed when the winner is returned. An
+    /// attempt refused by its server (not one that timed out) ends the race
+    /// with its error, as the other addresses serve the same name.
+    ///
+    /// Bind the endpoint to `[::]:0` (dual-stack) when `addrs` has both
+    /// families. Each attempt is bounded by the handshake timeout of
+    /// `config`'s transport settings; bound the whole with
+    /// `tokio::time::timeout` if that is too long. 0-RTT is not attempted:
+    /// use [`Endpoint::connect`] on the address that answered.
+    pub async fn connect_first(
+        &self,
+        config: ClientConfig,
+        addrs: &[SocketAddr],
+        server_name: &str,
+        attempt_delay: Duration,
+    ) -> Result<Connection, ConnectFirstError> {
+        let mut waiting = attempt_order(addrs).into_iter();
+        let first = waiting.next().ok_or(ConnectFirstError::NoAddress)?;
+        let mut attempts: Vec<(SocketAddr, Connecting)> =
+            vec![(first, self.connect(config.clone(), first, server_name)?)];
+        let mut failed: Option<(SocketAddr, ConnectionError)> = None;
+        let mut next_due = Box::pin(tokio::time::sleep(delay_after(first, attempt_delay)));
+        poll_fn(|cx| {
+            loop {
+                let mut one_failed = false;
+                let mut i = 0;
+                while i < attempts.len() {
+                    match Pin::new(&mut attempts[i].1).poll(cx) {
+                        Poll::Ready(Ok(conn)) => return Poll::Ready(Ok(conn)),
+                        Poll::Ready(Err(error)) => {
+                            let (addr, _) = attempts.swap_remove(i);
+                            tracing::debug!(%addr, %error, "connection attempt failed");
+                            if error != ConnectionError::TimedOut {
+                                // The server there answered and refused (its
+                                // certificate, a TLS alert, no common version):
+                                // the others, which share its name, would too.
+                                return Poll::Ready(Err(ConnectFirstError::Failed { addr, error }));
+                            }
+                            failed = Some((addr, error));
+                            one_failed = true;
+                        }
+                        Poll::Pending => i += 1,
+                    }
+                }
+                let due = one_failed || next_due.as_mut().poll(cx).is_ready();
+                if due {
+                    if let Some(addr) = waiting.next() {
+                        match self.connect(config.clone(), addr, server_name) {
+                            Ok(c) => attempts.push((addr, c)),
+                            // Every address shares the configuration, so
+                            // this cannot differ from the first's outcome;
+                            // should it, the address is skipped.
+                            Err(error) => tracing::debug!(%addr, %error, "cannot connect"),
+                        }
+                        let at = tokio::time::Instant::now() + delay_after(addr, attempt_delay);
+                        next_due.as_mut().reset(at);
+                        continue; // poll the new attempt (and the new delay)
+                    }
+                }
+                if attempts.is_empty() {
+                    let (addr, error) = failed.take().expect("an attempt failed");
+                    return Poll::Ready(Err(ConnectFirstError::Failed { addr, error }));
+                }
+                return Poll::Pending;
+            }
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addrs(list: &[&str]) -> Vec<SocketAddr> {
+        list.iter().map(|a| a.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn families_alternate_from_the_first_and_repeats_go() {
+        let order = attempt_order(&addrs(&[
+            "[::1]:1",
+            "[2001:db8::1]:1",
+            "[2001:db8::2]:1",
+            "127.0.0.1:1",
+            "[::1]:1",
+            "192.0.2.1:1",
+        ]));
+        assert_eq!(
+            order,
+            addrs(&[
+                "[::1]:1",
+                "127.0.0.1:1",
+                "[2001:db8::1]:1",
+                "192.0.2.1:1",
+                "[2001:db8::2]:1",
+            ])
+        );
+        let order = attempt_order(&addrs(&[
+            "127.0.0.1:1",
+            "192.0.2.1:1",
+            "192.0.2.2:1",
+            "[::1]:1",
+        ]));
+        assert_eq!(
+            order,
+            addrs(&["127.0.0.1:1", "[::1]:1", "192.0.2.1:1", "192.0.2.2:1"])
+        );
+        assert!(attempt_order(&[]).is_empty());
+    }
+}
