@@ -151,8 +151,11 @@ impl Endpoint {
                     }
                 }
                 if attempts.is_empty() {
-                    let (addr, error) = failed.take().expect("an attempt failed");
-                    return Poll::Ready(Err(ConnectFirstError::Failed { addr, error }));
+                    // Each attempt removed failed: `failed` holds the last.
+                    return Poll::Ready(Err(match failed.take() {
+                        Some((addr, error)) => ConnectFirstError::Failed { addr, error },
+                        None => ConnectFirstError::NoAddress,
+                    }));
                 }
                 return Poll::Pending;
             }
