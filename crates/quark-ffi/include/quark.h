@@ -163,6 +163,10 @@ int64_t quark_client(const char *addr, uint32_t flags);
 // ready when it ends; `quark_connected` tells) and `QUARK_ERROR_CONNECT`
 // if it failed.
 //
+// A host with several addresses is tried as by `quark_connect`, those the
+// endpoint's socket can reach (an IPv4 endpoint reaches IPv4 addresses
+// only); a non-blocking or caller-driven connect tries the first of them.
+//
 // The endpoint keeps the TLS configuration of its last connect, and reuses
 // it (with its session tickets) when the TLS arguments are the same. The CA
 // file is read again only when its stamp (inode, size, modification and
@@ -238,7 +242,11 @@ int64_t quark_accept(int64_t endpoint);
 // `server_name` and the PEM roots in `ca_pem_path`; with `insecure` non-zero
 // any certificate is accepted (tests only) and `ca_pem_path` may be NULL.
 // Blocks until the handshake completes; returns a connection handle. The
-// connection has a client endpoint of its own, closed with it.
+// connection has a client endpoint of its own, closed with it. A host with
+// several addresses (`localhost` is often `::1` and `127.0.0.1`) is reached
+// on whichever answers first (RFC 8305: the next address 250 ms after the
+// last, 10 ms after a loopback one); with `QUARK_FLAG_CALLER_DRIVEN`, only
+// the first is tried.
 //
 // Thread safety: safe from any thread.
 //

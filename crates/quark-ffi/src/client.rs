@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use quark::Endpoint;
 
-use crate::conn::{client_args, resolve};
+use crate::conn::{client_args, connect_blocking, reachable, resolve};
 use crate::error::QuarkError;
 use crate::object::{Conn, Handle, Object, c_str, entry, entry_status, runtime};
 use crate::options::{caller_driven, driven_endpoint, with_flags};
@@ -51,6 +51,10 @@ pub unsafe extern "C" fn quark_client(addr: *const c_char, flags: u32) -> i64 {
 /// ready when it ends; `quark_connected` tells) and `QUARK_ERROR_CONNECT`
 /// if it failed.
 ///
+/// A host with several addresses is tried as by `quark_connect`, those the
+/// endpoint's socket can reach (an IPv4 endpoint reaches IPv4 addresses
+/// only); a non-blocking or caller-driven connect tries the first of them.
+///
 /// The endpoint keeps the TLS configuration of its last connect, and reuses
 /// it (with its session tickets) when the TLS arguments are the same. The CA
 /// file is read again only when its stamp (inode, size, modification and
@@ -78,7 +82,7 @@ pub unsafe extern "C" fn quark_connect_on(
             return Err(QuarkError::WrongKind);
         };
         // SAFETY: the caller's contract above.
-        let (addr, name, config) = unsafe {
+        let (addrs, name, config) = unsafe {
             client_args(
                 addr,
                 server_name,
@@ -89,6 +93,22 @@ pub unsafe extern "C" fn quark_connect_on(
                 Some(&handle.ready.tls),
             )?
         };
+        let local = e.local_addr().map_err(|_| QuarkError::Io)?;
+        let addrs = reachable(&addrs, local);
+        let Some(&addr) = addrs.first() else {
+            return Err(QuarkError::Inval);
+        };
+        let threaded_blocking = handle.ready.as_driven().is_none() && !handle.is_nonblocking();
+        if threaded_blocking && addrs.len() > 1 {
+            let conn = connect_blocking(e, runtime()?, config, &addrs, name)?;
+            return table::insert(
+                Object::Connection(Conn::new(conn, None)),
+                handle.ready.clone(),
+            );
+        }
+        // A non-blocking connect's handle holds one handshake, and a
+        // caller-driven endpoint's waits do not see the delays between
+        // attempts: those try the first address.
         let connecting = {
             let _guard = match handle.ready.as_driven() {
                 Some(d) => d.enter(),

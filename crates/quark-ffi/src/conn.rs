@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use quark::connect_first::ATTEMPT_DELAY;
 use quark::{Endpoint, tls};
 
 use crate::error::QuarkError;
@@ -38,6 +39,39 @@ pub(crate) fn resolve(addr: &str) -> Result<SocketAddr, QuarkError> {
         .map_err(|_| QuarkError::Inval)?
         .next()
         .ok_or(QuarkError::Inval)
+}
+
+/// Every address `addr` ("host:port") resolves to, in the resolver's order
+/// (a connect tries them all: `localhost` is often `::1` and `127.0.0.1`).
+fn resolve_all(addr: &str) -> Result<Vec<SocketAddr>, QuarkError> {
+    let all: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|_| QuarkError::Inval)?
+        .collect();
+    if all.is_empty() {
+        return Err(QuarkError::Inval);
+    }
+    Ok(all)
+}
+
+/// The wildcard address a client socket for `addrs` binds: IPv6
+/// (dual-stack) when some are IPv6 and this host has IPv6, else IPv4.
+fn client_local(addrs: &[SocketAddr]) -> SocketAddr {
+    let v6: SocketAddr = ([0u16; 8], 0).into();
+    if addrs.iter().any(SocketAddr::is_ipv6) && std::net::UdpSocket::bind(v6).is_ok() {
+        return v6;
+    }
+    ([0, 0, 0, 0], 0).into()
+}
+
+/// Of `addrs`, those a socket bound to `local` reaches: an IPv6 socket is
+/// dual-stack (quark-udp clears `IPV6_V6ONLY`), an IPv4 one reaches IPv4.
+pub(crate) fn reachable(addrs: &[SocketAddr], local: SocketAddr) -> Vec<SocketAddr> {
+    addrs
+        .iter()
+        .copied()
+        .filter(|a| local.is_ipv6() || a.is_ipv4())
+        .collect()
 }
 
 /// Bind a server endpoint on `addr` ("127.0.0.1:4433", port 0 for any) with
@@ -212,7 +246,11 @@ pub extern "C" fn quark_accept(endpoint: i64) -> i64 {
 /// `server_name` and the PEM roots in `ca_pem_path`; with `insecure` non-zero
 /// any certificate is accepted (tests only) and `ca_pem_path` may be NULL.
 /// Blocks until the handshake completes; returns a connection handle. The
-/// connection has a client endpoint of its own, closed with it.
+/// connection has a client endpoint of its own, closed with it. A host with
+/// several addresses (`localhost` is often `::1` and `127.0.0.1`) is reached
+/// on whichever answers first (RFC 8305: the next address 250 ms after the
+/// last, 10 ms after a loopback one); with `QUARK_FLAG_CALLER_DRIVEN`, only
+/// the first is tried.
 ///
 /// Thread safety: safe from any thread.
 ///
@@ -276,7 +314,7 @@ pub(crate) unsafe fn connect(
 ) -> i64 {
     entry(|| {
         // SAFETY: the caller's contract above.
-        let (addr, name, mut config) = unsafe {
+        let (addrs, name, mut config) = unsafe {
             client_args(
                 addr,
                 server_name,
@@ -288,10 +326,12 @@ pub(crate) unsafe fn connect(
             )?
         };
         spin_bit_per_flags(&mut config.transport, flags);
-        let local: SocketAddr = if addr.is_ipv4() {
-            ([0, 0, 0, 0], 0).into()
-        } else {
-            ([0u16; 8], 0).into()
+        let local = client_local(&addrs);
+        let addrs = reachable(&addrs, local);
+        // A caller-driven endpoint's waits see only its socket and its
+        // timer, not the delays between attempts: it tries the first address.
+        let Some(&addr) = addrs.first() else {
+            return Err(QuarkError::Inval);
         };
         if caller_driven(flags)? {
             let (endpoint, ready) = driven_endpoint(None, local)?;
@@ -314,10 +354,7 @@ pub(crate) unsafe fn connect(
             let _guard = rt.enter();
             Endpoint::client(local).map_err(|_| QuarkError::Io)?
         };
-        let connecting = endpoint
-            .connect(config, addr, name)
-            .map_err(|_| QuarkError::Connect)?;
-        let conn = rt.block_on(connecting).map_err(|_| QuarkError::Connect)?;
+        let conn = connect_blocking(&endpoint, rt, config, &addrs, name)?;
         table::insert(
             Object::Connection(Conn::new(conn, Some(endpoint))),
             with_flags(Ready::new()?, flags),
@@ -339,7 +376,7 @@ pub(crate) unsafe fn client_args<'a>(
     ca_pem_path: *const c_char,
     ciphers: *const c_char,
     shared: Option<&TlsCache>,
-) -> Result<(SocketAddr, &'a str, quark::ClientConfig), QuarkError> {
+) -> Result<(Vec<SocketAddr>, &'a str, quark::ClientConfig), QuarkError> {
     // SAFETY: the caller's contract above.
     let (addr, name, alpn, ca, ciphers) = unsafe {
         (
@@ -350,7 +387,7 @@ pub(crate) unsafe fn client_args<'a>(
             c_str_opt(ciphers)?,
         )
     };
-    let addr = resolve(addr)?;
+    let addrs = resolve_all(addr)?;
     let insecure = insecure != 0;
     if !insecure && ca.is_none() {
         return Err(QuarkError::Inval);
@@ -360,7 +397,7 @@ pub(crate) unsafe fn client_args<'a>(
             Some(ca) if !insecure => tls::Verify::CaFile(ca.into()),
             _ => tls::Verify::Insecure,
         };
-        return Ok((addr, name, client_config(verify, alpn, ciphers)?));
+        return Ok((addrs, name, client_config(verify, alpn, ciphers)?));
     };
     let ca = ca.filter(|_| !insecure);
     let alpn_ciphers = (alpn, ciphers.unwrap_or(""));
@@ -370,7 +407,7 @@ pub(crate) unsafe fn client_args<'a>(
     if let Some(s) = &stamp
         && let Some(config) = shared.unchanged(alpn_ciphers.0, alpn_ciphers.1, s)
     {
-        return Ok((addr, name, config));
+        return Ok((addrs, name, config));
     }
     let args = TlsArgs {
         insecure,
@@ -388,7 +425,7 @@ pub(crate) unsafe fn client_args<'a>(
         };
         client_config(verify, &a.alpn, Some(&a.ciphers))
     })?;
-    Ok((addr, name, config))
+    Ok((addrs, name, config))
 }
 
 fn client_config(
@@ -582,4 +619,24 @@ async fn drained(conn: &quark::Connection) {
         _ = acked => {}
         _ = conn.closed() => {}
     }
+}
+
+/// Connect on `endpoint` and block on the threaded runtime `rt` until a
+/// handshake completes: with several addresses, the first to answer (RFC
+/// 8305, `Endpoint::connect_first`).
+pub(crate) fn connect_blocking(
+    endpoint: &Endpoint,
+    rt: &tokio::runtime::Runtime,
+    config: quark::ClientConfig,
+    addrs: &[SocketAddr],
+    name: &str,
+) -> Result<quark::Connection, QuarkError> {
+    if let [addr] = addrs {
+        let connecting = endpoint
+            .connect(config, *addr, name)
+            .map_err(|_| QuarkError::Connect)?;
+        return rt.block_on(connecting).map_err(|_| QuarkError::Connect);
+    }
+    rt.block_on(endpoint.connect_first(config, addrs, name, ATTEMPT_DELAY))
+        .map_err(|_| QuarkError::Connect)
 }

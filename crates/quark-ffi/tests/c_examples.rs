@@ -85,6 +85,48 @@ fn c_quark_get_downloads_a_file() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// `localhost` listed as `::1` first, then `127.0.0.1` (Debian's and
+/// Ubuntu's /etc/hosts), with the server on 127.0.0.1 only: `quark-get`
+/// reaches it on the second address (RFC 8305) where it used to wait out the
+/// handshake timeout on the first. The hosts file is swapped in a mount
+/// namespace of the child's own (needs root and `unshare`: CI has both).
+#[test]
+fn c_quark_get_reaches_localhost_on_its_second_address() {
+    if !Command::new("unshare")
+        .args(["-m", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("no mount namespace here (root and unshare needed): skipped");
+        return;
+    }
+    let bin = examples();
+    let root = scratch("www-hosts");
+    let want = test_file(&root);
+    let server = hq_server(&root);
+    let hosts = root.join("hosts");
+    std::fs::write(&hosts, "::1 localhost\n127.0.0.1 localhost\n").unwrap();
+    let out = root.join("out.bin");
+    let mut child = Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            r#"mount --bind "$1" /etc/hosts && exec "$2" "$3" "$4" --insecure"#,
+            "sh",
+        ])
+        .arg(&hosts)
+        .arg(bin.join("quark-get"))
+        .arg(format!("https://localhost:{}/file.bin", server.port))
+        .arg(&out)
+        .spawn()
+        .unwrap();
+    assert!(wait(&mut child, Duration::from_secs(60)).success());
+    assert_eq!(digest_of(&out), want, "downloaded file differs");
+    server.endpoint.close(0, b"");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// The Python binding (ctypes over libquark_ffi.so) downloads the same way;
 /// skipped when there is no `python3`.
 #[test]
