@@ -54,6 +54,13 @@ fn test_file(root: &Path) -> String {
     hex::encode(Sha256::digest(&body))
 }
 
+/// `child` ends well within a minute, having written the file `want`
+/// digests to `out`.
+fn downloaded(mut child: std::process::Child, out: &Path, want: &str) {
+    assert!(wait(&mut child, Duration::from_secs(60)).success());
+    assert_eq!(digest_of(out), want, "downloaded file differs");
+}
+
 #[test]
 fn c_quark_get_downloads_a_file() {
     let bin = examples();
@@ -107,7 +114,7 @@ fn c_quark_get_reaches_localhost_on_its_second_address() {
     let hosts = root.join("hosts");
     std::fs::write(&hosts, "::1 localhost\n127.0.0.1 localhost\n").unwrap();
     let out = root.join("out.bin");
-    let mut child = Command::new("unshare")
+    let child = Command::new("unshare")
         .args([
             "-m",
             "sh",
@@ -121,8 +128,7 @@ fn c_quark_get_reaches_localhost_on_its_second_address() {
         .arg(&out)
         .spawn()
         .unwrap();
-    assert!(wait(&mut child, Duration::from_secs(60)).success());
-    assert_eq!(digest_of(&out), want, "downloaded file differs");
+    downloaded(child, &out, &want);
     server.endpoint.close(0, b"");
     let _ = std::fs::remove_dir_all(&root);
 }
@@ -141,7 +147,7 @@ fn python_quark_get_downloads_a_file() {
     let server = hq_server(&root);
     let lib = common::lib_dir().join("libquark_ffi.so");
     let out = root.join("out.bin");
-    let mut child = Command::new("python3")
+    let child = Command::new("python3")
         .arg(workspace().join("bindings/python/quark_get.py"))
         .arg(format!("127.0.0.1:{}", server.port))
         .arg("/file.bin")
@@ -150,8 +156,7 @@ fn python_quark_get_downloads_a_file() {
         .env("QUARK_LIB", &lib)
         .spawn()
         .unwrap();
-    assert!(wait(&mut child, Duration::from_secs(60)).success());
-    assert_eq!(digest_of(&out), want, "downloaded file differs");
+    downloaded(child, &out, &want);
     server.endpoint.close(0, b"");
     let _ = std::fs::remove_dir_all(&root);
 }
