@@ -83,6 +83,23 @@
 //! [`Connection::rtt`], [`Connection::stats`] (packets, bytes, losses, ECN
 //! marks) and [`Connection::ecn_state`].
 //!
+//! A server name often has several addresses (`localhost` is `::1` and
+//! `127.0.0.1` on many systems, and a server may listen on one of them).
+//! [`Endpoint::connect_first`] tries them all, a little apart as RFC 8305
+//! does for TCP, and returns the first connection whose handshake completes
+//! (bind the client to `[::]:0` to reach both families):
+//!
+//! ```no_run
+//! # use quark::{Endpoint, tls};
+//! # async fn demo(config: quark::ClientConfig) -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Endpoint::client("[::]:0".parse()?)?;
+//! let addrs: Vec<_> = tokio::net::lookup_host("localhost:4433").await?.collect();
+//! let conn = client
+//!     .connect_first(config, &addrs, "localhost", quark::connect_first::ATTEMPT_DELAY)
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
 //! ## Streams
 //!
 //! [`Connection::open_bi`] and [`Connection::open_uni`] open streams;
