@@ -93,8 +93,12 @@ pub unsafe extern "C" fn quark_connect_on(
                 Some(&handle.ready.tls),
             )?
         };
-        let local = e.local_addr().map_err(|_| QuarkError::Io)?;
-        let addrs = reachable(&addrs, local);
+        // One address (the usual case) goes as given, without asking the
+        // socket its family (a system call).
+        let addrs = match addrs.len() {
+            1 => addrs,
+            _ => reachable(&addrs, e.local_addr().map_err(|_| QuarkError::Io)?),
+        };
         let Some(&addr) = addrs.first() else {
             return Err(QuarkError::Inval);
         };
