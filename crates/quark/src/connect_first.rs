@@ -12,12 +12,13 @@ use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quark_proto::{ClientConfig, ConnectError, ConnectionError};
 
 use crate::connection::{Connecting, Connection};
 use crate::endpoint::Endpoint;
+use crate::wakeup::Wakeup;
 
 /// RFC 8305 §5's recommended delay between connection attempts.
 pub const ATTEMPT_DELAY: Duration = Duration::from_millis(250);
@@ -112,7 +113,10 @@ impl Endpoint {
         let mut attempts: Vec<(SocketAddr, Connecting)> =
             vec![(first, self.connect(config.clone(), first, server_name)?)];
         let mut failed: Option<(SocketAddr, ConnectionError)> = None;
-        let mut next_due = Box::pin(tokio::time::sleep(delay_after(first, attempt_delay)));
+        // The driver's alarm (a timerfd), so that a runtime without tokio's
+        // timer runs this as it runs quark.
+        let mut alarm = Wakeup::new();
+        let mut next_due = Instant::now() + delay_after(first, attempt_delay);
         poll_fn(|cx| {
             loop {
                 let mut one_failed = false;
@@ -135,8 +139,8 @@ impl Endpoint {
                         Poll::Pending => i += 1,
                     }
                 }
-                let due = one_failed || next_due.as_mut().poll(cx).is_ready();
-                if due {
+                let now = Instant::now();
+                if one_failed || now >= next_due {
                     if let Some(addr) = waiting.next() {
                         match self.connect(config.clone(), addr, server_name) {
                             Ok(c) => attempts.push((addr, c)),
@@ -145,9 +149,8 @@ impl Endpoint {
                             // should it, the address is skipped.
                             Err(error) => tracing::debug!(%addr, %error, "cannot connect"),
                         }
-                        let at = tokio::time::Instant::now() + delay_after(addr, attempt_delay);
-                        next_due.as_mut().reset(at);
-                        continue; // poll the new attempt (and the new delay)
+                        next_due = now + delay_after(addr, attempt_delay);
+                        continue; // poll the new attempt
                     }
                 }
                 if attempts.is_empty() {
@@ -156,6 +159,9 @@ impl Endpoint {
                         Some((addr, error)) => ConnectFirstError::Failed { addr, error },
                         None => ConnectFirstError::NoAddress,
                     }));
+                }
+                if !waiting.as_slice().is_empty() {
+                    alarm.wake_at(cx, now, Some(next_due));
                 }
                 return Poll::Pending;
             }

@@ -124,3 +124,24 @@ async fn a_server_that_refuses_ends_the_race() {
         other => panic!("{:?}", other.map(|c| c.remote_address())),
     }
 }
+
+/// Like quark itself, it needs no tokio timer: the delays between attempts
+/// run on the driver's alarm (a timerfd).
+#[test]
+fn a_runtime_without_tokio_timers_will_do() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (_server, client, config, live) = echo_server_and_client(ALPN);
+        let (_s1, quiet) = silent();
+        let conn = client
+            .connect_first(config, &[quiet, live], "localhost", ATTEMPT_DELAY)
+            .await
+            .unwrap();
+        assert_eq!(conn.remote_address(), live);
+        let body = data(10_000, 7);
+        assert_eq!(sha(&echo(&conn, &body).await), sha(&body));
+    });
+}
