@@ -212,6 +212,45 @@ fn the_address_that_answers_is_used() {
     );
 }
 
+/// Whether this process may make mount namespaces (root and `unshare`).
+fn mount_namespaces() -> bool {
+    let ok = Command::new("unshare").args(["-m", "true"]).status();
+    ok.is_ok_and(|s| s.success())
+}
+
+/// The README's quick start where `/etc/hosts` lists `localhost` as `::1`
+/// before `127.0.0.1` (Debian's and Ubuntu's default): `quark serve` on
+/// 127.0.0.1 and `quark get https://localhost:PORT/...`. The hosts file is
+/// swapped in a mount namespace of the client's own (needs root and
+/// `unshare`: CI has both).
+#[test]
+fn localhost_first_as_ipv6_still_reaches_the_server() {
+    if !mount_namespaces() {
+        eprintln!("no mount namespace here (root and unshare needed): skipped");
+        return;
+    }
+    let dir = tempdir("quark-cli", "hosts");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let files = write_files(&root);
+    let server = serve(&root, &dir);
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "::1 localhost\n127.0.0.1 localhost\n").unwrap();
+    let out = dir.join("a.bin");
+    let script = r#"mount --bind "$1" /etc/hosts && exec "$2" get "$3" -o "$4" --ca "$5""#;
+    let result = Command::new("unshare")
+        .args(["-m", "sh", "-c", script, "sh"])
+        .arg(&hosts)
+        .arg(QUARK)
+        .arg(format!("https://localhost:{}/a.bin", server.port))
+        .arg(&out)
+        .arg(&server.cert)
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert_eq!(sha(&std::fs::read(&out).unwrap()), sha(&files[0].1));
+}
+
 #[test]
 fn bad_flags() {
     let dir = tempdir("quark-cli", "flags");

@@ -92,6 +92,12 @@ fn c_quark_get_downloads_a_file() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// Whether this process may make mount namespaces (root and `unshare`).
+fn mount_namespaces() -> bool {
+    let ok = Command::new("unshare").args(["-m", "true"]).status();
+    ok.is_ok_and(|s| s.success())
+}
+
 /// `localhost` listed as `::1` first, then `127.0.0.1` (Debian's and
 /// Ubuntu's /etc/hosts), with the server on 127.0.0.1 only: `quark-get`
 /// reaches it on the second address (RFC 8305) where it used to wait out the
@@ -99,11 +105,7 @@ fn c_quark_get_downloads_a_file() {
 /// namespace of the child's own (needs root and `unshare`: CI has both).
 #[test]
 fn c_quark_get_reaches_localhost_on_its_second_address() {
-    if !Command::new("unshare")
-        .args(["-m", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
+    if !mount_namespaces() {
         eprintln!("no mount namespace here (root and unshare needed): skipped");
         return;
     }
