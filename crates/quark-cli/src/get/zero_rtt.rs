@@ -18,9 +18,10 @@ pub(super) async fn prime(
     timeout: Duration,
 ) -> anyhow::Result<SocketAddr> {
     let (conn, _) = super::dial::dial(endpoint, config.clone(), addrs, host, timeout).await?;
+    let answered = conn.remote_address();
     await_tickets(&conn).await;
     conn.close(0, b"ticket");
-    Ok(conn.remote_address())
+    Ok(answered)
 }
 
 /// Give the server's session tickets time to arrive: they travel with
