@@ -7,8 +7,9 @@ use std::ffi::c_char;
 use std::sync::atomic::Ordering;
 
 use quark::Endpoint;
+use quark::connect_first::reachable;
 
-use crate::conn::{client_args, connect_blocking, reachable, resolve};
+use crate::conn::{client_args, connect_blocking, resolve};
 use crate::error::QuarkError;
 use crate::object::{Conn, Handle, Object, c_str, entry, entry_status, runtime};
 use crate::options::{caller_driven, driven_endpoint, with_flags};
@@ -102,33 +103,31 @@ pub unsafe extern "C" fn quark_connect_on(
         let Some(&addr) = addrs.first() else {
             return Err(QuarkError::Inval);
         };
-        let threaded_blocking = handle.ready.as_driven().is_none() && !handle.is_nonblocking();
-        if threaded_blocking && addrs.len() > 1 {
-            let conn = connect_blocking(e, runtime()?, config, &addrs, name)?;
-            return table::insert(
-                Object::Connection(Conn::new(conn, None)),
-                handle.ready.clone(),
-            );
-        }
-        // A non-blocking connect's handle holds one handshake, and a
-        // caller-driven endpoint's waits do not see the delays between
-        // attempts: those try the first address.
-        let connecting = {
-            let _guard = match handle.ready.as_driven() {
-                Some(d) => d.enter(),
-                None => runtime()?.enter(),
-            };
-            e.connect(config, addr, name)
-                .map_err(|_| QuarkError::Connect)?
+        let driven = handle.ready.as_driven();
+        let conn = match driven {
+            None if !handle.is_nonblocking() => {
+                connect_blocking(e, runtime()?, config, &addrs, name)?
+            }
+            // A non-blocking connect's handle holds one handshake, and a
+            // caller-driven endpoint's waits do not see the delays between
+            // attempts: those try the first address.
+            _ => {
+                let connecting = {
+                    let _guard = match driven {
+                        Some(d) => d.enter(),
+                        None => runtime()?.enter(),
+                    };
+                    e.connect(config, addr, name)
+                        .map_err(|_| QuarkError::Connect)?
+                };
+                let Some(d) = driven.filter(|_| !handle.is_nonblocking()) else {
+                    return connect_nonblocking(&handle, connecting);
+                };
+                d.block_on(connecting, None)
+                    .ok_or(QuarkError::Connect)?
+                    .map_err(|_| QuarkError::Connect)?
+            }
         };
-        if handle.is_nonblocking() {
-            return connect_nonblocking(&handle, connecting);
-        }
-        let conn = match handle.ready.as_driven() {
-            Some(d) => d.block_on(connecting, None).ok_or(QuarkError::Connect)?,
-            None => runtime()?.block_on(connecting),
-        };
-        let conn = conn.map_err(|_| QuarkError::Connect)?;
         table::insert(
             Object::Connection(Conn::new(conn, None)),
             handle.ready.clone(),

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use quark::connect_first::ATTEMPT_DELAY;
+use quark::connect_first::{ATTEMPT_DELAY, client_bind};
 use quark::{Endpoint, tls};
 
 use crate::error::QuarkError;
@@ -52,26 +52,6 @@ fn resolve_all(addr: &str) -> Result<Vec<SocketAddr>, QuarkError> {
         return Err(QuarkError::Inval);
     }
     Ok(all)
-}
-
-/// The wildcard address a client socket for `addrs` binds: IPv6
-/// (dual-stack) when some are IPv6 and this host has IPv6, else IPv4.
-fn client_local(addrs: &[SocketAddr]) -> SocketAddr {
-    let v6: SocketAddr = ([0u16; 8], 0).into();
-    if addrs.iter().any(SocketAddr::is_ipv6) && std::net::UdpSocket::bind(v6).is_ok() {
-        return v6;
-    }
-    ([0, 0, 0, 0], 0).into()
-}
-
-/// Of `addrs`, those a socket bound to `local` reaches: an IPv6 socket is
-/// dual-stack (quark-udp clears `IPV6_V6ONLY`), an IPv4 one reaches IPv4.
-pub(crate) fn reachable(addrs: &[SocketAddr], local: SocketAddr) -> Vec<SocketAddr> {
-    addrs
-        .iter()
-        .copied()
-        .filter(|a| local.is_ipv6() || a.is_ipv4())
-        .collect()
 }
 
 /// Bind a server endpoint on `addr` ("127.0.0.1:4433", port 0 for any) with
@@ -326,8 +306,7 @@ pub(crate) unsafe fn connect(
             )?
         };
         spin_bit_per_flags(&mut config.transport, flags);
-        let local = client_local(&addrs);
-        let addrs = reachable(&addrs, local);
+        let (local, addrs) = client_bind(&addrs);
         // A caller-driven endpoint's waits see only its socket and its
         // timer, not the delays between attempts: it tries the first address.
         let Some(&addr) = addrs.first() else {
@@ -631,12 +610,6 @@ pub(crate) fn connect_blocking(
     addrs: &[SocketAddr],
     name: &str,
 ) -> Result<quark::Connection, QuarkError> {
-    if let [addr] = addrs {
-        let connecting = endpoint
-            .connect(config, *addr, name)
-            .map_err(|_| QuarkError::Connect)?;
-        return rt.block_on(connecting).map_err(|_| QuarkError::Connect);
-    }
     rt.block_on(endpoint.connect_first(config, addrs, name, ATTEMPT_DELAY))
         .map_err(|_| QuarkError::Connect)
 }

@@ -73,17 +73,43 @@ pub fn attempt_order(addrs: &[SocketAddr]) -> Vec<SocketAddr> {
         return unique;
     };
     let first_v6 = first.is_ipv6();
-    let (mut same, mut other): (Vec<_>, Vec<_>) =
+    let (same, other): (Vec<SocketAddr>, Vec<SocketAddr>) =
         unique.iter().partition(|a| a.is_ipv6() == first_v6);
-    same.reverse();
-    other.reverse();
+    let (mut same, mut other) = (same.into_iter(), other.into_iter());
     let mut order = Vec::with_capacity(unique.len());
-    while let Some(a) = same.pop() {
-        order.push(a);
-        order.extend(other.pop());
+    loop {
+        match (same.next(), other.next()) {
+            (None, None) => return order,
+            (a, b) => order.extend(a.into_iter().chain(b)),
+        }
     }
-    order.extend(other.into_iter().rev());
-    order
+}
+
+/// Of `addrs`, those a socket bound to `local` reaches: an IPv6 socket is
+/// dual-stack (quark-udp clears `IPV6_V6ONLY`), an IPv4 one reaches IPv4.
+pub fn reachable(addrs: &[SocketAddr], local: SocketAddr) -> Vec<SocketAddr> {
+    addrs
+        .iter()
+        .copied()
+        .filter(|a| local.is_ipv6() || a.is_ipv4())
+        .collect()
+}
+
+/// Where a client endpoint for `addrs` binds, and which of them it then
+/// reaches: `[::]:0` (dual-stack) when some are IPv6 and, if some are IPv4
+/// too, this host can bind IPv6 (a probe socket); else `0.0.0.0:0` and the
+/// IPv4 ones.
+pub fn client_bind(addrs: &[SocketAddr]) -> (SocketAddr, Vec<SocketAddr>) {
+    let v6: SocketAddr = (std::net::Ipv6Addr::UNSPECIFIED, 0).into();
+    let (some_v6, some_v4) = (
+        addrs.iter().any(SocketAddr::is_ipv6),
+        addrs.iter().any(SocketAddr::is_ipv4),
+    );
+    let local = match some_v6 && (!some_v4 || std::net::UdpSocket::bind(v6).is_ok()) {
+        true => v6,
+        false => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+    };
+    (local, reachable(addrs, local))
 }
 
 impl Endpoint {
@@ -97,7 +123,7 @@ impl Endpoint {
     /// with its error, as the other addresses serve the same name.
     ///
     /// Bind the endpoint to `[::]:0` (dual-stack) when `addrs` has both
-    /// families. Each attempt is bounded by the handshake timeout of
+    /// families ([`client_bind`] says where). Each attempt is bounded by the handshake timeout of
     /// `config`'s transport settings; bound the whole with
     /// `tokio::time::timeout` if that is too long. 0-RTT is not attempted:
     /// use [`Endpoint::connect`] on the address that answered.
@@ -114,8 +140,9 @@ impl Endpoint {
             vec![(first, self.connect(config.clone(), first, server_name)?)];
         let mut failed: Option<(SocketAddr, ConnectionError)> = None;
         // The driver's alarm (a timerfd), so that a runtime without tokio's
-        // timer runs this as it runs quark.
-        let mut alarm = Wakeup::new();
+        // timer runs this as it runs quark; made only if a second address
+        // waits.
+        let mut alarm: Option<Wakeup> = None;
         let mut next_due = Instant::now() + delay_after(first, attempt_delay);
         poll_fn(|cx| {
             loop {
@@ -161,7 +188,9 @@ impl Endpoint {
                     }));
                 }
                 if !waiting.as_slice().is_empty() {
-                    alarm.wake_at(cx, now, Some(next_due));
+                    alarm
+                        .get_or_insert_with(Wakeup::new)
+                        .wake_at(cx, now, Some(next_due));
                 }
                 return Poll::Pending;
             }
@@ -176,6 +205,23 @@ mod tests {
 
     fn addrs(list: &[&str]) -> Vec<SocketAddr> {
         list.iter().map(|a| a.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_socket_reaches_its_family_or_both_when_dual_stack() {
+        let mixed = addrs(&["127.0.0.1:1", "[::1]:1"]);
+        let (local, reached) = client_bind(&addrs(&["127.0.0.1:1"]));
+        assert!(local.is_ipv4() && reached == addrs(&["127.0.0.1:1"]));
+        let (local, reached) = client_bind(&addrs(&["[::1]:1"]));
+        assert!(local.is_ipv6() && reached == addrs(&["[::1]:1"]));
+        let (local, reached) = client_bind(&mixed);
+        // IPv6 where this host has it, else IPv4 alone.
+        assert_eq!(reached, reachable(&mixed, local));
+        assert_eq!(
+            reachable(&mixed, "0.0.0.0:0".parse().unwrap()),
+            addrs(&["127.0.0.1:1"])
+        );
+        assert_eq!(reachable(&mixed, "[::]:0".parse().unwrap()), mixed);
     }
 
     #[test]

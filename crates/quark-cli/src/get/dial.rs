@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use quark::connect_first::ATTEMPT_DELAY;
+use quark::connect_first::{ATTEMPT_DELAY, client_bind};
 use quark::{ClientConfig, ConnectFirstError, Connection, ConnectionError, Endpoint};
 
 use super::Url;
@@ -71,32 +71,16 @@ pub(super) async fn addresses(server: &Url, given: &[Resolve]) -> anyhow::Result
 }
 
 /// An endpoint that can reach `addrs`, and those it can reach: dual-stack
-/// (`[::]:0`) when some are IPv6, IPv4 only when IPv6 cannot be bound here
-/// (its addresses are then left out).
+/// when some are IPv6, IPv4 only where IPv6 cannot be bound here (its
+/// addresses are then left out).
 pub(super) fn bind(
     config: quark::EndpointConfig,
-    addrs: Vec<SocketAddr>,
+    addrs: &[SocketAddr],
 ) -> anyhow::Result<(Endpoint, Vec<SocketAddr>)> {
-    let any = |v6: bool| -> SocketAddr {
-        match v6 {
-            true => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-            false => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
-        }
-    };
-    let has_v4 = addrs.iter().any(SocketAddr::is_ipv4);
-    if addrs.iter().any(SocketAddr::is_ipv6) {
-        match Endpoint::with_config(config.clone(), None, any(true)) {
-            Ok(e) => return Ok((e, addrs)),
-            Err(error) if has_v4 => tracing::debug!(%error, "no IPv6 socket: IPv4 only"),
-            Err(error) => return Err(error).context("cannot open a UDP socket"),
-        }
-    }
+    let (local, reachable) = client_bind(addrs);
     let endpoint =
-        Endpoint::with_config(config, None, any(false)).context("cannot open a UDP socket")?;
-    Ok((
-        endpoint,
-        addrs.into_iter().filter(SocketAddr::is_ipv4).collect(),
-    ))
+        Endpoint::with_config(config, None, local).context("cannot open a UDP socket")?;
+    Ok((endpoint, reachable))
 }
 
 /// A connection to the first of `addrs` to answer within `timeout`. With a
@@ -116,26 +100,24 @@ pub(super) async fn dial(
             timeout.as_secs()
         )
     };
-    if let [addr] = addrs {
+    let outcome = if let [addr] = addrs {
         let connecting = endpoint.connect(config, *addr, host)?;
         let connecting = match connecting.into_0rtt() {
             Ok(conn) => return Ok((conn, true)),
             Err(connecting) => connecting,
         };
-        let conn = tokio::time::timeout(timeout, connecting)
+        let failed = |error| ConnectFirstError::Failed { addr: *addr, error };
+        tokio::time::timeout(timeout, connecting)
             .await
-            .map_err(|_| silent())?
-            .map_err(|e| match e {
-                ConnectionError::TimedOut => silent(),
-                e => anyhow!("{addr}: connection failed: {e}"),
-            })?;
-        return Ok((conn, false));
-    }
-    let racing = endpoint.connect_first(config, addrs, host, ATTEMPT_DELAY);
-    match tokio::time::timeout(timeout, racing).await {
-        Err(_) => Err(silent()),
+            .map(|r| r.map_err(failed))
+    } else {
+        let racing = endpoint.connect_first(config, addrs, host, ATTEMPT_DELAY);
+        tokio::time::timeout(timeout, racing).await
+    };
+    match outcome {
         Ok(Ok(conn)) => Ok((conn, false)),
-        Ok(Err(ConnectFirstError::Failed {
+        Err(_)
+        | Ok(Err(ConnectFirstError::Failed {
             error: ConnectionError::TimedOut,
             ..
         })) => Err(silent()),

@@ -219,7 +219,7 @@ pub(crate) async fn run(args: GetArgs) -> anyhow::Result<()> {
     if args.no_version_upgrade {
         config.compatible_versions.clear();
     }
-    let (endpoint, addrs) = dial::bind(args.transport.endpoint_config(), addrs)?;
+    let (endpoint, addrs) = dial::bind(args.transport.endpoint_config(), &addrs)?;
     endpoint.set_busy_poll(args.transport.busy_poll());
     if args.zero_rtt {
         config = config.with_0rtt();
