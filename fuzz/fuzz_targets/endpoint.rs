@@ -1,8 +1,9 @@
 //! Datagrams from anyone, before any handshake: the input's chunks arrive at a
 //! server endpoint, or at a client endpoint waiting for the server's first
 //! answer, from addresses the input picks, with the clock moving between
-//! them. Nothing panics; the server keeps at most its `max_connections`, and
-//! what the endpoints answer drains.
+//! them, and again as ICMP errors quoting them. Nothing panics; the server
+//! keeps at most its `max_connections`, and what the endpoints answer
+//! drains.
 //!
 //! Input: chunks of `[target][length: 2 bytes][bytes]`. Target's high bit
 //! picks the client, its low 3 bits the source address (and, to the client,
@@ -58,6 +59,8 @@ fuzz_target!(|data: &[u8]| {
         let mut d = bytes::BytesMut::from(datagram);
         let stride = d.len().max(1);
         ep.handle_batch(pair.now, from, None, None, &mut d, stride, true, |_, _| {});
+        // The same bytes as the start of a datagram an ICMP error quotes.
+        ep.handle_unreachable(pair.now, from, datagram, len % 2 == 0);
         // Everything either side answers is sent nowhere; it must drain.
         outgoing(&mut pair.client, pair.now, &mut buf);
         outgoing(&mut pair.server, pair.now, &mut buf);

@@ -89,6 +89,12 @@ enum QuarkError
   QUARK_ERROR_INTERNAL = -12,
   // Non-blocking mode: the call would have to wait (like EAGAIN); retry later.
   QUARK_ERROR_AGAIN = -13,
+  // Nothing listens at the address: an ICMP port unreachable ended the
+  // handshake (like ECONNREFUSED).
+  QUARK_ERROR_REFUSED = -14,
+  // The address's host or network cannot be reached: an ICMP error ended
+  // the handshake (like EHOSTUNREACH).
+  QUARK_ERROR_UNREACHABLE = -15,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -161,7 +167,8 @@ int64_t quark_client(const char *addr, uint32_t flags);
 // (itself non-blocking) while the handshake goes on. Calls on it give
 // `QUARK_ERROR_AGAIN` until the handshake is done (the handle is listed
 // ready when it ends; `quark_connected` tells) and `QUARK_ERROR_CONNECT`
-// if it failed.
+// (or `QUARK_ERROR_REFUSED` / `_UNREACHABLE`, as `quark_connect` says) if
+// it failed.
 //
 // A host with several addresses is tried as by `quark_connect`, those the
 // endpoint's socket can reach (an IPv4 endpoint reaches IPv4 addresses
@@ -187,8 +194,8 @@ int64_t quark_connect_on(int64_t endpoint,
                          const char *ciphers);
 
 // Whether the handshake of `conn` is done, like `getsockopt(SO_ERROR)` after
-// a non-blocking `connect(2)`: 0 once it is, `QUARK_ERROR_CONNECT` if it
-// failed; while it is under way, blocks, or in non-blocking mode gives
+// a non-blocking `connect(2)`: 0 once it is, `QUARK_ERROR_CONNECT` (or
+// `_REFUSED`, `_UNREACHABLE`) if it failed; while it is under way, blocks, or in non-blocking mode gives
 // `QUARK_ERROR_AGAIN` (the handle is listed ready when it ends).
 //
 // Thread safety: safe from any thread.
@@ -245,8 +252,12 @@ int64_t quark_accept(int64_t endpoint);
 // connection has a client endpoint of its own, closed with it. A host with
 // several addresses (`localhost` is often `::1` and `127.0.0.1`) is reached
 // on whichever answers first (RFC 8305: the next address 250 ms after the
-// last, 10 ms after a loopback one); with `QUARK_FLAG_CALLER_DRIVEN`, only
-// the first is tried.
+// last, 10 ms after a loopback one, at once after one failed); with
+// `QUARK_FLAG_CALLER_DRIVEN`, only the first is tried. A failed handshake
+// is `QUARK_ERROR_CONNECT`, or like `connect(2)`'s ECONNREFUSED and
+// EHOSTUNREACH, `QUARK_ERROR_REFUSED` (nothing listens at the port) and
+// `QUARK_ERROR_UNREACHABLE` when an ICMP error said so: those come at
+// once, not after the handshake timeout.
 //
 // Thread safety: safe from any thread.
 //

@@ -50,7 +50,8 @@ pub unsafe extern "C" fn quark_client(addr: *const c_char, flags: u32) -> i64 {
 /// (itself non-blocking) while the handshake goes on. Calls on it give
 /// `QUARK_ERROR_AGAIN` until the handshake is done (the handle is listed
 /// ready when it ends; `quark_connected` tells) and `QUARK_ERROR_CONNECT`
-/// if it failed.
+/// (or `QUARK_ERROR_REFUSED` / `_UNREACHABLE`, as `quark_connect` says) if
+/// it failed.
 ///
 /// A host with several addresses is tried as by `quark_connect`, those the
 /// endpoint's socket can reach (an IPv4 endpoint reaches IPv4 addresses
@@ -125,7 +126,7 @@ pub unsafe extern "C" fn quark_connect_on(
                 };
                 d.block_on(connecting, None)
                     .ok_or(QuarkError::Connect)?
-                    .map_err(|_| QuarkError::Connect)?
+                    .map_err(|e| QuarkError::handshake(&e))?
             }
         };
         table::insert(
@@ -136,8 +137,8 @@ pub unsafe extern "C" fn quark_connect_on(
 }
 
 /// Whether the handshake of `conn` is done, like `getsockopt(SO_ERROR)` after
-/// a non-blocking `connect(2)`: 0 once it is, `QUARK_ERROR_CONNECT` if it
-/// failed; while it is under way, blocks, or in non-blocking mode gives
+/// a non-blocking `connect(2)`: 0 once it is, `QUARK_ERROR_CONNECT` (or
+/// `_REFUSED`, `_UNREACHABLE`) if it failed; while it is under way, blocks, or in non-blocking mode gives
 /// `QUARK_ERROR_AGAIN` (the handle is listed ready when it ends).
 ///
 /// Thread safety: safe from any thread.

@@ -229,8 +229,12 @@ pub extern "C" fn quark_accept(endpoint: i64) -> i64 {
 /// connection has a client endpoint of its own, closed with it. A host with
 /// several addresses (`localhost` is often `::1` and `127.0.0.1`) is reached
 /// on whichever answers first (RFC 8305: the next address 250 ms after the
-/// last, 10 ms after a loopback one); with `QUARK_FLAG_CALLER_DRIVEN`, only
-/// the first is tried.
+/// last, 10 ms after a loopback one, at once after one failed); with
+/// `QUARK_FLAG_CALLER_DRIVEN`, only the first is tried. A failed handshake
+/// is `QUARK_ERROR_CONNECT`, or like `connect(2)`'s ECONNREFUSED and
+/// EHOSTUNREACH, `QUARK_ERROR_REFUSED` (nothing listens at the port) and
+/// `QUARK_ERROR_UNREACHABLE` when an ICMP error said so: those come at
+/// once, not after the handshake timeout.
 ///
 /// Thread safety: safe from any thread.
 ///
@@ -324,7 +328,7 @@ pub(crate) unsafe fn connect(
             let conn = d
                 .block_on(connecting, None)
                 .ok_or(QuarkError::Connect)?
-                .map_err(|_| QuarkError::Connect)?;
+                .map_err(|e| QuarkError::handshake(&e))?;
             let ready = with_flags(ready, flags);
             return table::insert(Object::Connection(Conn::new(conn, Some(endpoint))), ready);
         }
@@ -611,5 +615,5 @@ pub(crate) fn connect_blocking(
     name: &str,
 ) -> Result<quark::Connection, QuarkError> {
     rt.block_on(endpoint.connect_first(config, addrs, name, ATTEMPT_DELAY))
-        .map_err(|_| QuarkError::Connect)
+        .map_err(QuarkError::from)
 }

@@ -35,6 +35,12 @@ pub enum QuarkError {
     Internal = -12,
     /// Non-blocking mode: the call would have to wait (like EAGAIN); retry later.
     Again = -13,
+    /// Nothing listens at the address: an ICMP port unreachable ended the
+    /// handshake (like ECONNREFUSED).
+    Refused = -14,
+    /// The address's host or network cannot be reached: an ICMP error ended
+    /// the handshake (like EHOSTUNREACH).
+    Unreachable = -15,
 }
 
 impl QuarkError {
@@ -54,11 +60,13 @@ impl QuarkError {
             Self::Limit => b"too many open handles\0",
             Self::Internal => b"internal error (caught panic)\0",
             Self::Again => b"operation would block; try again\0",
+            Self::Refused => b"connection refused: nothing listens at the address (ICMP)\0",
+            Self::Unreachable => b"host or network unreachable (ICMP)\0",
         }
     }
 
     fn from_code(code: i32) -> Option<Self> {
-        const ALL: [QuarkError; 13] = [
+        const ALL: [QuarkError; 15] = [
             QuarkError::Inval,
             QuarkError::BadHandle,
             QuarkError::WrongKind,
@@ -72,8 +80,31 @@ impl QuarkError {
             QuarkError::Limit,
             QuarkError::Internal,
             QuarkError::Again,
+            QuarkError::Refused,
+            QuarkError::Unreachable,
         ];
         ALL.into_iter().find(|e| *e as i32 == code)
+    }
+}
+
+impl QuarkError {
+    /// Why a handshake failed: refused or unreachable when an ICMP error
+    /// said so, else `Connect`.
+    pub(crate) fn handshake(e: &ConnectionError) -> Self {
+        match e {
+            ConnectionError::Unreachable { port_closed: true } => QuarkError::Refused,
+            ConnectionError::Unreachable { port_closed: false } => QuarkError::Unreachable,
+            _ => QuarkError::Connect,
+        }
+    }
+}
+
+impl From<quark::ConnectFirstError> for QuarkError {
+    fn from(e: quark::ConnectFirstError) -> Self {
+        match e {
+            quark::ConnectFirstError::Failed { error, .. } => QuarkError::handshake(&error),
+            _ => QuarkError::Connect,
+        }
     }
 }
 

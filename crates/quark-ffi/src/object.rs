@@ -45,6 +45,8 @@ pub(crate) struct Conn {
     conn: OnceLock<Connection>,
     /// The handshake of a non-blocking `quark_connect_on` while under way.
     connecting: Mutex<Option<Connecting>>,
+    /// Why that handshake failed, once it has.
+    failed: OnceLock<QuarkError>,
     pub(crate) own_endpoint: Option<Endpoint>,
 }
 
@@ -53,6 +55,7 @@ impl Conn {
         Conn {
             conn: OnceLock::from(conn),
             connecting: Mutex::new(None),
+            failed: OnceLock::new(),
             own_endpoint,
         }
     }
@@ -62,6 +65,7 @@ impl Conn {
         Conn {
             conn: OnceLock::new(),
             connecting: Mutex::new(Some(connecting)),
+            failed: OnceLock::new(),
             own_endpoint: None,
         }
     }
@@ -71,8 +75,8 @@ impl Conn {
         self.conn.get()
     }
 
-    /// The connection once its handshake is done (`QUARK_ERROR_CONNECT` if
-    /// it failed); one atomic load when it is.
+    /// The connection once its handshake is done (`QUARK_ERROR_CONNECT`,
+    /// `_REFUSED` or `_UNREACHABLE` if it failed); one atomic load when it is.
     pub(crate) fn poll_established(
         &self,
         cx: &mut Context<'_>,
@@ -86,7 +90,7 @@ impl Conn {
             return Poll::Ready(Ok(c));
         }
         let Some(pending) = connecting.as_mut() else {
-            return Poll::Ready(Err(QuarkError::Connect));
+            return Poll::Ready(Err(*self.failed.get().unwrap_or(&QuarkError::Connect)));
         };
         match std::pin::Pin::new(pending).poll(cx) {
             Poll::Pending => Poll::Pending,
@@ -94,7 +98,10 @@ impl Conn {
                 *connecting = None;
                 match done {
                     Ok(c) => Poll::Ready(Ok(self.conn.get_or_init(|| c))),
-                    Err(_) => Poll::Ready(Err(QuarkError::Connect)),
+                    Err(e) => {
+                        let e = *self.failed.get_or_init(|| QuarkError::handshake(&e));
+                        Poll::Ready(Err(e))
+                    }
                 }
             }
         }

@@ -7,7 +7,7 @@ use quark_ffi::*;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::calls::{AGAIN, c, echo_next_stream, listen, read, ready, write};
+use common::calls::{AGAIN, c, echo_next_stream, listen, read, ready, try_connect, write};
 
 /// A caller-driven, non-blocking client endpoint.
 fn client() -> i64 {
@@ -120,4 +120,36 @@ fn a_failed_nonblocking_handshake_gives_connect_errors() {
     for h in [conn, ep, server] {
         assert_eq!(quark_close(h), 0);
     }
+}
+
+/// A port where nothing listens (bound, then closed): the kernel answers
+/// with ICMP port unreachable.
+fn closed_port() -> u16 {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.local_addr().unwrap().port()
+}
+
+/// Like `connect(2)`'s ECONNREFUSED: a closed port is refused at once, by a
+/// non-blocking connect, a blocking one, and a caller-driven one, instead
+/// of after the handshake timeout (whose error would be
+/// `QUARK_ERROR_CONNECT`).
+#[test]
+fn a_closed_port_is_refused() {
+    let ep = client();
+    let conn = connect_on(ep, closed_port(), "test");
+    assert!(conn > 0, "connect_on: {conn}");
+    let (r, _) = until_done(ep, conn, || i64::from(quark_connected(conn)));
+    assert_eq!(r, QuarkError::Refused as i64);
+    assert_eq!(quark_stream_open(conn), QuarkError::Refused as i64);
+    for h in [conn, ep] {
+        assert_eq!(quark_close(h), 0);
+    }
+
+    for flags in [0, QUARK_FLAG_CALLER_DRIVEN] {
+        let r = try_connect(closed_port(), flags);
+        assert_eq!(r, QuarkError::Refused as i64, "flags {flags}");
+    }
+    // SAFETY: a static string.
+    let text = unsafe { std::ffi::CStr::from_ptr(quark_strerror(QuarkError::Refused as i32)) };
+    assert!(text.to_str().unwrap().starts_with("connection refused"));
 }

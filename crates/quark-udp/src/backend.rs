@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use bytes::BytesMut;
 
 use crate::xdp::{XdpConfig, XdpSocket};
-use crate::{RecvMeta, Transmit, UdpSocket};
+use crate::{ErrorReport, RecvMeta, Transmit, UdpSocket};
 
 /// The environment variable that selects AF_XDP for [`Socket::bind`]: an
 /// [`XdpConfig`] in its one-line form, e.g. `QUARK_XDP=veth-a` or
@@ -121,6 +121,30 @@ impl Socket {
         match self {
             Self::Udp(s) => s.try_recv_buf(bufs, meta),
             Self::Xdp(s) => s.try_recv_buf(bufs, meta),
+        }
+    }
+
+    /// See [`UdpSocket::set_error_reports`]; AF_XDP hears no ICMP (false).
+    pub fn set_error_reports(&self, on: bool) -> bool {
+        match self {
+            Self::Udp(s) => s.set_error_reports(on),
+            Self::Xdp(_) => false,
+        }
+    }
+
+    /// See [`UdpSocket::reports_pending`]; AF_XDP hears no ICMP (false).
+    pub fn reports_pending(&self) -> bool {
+        match self {
+            Self::Udp(s) => s.reports_pending(),
+            Self::Xdp(_) => false,
+        }
+    }
+
+    /// See [`UdpSocket::try_recv_errors`]; AF_XDP has no error queue (0).
+    pub fn try_recv_errors(&self, buf: &mut [u8], f: impl FnMut(&ErrorReport, &[u8])) -> usize {
+        match self {
+            Self::Udp(s) => s.try_recv_errors(buf, f),
+            Self::Xdp(_) => 0,
         }
     }
 

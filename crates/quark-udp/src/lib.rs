@@ -38,6 +38,7 @@
 //! | `IP_RECVTOS` / `IPV6_RECVTCLASS`, `IP_TOS` / `IPV6_TCLASS` | 2.6 | ECN (RFC 9000 §13.4) |
 //! | `IP_PKTINFO` / `IPV6_RECVPKTINFO`, `IPV6_PKTINFO` | 2.6 | local address per datagram; source address choice |
 //! | `IP_MTU_DISCOVER` / `IPV6_MTU_DISCOVER` = `*_PMTUDISC_PROBE` | 2.6.22 | don't fragment, ignore the route's PMTU (DPLPMTUD, RFC 9000 §14.3) |
+//! | `IP_RECVERR` / `IPV6_RECVERR`, `SO_SELECT_ERR_QUEUE` | 2.2 / 3.10 | when turned on ([`UdpSocket::set_error_reports`]): ICMP errors about datagrams sent ([`UdpSocket::try_recv_errors`]); a report wakes the reader |
 //! | `SO_RCVBUFFORCE` / `SO_SNDBUFFORCE` | 2.6.14 | 32 MiB receive and 8 MiB send buffers beyond `rmem_max` (needs `CAP_NET_ADMIN`; falls back to `SO_RCVBUF`/`SO_SNDBUF`) |
 //!
 //! Dual-stack IPv6 sockets (bound to `[::]`) talk to IPv4 peers through v4-mapped
@@ -93,6 +94,9 @@ pub const MAX_GSO_SEGMENTS: usize = 64;
 /// (65535 − 20 − 8). Longer segmented transmits are sent as several GSO messages.
 pub const MAX_GSO_BYTES: usize = 65_507;
 
+/// Most error reports one [`UdpSocket::try_recv_errors`] call reads.
+pub const MAX_ERROR_REPORTS: usize = 64;
+
 /// Most segments the kernel coalesces into one GRO buffer (`UDP_GRO_CNT_MAX`).
 const MAX_GRO_SEGMENTS: usize = 64;
 
@@ -124,6 +128,42 @@ impl Default for RecvMeta {
             dst_ip: None,
         }
     }
+}
+
+/// What the network (an ICMP message) or the local stack said about a
+/// datagram this socket sent, read by [`UdpSocket::try_recv_errors`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorReport {
+    /// Where the datagram was going.
+    pub destination: SocketAddr,
+    /// What happened to it.
+    pub cause: ErrorCause,
+    /// An ICMP message said so (else the local stack: a send larger than
+    /// the interface's MTU). Anyone on the path, or anyone who can guess
+    /// the datagram's start, can forge one: a hint, not proof.
+    pub from_network: bool,
+    /// Bytes of the datagram's start the report quoted (and the buffer
+    /// given held): as much as the ICMP message carried, for IPv4 often
+    /// less than the whole datagram.
+    pub len: usize,
+}
+
+/// Why a datagram did not arrive, as its [`ErrorReport`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCause {
+    /// Nothing listens on the destination port (ICMP port unreachable).
+    PortUnreachable,
+    /// The destination host or network cannot be reached, or a filter
+    /// refused the datagram.
+    Unreachable,
+    /// Larger than the path (or the interface) carries; `mtu` is the
+    /// largest packet that fits, as reported (0 when unknown).
+    TooBig {
+        /// The path's MTU, as the report gives it.
+        mtu: u32,
+    },
+    /// Anything else, as an errno.
+    Other(i32),
 }
 
 /// One outgoing datagram, or a GSO batch of equal-size datagrams.

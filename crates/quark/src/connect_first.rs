@@ -2,11 +2,14 @@
 //! (`localhost` to `::1` and `127.0.0.1`, a dual-stack host) is reached on
 //! whichever answers first, as RFC 8305 ("Happy Eyeballs") does for TCP.
 //!
-//! Over UDP a silent address gives no error (no RST; ICMP errors do not
-//! reach an unconnected socket), so an attempt on it would only end with the
-//! handshake timeout. Attempts therefore start one after another, a short
-//! delay apart, while the earlier ones keep going; the first handshake to
-//! complete wins and the others are dropped (closed).
+//! Over UDP an address that does not answer gives no error (no RST): an
+//! ICMP error comes back at best (a closed port, an unreachable host; quark
+//! reads those and the attempt fails at once, `ConnectionError::Unreachable`),
+//! and a host that is down or a filter that drops says nothing, so the
+//! attempt would only end with the handshake timeout. Attempts therefore
+//! start one after another, a short delay apart (at once after one failed),
+//! while the earlier ones keep going; the first handshake to complete wins
+//! and the others are dropped (closed).
 
 use std::future::poll_fn;
 use std::net::SocketAddr;
@@ -48,8 +51,8 @@ pub enum ConnectFirstError {
     #[error(transparent)]
     Connect(#[from] ConnectError),
     /// An attempt failed on an answer from the server (it refused the
-    /// handshake: that ends the race), or every attempt timed out (the last
-    /// to fail).
+    /// handshake: that ends the race), or every attempt timed out or met an
+    /// ICMP error (the last to fail).
     #[error("{addr}: {error}")]
     Failed {
         /// The address of the last attempt to fail.
@@ -119,8 +122,9 @@ impl Endpoint {
     /// choice; after a loopback address [`LOOPBACK_ATTEMPT_DELAY`] if
     /// shorter), or at once when one fails, and earlier attempts go on
     /// meanwhile. The losers are closed when the winner is returned. An
-    /// attempt refused by its server (not one that timed out) ends the race
-    /// with its error, as the other addresses serve the same name.
+    /// attempt refused by its server (not one that timed out or met an ICMP
+    /// error, [`ConnectionError::Unreachable`]) ends the race with its error,
+    /// as the other addresses serve the same name.
     ///
     /// Bind the endpoint to `[::]:0` (dual-stack) when `addrs` has both
     /// families ([`client_bind`] says where). Each attempt is bounded by the handshake timeout of
@@ -154,10 +158,16 @@ impl Endpoint {
                         Poll::Ready(Err(error)) => {
                             let (addr, _) = attempts.swap_remove(i);
                             tracing::debug!(%addr, %error, "connection attempt failed");
-                            if error != ConnectionError::TimedOut {
-                                // The server there answered and refused (its
-                                // certificate, a TLS alert, no common version):
-                                // the others, which share its name, would too.
+                            // Silence or an ICMP error is about this
+                            // address; any other failure means the server
+                            // there answered and refused (its certificate, a
+                            // TLS alert, no common version): the others,
+                            // which share its name, would too.
+                            let about_address = matches!(
+                                error,
+                                ConnectionError::TimedOut | ConnectionError::Unreachable { .. }
+                            );
+                            if !about_address {
                                 return Poll::Ready(Err(ConnectFirstError::Failed { addr, error }));
                             }
                             failed = Some((addr, error));

@@ -70,6 +70,11 @@ pub struct DriverCounters {
     pub unlent_reads: u64,
     /// The most receive buffers one driver had held by unread data at once.
     pub most_parked: u64,
+    /// Error reports read from the sockets' error queues (ICMP unreachable
+    /// or too big, local errors).
+    pub error_reports: u64,
+    /// Of those, the reports that ended a connection in its handshake.
+    pub unreachable_closes: u64,
 }
 
 /// A timer fired this long after its deadline counts as late.
@@ -91,6 +96,8 @@ pub(crate) mod driver {
     pub(crate) static LENT: AtomicU64 = AtomicU64::new(0);
     pub(crate) static UNLENT: AtomicU64 = AtomicU64::new(0);
     pub(crate) static MOST_PARKED: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static REPORTS: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static UNREACHABLE: AtomicU64 = AtomicU64::new(0);
 
     #[inline]
     pub(crate) fn on() -> bool {
@@ -132,5 +139,7 @@ pub fn driver_snapshot() -> DriverCounters {
         lent_receives: driver::LENT.load(Relaxed),
         unlent_reads: driver::UNLENT.load(Relaxed),
         most_parked: driver::MOST_PARKED.load(Relaxed),
+        error_reports: driver::REPORTS.load(Relaxed),
+        unreachable_closes: driver::UNREACHABLE.load(Relaxed),
     }
 }

@@ -83,6 +83,15 @@
 //! [`Connection::rtt`], [`Connection::stats`] (packets, bytes, losses, ECN
 //! marks) and [`Connection::ecn_state`].
 //!
+//! A handshake that cannot succeed ends at once when the network says so:
+//! an ICMP port unreachable (nothing listens there) or host unreachable
+//! about one of its packets fails it with
+//! [`ConnectionError::Unreachable`], as `connect(2)` gives ECONNREFUSED,
+//! rather than after the handshake timeout. A server drops a half-open
+//! connection the same way. The report must quote the packet's connection
+//! IDs, so only the path can forge one; after the handshake such reports
+//! are ignored (a brief route change must not end a working connection).
+//!
 //! A server name often has several addresses (`localhost` is `::1` and
 //! `127.0.0.1` on many systems, and a server may listen on one of them).
 //! [`Endpoint::connect_first`] tries them all, a little apart as RFC 8305

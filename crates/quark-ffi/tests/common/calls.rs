@@ -34,9 +34,17 @@ pub(crate) fn listen(flags: u32) -> (i64, u16) {
 
 /// An insecure connection to `port` on loopback, made with `flags`.
 pub(crate) fn connect(port: u16, flags: u32) -> i64 {
+    let conn = try_connect(port, flags);
+    assert!(conn > 0, "connect: {conn}");
+    conn
+}
+
+/// What `quark_connect_flags` returns for an insecure connection to `port`
+/// on loopback: a handle or an error.
+pub(crate) fn try_connect(port: u16, flags: u32) -> i64 {
     let addr = c(&format!("127.0.0.1:{port}"));
     // SAFETY: NUL-terminated strings that live across the call; NULL CA and ciphers.
-    let conn = unsafe {
+    unsafe {
         quark_connect_flags(
             addr.as_ptr(),
             c("localhost").as_ptr(),
@@ -46,9 +54,7 @@ pub(crate) fn connect(port: u16, flags: u32) -> i64 {
             std::ptr::null(),
             flags,
         )
-    };
-    assert!(conn > 0, "connect: {conn}");
-    conn
+    }
 }
 
 /// An insecure connection to `port` on loopback made on the client endpoint

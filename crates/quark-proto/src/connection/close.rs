@@ -52,6 +52,18 @@ pub enum ConnectionError {
     /// The server does not speak our version.
     #[error("no common QUIC version")]
     VersionMismatch,
+    /// An ICMP error said the peer cannot be reached, before the handshake
+    /// completed ([`Endpoint::handle_unreachable`](crate::Endpoint::handle_unreachable)).
+    #[error("{}", if *port_closed {
+        "refused: nothing listens on the peer's port (ICMP port unreachable)"
+    } else {
+        "the peer's address is unreachable (ICMP)"
+    })]
+    Unreachable {
+        /// The port is closed (ICMP port unreachable), rather than the host
+        /// or network unreachable.
+        port_closed: bool,
+    },
     /// The task driving the endpoint stopped (it panicked, or its runtime shut
     /// down), so nothing moves any more. Set by the I/O layer, never by the
     /// protocol.
@@ -236,6 +248,36 @@ impl Connection {
         //# discarded when it remains idle for longer than the minimum of the
         //# max_idle_timeout value advertised by both endpoints.
         self.enter_drained(now, ConnectionError::TimedOut);
+    }
+
+    /// An ICMP error quoted a packet we sent to `remote` with `dst_cid` as
+    /// its destination ID (its source ID routed it here). Ends the connection
+    /// if it is still in its handshake, on its only path, and `dst_cid` is
+    /// the peer's ID in use; returns whether it did.
+    ///
+    /// During the handshake nothing better is coming: a client at a closed
+    /// port would wait out its timeout, a server keep a half-open connection
+    /// for a client that is gone. Forging the message needs both IDs, which
+    /// only the path sees. After the handshake the report is ignored: loss
+    /// recovery and the idle timeout decide, as a brief route change or a
+    /// NAT's stale binding must not end a working connection.
+    pub(crate) fn handle_unreachable(
+        &mut self,
+        now: Instant,
+        remote: std::net::SocketAddr,
+        dst_cid: &crate::cid::ConnectionId,
+        port_closed: bool,
+    ) -> bool {
+        let applies = matches!(self.state, State::Handshake)
+            && !self.handshake_complete
+            && remote == self.path.remote
+            && *dst_cid == self.peer_cids.active();
+        if applies {
+            tracing::debug!(side = ?self.side, %remote, port_closed, "peer unreachable");
+            // No CONNECTION_CLOSE: there is no one to read it.
+            self.enter_drained(now, ConnectionError::Unreachable { port_closed });
+        }
+        applies
     }
 
     /// A CONNECTION_CLOSE frame arrived.

@@ -199,7 +199,7 @@ impl Connection {
             E::Reset => (false, None, "stateless_reset"),
             E::TimedOut | E::SendTimedOut => (true, None, "idle_timeout"),
             E::VersionMismatch => (false, None, "version_mismatch"),
-            E::DriverStopped => (true, None, "unspecified"),
+            E::DriverStopped | E::Unreachable { .. } => (true, None, "unspecified"),
         };
         let reason = error.to_string();
         q.closed(now, local, code, &reason, trigger);

@@ -333,6 +333,30 @@ impl Endpoint {
         }
     }
 
+    /// An ICMP message (port, host or network unreachable) about a datagram
+    /// this endpoint sent to `remote`, whose start it quoted (`quoted`).
+    /// The connection the quoted packet's source ID names ends if the report
+    /// fits it and it is still in its handshake
+    /// ([`ConnectionError::Unreachable`](crate::ConnectionError::Unreachable));
+    /// every other report is ignored. Returns the connection ended.
+    pub fn handle_unreachable(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        quoted: &[u8],
+        port_closed: bool,
+    ) -> Option<ConnectionHandle> {
+        // Short headers name the peer's ID, which routes nothing here; they
+        // belong to established connections, which ignore these reports.
+        let (dst, src) = crate::packet::long_header_cids(quoted)?;
+        let h = self.lookup(&src)?;
+        if !self.conns[h.0].handle_unreachable(now, remote, &dst, port_closed) {
+            return None;
+        }
+        self.sync(h);
+        Some(h)
+    }
+
     /// Process the datagrams of one receive (the segments of a GRO buffer:
     /// `data` cut every `stride` bytes). Consecutive segments for the same
     /// connection are handed over together, so it can decrypt them all before

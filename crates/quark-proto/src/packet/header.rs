@@ -238,10 +238,43 @@ fn cid_field(r: &mut Reader<'_>) -> Option<Range<usize>> {
     Some(start..start + len)
 }
 
+/// The (destination, source) connection IDs of a long-header packet of a
+/// version we speak, read from its start alone (RFC 8999 §5.1): what an ICMP
+/// message quotes of a datagram is often cut after a few hundred bytes.
+pub(crate) fn long_header_cids(datagram: &[u8]) -> Option<(ConnectionId, ConnectionId)> {
+    let mut r = Reader::new(datagram);
+    if r.u8().ok()? & LONG_FORM == 0 || !is_known(r.u32().ok()?) {
+        return None;
+    }
+    let dst = cid_field(&mut r)?;
+    let src = cid_field(&mut r)?;
+    Some((
+        ConnectionId::new(&datagram[dst])?,
+        ConnectionId::new(&datagram[src])?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_ids_of_a_cut_long_header() {
+        let pkt = hex("c3 00000001 08 8394c8f03e515708 04 0a0b0c0d 00 44 d0");
+        let want = (cid("8394c8f03e515708"), cid("0a0b0c0d"));
+        // The length field says more than follows: the IDs are still read.
+        assert_eq!(long_header_cids(&pkt), Some(want));
+        assert_eq!(long_header_cids(&pkt[..19]), Some(want));
+        assert_eq!(long_header_cids(&pkt[..18]), None, "the source ID is cut");
+        let mut short = pkt.clone();
+        short[0] = 0x43;
+        assert_eq!(long_header_cids(&short), None);
+        let mut unknown = pkt.clone();
+        unknown[1..5].copy_from_slice(&[0x1a, 0x2a, 0x3a, 0x4a]);
+        assert_eq!(long_header_cids(&unknown), None);
+        assert_eq!(long_header_cids(&[]), None);
+    }
 
     fn hex(s: &str) -> Vec<u8> {
         hex::decode(s.split_whitespace().collect::<String>()).unwrap()
@@ -413,6 +446,7 @@ mod tests {
             cid_len in 0usize..24,
         ) {
             let _ = PartialDecode::new(&bytes, cid_len);
+            let _ = long_header_cids(&bytes);
         }
 
         #[test]

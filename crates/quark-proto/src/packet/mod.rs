@@ -28,6 +28,7 @@ use std::ops::Range;
 use crate::cid::ConnectionId;
 use crate::types::PacketKind;
 
+pub(crate) use header::long_header_cids;
 pub use number::{decode_packet_number, packet_number_len};
 pub use protect::{decrypt_payload, remove_header_protection};
 pub use special::{

@@ -5,6 +5,7 @@ use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::OnceLock;
+use std::sync::atomic::Ordering::Relaxed;
 use std::task::{Context, Poll, ready};
 
 use bytes::BytesMut;
@@ -13,7 +14,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
 use crate::sys::{self, State, options};
-use crate::{RecvMeta, Transmit};
+use crate::{ErrorReport, RecvMeta, Transmit};
 
 #[cfg(test)]
 mod tests;
@@ -96,10 +97,14 @@ impl UdpSocket {
         socket.set_nonblocking(true)?;
         let v6 = socket.local_addr()?.is_ipv6();
         let features = options::configure(socket.as_fd(), v6);
+        // With the error queue on, a queued report raises EPOLLPRI
+        // (`SO_SELECT_ERR_QUEUE`), which wakes the reader like a datagram;
+        // nothing else raises it on a UDP socket.
+        let interest = Interest::READABLE | Interest::PRIORITY;
         // SAFETY: `socket` owns its descriptor and moves into the `AsyncFd`, which
         // owns it until dropped; a `std::net::UdpSocket` always returns that same
         // descriptor from `as_raw_fd`.
-        let io = unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE) }
+        let io = unsafe { AsyncFd::register_with_interest(socket, interest) }
             .map_err(io::Error::from)?;
         let socket = Self {
             io,
@@ -230,6 +235,51 @@ impl UdpSocket {
             unsafe { buf.set_len(m.len) };
         }
         Ok(got)
+    }
+
+    /// Turns the socket's error queue on or off (off at creation): with it,
+    /// the kernel keeps a report of each ICMP error (port or host
+    /// unreachable, too big) about a datagram sent, read with
+    /// [`try_recv_errors`](Self::try_recv_errors), which the owner must then
+    /// call whenever [`reports_pending`](Self::reports_pending) says so:
+    /// unread reports take room in the receive buffer. Returns whether the
+    /// queue is on (false where the kernel refuses the options).
+    pub fn set_error_reports(&self, on: bool) -> bool {
+        let on = options::set_reports(self.as_fd(), self.state.v6, on);
+        self.state.reports.store(on, Relaxed);
+        on
+    }
+
+    /// Whether error reports may wait ([`try_recv_errors`](Self::try_recv_errors)):
+    /// a send or receive met an error a report leaves behind. A queued
+    /// report also wakes a reader waiting in [`poll_recv`](Self::poll_recv),
+    /// whose receive then meets that error.
+    pub fn reports_pending(&self) -> bool {
+        self.state.reports_pending.load(Relaxed)
+    }
+
+    /// Reads up to [`MAX_ERROR_REPORTS`](crate::MAX_ERROR_REPORTS) reports
+    /// from the socket's error queue, the ICMP errors (port or host
+    /// unreachable, too big) and local errors about datagrams this socket
+    /// sent, calling `f` with each and the start of its datagram (in `buf`,
+    /// cut to the buffer's length). Returns how many it read. Never blocks;
+    /// the queue holds nothing unless [`set_error_reports`](Self::set_error_reports)
+    /// turned it on. A read that stops at the limit leaves
+    /// [`reports_pending`](Self::reports_pending) set.
+    pub fn try_recv_errors(&self, buf: &mut [u8], mut f: impl FnMut(&ErrorReport, &[u8])) -> usize {
+        self.state.reports_pending.store(false, Relaxed);
+        for n in 0..crate::MAX_ERROR_REPORTS {
+            match sys::errqueue::recv(self.as_fd(), buf) {
+                Ok(Some(report)) => f(&report, &buf[..report.len]),
+                Ok(None) => return n,
+                Err(error) => {
+                    tracing::debug!(%error, "reading the error queue failed");
+                    return n;
+                }
+            }
+        }
+        self.state.reports_pending.store(true, Relaxed);
+        crate::MAX_ERROR_REPORTS
     }
 
     /// [`try_send`](Self::try_send), waiting for the socket to become writable. Only

@@ -5,6 +5,7 @@
 
 pub(crate) mod addr;
 pub(crate) mod cmsg;
+pub(crate) mod errqueue;
 pub(crate) mod mmsg;
 pub(crate) mod options;
 
@@ -30,6 +31,11 @@ pub(crate) struct State {
     pub(crate) sendmmsg: AtomicBool,
     /// `recvmmsg` works (else a `recvmsg` loop).
     pub(crate) recvmmsg: AtomicBool,
+    /// The kernel queues error reports for this socket (`IP_RECVERR`).
+    pub(crate) reports: AtomicBool,
+    /// A report may wait in the error queue: a send or receive returned a
+    /// report's errno (see [`errqueue`]).
+    pub(crate) reports_pending: AtomicBool,
     /// Fault injection for tests.
     #[cfg(test)]
     pub(crate) hooks: Hooks,
@@ -45,6 +51,8 @@ impl State {
             gro: AtomicBool::new(features.gro),
             sendmmsg: AtomicBool::new(true),
             recvmmsg: AtomicBool::new(true),
+            reports: AtomicBool::new(false),
+            reports_pending: AtomicBool::new(false),
             #[cfg(test)]
             hooks: Hooks::default(),
         }
@@ -82,6 +90,18 @@ impl State {
 
     pub(crate) fn set_gro(&self, enabled: bool) {
         self.gro.store(enabled, Relaxed);
+    }
+
+    /// Whether `error`, from a send or receive, may be a queued report's
+    /// pending error (noted, so the queue is read): the call is worth
+    /// making again.
+    pub(crate) fn report_error(&self, error: &io::Error) -> bool {
+        let report = self.reports.load(Relaxed)
+            && error.raw_os_error().is_some_and(errqueue::is_report_errno);
+        if report {
+            self.reports_pending.store(true, Relaxed);
+        }
+        report
     }
 
     /// Falls back from `sendmmsg` (or `recvmmsg`) to a loop of single calls.

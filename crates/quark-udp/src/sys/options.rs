@@ -101,6 +101,40 @@ pub(crate) fn configure(fd: BorrowedFd<'_>, v6: bool) -> Features {
     Features { gso, gro }
 }
 
+/// Turns the error queue of a socket of family `v6` on or off: ICMP errors
+/// about datagrams it sends (`IP_RECVERR`, `IPV6_RECVERR`; without them an
+/// unconnected socket hears none), each raising `EPOLLPRI`
+/// (`SO_SELECT_ERR_QUEUE`) so that an idle reader wakes. Returns whether the
+/// queue is on: never without the wake-up, as a queue nobody reads would
+/// fill the receive buffer.
+pub(crate) fn set_reports(fd: BorrowedFd<'_>, v6: bool, on: bool) -> bool {
+    let value = c_int::from(on);
+    let what = "SO_SELECT_ERR_QUEUE";
+    let select = super::errqueue::SO_SELECT_ERR_QUEUE;
+    if on && !try_set(fd, libc::SOL_SOCKET, select, value, what) {
+        return false;
+    }
+    // IPv4 also for the v4-mapped traffic of a dual-stack socket.
+    let ipv4 = !v6 || !get(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY).is_ok_and(|v| v != 0);
+    let mut done = false;
+    if ipv4 {
+        done |= try_set(fd, libc::IPPROTO_IP, libc::IP_RECVERR, value, "IP_RECVERR");
+    }
+    if v6 {
+        done |= try_set(
+            fd,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_RECVERR,
+            value,
+            "IPV6_RECVERR",
+        );
+    }
+    if !on {
+        try_set(fd, libc::SOL_SOCKET, select, 0, what);
+    }
+    on && done
+}
+
 /// Grows the receive buffer to at least `size` bytes (as asked; the kernel
 /// reports twice that), never shrinking it. Returns what the kernel reports.
 pub(crate) fn grow_recv_buffer(fd: BorrowedFd<'_>, size: usize) -> io::Result<usize> {

@@ -154,8 +154,12 @@ pub(crate) struct Driver {
 
 impl Driver {
     pub(crate) fn new(shared: SharedRef, inbox: Option<Inbox>) -> Self {
+        let socket = shared.socket();
+        // ICMP errors about what we send: a handshake with a closed port or
+        // an unreachable host ends at once (`receive::read_reports`).
+        socket.set_error_reports(true);
         Driver {
-            socket: shared.socket(),
+            socket,
             link: shared.worker.clone(),
             inbox,
             shared,
@@ -449,6 +453,7 @@ impl Driver {
     /// connections to it (RFC 9000 §9.2).
     fn rebind(&mut self, state: &mut State, same_host: bool) {
         self.socket = self.shared.socket();
+        self.socket.set_error_reports(true);
         self.recv_buf_bytes = BASE_RECV_BUF;
         self.fit_recv_buffer(state);
         let now = Instant::now();

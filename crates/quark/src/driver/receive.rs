@@ -5,8 +5,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use quark_proto::{DatagramEvent, EcnCodepoint};
-use quark_udp::Socket;
+use quark_proto::{ConnectionHandle, DatagramEvent, EcnCodepoint};
+use quark_udp::{ErrorCause, Socket};
 use smallvec::SmallVec;
 
 use super::{Driver, INBOX_BATCH, MAX_RECV_BUF, MIN_RECV_ASK, RECV_BATCH};
@@ -31,6 +31,13 @@ impl Driver {
         now: Instant,
     ) -> bool {
         let n = self.read_batch(cx, socket);
+        if socket.reports_pending() {
+            self.read_reports(socket, state, now);
+            if socket.reports_pending() {
+                // More than one read takes: the rest next round.
+                cx.waker().wake_by_ref();
+            }
+        }
         let misdeliver = self.link.as_ref().and_then(Link::misdeliver_target);
         let mut events: SmallVec<[Option<DatagramEvent>; 8]> = SmallVec::new();
         for i in 0..n {
@@ -119,7 +126,8 @@ impl Driver {
                     self.recv_ask = (2 * n).clamp(MIN_RECV_ASK, RECV_BATCH);
                     return n;
                 }
-                // ICMP errors surface here on unconnected sockets; they are not fatal.
+                // About one datagram, not fatal. (An ICMP error's pending
+                // errno is retried by quark-udp and read in `read_reports`.)
                 Poll::Ready(Err(e)) => tracing::debug!(error = %e, "receive error"),
                 Poll::Pending => {
                     self.drained = true;
@@ -128,6 +136,40 @@ impl Driver {
             }
         }
         0
+    }
+
+    /// The error reports the socket queued (ICMP unreachable, too big, local
+    /// errors; `quark_udp::UdpSocket::try_recv_errors`). An unreachable one
+    /// goes to the protocol, which ends the connection it quotes if that is
+    /// still in its handshake; the rest are only counted: loss recovery and
+    /// path MTU discovery find out for themselves.
+    fn read_reports(&mut self, socket: &Socket, state: &mut State, now: Instant) {
+        use crate::counters::driver::{REPORTS, UNREACHABLE, add};
+        // A long header's IDs end within 47 bytes.
+        let mut buf = [0u8; 64];
+        let mut ended = SmallVec::<[ConnectionHandle; 4]>::new();
+        let n = socket.try_recv_errors(&mut buf, |report, quoted| {
+            let port_closed = match report.cause {
+                ErrorCause::PortUnreachable => true,
+                ErrorCause::Unreachable => false,
+                _ => return,
+            };
+            if !report.from_network {
+                return;
+            }
+            let dst = report.destination;
+            if let Some(h) = state
+                .proto
+                .handle_unreachable(now, dst, quoted, port_closed)
+            {
+                ended.push(h);
+            }
+        });
+        add(&REPORTS, n as u64);
+        add(&UNREACHABLE, ended.len() as u64);
+        for h in ended {
+            self.touch(state, h);
+        }
     }
 
     /// Take datagrams other workers passed to this one.

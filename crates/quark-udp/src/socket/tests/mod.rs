@@ -4,6 +4,7 @@
 mod basic;
 mod bench;
 mod ecn;
+mod errors;
 mod fallback;
 mod gso;
 mod would_block;

@@ -73,7 +73,8 @@ fn recvmmsg(
 /// One batched call (`batch`) while the kernel has it (`supported`, cleared at
 /// the first `ENOSYS`), else a loop of single calls (`single`) with the same
 /// contract: the messages done (at least one) or the first message's error,
-/// and the system calls made. `EINTR` retries.
+/// and the system calls made. `EINTR` retries, and so, once, does an error
+/// that may be an error report's rather than the call's (`State::report_error`).
 fn batched(
     (supported, name): (&AtomicBool, &'static str),
     state: &State,
@@ -82,8 +83,7 @@ fn batched(
     single: impl Fn(&mut libc::mmsghdr) -> isize,
 ) -> (io::Result<usize>, usize) {
     let mut syscalls = 0;
-    #[cfg(not(test))]
-    let _ = state;
+    let mut retried = false;
     if supported.load(Relaxed) {
         loop {
             #[cfg(test)]
@@ -103,6 +103,7 @@ fn batched(
                     State::mmsg_missing(supported, name);
                     break;
                 }
+                _ if !retried && state.report_error(&error) => retried = true,
                 _ => return (Err(error), syscalls),
             }
         }
@@ -118,6 +119,10 @@ fn batched(
         }
         let error = io::Error::last_os_error();
         if error.kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        if !retried && state.report_error(&error) {
+            retried = true;
             continue;
         }
         if done == 0 {
