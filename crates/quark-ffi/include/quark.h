@@ -173,6 +173,9 @@ int64_t quark_client(const char *addr, uint32_t flags);
 // A host with several addresses is tried as by `quark_connect`, those the
 // endpoint's socket can reach (an IPv4 endpoint reaches IPv4 addresses
 // only); a non-blocking or caller-driven connect tries the first of them.
+// Where nothing listens there, it fails at once (`QUARK_ERROR_REFUSED`):
+// to go on to the others, resolve the name yourself and connect to each
+// address in turn.
 //
 // The endpoint keeps the TLS configuration of its last connect, and reuses
 // it (with its session tickets) when the TLS arguments are the same. The CA
