@@ -141,6 +141,15 @@ fn a_closed_port_is_refused() {
     let (r, _) = until_done(ep, conn, || i64::from(quark_connected(conn)));
     assert_eq!(r, QuarkError::Refused as i64);
     assert_eq!(quark_stream_open(conn), QuarkError::Refused as i64);
+    // The ICMP report was read: its socket does not keep the endpoint's
+    // descriptor readable (EPOLLERR) for a caller that polls it.
+    let mut p = libc::pollfd {
+        fd: quark_ready_fd(ep),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the call.
+    assert_eq!(unsafe { libc::poll(&mut p, 1, 0) }, 0, "{:#x}", p.revents);
     for h in [conn, ep] {
         assert_eq!(quark_close(h), 0);
     }

@@ -262,24 +262,30 @@ impl UdpSocket {
     /// from the socket's error queue, the ICMP errors (port or host
     /// unreachable, too big) and local errors about datagrams this socket
     /// sent, calling `f` with each and the start of its datagram (in `buf`,
-    /// cut to the buffer's length). Returns how many it read. Never blocks;
+    /// cut to the buffer's length). Returns how many it gave. Never blocks;
     /// the queue holds nothing unless [`set_error_reports`](Self::set_error_reports)
     /// turned it on. A read that stops at the limit leaves
     /// [`reports_pending`](Self::reports_pending) set.
     pub fn try_recv_errors(&self, buf: &mut [u8], mut f: impl FnMut(&ErrorReport, &[u8])) -> usize {
+        use sys::errqueue::Entry;
         self.state.reports_pending.store(false, Relaxed);
-        for n in 0..crate::MAX_ERROR_REPORTS {
+        let mut given = 0;
+        for _ in 0..crate::MAX_ERROR_REPORTS {
             match sys::errqueue::recv(self.as_fd(), buf) {
-                Ok(Some(report)) => f(&report, &buf[..report.len]),
-                Ok(None) => return n,
+                Ok(Entry::Report(report)) => {
+                    f(&report, &buf[..report.len]);
+                    given += 1;
+                }
+                Ok(Entry::Unreadable) => {}
+                Ok(Entry::Empty) => return given,
                 Err(error) => {
                     tracing::debug!(%error, "reading the error queue failed");
-                    return n;
+                    return given;
                 }
             }
         }
         self.state.reports_pending.store(true, Relaxed);
-        crate::MAX_ERROR_REPORTS
+        given
     }
 
     /// [`try_send`](Self::try_send), waiting for the socket to become writable. Only

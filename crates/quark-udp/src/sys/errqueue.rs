@@ -42,10 +42,17 @@ pub(crate) fn is_report_errno(errno: i32) -> bool {
     )
 }
 
-/// Reads one report from the error queue of `fd`, with the start of the
+/// What one read of the error queue found.
+pub(crate) enum Entry {
+    Report(ErrorReport),
+    /// An entry without a report this code reads (taken off the queue).
+    Unreadable,
+    Empty,
+}
+
+/// Reads one entry from the error queue of `fd`, with the start of the
 /// datagram it is about copied into `buf` (its length in the report).
-/// `Ok(None)` when the queue is empty.
-pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Option<ErrorReport>> {
+pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Entry> {
     let mut name = RawAddr::ZERO;
     let mut ctrl = cmsg::Buf([0; cmsg::BUF_LEN]);
     let mut iov = libc::iovec {
@@ -76,7 +83,7 @@ pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Option<Erro
         let error = io::Error::last_os_error();
         match error.kind() {
             io::ErrorKind::Interrupted => continue,
-            io::ErrorKind::WouldBlock => return Ok(None),
+            io::ErrorKind::WouldBlock => return Ok(Entry::Empty),
             _ => return Err(error),
         }
     };
@@ -86,13 +93,11 @@ pub(crate) fn recv(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<Option<Erro
             || (c.level, c.kind) == (libc::SOL_IPV6, libc::IPV6_RECVERR);
         ours.then(|| extended_err(c.data)).flatten()
     });
-    let Some(ee) = ee else {
-        return Ok(None);
-    };
-    let Some(destination) = name.decode(hdr.msg_namelen.min(RawAddr::CAPACITY)) else {
-        return Ok(None);
-    };
-    Ok(Some(report(&ee, destination, got.min(buf.len()))))
+    let destination = name.decode(hdr.msg_namelen.min(RawAddr::CAPACITY));
+    Ok(match (ee, destination) {
+        (Some(ee), Some(to)) => Entry::Report(report(&ee, to, got.min(buf.len()))),
+        _ => Entry::Unreadable,
+    })
 }
 
 /// The `sock_extended_err` at the start of a `*_RECVERR` control message
