@@ -172,10 +172,8 @@ int64_t quark_client(const char *addr, uint32_t flags);
 //
 // A host with several addresses is tried as by `quark_connect`, those the
 // endpoint's socket can reach (an IPv4 endpoint reaches IPv4 addresses
-// only); a non-blocking or caller-driven connect tries the first of them.
-// Where nothing listens there, it fails at once (`QUARK_ERROR_REFUSED`):
-// to go on to the others, resolve the name yourself and connect to each
-// address in turn.
+// only), in every mode: the delays between attempts run on the endpoint's
+// own timer, which a caller-driven endpoint's descriptor shows.
 //
 // The endpoint keeps the TLS configuration of its last connect, and reuses
 // it (with its session tickets) when the TLS arguments are the same. The CA
@@ -255,10 +253,10 @@ int64_t quark_accept(int64_t endpoint);
 // connection has a client endpoint of its own, closed with it. A host with
 // several addresses (`localhost` is often `::1` and `127.0.0.1`) is reached
 // on whichever answers first (RFC 8305: the next address 250 ms after the
-// last, 10 ms after a loopback one, at once after one failed); with
-// `QUARK_FLAG_CALLER_DRIVEN`, only the first is tried. A failed handshake
-// is `QUARK_ERROR_CONNECT`, or like `connect(2)`'s ECONNREFUSED and
-// EHOSTUNREACH, `QUARK_ERROR_REFUSED` (nothing listens at the port) and
+// last, 10 ms after a loopback one, at once after one failed), also with
+// `QUARK_FLAG_CALLER_DRIVEN`. A failed handshake is `QUARK_ERROR_CONNECT`,
+// or, like `connect(2)`'s ECONNREFUSED and EHOSTUNREACH,
+// `QUARK_ERROR_REFUSED` (nothing listens at the port) and
 // `QUARK_ERROR_UNREACHABLE` when an ICMP error said so: those come at
 // once, not after the handshake timeout.
 //

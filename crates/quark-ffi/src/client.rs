@@ -11,6 +11,7 @@ use quark::connect_first::reachable;
 
 use crate::conn::{client_args, connect_blocking, resolve};
 use crate::error::QuarkError;
+use crate::handshake::Handshake;
 use crate::object::{Conn, Handle, Object, c_str, entry, entry_status, runtime};
 use crate::options::{caller_driven, driven_endpoint, with_flags};
 use crate::ready::Ready;
@@ -55,10 +56,8 @@ pub unsafe extern "C" fn quark_client(addr: *const c_char, flags: u32) -> i64 {
 ///
 /// A host with several addresses is tried as by `quark_connect`, those the
 /// endpoint's socket can reach (an IPv4 endpoint reaches IPv4 addresses
-/// only); a non-blocking or caller-driven connect tries the first of them.
-/// Where nothing listens there, it fails at once (`QUARK_ERROR_REFUSED`):
-/// to go on to the others, resolve the name yourself and connect to each
-/// address in turn.
+/// only), in every mode: the delays between attempts run on the endpoint's
+/// own timer, which a caller-driven endpoint's descriptor shows.
 ///
 /// The endpoint keeps the TLS configuration of its last connect, and reuses
 /// it (with its session tickets) when the TLS arguments are the same. The CA
@@ -104,32 +103,23 @@ pub unsafe extern "C" fn quark_connect_on(
             1 => addrs,
             _ => reachable(&addrs, e.local_addr().map_err(|_| QuarkError::Io)?),
         };
-        let Some(&addr) = addrs.first() else {
-            return Err(QuarkError::Inval);
-        };
         let driven = handle.ready.as_driven();
         let conn = match driven {
             None if !handle.is_nonblocking() => {
                 connect_blocking(e, runtime()?, config, &addrs, name)?
             }
-            // A non-blocking connect's handle holds one handshake, and a
-            // caller-driven endpoint's waits do not see the delays between
-            // attempts: those try the first address.
             _ => {
-                let connecting = {
+                let handshake = {
                     let _guard = match driven {
                         Some(d) => d.enter(),
                         None => runtime()?.enter(),
                     };
-                    e.connect(config, addr, name)
-                        .map_err(|_| QuarkError::Connect)?
+                    Handshake::start(e, config, addrs, name)?
                 };
                 let Some(d) = driven.filter(|_| !handle.is_nonblocking()) else {
-                    return connect_nonblocking(&handle, connecting);
+                    return connect_nonblocking(&handle, handshake);
                 };
-                d.block_on(connecting, None)
-                    .ok_or(QuarkError::Connect)?
-                    .map_err(|e| QuarkError::handshake(&e))?
+                d.block_on(handshake, None).ok_or(QuarkError::Connect)??
             }
         };
         table::insert(
@@ -176,10 +166,7 @@ pub extern "C" fn quark_resumed(conn: i64) -> i32 {
 /// `quark_connect_on` on a non-blocking endpoint: like `connect(2)` on an
 /// `O_NONBLOCK` socket, the handle comes at once and the handshake goes on
 /// in the endpoint's processing; no thread waits for it.
-fn connect_nonblocking(
-    endpoint: &Handle,
-    connecting: quark::Connecting,
-) -> Result<i64, QuarkError> {
+fn connect_nonblocking(endpoint: &Handle, connecting: Handshake) -> Result<i64, QuarkError> {
     let id = table::insert(
         Object::Connection(Conn::connecting(connecting)),
         endpoint.ready.clone(),

@@ -10,6 +10,7 @@ use quark::connect_first::{ATTEMPT_DELAY, client_bind};
 use quark::{Endpoint, tls};
 
 use crate::error::QuarkError;
+use crate::handshake::Handshake;
 use crate::object::{
     Conn, Handle, LINGER, Object, Stream, c_str, c_str_opt, entry, entry_status, runtime,
 };
@@ -229,10 +230,10 @@ pub extern "C" fn quark_accept(endpoint: i64) -> i64 {
 /// connection has a client endpoint of its own, closed with it. A host with
 /// several addresses (`localhost` is often `::1` and `127.0.0.1`) is reached
 /// on whichever answers first (RFC 8305: the next address 250 ms after the
-/// last, 10 ms after a loopback one, at once after one failed); with
-/// `QUARK_FLAG_CALLER_DRIVEN`, only the first is tried. A failed handshake
-/// is `QUARK_ERROR_CONNECT`, or like `connect(2)`'s ECONNREFUSED and
-/// EHOSTUNREACH, `QUARK_ERROR_REFUSED` (nothing listens at the port) and
+/// last, 10 ms after a loopback one, at once after one failed), also with
+/// `QUARK_FLAG_CALLER_DRIVEN`. A failed handshake is `QUARK_ERROR_CONNECT`,
+/// or, like `connect(2)`'s ECONNREFUSED and EHOSTUNREACH,
+/// `QUARK_ERROR_REFUSED` (nothing listens at the port) and
 /// `QUARK_ERROR_UNREACHABLE` when an ICMP error said so: those come at
 /// once, not after the handshake timeout.
 ///
@@ -311,24 +312,17 @@ pub(crate) unsafe fn connect(
         };
         spin_bit_per_flags(&mut config.transport, flags);
         let (local, addrs) = client_bind(&addrs);
-        // A caller-driven endpoint's waits see only its socket and its
-        // timer, not the delays between attempts: it tries the first address.
-        let Some(&addr) = addrs.first() else {
+        if addrs.is_empty() {
             return Err(QuarkError::Inval);
-        };
+        }
         if caller_driven(flags)? {
             let (endpoint, ready) = driven_endpoint(None, local)?;
             let d = ready.as_driven().ok_or(QuarkError::Internal)?;
-            let connecting = {
+            let handshake = {
                 let _guard = d.enter();
-                endpoint
-                    .connect(config, addr, name)
-                    .map_err(|_| QuarkError::Connect)?
+                Handshake::start(&endpoint, config, addrs, name)?
             };
-            let conn = d
-                .block_on(connecting, None)
-                .ok_or(QuarkError::Connect)?
-                .map_err(|e| QuarkError::handshake(&e))?;
+            let conn = d.block_on(handshake, None).ok_or(QuarkError::Connect)??;
             let ready = with_flags(ready, flags);
             return table::insert(Object::Connection(Conn::new(conn, Some(endpoint))), ready);
         }

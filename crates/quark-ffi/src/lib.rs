@@ -52,6 +52,7 @@ mod client;
 mod conn;
 mod driven;
 mod error;
+mod handshake;
 mod lend;
 mod nowait;
 mod object;

@@ -9,10 +9,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
-use quark::{Connecting, Connection, Endpoint, RecvStream, SendStream};
+use quark::{Connection, Endpoint, RecvStream, SendStream};
 use tokio::runtime::Runtime;
 
 use crate::error::QuarkError;
+use crate::handshake::Handshake;
 use crate::ready::Ready;
 
 /// How long closing a connection waits for the peer to acknowledge what was
@@ -44,7 +45,7 @@ pub(crate) struct Conn {
     /// `quark_connect_on`.
     conn: OnceLock<Connection>,
     /// The handshake of a non-blocking `quark_connect_on` while under way.
-    connecting: Mutex<Option<Connecting>>,
+    connecting: Mutex<Option<Handshake>>,
     /// Why that handshake failed, once it has.
     failed: OnceLock<QuarkError>,
     pub(crate) own_endpoint: Option<Endpoint>,
@@ -61,7 +62,7 @@ impl Conn {
     }
 
     /// A connection whose handshake is under way.
-    pub(crate) fn connecting(connecting: Connecting) -> Self {
+    pub(crate) fn connecting(connecting: Handshake) -> Self {
         Conn {
             conn: OnceLock::new(),
             connecting: Mutex::new(Some(connecting)),
@@ -98,10 +99,7 @@ impl Conn {
                 *connecting = None;
                 match done {
                     Ok(c) => Poll::Ready(Ok(self.conn.get_or_init(|| c))),
-                    Err(e) => {
-                        let e = *self.failed.get_or_init(|| QuarkError::handshake(&e));
-                        Poll::Ready(Err(e))
-                    }
+                    Err(e) => Poll::Ready(Err(*self.failed.get_or_init(|| e))),
                 }
             }
         }

@@ -13,7 +13,7 @@ use quark::{Endpoint, hq, tls};
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::{digest_of, examples, scratch, wait, workspace};
+use common::{digest_of, examples, mount_namespaces, scratch, wait, workspace};
 
 /// A quark hq-interop server on a port of its own, serving `root`.
 struct HqServer {
@@ -90,12 +90,6 @@ fn c_quark_get_downloads_a_file() {
     assert!(!wait(&mut child, Duration::from_secs(60)).success());
     server.endpoint.close(0, b"");
     let _ = std::fs::remove_dir_all(&root);
-}
-
-/// Whether this process may make mount namespaces (root and `unshare`).
-fn mount_namespaces() -> bool {
-    let ok = Command::new("unshare").args(["-m", "true"]).status();
-    ok.is_ok_and(|s| s.success())
 }
 
 /// `localhost` listed as `::1` first, then `127.0.0.1` (Debian's and

@@ -7,7 +7,7 @@ use quark_ffi::*;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::calls::{AGAIN, c, echo_next_stream, listen, read, ready, try_connect, write};
+use common::calls::{AGAIN, c, listen, read, ready, serve_one_echo, try_connect, write};
 
 /// A caller-driven, non-blocking client endpoint.
 fn client() -> i64 {
@@ -52,16 +52,7 @@ fn until_done(ep: i64, listed: i64, mut call: impl FnMut() -> i64) -> (i64, bool
 #[test]
 fn nonblocking_connect_returns_before_the_handshake() {
     let (server, port) = listen(0);
-    let served = std::thread::spawn(move || {
-        let conn = quark_accept(server);
-        assert!(conn > 0, "accept: {conn}");
-        let s = echo_next_stream(conn);
-        // Until the client closes.
-        assert_eq!(quark_stream_accept(conn), QuarkError::Closed as i64);
-        for h in [s, conn, server] {
-            assert_eq!(quark_close(h), 0);
-        }
-    });
+    let served = serve_one_echo(server);
     let ep = client();
     let conn = connect_on(ep, port, "test");
     assert!(conn > 0, "connect_on: {conn}");

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use quark_proto::{ClientConfig, ConnectError, ConnectionError};
 
+use crate::alarm::Alarm;
 use crate::connection::{Connecting, Connection};
 use crate::endpoint::Endpoint;
-use crate::wakeup::Wakeup;
 
 /// RFC 8305 §5's recommended delay between connection attempts.
 pub const ATTEMPT_DELAY: Duration = Duration::from_millis(250);
@@ -143,10 +143,11 @@ impl Endpoint {
         let mut attempts: Vec<(SocketAddr, Connecting)> =
             vec![(first, self.connect(config.clone(), first, server_name)?)];
         let mut failed: Option<(SocketAddr, ConnectionError)> = None;
-        // The driver's alarm (a timerfd), so that a runtime without tokio's
-        // timer runs this as it runs quark; made only if a second address
-        // waits.
-        let mut alarm: Option<Wakeup> = None;
+        // Rung by the endpoint's driver, on its own timer: a runtime
+        // without tokio's timer runs this as it runs quark, and a
+        // caller-driven endpoint's waits see it. Made only if a second
+        // address waits.
+        let mut alarm: Option<Alarm> = None;
         let mut next_due = Instant::now() + delay_after(first, attempt_delay);
         poll_fn(|cx| {
             loop {
@@ -199,8 +200,8 @@ impl Endpoint {
                 }
                 if !waiting.as_slice().is_empty() {
                     alarm
-                        .get_or_insert_with(Wakeup::new)
-                        .wake_at(cx, now, Some(next_due));
+                        .get_or_insert_with(|| Alarm::new(self.shared.clone()))
+                        .set(next_due, cx.waker());
                 }
                 return Poll::Pending;
             }

@@ -27,6 +27,13 @@ impl Connection {
         Connection { shared, handle }
     }
 
+    /// A reference the caller already counted, under the lock that found
+    /// the entry: between that lock and another, the driver could remove
+    /// an entry nobody holds.
+    pub(crate) fn from_counted(shared: SharedRef, handle: ConnectionHandle) -> Self {
+        Connection { shared, handle }
+    }
+
     /// A stream half's reference, which the caller already counted (under the
     /// lock it held), so making it takes no lock.
     fn counted(&self) -> ConnRef {

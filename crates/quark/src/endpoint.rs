@@ -18,7 +18,7 @@ use crate::shared::{ConnEntry, Shared, SharedRef, State};
 
 /// A QUIC endpoint bound to one UDP socket. Cheap to clone.
 pub struct Endpoint {
-    shared: SharedRef,
+    pub(crate) shared: SharedRef,
 }
 
 impl Endpoint {
@@ -115,6 +115,8 @@ impl Endpoint {
                 deferrals: 0,
                 deferrals_past_all: 0,
                 rebound: None,
+                alarms: Vec::new(),
+                next_alarm: 0,
             }),
             socket: Mutex::new(Arc::new(socket)),
             runtime: tokio::runtime::Handle::current(),
@@ -162,6 +164,10 @@ impl Endpoint {
             .proto
             .connect(Instant::now(), &config, addr, server_name)?;
         let mut entry = ConnEntry::new(false);
+        // Counted under this lock: a driver running on another thread could
+        // otherwise drop a handshake that failed at once before our
+        // reference exists.
+        entry.refs = 1;
         if state.stopped {
             // Nobody would ever drive it: fail it at once.
             entry.error = Some(Box::new(ConnectionError::DriverStopped));
@@ -170,7 +176,10 @@ impl Endpoint {
         state.conns.insert(h, entry);
         state.touch(h);
         drop(state);
-        Ok(Connecting::new(Connection::new(self.shared.clone(), h)))
+        Ok(Connecting::new(Connection::from_counted(
+            self.shared.clone(),
+            h,
+        )))
     }
 
     /// Wait for the next incoming connection whose handshake has completed.
@@ -189,8 +198,10 @@ impl Endpoint {
                 continue;
             }
             entry.incoming = false;
+            // Counted under this lock, for the same reason as in `connect`.
+            entry.refs += 1;
             drop(state);
-            return Poll::Ready(Some(Connection::new(self.shared.clone(), h)));
+            return Poll::Ready(Some(Connection::from_counted(self.shared.clone(), h)));
         }
         // A stopped driver closes the endpoint too.
         if state.closed {

@@ -65,6 +65,7 @@
 
 #![warn(missing_docs)]
 
+mod alarm;
 mod busy_poll;
 pub mod connect_first;
 pub mod connection;

@@ -187,6 +187,10 @@ pub(crate) struct State {
     /// The socket was replaced (`Endpoint::rebind`): the driver takes the new
     /// one and moves its client connections. True if only the port changed.
     pub(crate) rebound: Option<bool>,
+    /// Wake-ups the driver runs for others (`crate::alarm`), and the last
+    /// slot number given.
+    pub(crate) alarms: Vec<crate::alarm::Entry>,
+    pub(crate) next_alarm: u64,
 }
 
 impl State {

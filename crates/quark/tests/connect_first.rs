@@ -126,7 +126,7 @@ async fn a_server_that_refuses_ends_the_race() {
 }
 
 /// Like quark itself, it needs no tokio timer: the delays between attempts
-/// run on the driver's alarm (a timerfd).
+/// run on the endpoint's driver (its timerfd).
 #[test]
 fn a_runtime_without_tokio_timers_will_do() {
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -147,3 +147,27 @@ async fn a_server_forgets_a_client_that_is_gone() {
         .await
         .expect("the half-open connection went at the retransmission");
 }
+
+/// A handshake refused at once, while the driver runs on another thread,
+/// still ends as an error for the one awaiting it: the driver may finish
+/// with the connection before `connect` returns, and must not forget it
+/// while its `Connecting` exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_refused_before_it_returns_is_still_reported() {
+    let (_server, client, config, _) = echo_server_and_client(ALPN);
+    let config = patient(config);
+    let port = closed_port();
+    for _ in 0..300 {
+        let connecting = client.connect(config.clone(), port, "localhost").unwrap();
+        // Let the driver run first, as another thread may.
+        std::thread::sleep(Duration::from_micros(200));
+        let got = tokio::time::timeout(GUARD, connecting)
+            .await
+            .expect("ended by the ICMP error");
+        assert!(
+            matches!(got, Err(ConnectionError::Unreachable { .. })),
+            "{:?}",
+            got.map(|c| c.remote_address())
+        );
+    }
+}

@@ -42,7 +42,12 @@ pub(crate) fn connect(port: u16, flags: u32) -> i64 {
 /// What `quark_connect_flags` returns for an insecure connection to `port`
 /// on loopback: a handle or an error.
 pub(crate) fn try_connect(port: u16, flags: u32) -> i64 {
-    let addr = c(&format!("127.0.0.1:{port}"));
+    try_connect_addr(&format!("127.0.0.1:{port}"), flags)
+}
+
+/// As `try_connect`, to `addr` (`host:port`; a name is resolved).
+pub(crate) fn try_connect_addr(addr: &str, flags: u32) -> i64 {
+    let addr = c(addr);
     // SAFETY: NUL-terminated strings that live across the call; NULL CA and ciphers.
     unsafe {
         quark_connect_flags(
@@ -61,7 +66,12 @@ pub(crate) fn try_connect(port: u16, flags: u32) -> i64 {
 /// `ep` (`quark_connect_on`: the endpoint's TLS configuration, so a second
 /// connection can resume).
 pub(crate) fn connect_on(ep: i64, port: u16) -> i64 {
-    let addr = c(&format!("127.0.0.1:{port}"));
+    connect_on_addr(ep, &format!("127.0.0.1:{port}"))
+}
+
+/// As `connect_on`, to `addr` (`host:port`; a name is resolved).
+pub(crate) fn connect_on_addr(ep: i64, addr: &str) -> i64 {
+    let addr = c(addr);
     // SAFETY: NUL-terminated strings that live across the call; NULL CA and ciphers.
     let conn = unsafe {
         quark_connect_on(
@@ -174,6 +184,22 @@ pub(crate) fn echo_next_stream(conn: i64) -> i64 {
     assert_eq!(write(s, &all), all.len() as i64);
     assert_eq!(quark_stream_shutdown(s), 0);
     s
+}
+
+/// A thread that accepts one connection on the blocking endpoint `server`,
+/// echoes its first stream, waits for the client to close, then closes
+/// everything.
+pub(crate) fn serve_one_echo(server: i64) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let conn = quark_accept(server);
+        assert!(conn > 0, "accept: {conn}");
+        let s = echo_next_stream(conn);
+        // Until the client closes.
+        assert_eq!(quark_stream_accept(conn), QuarkError::Closed as i64);
+        for h in [s, conn, server] {
+            assert_eq!(quark_close(h), 0);
+        }
+    })
 }
 
 /// Processes the caller-driven `ep` (and drains its ready list) until

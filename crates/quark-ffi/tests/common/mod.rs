@@ -12,6 +12,12 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+/// Whether this process may make mount namespaces (root and `unshare`).
+pub(crate) fn mount_namespaces() -> bool {
+    let ok = Command::new("unshare").args(["-m", "true"]).status();
+    ok.is_ok_and(|s| s.success())
+}
+
 pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

@@ -347,6 +347,9 @@ impl Future for Driver {
             }
             let received = this.receive(cx, &socket, &mut state, now);
             this.timers(&mut state, now);
+            if !state.alarms.is_empty() {
+                crate::alarm::fire(&mut state.alarms, now);
+            }
             // What arrived woke tasks (a request to answer, a handshake that
             // completed): let them run first, so that their answer leaves with our
             // acknowledgments and handshake frames, in one datagram and one system
@@ -477,7 +480,11 @@ impl Driver {
             return Poll::Ready(());
         }
         counters::add(&counters::PARKS, 1);
-        let next = self.deadlines.next(&mut state.conns);
+        let mut next = self.deadlines.next(&mut state.conns);
+        if !state.alarms.is_empty() {
+            let alarm = crate::alarm::fire(&mut state.alarms, now);
+            next = next.into_iter().chain(alarm).min();
+        }
         self.wakeup.wake_at(cx, now, next);
         Poll::Pending
     }
