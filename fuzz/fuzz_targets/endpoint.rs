@@ -61,6 +61,8 @@ fuzz_target!(|data: &[u8]| {
         ep.handle_batch(pair.now, from, None, None, &mut d, stride, true, |_, _| {});
         // The same bytes as the start of a datagram an ICMP error quotes.
         ep.handle_unreachable(pair.now, from, datagram, len % 2 == 0);
+        let size = 1100 + (len as u16 % 8) * 100;
+        ep.handle_too_big(pair.now, from, datagram, size);
         // Everything either side answers is sent nowhere; it must drain.
         outgoing(&mut pair.client, pair.now, &mut buf);
         outgoing(&mut pair.server, pair.now, &mut buf);

@@ -10,14 +10,24 @@ use common::app::{Echo, run_echo};
 use common::{Sim, Tls, payload, seed};
 use quark_proto::ConnectionHandle;
 
-fn discovered(path_mtu: usize) -> usize {
-    let (mut sim, tls) = Sim::pair(seed(60));
+/// A connection over a path of `path_mtu` bytes (5 ms each way) that
+/// echoed `len` bytes, then stayed a second. With `report`, the path sends
+/// ICMP Packet Too Big for what it drops.
+fn echoed(seed: u64, path_mtu: usize, report: bool, len: usize) -> (Sim, ConnectionHandle) {
+    let (mut sim, tls) = Sim::pair(seed);
     sim.path_mtu = path_mtu;
+    sim.report_too_big = report;
     sim.set_delay(Duration::from_millis(5));
     let c = sim.connect(&tls);
-    let mut echo = Echo::new(c, vec![payload(2_000_000, 1)]);
+    let mut echo = Echo::new(c, vec![payload(len, 1)]);
     run_echo(&mut sim, &mut echo, 400_000);
-    sim.run_for(Duration::from_secs(2));
+    sim.run_for(Duration::from_secs(1));
+    (sim, c)
+}
+
+fn discovered(path_mtu: usize) -> usize {
+    let (mut sim, c) = echoed(seed(60), path_mtu, false, 2_000_000);
+    sim.run_for(Duration::from_secs(1));
     sim.client.connection(c).unwrap().max_datagram_size()
 }
 
@@ -49,6 +59,100 @@ fn survives_a_shrinking_path() {
     let mut echo = Echo::new(c, vec![payload(500_000, 3)]);
     run_echo(&mut sim, &mut echo, 400_000);
     assert!(sim.client.connection(c).unwrap().max_datagram_size() <= 1300);
+}
+
+/// With ICMP Packet Too Big reports from the path (RFC 8899 §4.6), the
+/// search takes the reported size as its next probe: one failed probe and
+/// one that fits, where without them each size tried is lost three times.
+#[test]
+fn a_too_big_report_ends_the_search_in_two_probes() {
+    for report in [false, true] {
+        let (sim, c) = echoed(seed(63), 1472, report, 2_000_000);
+        let conn = sim.client.connection(c).unwrap();
+        let probes = conn.stats().mtu_probes;
+        if report {
+            assert_eq!(conn.max_datagram_size(), 1472, "the reported size");
+            assert_eq!(probes, 2, "one too big, one that fits");
+        } else {
+            assert!(probes > 3, "{probes} probes without reports");
+        }
+    }
+}
+
+/// A path whose MTU shrinks below the size in use and says so: the
+/// connection goes down to the reported size without waiting for the PTOs
+/// that reveal a black hole, and the transfer completes.
+#[test]
+fn a_too_big_report_for_the_size_in_use_is_followed_at_once() {
+    let (mut sim, c) = echoed(seed(64), 9000, true, 1_000_000);
+    let conn = sim.client.connection(c).unwrap();
+    assert_eq!(conn.max_datagram_size(), 9000);
+    let ptos = conn.stats().ptos;
+    sim.path_mtu = 1400;
+    let mut echo = Echo::new(c, vec![payload(500_000, 6)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    let conn = sim.client.connection(c).unwrap();
+    assert_eq!(conn.max_datagram_size(), 1400);
+    assert_eq!(conn.stats().ptos, ptos, "no PTO: the report said it first");
+}
+
+/// A report applies only when it quotes the destination ID the connection
+/// uses and came about its path; the search for a short header's connection
+/// is bounded per second, so forged reports cannot cost more than that.
+#[test]
+fn a_too_big_report_must_quote_the_ids_in_use() {
+    let (mut sim, tls) = Sim::pair(seed(65));
+    sim.path_mtu = 9000;
+    let sent = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let keep = sent.clone();
+    sim.watch = Some(Box::new(move |_, to_server, d: &[u8]| {
+        if to_server && d[0] & 0x80 == 0 {
+            keep.borrow_mut().push(d[..d.len().min(64)].to_vec());
+        }
+    }));
+    let c = sim.connect(&tls);
+    let mut echo = Echo::new(c, vec![payload(1_000_000, 7)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    sim.run_for(Duration::from_secs(1));
+    let found = sim.client.connection(c).unwrap().max_datagram_size();
+    assert!(found > 8000, "{found}");
+    let short = sent.borrow().last().unwrap().clone();
+    let (now, server) = (sim.now, sim.server_addr);
+    let mut other_id = short.clone();
+    other_id[1] ^= 1;
+    let elsewhere = std::net::SocketAddr::new(server.ip(), server.port() + 1);
+    assert_eq!(
+        sim.client.handle_too_big(now, server, &other_id, 1400),
+        None
+    );
+    assert_eq!(
+        sim.client.handle_too_big(now, elsewhere, &short, 1400),
+        None
+    );
+    assert_eq!(
+        sim.client.handle_too_big(now, server, &short[..1], 1400),
+        None
+    );
+    // Below the base size (RFC 9000 §14.2.1): it fits, and changes nothing.
+    assert_eq!(
+        sim.client.handle_too_big(now, server, &short, 1000),
+        Some(c)
+    );
+    assert_eq!(sim.client.connection(c).unwrap().max_datagram_size(), found);
+    // That was the budget's fourth search this second; 16 are allowed.
+    for _ in 4..16 {
+        assert_eq!(
+            sim.client.handle_too_big(now, server, &other_id, 1400),
+            None
+        );
+    }
+    assert_eq!(sim.client.handle_too_big(now, server, &short, 1400), None);
+    let later = now + Duration::from_secs(1);
+    assert_eq!(
+        sim.client.handle_too_big(later, server, &short, 1400),
+        Some(c)
+    );
+    assert_eq!(sim.client.connection(c).unwrap().max_datagram_size(), 1200);
 }
 
 /// Bulk data fills whole GSO batches: every datagram of a batch but the last

@@ -75,6 +75,9 @@ pub struct DriverCounters {
     pub error_reports: u64,
     /// Of those, the reports that ended a connection in its handshake.
     pub unreachable_closes: u64,
+    /// Of those, the Packet Too Big reports a connection took as a hint for
+    /// its path MTU search.
+    pub too_big_hints: u64,
 }
 
 /// A timer fired this long after its deadline counts as late.
@@ -98,6 +101,7 @@ pub(crate) mod driver {
     pub(crate) static MOST_PARKED: AtomicU64 = AtomicU64::new(0);
     pub(crate) static REPORTS: AtomicU64 = AtomicU64::new(0);
     pub(crate) static UNREACHABLE: AtomicU64 = AtomicU64::new(0);
+    pub(crate) static TOO_BIG: AtomicU64 = AtomicU64::new(0);
 
     #[inline]
     pub(crate) fn on() -> bool {
@@ -141,5 +145,6 @@ pub fn driver_snapshot() -> DriverCounters {
         most_parked: driver::MOST_PARKED.load(Relaxed),
         error_reports: driver::REPORTS.load(Relaxed),
         unreachable_closes: driver::UNREACHABLE.load(Relaxed),
+        too_big_hints: driver::TOO_BIG.load(Relaxed),
     }
 }

@@ -250,36 +250,6 @@ impl Connection {
         self.enter_drained(now, ConnectionError::TimedOut);
     }
 
-    /// An ICMP error quoted a packet we sent to `remote` with `dst_cid` as
-    /// its destination ID (its source ID routed it here). Ends the connection
-    /// if it is still in its handshake, on its only path, and `dst_cid` is
-    /// the peer's ID in use; returns whether it did.
-    ///
-    /// During the handshake nothing better is coming: a client at a closed
-    /// port would wait out its timeout, a server keep a half-open connection
-    /// for a client that is gone. Forging the message needs both IDs, which
-    /// only the path sees. After the handshake the report is ignored: loss
-    /// recovery and the idle timeout decide, as a brief route change or a
-    /// NAT's stale binding must not end a working connection.
-    pub(crate) fn handle_unreachable(
-        &mut self,
-        now: Instant,
-        remote: std::net::SocketAddr,
-        dst_cid: &crate::cid::ConnectionId,
-        port_closed: bool,
-    ) -> bool {
-        let applies = matches!(self.state, State::Handshake)
-            && !self.handshake_complete
-            && remote == self.path.remote
-            && *dst_cid == self.peer_cids.active();
-        if applies {
-            tracing::debug!(side = ?self.side, %remote, port_closed, "peer unreachable");
-            // No CONNECTION_CLOSE: there is no one to read it.
-            self.enter_drained(now, ConnectionError::Unreachable { port_closed });
-        }
-        applies
-    }
-
     /// A CONNECTION_CLOSE frame arrived.
     pub(crate) fn on_peer_close(&mut self, now: Instant, f: &crate::frame::Close<'_>) {
         let reason = String::from_utf8_lossy(f.reason).into_owned();

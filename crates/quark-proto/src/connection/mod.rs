@@ -25,6 +25,7 @@ mod datagrams;
 mod frames;
 mod handshake;
 mod header_bits;
+mod icmp;
 mod lazy_rng;
 mod loss;
 mod memory;

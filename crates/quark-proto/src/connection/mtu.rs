@@ -347,6 +347,42 @@ impl MtuDiscovery {
         }
     }
 
+    /// An ICMP Packet Too Big (or IPv4 Fragmentation Needed) said the path
+    /// carries datagrams of at most `size` bytes (UDP payload), in answer to
+    /// one of ours (RFC 8899 §4.6). Returns whether the size in use changed.
+    ///
+    /// The report only guides the search, which still confirms every size
+    /// with an acknowledged probe: one the probe out exceeds fails it at once
+    /// and makes `size` the next probe; one below the size in use drops to
+    /// the base size and probes `size` next, as a black hole would after
+    /// several PTOs. Reports below the base size (RFC 9000 §14.2.1) or above
+    /// anything we sent are ignored.
+    pub(crate) fn on_too_big(&mut self, size: u16) -> bool {
+        if !self.enabled || size < BASE_MTU {
+            return false;
+        }
+        if size >= self.current {
+            //= https://www.rfc-editor.org/rfc/rfc8899#section-4.6.2
+            //# If PLPMTU < PL_PTB_SIZE < PROBED_SIZE, the PL can use the
+            //# PL_PTB_SIZE as the next search point
+            if self.probe.is_none_or(|p| size >= p.size) {
+                return false;
+            }
+            self.probe = None;
+            self.attempts = 0;
+            self.ceiling = size;
+            // The next probe is the ceiling itself.
+            self.phase = Phase::Ceiling;
+            self.not_before = None;
+            return false;
+        }
+        // The size in use no longer fits: what is in flight above `size` is
+        // lost, and loss recovery resends it in smaller packets.
+        self.on_black_hole();
+        self.ceiling = size.max(self.current);
+        true
+    }
+
     fn advance_phase(&mut self) {
         self.phase = match self.phase {
             Phase::Ceiling => Phase::Ethernet,
@@ -601,6 +637,54 @@ mod tests {
         assert_eq!(d.probe_due(t), None);
         assert!(d.on_black_hole());
         assert!(d.fresh(), "a black hole restarts the search");
+    }
+
+    #[test]
+    fn too_big_for_the_probe_makes_its_size_the_next_probe() {
+        let t = now();
+        let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
+        assert_eq!(d.probe_due(t), Some(65_000));
+        d.on_probe_sent(65_000, 1, t, Duration::from_millis(10));
+        // Above the probe, or below the base size: not about our packets.
+        assert!(!d.on_too_big(65_001));
+        assert!(!d.on_too_big(1000));
+        assert!(d.timer().is_some(), "the probe is still out");
+        assert!(!d.on_too_big(1472));
+        assert!(d.timer().is_none(), "the probe failed at once");
+        assert_eq!(d.current(), BASE_MTU);
+        assert_eq!(
+            d.probe_due(t),
+            Some(1472),
+            "the reported size is probed next"
+        );
+        d.on_probe_sent(1472, 2, t, Duration::from_millis(10));
+        assert!(d.on_probe_acked(2));
+        assert_eq!(d.current(), 1472);
+        assert_eq!(d.probe_due(t), None, "the search is over");
+    }
+
+    #[test]
+    fn too_big_for_the_size_in_use_falls_back_and_probes_the_report() {
+        let t = now();
+        let mut d = MtuDiscovery::new(BASE_MTU, 9000, true);
+        d.on_probe_sent(9000, 1, t, Duration::from_millis(10));
+        assert!(d.on_probe_acked(1));
+        assert!(!d.on_too_big(9000), "the size in use fits");
+        assert!(d.on_too_big(1400));
+        assert_eq!(d.current(), BASE_MTU);
+        assert_eq!(d.probe_due(t), Some(1400), "confirmed by a probe first");
+        d.on_probe_sent(1400, 2, t, Duration::from_millis(10));
+        assert!(d.on_probe_acked(2));
+        assert_eq!(d.current(), 1400);
+        assert!(!d.on_too_big(1100), "never below the base size");
+        assert_eq!(d.current(), 1400);
+    }
+
+    #[test]
+    fn too_big_changes_nothing_when_disabled() {
+        let mut d = MtuDiscovery::new(BASE_MTU, 65_000, false);
+        assert!(!d.on_too_big(1300));
+        assert_eq!(d.probe_due(now()), None);
     }
 
     #[test]

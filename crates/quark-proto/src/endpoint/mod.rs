@@ -9,6 +9,7 @@
 mod accept;
 mod admission;
 mod early;
+mod icmp;
 mod new_token;
 
 pub use early::MAX_EARLY_DATAGRAMS;
@@ -147,6 +148,9 @@ pub struct Endpoint {
     rtts: PathRttCache,
     /// 0-RTT datagrams that came before their connection's Initial.
     early: early::EarlyDatagrams,
+    /// Searches for the connection a short-header ICMP report quotes, this
+    /// second (`icmp`).
+    report_searches: icmp::Searches,
 }
 
 impl Endpoint {
@@ -178,6 +182,7 @@ impl Endpoint {
             mtus: MtuCache::default(),
             rtts: PathRttCache::default(),
             early: early::EarlyDatagrams::default(),
+            report_searches: icmp::Searches::default(),
             reset_tokens: IdMap::default(),
             token_key,
             rng,
@@ -331,30 +336,6 @@ impl Endpoint {
             HeaderType::Frames(PacketKind::Handshake) => self.foreign(&pd),
             _ => None,
         }
-    }
-
-    /// An ICMP message (port, host or network unreachable) about a datagram
-    /// this endpoint sent to `remote`, whose start it quoted (`quoted`).
-    /// The connection the quoted packet's source ID names ends if the report
-    /// fits it and it is still in its handshake
-    /// ([`ConnectionError::Unreachable`](crate::ConnectionError::Unreachable));
-    /// every other report is ignored. Returns the connection ended.
-    pub fn handle_unreachable(
-        &mut self,
-        now: Instant,
-        remote: SocketAddr,
-        quoted: &[u8],
-        port_closed: bool,
-    ) -> Option<ConnectionHandle> {
-        // Short headers name the peer's ID, which routes nothing here; they
-        // belong to established connections, which ignore these reports.
-        let (dst, src) = crate::packet::long_header_cids(quoted)?;
-        let h = self.lookup(&src)?;
-        if !self.conns[h.0].handle_unreachable(now, remote, &dst, port_closed) {
-            return None;
-        }
-        self.sync(h);
-        Some(h)
     }
 
     /// Process the datagrams of one receive (the segments of a GRO buffer:

@@ -113,6 +113,10 @@ pub struct Sim {
     pub path_mtu: usize,
     /// Datagrams dropped for exceeding `path_mtu`.
     pub too_big: u64,
+    /// The path answers each datagram it drops for its size with an ICMP
+    /// Packet Too Big to the sender, as a router does (quoting its start,
+    /// and `path_mtu` as the size), and the sender's endpoint reads it.
+    pub report_too_big: bool,
     /// Set to inspect/corrupt datagrams: called with (to_server, datagram) and
     /// returns whether to deliver.
     pub filter: Option<Filter>,
@@ -160,6 +164,7 @@ impl Sim {
             max_datagram: 0,
             path_mtu: 1472,
             too_big: 0,
+            report_too_big: false,
             filter: None,
             watch: None,
             server_handles: Vec::new(),
@@ -213,6 +218,17 @@ impl Sim {
     fn enqueue(&mut self, to_server: bool, mut data: Vec<u8>) {
         if data.len() > self.path_mtu {
             self.too_big += 1;
+            if self.report_too_big {
+                let size = u16::try_from(self.path_mtu).unwrap_or(u16::MAX);
+                // What an IPv4 ICMP message quotes: at most 548 bytes.
+                let quoted = &data[..data.len().min(548)];
+                let (sender, to) = if to_server {
+                    (&mut self.client, self.server_addr)
+                } else {
+                    (&mut self.server, self.client_addr)
+                };
+                sender.handle_too_big(self.now, to, quoted, size);
+            }
             return;
         }
         self.max_datagram = self.max_datagram.max(data.len());

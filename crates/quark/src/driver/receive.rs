@@ -144,20 +144,28 @@ impl Driver {
     /// still in its handshake; the rest are only counted: loss recovery and
     /// path MTU discovery find out for themselves.
     fn read_reports(&mut self, socket: &Socket, state: &mut State, now: Instant) {
-        use crate::counters::driver::{REPORTS, UNREACHABLE, add};
+        use crate::counters::driver::{REPORTS, TOO_BIG, UNREACHABLE, add};
         // A long header's IDs end within 47 bytes.
         let mut buf = [0u8; 64];
         let mut ended = SmallVec::<[ConnectionHandle; 4]>::new();
+        let mut too_big = SmallVec::<[ConnectionHandle; 4]>::new();
         let n = socket.try_recv_errors(&mut buf, |report, quoted| {
-            let port_closed = match report.cause {
-                ErrorCause::PortUnreachable => true,
-                ErrorCause::Unreachable => false,
-                _ => return,
-            };
             if !report.from_network {
                 return;
             }
             let dst = report.destination;
+            let port_closed = match report.cause {
+                ErrorCause::PortUnreachable => true,
+                ErrorCause::Unreachable => false,
+                ErrorCause::TooBig { mtu } => {
+                    let size = udp_payload(mtu, dst);
+                    if let Some(h) = state.proto.handle_too_big(now, dst, quoted, size) {
+                        too_big.push(h);
+                    }
+                    return;
+                }
+                ErrorCause::Other(_) => return,
+            };
             if let Some(h) = state
                 .proto
                 .handle_unreachable(now, dst, quoted, port_closed)
@@ -167,7 +175,8 @@ impl Driver {
         });
         add(&REPORTS, n as u64);
         add(&UNREACHABLE, ended.len() as u64);
-        for h in ended {
+        add(&TOO_BIG, too_big.len() as u64);
+        for h in ended.into_iter().chain(too_big) {
             self.touch(state, h);
         }
     }
@@ -267,6 +276,16 @@ pub(super) fn recv_buffer_for(conns: usize, per: usize, now: usize) -> Option<us
     (want > now).then_some(want)
 }
 
+/// The UDP payload a path MTU of `mtu` bytes leaves (an IPv4 report for an
+/// IPv4-mapped address on a dual-stack socket), saturating.
+fn udp_payload(mtu: u32, to: std::net::SocketAddr) -> u16 {
+    let headers = match to {
+        std::net::SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none() => 40 + 8,
+        _ => 20 + 8,
+    };
+    u16::try_from(mtu.saturating_sub(headers)).unwrap_or(u16::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,5 +309,17 @@ mod tests {
         assert_eq!(recv_buffer_for(10_000_000, per, 0), Some(MAX_RECV_BUF));
         assert_eq!(recv_buffer_for(10_000_000, per, MAX_RECV_BUF), None);
         assert_eq!(recv_buffer_for(100_000, 0, base), None);
+    }
+
+    #[test]
+    fn a_reported_mtu_less_the_headers() {
+        let v4: std::net::SocketAddr = "192.0.2.1:443".parse().unwrap();
+        let v6: std::net::SocketAddr = "[2001:db8::1]:443".parse().unwrap();
+        let mapped: std::net::SocketAddr = "[::ffff:192.0.2.1]:443".parse().unwrap();
+        assert_eq!(super::udp_payload(1500, v4), 1472);
+        assert_eq!(super::udp_payload(1500, v6), 1452);
+        assert_eq!(super::udp_payload(1500, mapped), 1472);
+        assert_eq!(super::udp_payload(10, v6), 0);
+        assert_eq!(super::udp_payload(u32::MAX, v4), u16::MAX);
     }
 }

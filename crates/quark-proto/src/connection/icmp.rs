@@ -1,0 +1,74 @@
+//! ICMP reports about packets this connection sent (the driver reads them
+//! from the socket's error queue; `Endpoint::handle_unreachable` and
+//! `handle_too_big` find the connection): an unreachable peer ends a
+//! handshake, a Packet Too Big guides path MTU discovery.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use super::{Connection, State};
+use crate::ConnectionError;
+use crate::cid::ConnectionId;
+
+impl Connection {
+    /// An ICMP error quoted a packet we sent to `remote` with `dst_cid` as
+    /// its destination ID (its source ID routed it here). Ends the connection
+    /// if it is still in its handshake, on its only path, and `dst_cid` is
+    /// the peer's ID in use; returns whether it did.
+    ///
+    /// During the handshake nothing better is coming: a client at a closed
+    /// port would wait out its timeout, a server keep a half-open connection
+    /// for a client that is gone. Forging the message needs both IDs, which
+    /// only the path sees. After the handshake the report is ignored: loss
+    /// recovery and the idle timeout decide, as a brief route change or a
+    /// NAT's stale binding must not end a working connection.
+    pub(crate) fn handle_unreachable(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        dst_cid: &ConnectionId,
+        port_closed: bool,
+    ) -> bool {
+        let applies = matches!(self.state, State::Handshake)
+            && !self.handshake_complete
+            && remote == self.path.remote
+            && *dst_cid == self.peer_cids.active();
+        if applies {
+            tracing::debug!(side = ?self.side, %remote, port_closed, "peer unreachable");
+            // No CONNECTION_CLOSE: there is no one to read it.
+            self.enter_drained(now, ConnectionError::Unreachable { port_closed });
+        }
+        applies
+    }
+
+    /// An ICMP Packet Too Big quoted `quoted`, a packet we sent to
+    /// `remote`, and said the path carries at most `size` bytes of UDP
+    /// payload. Applies if `remote` is the path in use and the quoted
+    /// destination ID is the peer's ID in use (long or short header: an
+    /// off-path attacker would have to guess it); the search for the path's
+    /// MTU then takes it as a hint (`MtuDiscovery::on_too_big`). Returns
+    /// whether the report applied.
+    pub(crate) fn handle_too_big(&mut self, remote: SocketAddr, quoted: &[u8], size: u16) -> bool {
+        if remote != self.path.remote || !self.quotes_our_packet(quoted) {
+            return false;
+        }
+        if self.mtu.on_too_big(size) {
+            self.apply_mtu();
+            tracing::debug!(mtu = self.path.mtu, size, "path MTU fell (packet too big)");
+        }
+        true
+    }
+
+    /// Whether `quoted` starts like a packet of ours on the path in use: the
+    /// peer's ID in use as its destination.
+    pub(crate) fn quotes_our_packet(&self, quoted: &[u8]) -> bool {
+        let peer = self.peer_cids.active();
+        match quoted.first() {
+            Some(b) if b & 0x80 != 0 => {
+                crate::packet::long_header_cids(quoted).is_some_and(|(dst, _)| dst == peer)
+            }
+            Some(_) => quoted.get(1..).is_some_and(|ids| ids.starts_with(&peer)),
+            None => false,
+        }
+    }
+}

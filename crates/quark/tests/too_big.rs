@@ -1,0 +1,176 @@
+//! ICMP Packet Too Big as a hint for path MTU discovery (RFC 8899 §4.6): a
+//! relay between client and server acts as a router onto a 1 500-byte link,
+//! dropping larger datagrams and answering each with an ICMP "fragmentation
+//! needed" to its sender, as a router does. The connections read those from
+//! their sockets' error queues and settle on the reported size after one
+//! failed probe, instead of losing each size tried three times.
+//!
+//! Runs in a network namespace of its own (root, `unshare` and `ip`: CI has
+//! them; skipped elsewhere), so that the forged reports' route MTU stays
+//! there.
+
+mod common;
+
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::{data, echo, echo_server_and_client, sha};
+use socket2::{Domain, Protocol, Socket, Type};
+
+const INSIDE: &str = "QUARK_TOO_BIG_NAMESPACE";
+/// The emulated link's MTU, and the UDP payload it leaves (IPv4).
+const LINK_MTU: u16 = 1500;
+const LINK_PAYLOAD: usize = 1472;
+
+/// Outside: runs test `name` of this binary again in a new network
+/// namespace with loopback up, and returns false. Inside that run: true.
+fn inside(name: &str) -> bool {
+    if std::env::var_os(INSIDE).is_some() {
+        return true;
+    }
+    let usable = Command::new("unshare")
+        .args(["-n", "ip", "link", "set", "lo", "up"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !usable {
+        eprintln!("no network namespace here (root, unshare and ip needed): skipped");
+        return false;
+    }
+    let status = Command::new("unshare")
+        .args([
+            "-n",
+            "sh",
+            "-c",
+            r#"ip link set lo up && exec "$0" --exact "$1" --test-threads 1"#,
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .arg(name)
+        .env(INSIDE, "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "{name} in the namespace: {status}");
+    false
+}
+
+/// The Internet checksum (RFC 1071).
+fn checksum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = bytes
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// What a router sends back for `datagram` (UDP payload) from `from` to
+/// `to` that does not fit its next link: ICMP type 3 code 4 with the link's
+/// MTU, quoting the IP and UDP headers and the payload's start.
+fn fragmentation_needed(from: SocketAddrV4, to: SocketAddrV4, datagram: &[u8]) -> Vec<u8> {
+    let udp_len = (8 + datagram.len()) as u16;
+    let mut ip = vec![0x45, 0];
+    ip.extend_from_slice(&(20 + udp_len).to_be_bytes());
+    ip.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]); // DF, TTL, UDP
+    ip.extend_from_slice(&from.ip().octets());
+    ip.extend_from_slice(&to.ip().octets());
+    let sum = checksum(&ip);
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    let mut icmp = vec![3, 4, 0, 0, 0, 0];
+    icmp.extend_from_slice(&LINK_MTU.to_be_bytes());
+    icmp.extend_from_slice(&ip);
+    icmp.extend_from_slice(&from.port().to_be_bytes());
+    icmp.extend_from_slice(&to.port().to_be_bytes());
+    icmp.extend_from_slice(&udp_len.to_be_bytes());
+    icmp.extend_from_slice(&[0, 0]);
+    icmp.extend_from_slice(&datagram[..datagram.len().min(64)]);
+    let sum = checksum(&icmp);
+    icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+    icmp
+}
+
+fn v4(a: SocketAddr) -> SocketAddrV4 {
+    match a {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(_) => panic!("IPv4 only"),
+    }
+}
+
+/// A relay onto a 1 500-byte link: the client sends to its first address,
+/// the server sees it at its second. Datagrams over the link's payload are
+/// dropped and reported to their sender. Stops when `stop` is set.
+fn router(server: SocketAddr, stop: Arc<AtomicBool>) -> SocketAddr {
+    let near = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let far = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let icmp = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4)).unwrap();
+    let icmp = Arc::new(icmp);
+    let addr = near.local_addr().unwrap();
+    let client = Arc::new(std::sync::Mutex::new(None::<SocketAddr>));
+    for (from, to, upstream) in [
+        (near.try_clone().unwrap(), far.try_clone().unwrap(), true),
+        (far, near, false),
+    ] {
+        let (stop, icmp, client) = (stop.clone(), icmp.clone(), client.clone());
+        from.set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 65_536];
+            while !stop.load(Ordering::Relaxed) {
+                let Ok((n, sender)) = from.recv_from(&mut buf) else {
+                    continue;
+                };
+                if upstream {
+                    *client.lock().unwrap() = Some(sender);
+                }
+                if n > LINK_PAYLOAD {
+                    let here = v4(from.local_addr().unwrap());
+                    let report = fragmentation_needed(v4(sender), here, &buf[..n]);
+                    let dest = SocketAddr::new(sender.ip(), 0);
+                    icmp.send_to(&report, &dest.into()).unwrap();
+                    continue;
+                }
+                let dest = if upstream {
+                    Some(server)
+                } else {
+                    *client.lock().unwrap()
+                };
+                if let Some(dest) = dest {
+                    let _ = to.send_to(&buf[..n], dest);
+                }
+            }
+        });
+    }
+    addr
+}
+
+#[test]
+fn a_router_s_reports_end_the_search_at_its_link_size() {
+    if !inside("a_router_s_reports_end_the_search_at_its_link_size") {
+        return;
+    }
+    quark::counters::set_enabled(true);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let (_server, client, config, server) = echo_server_and_client(b"too-big");
+        let stop = Arc::new(AtomicBool::new(false));
+        let via = router(server, stop.clone());
+        let conn = client.connect(config, via, "localhost").unwrap();
+        let conn = tokio::time::timeout(Duration::from_secs(20), conn)
+            .await
+            .expect("handshake")
+            .unwrap();
+        let body = data(2_000_000, 9);
+        let back = tokio::time::timeout(Duration::from_secs(60), echo(&conn, &body))
+            .await
+            .expect("the echo completes");
+        assert_eq!(sha(&back), sha(&body));
+        let stats = conn.stats();
+        assert_eq!(conn.path_mtu(), LINK_PAYLOAD, "the link's size, exactly");
+        assert_eq!(stats.mtu_probes, 2, "one too big, then the reported size");
+        assert!(quark::counters::driver_snapshot().too_big_hints >= 1);
+        stop.store(true, Ordering::Relaxed);
+    });
+}
