@@ -1,7 +1,7 @@
 //! ICMP Packet Too Big as a hint for path MTU discovery (RFC 8899 §4.6): a
 //! relay between client and server acts as a router onto a 1 500-byte link,
 //! dropping larger datagrams and answering each with an ICMP "fragmentation
-//! needed" to its sender, as a router does. The connections read those from
+//! needed" (IPv4) or ICMPv6 "packet too big" to its sender, as a router does. The connections read those from
 //! their sockets' error queues and settle on the reported size after one
 //! failed probe, instead of losing each size tried three times.
 //!
@@ -11,19 +11,23 @@
 
 mod common;
 
-use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::{data, echo, echo_server_and_client, sha};
+use common::{data, echo, echo_server_and_client_on, sha};
 use socket2::{Domain, Protocol, Socket, Type};
 
 const INSIDE: &str = "QUARK_TOO_BIG_NAMESPACE";
-/// The emulated link's MTU, and the UDP payload it leaves (IPv4).
+/// The emulated link's MTU.
 const LINK_MTU: u16 = 1500;
-const LINK_PAYLOAD: usize = 1472;
+
+/// The UDP payload the link carries toward `to`.
+fn link_payload(to: SocketAddr) -> usize {
+    usize::from(LINK_MTU) - if to.is_ipv4() { 20 + 8 } else { 40 + 8 }
+}
 
 /// Outside: runs test `name` of this binary again in a new network
 /// namespace with loopback up, and returns false. Inside that run: true.
@@ -67,45 +71,75 @@ fn checksum(bytes: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-/// What a router sends back for `datagram` (UDP payload) from `from` to
-/// `to` that does not fit its next link: ICMP type 3 code 4 with the link's
-/// MTU, quoting the IP and UDP headers and the payload's start.
-fn fragmentation_needed(from: SocketAddrV4, to: SocketAddrV4, datagram: &[u8]) -> Vec<u8> {
+/// The IP and UDP headers `datagram` (UDP payload) had from `from` to `to`
+/// (IPv4: DF set; checksums the kernel does not check left zero).
+fn headers(from: SocketAddr, to: SocketAddr, datagram: &[u8]) -> Vec<u8> {
     let udp_len = (8 + datagram.len()) as u16;
-    let mut ip = vec![0x45, 0];
-    ip.extend_from_slice(&(20 + udp_len).to_be_bytes());
-    ip.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]); // DF, TTL, UDP
-    ip.extend_from_slice(&from.ip().octets());
-    ip.extend_from_slice(&to.ip().octets());
-    let sum = checksum(&ip);
-    ip[10..12].copy_from_slice(&sum.to_be_bytes());
-    let mut icmp = vec![3, 4, 0, 0, 0, 0];
-    icmp.extend_from_slice(&LINK_MTU.to_be_bytes());
-    icmp.extend_from_slice(&ip);
-    icmp.extend_from_slice(&from.port().to_be_bytes());
-    icmp.extend_from_slice(&to.port().to_be_bytes());
-    icmp.extend_from_slice(&udp_len.to_be_bytes());
-    icmp.extend_from_slice(&[0, 0]);
-    icmp.extend_from_slice(&datagram[..datagram.len().min(64)]);
-    let sum = checksum(&icmp);
-    icmp[2..4].copy_from_slice(&sum.to_be_bytes());
-    icmp
+    let mut h = match (from, to) {
+        (SocketAddr::V4(f), SocketAddr::V4(t)) => {
+            let mut ip = vec![0x45, 0];
+            ip.extend_from_slice(&(20 + udp_len).to_be_bytes());
+            ip.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]); // DF, TTL, UDP
+            ip.extend_from_slice(&f.ip().octets());
+            ip.extend_from_slice(&t.ip().octets());
+            let sum = checksum(&ip);
+            ip[10..12].copy_from_slice(&sum.to_be_bytes());
+            ip
+        }
+        (SocketAddr::V6(f), SocketAddr::V6(t)) => {
+            let mut ip = vec![0x60, 0, 0, 0];
+            ip.extend_from_slice(&udp_len.to_be_bytes());
+            ip.extend_from_slice(&[17, 64]); // UDP, hop limit
+            ip.extend_from_slice(&f.ip().octets());
+            ip.extend_from_slice(&t.ip().octets());
+            ip
+        }
+        _ => panic!("one family"),
+    };
+    h.extend_from_slice(&from.port().to_be_bytes());
+    h.extend_from_slice(&to.port().to_be_bytes());
+    h.extend_from_slice(&udp_len.to_be_bytes());
+    h.extend_from_slice(&[0, 0]);
+    h
 }
 
-fn v4(a: SocketAddr) -> SocketAddrV4 {
-    match a {
-        SocketAddr::V4(a) => a,
-        SocketAddr::V6(_) => panic!("IPv4 only"),
+/// What a router sends back for `datagram` (UDP payload) from `from` to
+/// `to` that does not fit its next link: ICMP Fragmentation Needed (type 3
+/// code 4) or ICMPv6 Packet Too Big (type 2), with the link's MTU, quoting
+/// the headers and the payload's start.
+fn too_big_report(from: SocketAddr, to: SocketAddr, datagram: &[u8]) -> Vec<u8> {
+    let mut icmp = if from.is_ipv4() {
+        let mut m = vec![3, 4, 0, 0, 0, 0];
+        m.extend_from_slice(&LINK_MTU.to_be_bytes());
+        m
+    } else {
+        let mut m = vec![2, 0, 0, 0];
+        m.extend_from_slice(&u32::from(LINK_MTU).to_be_bytes());
+        m
+    };
+    icmp.extend_from_slice(&headers(from, to, datagram));
+    icmp.extend_from_slice(&datagram[..datagram.len().min(64)]);
+    if from.is_ipv4() {
+        // (An ICMPv6 socket fills its checksum in itself.)
+        let sum = checksum(&icmp);
+        icmp[2..4].copy_from_slice(&sum.to_be_bytes());
     }
+    icmp
 }
 
 /// A relay onto a 1 500-byte link: the client sends to its first address,
 /// the server sees it at its second. Datagrams over the link's payload are
 /// dropped and reported to their sender. Stops when `stop` is set.
 fn router(server: SocketAddr, stop: Arc<AtomicBool>) -> SocketAddr {
-    let near = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let far = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let icmp = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4)).unwrap();
+    let local = SocketAddr::new(server.ip(), 0);
+    let near = UdpSocket::bind(local).unwrap();
+    let far = UdpSocket::bind(local).unwrap();
+    let icmp = if server.is_ipv4() {
+        Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4))
+    } else {
+        Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::ICMPV6))
+    };
+    let icmp = icmp.unwrap();
     let icmp = Arc::new(icmp);
     let addr = near.local_addr().unwrap();
     let client = Arc::new(std::sync::Mutex::new(None::<SocketAddr>));
@@ -125,9 +159,9 @@ fn router(server: SocketAddr, stop: Arc<AtomicBool>) -> SocketAddr {
                 if upstream {
                     *client.lock().unwrap() = Some(sender);
                 }
-                if n > LINK_PAYLOAD {
-                    let here = v4(from.local_addr().unwrap());
-                    let report = fragmentation_needed(v4(sender), here, &buf[..n]);
+                if n > link_payload(sender) {
+                    let here = from.local_addr().unwrap();
+                    let report = too_big_report(sender, here, &buf[..n]);
                     let dest = SocketAddr::new(sender.ip(), 0);
                     icmp.send_to(&report, &dest.into()).unwrap();
                     continue;
@@ -146,15 +180,14 @@ fn router(server: SocketAddr, stop: Arc<AtomicBool>) -> SocketAddr {
     addr
 }
 
-#[test]
-fn a_router_s_reports_end_the_search_at_its_link_size() {
-    if !inside("a_router_s_reports_end_the_search_at_its_link_size") {
-        return;
-    }
+/// Echoes 2 MB through the router between a client and a server on
+/// loopback (`localhost`: 127.0.0.1 or ::1) and checks the path MTU the
+/// client settled on and how many probes that took.
+fn echo_through_the_router(localhost: &str) {
     quark::counters::set_enabled(true);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let (_server, client, config, server) = echo_server_and_client(b"too-big");
+        let (_server, client, config, server) = echo_server_and_client_on(b"too-big", localhost);
         let stop = Arc::new(AtomicBool::new(false));
         let via = router(server, stop.clone());
         let conn = client.connect(config, via, "localhost").unwrap();
@@ -168,9 +201,27 @@ fn a_router_s_reports_end_the_search_at_its_link_size() {
             .expect("the echo completes");
         assert_eq!(sha(&back), sha(&body));
         let stats = conn.stats();
-        assert_eq!(conn.path_mtu(), LINK_PAYLOAD, "the link's size, exactly");
+        assert_eq!(
+            conn.path_mtu(),
+            link_payload(via),
+            "the link's size, exactly"
+        );
         assert_eq!(stats.mtu_probes, 2, "one too big, then the reported size");
         assert!(quark::counters::driver_snapshot().too_big_hints >= 1);
         stop.store(true, Ordering::Relaxed);
     });
+}
+
+#[test]
+fn ipv4_fragmentation_needed_ends_the_search_at_the_link_size() {
+    if inside("ipv4_fragmentation_needed_ends_the_search_at_the_link_size") {
+        echo_through_the_router("127.0.0.1");
+    }
+}
+
+#[test]
+fn ipv6_packet_too_big_ends_the_search_at_the_link_size() {
+    if inside("ipv6_packet_too_big_ends_the_search_at_the_link_size") {
+        echo_through_the_router("::1");
+    }
 }

@@ -119,9 +119,17 @@ pub(crate) fn spawn_echo(conn: Connection) {
 pub(crate) fn echo_server_and_client(
     alpn: &[u8],
 ) -> (Endpoint, Endpoint, quark::ClientConfig, SocketAddr) {
+    echo_server_and_client_on(alpn, "127.0.0.1")
+}
+
+/// As `echo_server_and_client`, on the address `localhost` (127.0.0.1 or ::1).
+pub(crate) fn echo_server_and_client_on(
+    alpn: &[u8],
+    localhost: &str,
+) -> (Endpoint, Endpoint, quark::ClientConfig, SocketAddr) {
     use quark::tls::{self, Identity, Verify};
     let id = Identity::self_signed(&["localhost"]).unwrap();
-    let localhost: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let localhost = SocketAddr::new(localhost.parse().unwrap(), 0);
     let server = Endpoint::server(tls::server_config(&id, &[alpn]).unwrap(), localhost).unwrap();
     let client = Endpoint::client(localhost).unwrap();
     let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[alpn]).unwrap();
