@@ -334,3 +334,31 @@ fn qlog_stamps_an_idle_close_with_its_own_time() {
         "closed at {at} ms, last packet at {last_packet} ms, idle for {idle:?}"
     );
 }
+
+/// `connectivity:mtu_updated` follows the datagram size: the base size
+/// first, then each size the search validated, the last marked done, and
+/// the last `new` is the size the connection uses.
+#[test]
+fn qlog_records_the_path_mtu_search() {
+    let (mut sim, tls) = qlog_sim(seed(74));
+    sim.path_mtu = 1472;
+    sim.report_too_big = true;
+    sim.set_delay(Duration::from_millis(5));
+    let c = sim.connect(&tls);
+    let mut echo = Echo::new(c, vec![payload(1_000_000, 5)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    assert!(echo.done());
+    sim.run_for(Duration::from_secs(1));
+    let size = sim.client.connection(c).unwrap().max_datagram_size();
+    assert_eq!(size, 1472, "the reported size");
+    let recs = records(&mut sim, true, c);
+    let updates = named(&recs, "connectivity:mtu_updated");
+    let sizes: Vec<u64> = updates
+        .iter()
+        .map(|r| r["data"]["new"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [1200, 1472], "{updates:?}");
+    assert_eq!(updates[0]["data"].get("old"), None);
+    assert_eq!(updates[1]["data"]["old"], 1200);
+    assert_eq!(updates[1]["data"]["done"], true);
+}

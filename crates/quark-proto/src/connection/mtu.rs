@@ -225,6 +225,11 @@ impl MtuDiscovery {
         self.ceiling = self.ceiling.min(peer_max).max(self.current);
     }
 
+    /// Whether the search has a size left to try.
+    pub(crate) fn searching(&self) -> bool {
+        self.next_size().is_some()
+    }
+
     /// The next size to try, if the search is not finished.
     fn next_size(&self) -> Option<u16> {
         if !self.enabled || self.ceiling < self.current.saturating_add(SEARCH_GRANULARITY) {

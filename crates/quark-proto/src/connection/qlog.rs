@@ -159,9 +159,11 @@ impl Connection {
         }
     }
 
-    /// `recovery:metrics_updated` if congestion control or RTT moved.
+    /// `recovery:metrics_updated` if congestion control or RTT moved, and
+    /// `connectivity:mtu_updated` if the datagram size did.
     pub(super) fn qlog_metrics(&mut self, now: Instant) {
         if let Some(q) = self.qlog.as_mut() {
+            q.mtu(now, self.path.mtu, !self.mtu.searching());
             let rtt = self.recovery.rtt();
             q.metrics(
                 now,

@@ -48,6 +48,8 @@ pub struct QlogSink {
     /// Events dropped since the buffer was last drained (it was full).
     dropped: u64,
     last_metrics: Metrics,
+    /// The datagram size last logged (`connectivity:mtu_updated`).
+    last_mtu: Option<u16>,
     /// A long-header packet's plaintext frames, kept while it is encrypted.
     pub(crate) plaintext: Vec<u8>,
     /// `connectivity:connection_closed` was written.
@@ -64,6 +66,7 @@ impl QlogSink {
             header_written: false,
             dropped: 0,
             last_metrics: Metrics::default(),
+            last_mtu: None,
             plaintext: Vec::new(),
             close_logged: false,
         }
@@ -267,6 +270,21 @@ impl QlogSink {
             );
             self.end();
         }
+    }
+
+    /// `connectivity:mtu_updated`, only when the size changed (the first
+    /// time without `old`); `done` once the search has nothing left to try.
+    pub(crate) fn mtu(&mut self, now: Instant, mtu: u16, done: bool) {
+        let old = self.last_mtu;
+        if old == Some(mtu) || !self.begin(now, "connectivity:mtu_updated") {
+            return;
+        }
+        self.last_mtu = Some(mtu);
+        if let Some(old) = old {
+            let _ = write!(self.out, "\"old\":{old},");
+        }
+        let _ = write!(self.out, "\"new\":{mtu},\"done\":{done}");
+        self.end();
     }
 
     /// `recovery:metrics_updated`, only when something changed.
