@@ -101,22 +101,13 @@ fn a_too_big_report_for_the_size_in_use_is_followed_at_once() {
 /// is bounded per second, so forged reports cannot cost more than that.
 #[test]
 fn a_too_big_report_must_quote_the_ids_in_use() {
-    let (mut sim, tls) = Sim::pair(seed(65));
+    let (mut sim, c, short) = established_with_a_short_header(65);
     sim.path_mtu = 9000;
-    let sent = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let keep = sent.clone();
-    sim.watch = Some(Box::new(move |_, to_server, d: &[u8]| {
-        if to_server && d[0] & 0x80 == 0 {
-            keep.borrow_mut().push(d[..d.len().min(64)].to_vec());
-        }
-    }));
-    let c = sim.connect(&tls);
     let mut echo = Echo::new(c, vec![payload(1_000_000, 7)]);
     run_echo(&mut sim, &mut echo, 400_000);
     sim.run_for(Duration::from_secs(1));
     let found = sim.client.connection(c).unwrap().max_datagram_size();
     assert!(found > 8000, "{found}");
-    let short = sent.borrow().last().unwrap().clone();
     let (now, server) = (sim.now, sim.server_addr);
     let mut other_id = short.clone();
     other_id[1] ^= 1;
@@ -413,4 +404,65 @@ fn a_probe_left_unanswered_by_a_closed_connection_does_not_hold_the_path() {
         "{} bytes",
         conn.max_datagram_size()
     );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever a report quotes and says, an established connection keeps
+    /// at least the base size and goes on; random bytes name none of its IDs.
+    #[test]
+    fn any_too_big_report_is_safe(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+        size in proptest::prelude::any::<u16>(),
+    ) {
+        let (mut sim, tls) = Sim::pair(seed(66));
+        let c = sim.connect(&tls);
+        sim.handshake(c);
+        let (now, server) = (sim.now, sim.server_addr);
+        let hit = sim.client.handle_too_big(now, server, &bytes, size);
+        proptest::prop_assert_eq!(hit, None);
+        let conn = sim.client.connection(c).unwrap();
+        proptest::prop_assert!(conn.max_datagram_size() >= 1200);
+        proptest::prop_assert!(!conn.is_closed());
+    }
+
+    /// The same with the connection's real IDs quoted (a report from the
+    /// path, or from an attacker who sees it): it applies, and still the
+    /// size stays within [1 200, what the path carries] and the echo goes on.
+    #[test]
+    fn any_size_reported_for_a_real_packet_is_safe(
+        first in proptest::prelude::any::<u8>(),
+        size in proptest::prelude::any::<u16>(),
+    ) {
+        let (mut sim, c, short) = established_with_a_short_header(67);
+        let mut quoted = short;
+        quoted[0] = first & 0x7f;
+        let (now, server) = (sim.now, sim.server_addr);
+        proptest::prop_assert_eq!(sim.client.handle_too_big(now, server, &quoted, size), Some(c));
+        let mut echo = Echo::new(c, vec![payload(200_000, 8)]);
+        run_echo(&mut sim, &mut echo, 400_000);
+        proptest::prop_assert!(echo.done());
+        let conn = sim.client.connection(c).unwrap();
+        proptest::prop_assert!((1200..=sim.path_mtu).contains(&conn.max_datagram_size()));
+    }
+}
+
+/// A connection after its handshake and a short echo, and the start of a
+/// short-header datagram the client sent (the server's ID in use).
+fn established_with_a_short_header(seed_: u64) -> (Sim, ConnectionHandle, Vec<u8>) {
+    let (mut sim, tls) = Sim::pair(seed(seed_));
+    let sent = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let keep = sent.clone();
+    sim.watch = Some(Box::new(move |_, to_server, d: &[u8]| {
+        if to_server && d[0] & 0x80 == 0 {
+            keep.borrow_mut().push(d[..d.len().min(64)].to_vec());
+        }
+    }));
+    let c = sim.connect(&tls);
+    let mut echo = Echo::new(c, vec![payload(10_000, 7)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    sim.watch = None;
+    let short = sent.borrow().last().unwrap().clone();
+    (sim, c, short)
 }
