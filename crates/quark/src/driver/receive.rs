@@ -141,8 +141,8 @@ impl Driver {
     /// The error reports the socket queued (ICMP unreachable, too big, local
     /// errors; `quark_udp::UdpSocket::try_recv_errors`). An unreachable one
     /// goes to the protocol, which ends the connection it quotes if that is
-    /// still in its handshake; the rest are only counted: loss recovery and
-    /// path MTU discovery find out for themselves.
+    /// still in its handshake; a too-big one guides that connection's path
+    /// MTU search; the rest (local errors) are only counted.
     fn read_reports(&mut self, socket: &Socket, state: &mut State, now: Instant) {
         use crate::counters::driver::{REPORTS, TOO_BIG, UNREACHABLE, add};
         // A long header's IDs end within 47 bytes.
