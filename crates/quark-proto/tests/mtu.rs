@@ -466,3 +466,38 @@ fn established_with_a_short_header(seed_: u64) -> (Sim, ConnectionHandle, Vec<u8
     let short = sent.borrow().last().unwrap().clone();
     (sim, c, short)
 }
+
+/// A local report (this host refused a datagram as too big for the
+/// interface) names only the address, and the port when the socket knows
+/// it: it applies to the connections there, and to no other.
+#[test]
+fn a_local_too_big_report_applies_to_the_connections_at_that_address() {
+    let (mut sim, c, _) = established_with_a_short_header(68);
+    let mut echo = Echo::new(c, vec![payload(1_000_000, 8)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    sim.run_for(Duration::from_secs(1));
+    let found = sim.client.connection(c).unwrap().max_datagram_size();
+    assert!(found > 1300, "{found}");
+    let (now, server) = (sim.now, sim.server_addr);
+    let other_ip = std::net::SocketAddr::new([192, 0, 2, 1].into(), server.port());
+    let other_port = std::net::SocketAddr::new(server.ip(), server.port() + 1);
+    assert!(
+        sim.client
+            .handle_local_too_big(now, other_ip, 1300)
+            .is_empty()
+    );
+    assert!(
+        sim.client
+            .handle_local_too_big(now, other_port, 1300)
+            .is_empty()
+    );
+    assert_eq!(sim.client.connection(c).unwrap().max_datagram_size(), found);
+    let any_port = std::net::SocketAddr::new(server.ip(), 0);
+    assert_eq!(sim.client.handle_local_too_big(now, any_port, 1300), [c]);
+    assert_eq!(sim.client.connection(c).unwrap().max_datagram_size(), 1200);
+    // The reported size is confirmed by a probe, and used.
+    let mut echo = Echo::new(c, vec![payload(200_000, 9)]);
+    run_echo(&mut sim, &mut echo, 400_000);
+    sim.run_for(Duration::from_secs(1));
+    assert_eq!(sim.client.connection(c).unwrap().max_datagram_size(), 1300);
+}

@@ -1,9 +1,14 @@
 //! ICMP Packet Too Big as a hint for path MTU discovery (RFC 8899 §4.6): a
 //! relay between client and server acts as a router onto a 1 500-byte link,
 //! dropping larger datagrams and answering each with an ICMP "fragmentation
-//! needed" (IPv4) or ICMPv6 "packet too big" to its sender, as a router does. The connections read those from
-//! their sockets' error queues and settle on the reported size after one
-//! failed probe, instead of losing each size tried three times.
+//! needed" (IPv4) or ICMPv6 "packet too big" to its sender, as a router
+//! does. The connections read those from their sockets' error queues and
+//! settle on the reported size after one failed probe, instead of losing
+//! each size tried three times.
+//!
+//! Without a router, a probe larger than the interface itself (loopback's
+//! MTU set to 1 500 bytes) is refused by the host's own kernel, whose local
+//! report gives the interface's MTU: the search takes it the same way.
 //!
 //! Runs in a network namespace of its own (root, `unshare` and `ip`: CI has
 //! them; skipped elsewhere), so that the forged reports' route MTU stays
@@ -32,6 +37,11 @@ fn link_payload(to: SocketAddr) -> usize {
 /// Outside: runs test `name` of this binary again in a new network
 /// namespace with loopback up, and returns false. Inside that run: true.
 fn inside(name: &str) -> bool {
+    inside_with(name, "ip link set lo up")
+}
+
+/// As `inside`, with `setup` (shell) run in the namespace first.
+fn inside_with(name: &str, setup: &str) -> bool {
     if std::env::var_os(INSIDE).is_some() {
         return true;
     }
@@ -48,10 +58,11 @@ fn inside(name: &str) -> bool {
             "-n",
             "sh",
             "-c",
-            r#"ip link set lo up && exec "$0" --exact "$1" --test-threads 1"#,
+            r#"eval "$2" && exec "$0" --exact "$1" --test-threads 1"#,
         ])
         .arg(std::env::current_exe().unwrap())
         .arg(name)
+        .arg(setup)
         .env(INSIDE, "1")
         .status()
         .unwrap();
@@ -184,12 +195,23 @@ fn router(server: SocketAddr, stop: Arc<AtomicBool>) -> SocketAddr {
 /// loopback (`localhost`: 127.0.0.1 or ::1) and checks the path MTU the
 /// client settled on and how many probes that took.
 fn echo_through_the_router(localhost: &str) {
+    echo_and_check(localhost, true);
+}
+
+/// Echoes 2 MB from a client to a server on `localhost`, through the
+/// router or directly, and checks that the client settled on the link's
+/// size in two probes.
+fn echo_and_check(localhost: &str, routed: bool) {
     quark::counters::set_enabled(true);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let (_server, client, config, server) = echo_server_and_client_on(b"too-big", localhost);
         let stop = Arc::new(AtomicBool::new(false));
-        let via = router(server, stop.clone());
+        let via = if routed {
+            router(server, stop.clone())
+        } else {
+            server
+        };
         let conn = client.connect(config, via, "localhost").unwrap();
         let conn = tokio::time::timeout(Duration::from_secs(20), conn)
             .await
@@ -223,5 +245,24 @@ fn ipv4_fragmentation_needed_ends_the_search_at_the_link_size() {
 fn ipv6_packet_too_big_ends_the_search_at_the_link_size() {
     if inside("ipv6_packet_too_big_ends_the_search_at_the_link_size") {
         echo_through_the_router("::1");
+    }
+}
+
+/// No router: loopback's own MTU is 1 500 bytes, so the kernel refuses the
+/// first probe (65 000 bytes) itself and says so in a local report, which
+/// gives the interface's MTU; the search takes it as a network's report.
+#[test]
+fn a_probe_beyond_the_interface_is_refused_and_reported_locally() {
+    let name = "a_probe_beyond_the_interface_is_refused_and_reported_locally";
+    if inside_with(name, "ip link set lo up && ip link set lo mtu 1500") {
+        echo_and_check("127.0.0.1", false);
+    }
+}
+
+#[test]
+fn a_probe_beyond_the_interface_is_refused_and_reported_locally_ipv6() {
+    let name = "a_probe_beyond_the_interface_is_refused_and_reported_locally_ipv6";
+    if inside_with(name, "ip link set lo up && ip link set lo mtu 1500") {
+        echo_and_check("::1", false);
     }
 }

@@ -59,6 +59,17 @@ impl Connection {
         true
     }
 
+    /// This host refused a datagram to the path's peer as larger than
+    /// `size` bytes of UDP payload (`Endpoint::handle_local_too_big`): the
+    /// same hint as a network's report. Returns whether it changed the search.
+    pub(crate) fn handle_local_too_big(&mut self, size: u16) -> bool {
+        let before = (self.mtu.current(), self.mtu.timer());
+        if self.mtu.on_too_big(size) {
+            self.apply_mtu();
+        }
+        before != (self.mtu.current(), self.mtu.timer())
+    }
+
     /// Whether `quoted` starts like a packet of ours on the path in use: the
     /// peer's ID in use as its destination.
     pub(crate) fn quotes_our_packet(&self, quoted: &[u8]) -> bool {

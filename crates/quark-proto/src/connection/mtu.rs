@@ -101,6 +101,9 @@ pub(crate) enum Offer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Ceiling,
+    /// The ceiling, which a too-big report set: probed next, but the search
+    /// is under way (no offer from the endpoint replaces it).
+    Reported,
     Ethernet,
     Bisect,
 }
@@ -236,7 +239,7 @@ impl MtuDiscovery {
             return None;
         }
         match self.phase {
-            Phase::Ceiling => Some(self.ceiling),
+            Phase::Ceiling | Phase::Reported => Some(self.ceiling),
             Phase::Ethernet if self.current < ETHERNET_MTU && ETHERNET_MTU < self.ceiling => {
                 Some(ETHERNET_MTU)
             }
@@ -376,8 +379,7 @@ impl MtuDiscovery {
             self.probe = None;
             self.attempts = 0;
             self.ceiling = size;
-            // The next probe is the ceiling itself.
-            self.phase = Phase::Ceiling;
+            self.phase = Phase::Reported;
             self.not_before = None;
             return false;
         }
@@ -385,13 +387,14 @@ impl MtuDiscovery {
         // lost, and loss recovery resends it in smaller packets.
         self.on_black_hole();
         self.ceiling = size.max(self.current);
+        self.phase = Phase::Reported;
         true
     }
 
     fn advance_phase(&mut self) {
         self.phase = match self.phase {
             Phase::Ceiling => Phase::Ethernet,
-            Phase::Ethernet | Phase::Bisect => Phase::Bisect,
+            Phase::Reported | Phase::Ethernet | Phase::Bisect => Phase::Bisect,
         };
     }
 

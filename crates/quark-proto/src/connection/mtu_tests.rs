@@ -258,6 +258,23 @@ fn too_big_for_the_size_in_use_falls_back_and_probes_the_report() {
 }
 
 #[test]
+fn after_a_too_big_report_its_own_probe_s_claim_holds_nothing_back() {
+    let t = now();
+    let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
+    d.on_probe_sent(65_000, 1, t, Duration::from_millis(10));
+    // The endpoint hears of the probe and offers the claim back.
+    let claim = d.take_news().unwrap();
+    assert!(!d.on_too_big(1472));
+    d.offer(claim);
+    assert_eq!(d.use_offer(t), None, "no wait for a probe already refused");
+    assert_eq!(d.probe_due(t), Some(1472));
+    // Nor does a size the endpoint knew replace the reported one.
+    d.offer(PathMtu::Known(9000));
+    assert_eq!(d.use_offer(t), None);
+    assert_eq!(d.probe_due(t), Some(1472));
+}
+
+#[test]
 fn too_big_changes_nothing_when_disabled() {
     let mut d = MtuDiscovery::new(BASE_MTU, 65_000, false);
     assert!(!d.on_too_big(1300));

@@ -90,4 +90,35 @@ impl Endpoint {
         self.sync(h);
         Some(h)
     }
+
+    /// This host's own kernel refused a datagram to `remote` as larger than
+    /// the interface carries (`size` bytes of UDP payload): a probe beyond the
+    /// interface's MTU, which no network would ever answer. Every connection
+    /// to that address (and port, unless it is 0: an unconnected IPv4 socket's
+    /// local report gives none) takes it as a too-big report. It quotes no
+    /// packet, and needs none: nobody outside this host can make one. Returns
+    /// the connections it applied to.
+    pub fn handle_local_too_big(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        size: u16,
+    ) -> Vec<ConnectionHandle> {
+        if !self.report_searches.allow(now) {
+            return Vec::new();
+        }
+        let hits: Vec<ConnectionHandle> = self
+            .conns
+            .iter_mut()
+            .filter(|(_, c)| {
+                let to = c.remote_address();
+                to.ip() == remote.ip() && (remote.port() == 0 || to.port() == remote.port())
+            })
+            .filter_map(|(i, c)| c.handle_local_too_big(size).then_some(ConnectionHandle(i)))
+            .collect();
+        for &h in &hits {
+            self.sync(h);
+        }
+        hits
+    }
 }

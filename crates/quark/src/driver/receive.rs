@@ -142,7 +142,8 @@ impl Driver {
     /// errors; `quark_udp::UdpSocket::try_recv_errors`). An unreachable one
     /// goes to the protocol, which ends the connection it quotes if that is
     /// still in its handshake; a too-big one guides that connection's path
-    /// MTU search; the rest (local errors) are only counted.
+    /// MTU search, and so does a local one (a probe larger than the
+    /// interface, refused by this host's kernel); the rest are only counted.
     fn read_reports(&mut self, socket: &Socket, state: &mut State, now: Instant) {
         use crate::counters::driver::{REPORTS, TOO_BIG, UNREACHABLE, add};
         // A long header's IDs end within 47 bytes.
@@ -150,10 +151,15 @@ impl Driver {
         let mut ended = SmallVec::<[ConnectionHandle; 4]>::new();
         let mut too_big = SmallVec::<[ConnectionHandle; 4]>::new();
         let n = socket.try_recv_errors(&mut buf, |report, quoted| {
+            let dst = report.destination;
             if !report.from_network {
+                // Our own kernel refused a probe larger than the interface.
+                if let ErrorCause::TooBig { mtu } = report.cause {
+                    let size = udp_payload(mtu, dst);
+                    too_big.extend(state.proto.handle_local_too_big(now, dst, size));
+                }
                 return;
             }
-            let dst = report.destination;
             let port_closed = match report.cause {
                 ErrorCause::PortUnreachable => true,
                 ErrorCause::Unreachable => false,
