@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use super::mtu::TooBig;
 use super::{Connection, State};
 use crate::ConnectionError;
 use crate::cid::ConnectionId;
@@ -41,21 +42,17 @@ impl Connection {
         applies
     }
 
-    /// An ICMP Packet Too Big quoted `quoted`, a packet we sent to
-    /// `remote`, and said the path carries at most `size` bytes of UDP
-    /// payload. Applies if `remote` is the path in use and the quoted
-    /// destination ID is the peer's ID in use (long or short header: an
-    /// off-path attacker would have to guess it); the search for the path's
-    /// MTU then takes it as a hint (`MtuDiscovery::on_too_big`). Returns
-    /// whether the report applied.
-    pub(crate) fn handle_too_big(&mut self, remote: SocketAddr, quoted: &[u8], size: u16) -> bool {
-        if remote != self.path.remote || !self.quotes_our_packet(quoted) {
+    /// An ICMP Packet Too Big quoted a packet we sent to `remote`, whose
+    /// destination ID is `dst`, and said the path carries at most `size`
+    /// bytes of UDP payload. Applies if `remote` is the path in use and `dst`
+    /// names the peer's ID in use (long or short header: an off-path attacker
+    /// would have to guess it); the search for the path's MTU then takes it
+    /// as a hint. Returns whether the report applied.
+    pub(crate) fn handle_too_big(&mut self, remote: SocketAddr, dst: QuotedDst, size: u16) -> bool {
+        if remote != self.path.remote || !dst.names(&self.peer_cids.active()) {
             return false;
         }
-        if self.mtu.on_too_big(size) {
-            self.apply_mtu();
-            tracing::debug!(mtu = self.path.mtu, size, "path MTU fell (packet too big)");
-        }
+        self.on_too_big(size);
         true
     }
 
@@ -63,23 +60,40 @@ impl Connection {
     /// `size` bytes of UDP payload (`Endpoint::handle_local_too_big`): the
     /// same hint as a network's report. Returns whether it changed the search.
     pub(crate) fn handle_local_too_big(&mut self, size: u16) -> bool {
-        let before = (self.mtu.current(), self.mtu.timer());
-        if self.mtu.on_too_big(size) {
-            self.apply_mtu();
-        }
-        before != (self.mtu.current(), self.mtu.timer())
+        self.on_too_big(size) != TooBig::Ignored
     }
 
-    /// Whether `quoted` starts like a packet of ours on the path in use: the
-    /// peer's ID in use as its destination.
-    pub(crate) fn quotes_our_packet(&self, quoted: &[u8]) -> bool {
-        let peer = self.peer_cids.active();
-        match quoted.first() {
-            Some(b) if b & 0x80 != 0 => {
-                crate::packet::long_header_cids(quoted).is_some_and(|(dst, _)| dst == peer)
-            }
-            Some(_) => quoted.get(1..).is_some_and(|ids| ids.starts_with(&peer)),
-            None => false,
+    /// Whether the destination ID `dst` quotes is the peer's ID in use on
+    /// the path in use.
+    pub(crate) fn is_named_by(&self, dst: QuotedDst) -> bool {
+        dst.names(&self.peer_cids.active())
+    }
+
+    fn on_too_big(&mut self, size: u16) -> TooBig {
+        let done = self.mtu.on_too_big(size);
+        if done == TooBig::Fell {
+            self.apply_mtu();
+            tracing::debug!(mtu = self.path.mtu, size, "path MTU fell (packet too big)");
+        }
+        done
+    }
+}
+
+/// The destination ID of a packet an ICMP message quotes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum QuotedDst<'a> {
+    /// A long header gives its length.
+    Exact(&'a ConnectionId),
+    /// A short header does not (the receiver chose it): the bytes that
+    /// start with it.
+    Prefix(&'a [u8]),
+}
+
+impl QuotedDst<'_> {
+    fn names(self, id: &ConnectionId) -> bool {
+        match self {
+            QuotedDst::Exact(dst) => dst == id,
+            QuotedDst::Prefix(bytes) => bytes.starts_with(id),
         }
     }
 }

@@ -79,6 +79,7 @@ use crate::types::{EcnCodepoint, Side, SpaceId};
 use ack_frequency::AckFrequencyState;
 use cids::{LocalCids, PeerCids};
 use close::State;
+pub(crate) use icmp::QuotedDst;
 use mtu::MtuDiscovery;
 pub(crate) use mtu::PathMtu;
 pub(crate) use mtu_cache::MtuCache;

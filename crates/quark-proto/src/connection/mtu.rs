@@ -96,6 +96,18 @@ pub(crate) enum Offer {
     Wait,
 }
 
+/// What a too-big report did to the search (`MtuDiscovery::on_too_big`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TooBig {
+    /// Not about a size we sent, or discovery is off.
+    Ignored,
+    /// The probe out was too big: the reported size is probed next.
+    ProbeFailed,
+    /// The size in use was too big: back to the base size, then the
+    /// reported size is probed.
+    Fell,
+}
+
 /// The search order: optimistic first (loopback, jumbo frames), then a common
 /// Ethernet size, then bisection between what worked and what failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -357,7 +369,7 @@ impl MtuDiscovery {
 
     /// An ICMP Packet Too Big (or IPv4 Fragmentation Needed) said the path
     /// carries datagrams of at most `size` bytes (UDP payload), in answer to
-    /// one of ours (RFC 8899 §4.6). Returns whether the size in use changed.
+    /// one of ours (RFC 8899 §4.6). Returns what it did.
     ///
     /// The report only guides the search, which still confirms every size
     /// with an acknowledged probe: one the probe out exceeds fails it at once
@@ -365,30 +377,30 @@ impl MtuDiscovery {
     /// the base size and probes `size` next, as a black hole would after
     /// several PTOs. Reports below the base size (RFC 9000 §14.2.1) or above
     /// anything we sent are ignored.
-    pub(crate) fn on_too_big(&mut self, size: u16) -> bool {
+    pub(crate) fn on_too_big(&mut self, size: u16) -> TooBig {
         if !self.enabled || size < BASE_MTU {
-            return false;
+            return TooBig::Ignored;
         }
         if size >= self.current {
             //= https://www.rfc-editor.org/rfc/rfc8899#section-4.6.2
             //# If PLPMTU < PL_PTB_SIZE < PROBED_SIZE, the PL can use the
             //# PL_PTB_SIZE as the next search point
             if self.probe.is_none_or(|p| size >= p.size) {
-                return false;
+                return TooBig::Ignored;
             }
             self.probe = None;
             self.attempts = 0;
             self.ceiling = size;
             self.phase = Phase::Reported;
             self.not_before = None;
-            return false;
+            return TooBig::ProbeFailed;
         }
         // The size in use no longer fits: what is in flight above `size` is
         // lost, and loss recovery resends it in smaller packets.
         self.on_black_hole();
         self.ceiling = size.max(self.current);
         self.phase = Phase::Reported;
-        true
+        TooBig::Fell
     }
 
     fn advance_phase(&mut self) {

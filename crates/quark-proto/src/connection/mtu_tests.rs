@@ -223,10 +223,10 @@ fn too_big_for_the_probe_makes_its_size_the_next_probe() {
     assert_eq!(d.probe_due(t), Some(65_000));
     d.on_probe_sent(65_000, 1, t, Duration::from_millis(10));
     // Above the probe, or below the base size: not about our packets.
-    assert!(!d.on_too_big(65_001));
-    assert!(!d.on_too_big(1000));
+    assert_eq!(d.on_too_big(65_001), TooBig::Ignored);
+    assert_eq!(d.on_too_big(1000), TooBig::Ignored);
     assert!(d.timer().is_some(), "the probe is still out");
-    assert!(!d.on_too_big(1472));
+    assert_eq!(d.on_too_big(1472), TooBig::ProbeFailed);
     assert!(d.timer().is_none(), "the probe failed at once");
     assert_eq!(d.current(), BASE_MTU);
     assert_eq!(
@@ -246,14 +246,18 @@ fn too_big_for_the_size_in_use_falls_back_and_probes_the_report() {
     let mut d = MtuDiscovery::new(BASE_MTU, 9000, true);
     d.on_probe_sent(9000, 1, t, Duration::from_millis(10));
     assert!(d.on_probe_acked(1));
-    assert!(!d.on_too_big(9000), "the size in use fits");
-    assert!(d.on_too_big(1400));
+    assert_eq!(d.on_too_big(9000), TooBig::Ignored, "the size in use fits");
+    assert_eq!(d.on_too_big(1400), TooBig::Fell);
     assert_eq!(d.current(), BASE_MTU);
     assert_eq!(d.probe_due(t), Some(1400), "confirmed by a probe first");
     d.on_probe_sent(1400, 2, t, Duration::from_millis(10));
     assert!(d.on_probe_acked(2));
     assert_eq!(d.current(), 1400);
-    assert!(!d.on_too_big(1100), "never below the base size");
+    assert_eq!(
+        d.on_too_big(1100),
+        TooBig::Ignored,
+        "never below the base size"
+    );
     assert_eq!(d.current(), 1400);
 }
 
@@ -264,7 +268,7 @@ fn after_a_too_big_report_its_own_probe_s_claim_holds_nothing_back() {
     d.on_probe_sent(65_000, 1, t, Duration::from_millis(10));
     // The endpoint hears of the probe and offers the claim back.
     let claim = d.take_news().unwrap();
-    assert!(!d.on_too_big(1472));
+    assert_eq!(d.on_too_big(1472), TooBig::ProbeFailed);
     d.offer(claim);
     assert_eq!(d.use_offer(t), None, "no wait for a probe already refused");
     assert_eq!(d.probe_due(t), Some(1472));
@@ -277,7 +281,7 @@ fn after_a_too_big_report_its_own_probe_s_claim_holds_nothing_back() {
 #[test]
 fn too_big_changes_nothing_when_disabled() {
     let mut d = MtuDiscovery::new(BASE_MTU, 65_000, false);
-    assert!(!d.on_too_big(1300));
+    assert_eq!(d.on_too_big(1300), TooBig::Ignored);
     assert_eq!(d.probe_due(now()), None);
 }
 

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::{ConnectionHandle, Endpoint};
+use crate::connection::QuotedDst;
 
 /// Short-header reports searched for a second at most: the search visits
 /// every connection, and forged reports must not cost more than that.
@@ -67,24 +68,28 @@ impl Endpoint {
         quoted: &[u8],
         size: u16,
     ) -> Option<ConnectionHandle> {
-        let long = quoted.first()? & 0x80 != 0;
-        let h = if long {
-            let (_, src) = crate::packet::long_header_cids(quoted)?;
-            self.lookup(&src)?
-        } else {
-            // A short header names only the peer's ID, which no table here
-            // maps (its length is the peer's choice): look among the
-            // connections on that path.
-            if !self.report_searches.allow(now) {
-                return None;
-            }
-            let (i, _) = self
-                .conns
-                .iter()
-                .find(|(_, c)| c.remote_address() == remote && c.quotes_our_packet(quoted))?;
-            ConnectionHandle(i)
+        let long_ids = match quoted.first()? & 0x80 {
+            0 => None,
+            _ => Some(crate::packet::long_header_cids(quoted)?),
         };
-        if !self.conns[h.0].handle_too_big(remote, quoted, size) {
+        let (h, named) = match &long_ids {
+            Some((dst, src)) => (self.lookup(src)?, QuotedDst::Exact(dst)),
+            None => {
+                // A short header names only the peer's ID, which no table
+                // here maps (its length is the peer's choice): look among the
+                // connections on that path.
+                if !self.report_searches.allow(now) {
+                    return None;
+                }
+                let named = QuotedDst::Prefix(&quoted[1..]);
+                let (i, _) = self
+                    .conns
+                    .iter()
+                    .find(|(_, c)| c.remote_address() == remote && c.is_named_by(named))?;
+                (ConnectionHandle(i), named)
+            }
+        };
+        if !self.conns[h.0].handle_too_big(remote, named, size) {
             return None;
         }
         self.sync(h);
