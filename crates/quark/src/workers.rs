@@ -22,6 +22,12 @@
 //! No reuseport BPF program steers by connection ID: attaching one needs
 //! `unsafe` (this crate has none), and the IDs are masked so only the workers
 //! can read them. Worker threads are not pinned to CPUs.
+//!
+//! ICMP reports about our datagrams land on the socket the same 4-tuple hash
+//! picks, so on the connection's worker; after the client's address changed,
+//! on whichever worker the new address hashes to, which finds no connection
+//! the report fits and drops it (they are hints: probes and timeouts decide
+//! without them). Reports are not handed over between workers.
 
 use std::future::{Future, poll_fn};
 use std::io;
