@@ -5,6 +5,12 @@
 //! not (the client's address changed, a NAT rebound), the receiving worker sees
 //! from the destination connection ID which worker issued it and passes the
 //! datagram over a bounded in-process channel instead of creating state for it.
+//!
+//! ICMP Packet Too Big reports are hashed the same way, by the address the
+//! datagram they quote went to: after a client moved, to whichever worker its
+//! new address hashes to. A short header's quote names only the client's
+//! ID, so that worker cannot tell the owner: when no connection of its own
+//! fits, it passes the report to every other worker (at most 16 a second).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -17,12 +23,26 @@ use tokio::sync::mpsc;
 /// congested network would; the sender's recovery resends.
 pub(crate) const INBOX_CAPACITY: usize = 1024;
 
-/// A datagram received by one worker for another.
+/// A datagram, or an ICMP report, received by one worker for another.
 pub(crate) struct Forwarded {
     pub(crate) remote: SocketAddr,
     pub(crate) local_ip: Option<IpAddr>,
     pub(crate) ecn: Option<EcnCodepoint>,
     pub(crate) data: Vec<u8>,
+    pub(crate) kind: Kind,
+}
+
+/// What a [`Forwarded`] carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A datagram from `remote`.
+    Datagram,
+    /// An ICMP Packet Too Big about a datagram we sent to `remote`, quoting
+    /// its start (`data`): that path carries at most `size` bytes of UDP
+    /// payload. `handed`: a worker found no connection of its own it fits
+    /// and passed it on (so it goes no further); otherwise the test hook
+    /// misdelivered it.
+    TooBig { size: u16, handed: bool },
 }
 
 /// One worker's receiving end.
@@ -35,6 +55,7 @@ pub(crate) struct Counters {
     pub(crate) received: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) misdelivered: AtomicU64,
+    pub(crate) reports_handed: AtomicU64,
 }
 
 /// What the workers of a group share.
@@ -79,6 +100,29 @@ impl Link {
             Some(Ok(())) => counters.forwarded.fetch_add(1, Ordering::Relaxed),
             _ => counters.dropped.fetch_add(1, Ordering::Relaxed),
         };
+    }
+
+    /// Pass a too-big report no connection of this worker fits to every
+    /// other worker: one of them may hold the connection whose packet
+    /// `quoted` starts. The caller bounds how often.
+    pub(crate) fn hand_over_too_big(&self, remote: SocketAddr, quoted: &[u8], size: u16) {
+        let counters = &self.group.counters[self.index];
+        for (i, tx) in self.group.inboxes.iter().enumerate() {
+            if i == self.index {
+                continue;
+            }
+            let report = Forwarded {
+                remote,
+                local_ip: None,
+                ecn: None,
+                data: quoted.to_vec(),
+                kind: Kind::TooBig { size, handed: true },
+            };
+            match tx.try_send(report) {
+                Ok(()) => counters.reports_handed.fetch_add(1, Ordering::Relaxed),
+                Err(_) => counters.dropped.fetch_add(1, Ordering::Relaxed),
+            };
+        }
     }
 
     /// Test hook: pretend the kernel delivered this datagram to worker `to`.

@@ -25,9 +25,9 @@
 //!
 //! ICMP reports about our datagrams land on the socket the same 4-tuple hash
 //! picks, so on the connection's worker; after the client's address changed,
-//! on whichever worker the new address hashes to, which finds no connection
-//! the report fits and drops it (they are hints: probes and timeouts decide
-//! without them). Reports are not handed over between workers.
+//! on whichever worker the new address hashes to. A too-big report that fits
+//! none of that worker's connections goes to the others (`forward`); an
+//! unreachable one matters only during a handshake, before any move.
 
 use std::future::{Future, poll_fn};
 use std::io;
@@ -95,6 +95,9 @@ pub struct WorkerStats {
     pub dropped: u64,
     /// Datagrams the test hook sent elsewhere ([`WorkerGroup::test_misdeliver`]).
     pub misdelivered: u64,
+    /// ICMP too-big reports it passed to another worker, as no connection of
+    /// its own fitted (the client had moved; see `forward`).
+    pub reports_handed: u64,
 }
 
 impl WorkerGroup {
@@ -319,13 +322,15 @@ impl WorkerGroup {
                 received_forwarded: c.received.load(Ordering::Relaxed),
                 dropped: c.dropped.load(Ordering::Relaxed),
                 misdelivered: c.misdelivered.load(Ordering::Relaxed),
+                reports_handed: c.reports_handed.load(Ordering::Relaxed),
             })
             .collect()
     }
 
-    /// Test hook: while set, every short-header datagram a worker other than `to`
-    /// receives from its socket is handled as if the kernel had delivered it to
-    /// worker `to` instead — which must pass it back to its owner.
+    /// Test hook: while set, every short-header datagram and every ICMP
+    /// too-big report a worker other than `to` receives from its socket is
+    /// handled as if the kernel had delivered it to worker `to` instead —
+    /// which must pass it back to its owner.
     #[doc(hidden)]
     pub fn test_misdeliver(&self, to: Option<usize>) {
         self.group.set_misdeliver(to);

@@ -10,6 +10,9 @@
 //! MTU set to 1 500 bytes) is refused by the host's own kernel, whose local
 //! report gives the interface's MTU: the search takes it the same way.
 //!
+//! A worker group's connection whose reports reach another worker (as the
+//! kernel hashes them after the client moved) gets them from that worker.
+//!
 //! Runs in a network namespace of its own (root, `unshare` and `ip`: CI has
 //! them; skipped elsewhere), so that the forged reports' route MTU stays
 //! there.
@@ -22,7 +25,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::{data, echo, echo_server_and_client_on, sha};
+use common::{data, echo, echo_server_and_client_on, sha, spawn_echo};
+use quark::tls::{self, Identity, Verify};
+use quark::{Connection, Endpoint};
 use socket2::{Domain, Protocol, Socket, Type};
 
 const INSIDE: &str = "QUARK_TOO_BIG_NAMESPACE";
@@ -265,4 +270,76 @@ fn a_probe_beyond_the_interface_is_refused_and_reported_locally_ipv6() {
     if inside_with(name, "ip link set lo up && ip link set lo mtu 1500") {
         echo_and_check("::1", false);
     }
+}
+
+/// A worker group of two through the router, with the test hook making
+/// worker 1 receive what worker 0's socket gets (as when the client's new
+/// address hashes to worker 1): worker 0's connection's too-big reports
+/// reach worker 1, which holds no connection they fit and passes them on.
+/// The server's search ends at the link's size in two probes all the same.
+#[test]
+fn a_worker_group_passes_a_report_on_to_the_connection_s_worker() {
+    if inside("a_worker_group_passes_a_report_on_to_the_connection_s_worker") {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(group_echo_through_the_router());
+    }
+}
+
+async fn group_echo_through_the_router() {
+    let id = Identity::self_signed(&["localhost"]).unwrap();
+    let server = tls::server_config(&id, &[b"too-big"]).unwrap();
+    let group = Endpoint::server_multi(server, "127.0.0.1:0".parse().unwrap(), 2).unwrap();
+    let served = Arc::new(std::sync::Mutex::new(Vec::<Connection>::new()));
+    let seen = served.clone();
+    group.serve(move |conn| {
+        seen.lock().unwrap().push(conn.clone());
+        spawn_echo(conn);
+        async {}
+    });
+    group.test_misdeliver(Some(1));
+    let config = tls::client_config(Verify::Roots(vec![id.cert.clone()]), &[b"too-big"]).unwrap();
+    // The router's address picks the worker: new routers until worker 0
+    // holds the connection.
+    for _ in 0..32 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let via = router(group.local_addr(), stop.clone());
+        let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let conn = client.connect(config.clone(), via, "localhost").unwrap();
+        let conn = tokio::time::timeout(Duration::from_secs(20), conn)
+            .await
+            .expect("handshake")
+            .unwrap();
+        let mut on = None;
+        for _ in 0..100 {
+            on = served.lock().unwrap().pop();
+            if on.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let on = on.expect("the group serves the connection");
+        if on.worker() != Some(0) {
+            conn.close(0, b"");
+            stop.store(true, Ordering::Relaxed);
+            continue;
+        }
+        let body = data(2_000_000, 11);
+        let back = tokio::time::timeout(Duration::from_secs(60), echo(&conn, &body))
+            .await
+            .expect("the echo completes");
+        assert_eq!(sha(&back), sha(&body));
+        assert_eq!(on.path_mtu(), link_payload(via), "the link's size, exactly");
+        assert_eq!(
+            on.stats().mtu_probes,
+            2,
+            "one too big, then the reported size"
+        );
+        let stats = group.stats();
+        assert!(stats[0].misdelivered > 0, "{stats:?}");
+        assert!(stats[1].reports_handed >= 1, "{stats:?}");
+        group.test_misdeliver(None);
+        stop.store(true, Ordering::Relaxed);
+        return;
+    }
+    panic!("no router's address hashed to worker 0 in 32 tries");
 }

@@ -12,15 +12,18 @@ use crate::connection::QuotedDst;
 /// every connection, and forged reports must not cost more than that.
 const SEARCHES_PER_SECOND: u32 = 16;
 
-/// The search budget: when this second began, and the searches in it.
+/// At most 16 reports a second (the search budget of short-header reports,
+/// and the driver's for handing reports between workers): forged reports
+/// must not cost more than that.
 #[derive(Debug, Default)]
-pub(super) struct Searches {
+pub struct ReportBudget {
     since: Option<Instant>,
     used: u32,
 }
 
-impl Searches {
-    fn allow(&mut self, now: Instant) -> bool {
+impl ReportBudget {
+    /// Whether one more report may be handled at `now` (and counts it).
+    pub fn allow(&mut self, now: Instant) -> bool {
         match self.since {
             Some(t) if now.saturating_duration_since(t) < Duration::from_secs(1) => {}
             _ => (self.since, self.used) = (Some(now), 0),

@@ -13,6 +13,7 @@ mod icmp;
 mod new_token;
 
 pub use early::MAX_EARLY_DATAGRAMS;
+pub use icmp::ReportBudget;
 pub use new_token::MAX_USED_TOKENS;
 mod peek;
 mod preferred;
@@ -150,7 +151,7 @@ pub struct Endpoint {
     early: early::EarlyDatagrams,
     /// Searches for the connection a short-header ICMP report quotes, this
     /// second (`icmp`).
-    report_searches: icmp::Searches,
+    report_searches: ReportBudget,
 }
 
 impl Endpoint {
@@ -182,7 +183,7 @@ impl Endpoint {
             mtus: MtuCache::default(),
             rtts: PathRttCache::default(),
             early: early::EarlyDatagrams::default(),
-            report_searches: icmp::Searches::default(),
+            report_searches: ReportBudget::default(),
             reset_tokens: IdMap::default(),
             token_key,
             rng,

@@ -135,6 +135,8 @@ pub(crate) struct Driver {
     /// This worker's place in its group, and datagrams other workers passed on.
     link: Option<Link>,
     inbox: Option<Inbox>,
+    /// Too-big reports passed to the other workers, this second.
+    hand_overs: quark_proto::endpoint::ReportBudget,
     /// The last `receive` emptied the socket (and the inbox) and left the
     /// wakers registered: another round would find nothing new.
     drained: bool,
@@ -162,6 +164,7 @@ impl Driver {
             socket,
             link: shared.worker.clone(),
             inbox,
+            hand_overs: Default::default(),
             shared,
             wakeup: Wakeup::new(),
             rx: RxBufs::new(RECV_BATCH),

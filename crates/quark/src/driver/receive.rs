@@ -10,7 +10,7 @@ use quark_udp::{ErrorCause, Socket};
 use smallvec::SmallVec;
 
 use super::{Driver, INBOX_BATCH, MAX_RECV_BUF, MIN_RECV_ASK, RECV_BATCH};
-use crate::forward::{Forwarded, Link};
+use crate::forward::{Forwarded, Kind, Link};
 use crate::shared::{ConnEntry, State};
 
 impl Driver {
@@ -165,9 +165,7 @@ impl Driver {
                 ErrorCause::Unreachable => false,
                 ErrorCause::TooBig { mtu } => {
                     let size = udp_payload(mtu, dst);
-                    if let Some(h) = state.proto.handle_too_big(now, dst, quoted, size) {
-                        too_big.push(h);
-                    }
+                    too_big.extend(self.too_big_report(state, now, dst, quoted, size));
                     return;
                 }
                 ErrorCause::Other(_) => return,
@@ -185,6 +183,43 @@ impl Driver {
         for h in ended.into_iter().chain(too_big) {
             self.touch(state, h);
         }
+    }
+
+    /// A too-big report read from this worker's socket (or misdelivered
+    /// here by the test hook): the connection it fits takes it. In a worker
+    /// group, a short header's report that fits none here goes to the other
+    /// workers (its client moved: see `forward`), at most 16 a second.
+    fn too_big_report(
+        &mut self,
+        state: &mut State,
+        now: Instant,
+        remote: SocketAddr,
+        quoted: &[u8],
+        size: u16,
+    ) -> Option<ConnectionHandle> {
+        let Some(link) = self.link.as_ref() else {
+            return state.proto.handle_too_big(now, remote, quoted, size);
+        };
+        if let Some(to) = link.misdeliver_target() {
+            let report = Forwarded {
+                remote,
+                local_ip: None,
+                ecn: None,
+                data: quoted.to_vec(),
+                kind: Kind::TooBig {
+                    size,
+                    handed: false,
+                },
+            };
+            link.misdeliver(to, report);
+            return None;
+        }
+        let applied = state.proto.handle_too_big(now, remote, quoted, size);
+        let short = quoted.first().is_some_and(|b| b & 0x80 == 0);
+        if applied.is_none() && short && self.hand_overs.allow(now) {
+            link.hand_over_too_big(remote, quoted, size);
+        }
+        applied
     }
 
     /// Take datagrams other workers passed to this one.
@@ -214,6 +249,18 @@ impl Driver {
         };
         for mut f in taken {
             link.received();
+            if let Kind::TooBig { size, handed } = f.kind {
+                let applied = if handed {
+                    state.proto.handle_too_big(now, f.remote, &f.data, size)
+                } else {
+                    self.too_big_report(state, now, f.remote, &f.data, size)
+                };
+                if let Some(h) = applied {
+                    crate::counters::driver::add(&crate::counters::driver::TOO_BIG, 1);
+                    self.touch(state, h);
+                }
+                continue;
+            }
             let event = state
                 .proto
                 .handle_datagram(now, f.remote, f.local_ip, f.ecn, &mut f.data);
@@ -250,6 +297,7 @@ fn forwarded(
         local_ip,
         ecn,
         data: data.to_vec(),
+        kind: Kind::Datagram,
     }
 }
 
