@@ -383,7 +383,10 @@ impl RequestStream {
             Ok(fields) => fields,
             Err(block) => {
                 self.blocked = true;
-                let fields = self.unblock(&block, limit).await?;
+                // Boxed: a rare wait, whose state would otherwise make every
+                // request's future larger (the allocation and the copies of
+                // it are paid per request).
+                let fields = Box::pin(self.unblock(&block, limit)).await?;
                 self.blocked = false;
                 fields
             }
@@ -526,7 +529,8 @@ impl RequestStream {
                         self.state = Recv::Body(h.len);
                     }
                     Some(h) if h.ty == frame::HEADERS => {
-                        self.read_trailers(h).await?;
+                        // Boxed, as `unblock` in `fields`: trailers are rare.
+                        Box::pin(self.read_trailers(h)).await?;
                         return Ok(None);
                     }
                     Some(h) => self.other_frame(h.ty, h).await?,
