@@ -19,10 +19,17 @@ fn echoed(seed: u64, path_mtu: usize, report: bool, len: usize) -> (Sim, Connect
     sim.report_too_big = report;
     sim.set_delay(Duration::from_millis(5));
     let c = sim.connect(&tls);
-    let mut echo = Echo::new(c, vec![payload(len, 1)]);
-    run_echo(&mut sim, &mut echo, 400_000);
-    sim.run_for(Duration::from_secs(1));
+    echo_and_settle(&mut sim, c, len, 1);
     (sim, c)
+}
+
+/// Echo `len` bytes on `c` (the payload's `tag`), give the search another
+/// second, and return the datagram size the client settled on.
+fn echo_and_settle(sim: &mut Sim, c: ConnectionHandle, len: usize, tag: u8) -> usize {
+    let mut echo = Echo::new(c, vec![payload(len, tag)]);
+    run_echo(sim, &mut echo, 400_000);
+    sim.run_for(Duration::from_secs(1));
+    sim.client.connection(c).unwrap().max_datagram_size()
 }
 
 fn discovered(path_mtu: usize) -> usize {
@@ -49,10 +56,7 @@ fn survives_a_shrinking_path() {
     sim.path_mtu = 9000;
     sim.set_delay(Duration::from_millis(5));
     let c = sim.connect(&tls);
-    let mut echo = Echo::new(c, vec![payload(1_000_000, 2)]);
-    run_echo(&mut sim, &mut echo, 400_000);
-    sim.run_for(Duration::from_secs(1));
-    assert!(sim.client.connection(c).unwrap().max_datagram_size() > 8000);
+    assert!(echo_and_settle(&mut sim, c, 1_000_000, 2) > 8000);
     // The path now drops anything above 1300 bytes: a black hole for the
     // discovered size. The transfer must still complete.
     sim.path_mtu = 1300;
@@ -103,10 +107,7 @@ fn a_too_big_report_for_the_size_in_use_is_followed_at_once() {
 fn a_too_big_report_must_quote_the_ids_in_use() {
     let (mut sim, c, short) = established_with_a_short_header(65);
     sim.path_mtu = 9000;
-    let mut echo = Echo::new(c, vec![payload(1_000_000, 7)]);
-    run_echo(&mut sim, &mut echo, 400_000);
-    sim.run_for(Duration::from_secs(1));
-    let found = sim.client.connection(c).unwrap().max_datagram_size();
+    let found = echo_and_settle(&mut sim, c, 1_000_000, 7);
     assert!(found > 8000, "{found}");
     let (now, server) = (sim.now, sim.server_addr);
     let mut other_id = short.clone();
@@ -183,10 +184,7 @@ fn path_searched_once(seed_default: u64, tag: u8) -> (Sim, Tls, ConnectionHandle
     sim.path_mtu = 9000;
     sim.set_delay(Duration::from_millis(5));
     let first = sim.connect(&tls);
-    let mut echo = Echo::new(first, vec![payload(1_000_000, tag)]);
-    run_echo(&mut sim, &mut echo, 400_000);
-    sim.run_for(Duration::from_secs(1));
-    let found = sim.client.connection(first).unwrap().max_datagram_size();
+    let found = echo_and_settle(&mut sim, first, 1_000_000, tag);
     assert!(found > 8000, "first connection found {found}");
     assert!(sim.client.connection(first).unwrap().stats().mtu_probes >= 1);
     (sim, tls, first, found)
@@ -473,10 +471,7 @@ fn established_with_a_short_header(seed_: u64) -> (Sim, ConnectionHandle, Vec<u8
 #[test]
 fn a_local_too_big_report_applies_to_the_connections_at_that_address() {
     let (mut sim, c, _) = established_with_a_short_header(68);
-    let mut echo = Echo::new(c, vec![payload(1_000_000, 8)]);
-    run_echo(&mut sim, &mut echo, 400_000);
-    sim.run_for(Duration::from_secs(1));
-    let found = sim.client.connection(c).unwrap().max_datagram_size();
+    let found = echo_and_settle(&mut sim, c, 1_000_000, 8);
     assert!(found > 1300, "{found}");
     let (now, server) = (sim.now, sim.server_addr);
     let other_ip = std::net::SocketAddr::new([192, 0, 2, 1].into(), server.port());

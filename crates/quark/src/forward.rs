@@ -45,6 +45,20 @@ pub(crate) enum Kind {
     TooBig { size: u16, handed: bool },
 }
 
+impl Forwarded {
+    /// A too-big report about a datagram we sent to `remote`, quoting its
+    /// start (see [`Kind::TooBig`]).
+    pub(crate) fn too_big(remote: SocketAddr, quoted: &[u8], size: u16, handed: bool) -> Self {
+        Forwarded {
+            remote,
+            local_ip: None,
+            ecn: None,
+            data: quoted.to_vec(),
+            kind: Kind::TooBig { size, handed },
+        }
+    }
+}
+
 /// One worker's receiving end.
 pub(crate) type Inbox = mpsc::Receiver<Forwarded>;
 
@@ -111,14 +125,7 @@ impl Link {
             if i == self.index {
                 continue;
             }
-            let report = Forwarded {
-                remote,
-                local_ip: None,
-                ecn: None,
-                data: quoted.to_vec(),
-                kind: Kind::TooBig { size, handed: true },
-            };
-            match tx.try_send(report) {
+            match tx.try_send(Forwarded::too_big(remote, quoted, size, true)) {
                 Ok(()) => counters.reports_handed.fetch_add(1, Ordering::Relaxed),
                 Err(_) => counters.dropped.fetch_add(1, Ordering::Relaxed),
             };

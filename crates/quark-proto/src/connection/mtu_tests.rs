@@ -8,6 +8,15 @@ fn now() -> Instant {
     Instant::now()
 }
 
+/// A search up to `ceiling` whose first probe (that size, packet 1, expiring
+/// after `ms`) is out, and the time it went.
+fn probe_out(ceiling: u16, ms: u64) -> (MtuDiscovery, Instant) {
+    let t = now();
+    let mut d = MtuDiscovery::new(BASE_MTU, ceiling, true);
+    d.on_probe_sent(ceiling, 1, t, Duration::from_millis(ms));
+    (d, t)
+}
+
 /// Drive the search against a path that carries up to `path_mtu`.
 fn search(path_mtu: u16, ceiling: u16) -> (u16, usize) {
     let mut d = MtuDiscovery::new(BASE_MTU, ceiling, true);
@@ -108,9 +117,7 @@ fn an_outage_does_not_shrink_the_search() {
 
 #[test]
 fn a_size_that_stopped_working_is_searched_down() {
-    let t = now();
-    let mut d = MtuDiscovery::new(BASE_MTU, 9000, true);
-    d.on_probe_sent(9000, 1, t, Duration::from_millis(5));
+    let (mut d, t) = probe_out(9000, 5);
     assert!(d.on_probe_acked(1));
     assert!(d.on_black_hole());
     // Small packets get through, 9000-byte probes do not.
@@ -180,9 +187,7 @@ fn offers_are_ignored_once_the_search_began() {
 
 #[test]
 fn a_peer_that_went_away_is_no_black_hole_for_the_path() {
-    let t = now();
-    let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
-    d.on_probe_sent(65_000, 1, t, Duration::from_millis(10));
+    let (mut d, _) = probe_out(65_000, 10);
     assert!(d.on_probe_acked(1));
     assert_eq!(d.take_news(), Some(PathMtu::Known(65_000)));
     // The peer stops answering: PTOs until the fallback, and silence.
@@ -242,9 +247,7 @@ fn too_big_for_the_probe_makes_its_size_the_next_probe() {
 
 #[test]
 fn too_big_for_the_size_in_use_falls_back_and_probes_the_report() {
-    let t = now();
-    let mut d = MtuDiscovery::new(BASE_MTU, 9000, true);
-    d.on_probe_sent(9000, 1, t, Duration::from_millis(10));
+    let (mut d, t) = probe_out(9000, 10);
     assert!(d.on_probe_acked(1));
     assert_eq!(d.on_too_big(9000), TooBig::Ignored, "the size in use fits");
     assert_eq!(d.on_too_big(1400), TooBig::Fell);
@@ -263,9 +266,7 @@ fn too_big_for_the_size_in_use_falls_back_and_probes_the_report() {
 
 #[test]
 fn after_a_too_big_report_its_own_probe_s_claim_holds_nothing_back() {
-    let t = now();
-    let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
-    d.on_probe_sent(65_000, 1, t, Duration::from_millis(10));
+    let (mut d, t) = probe_out(65_000, 10);
     // The endpoint hears of the probe and offers the claim back.
     let claim = d.take_news().unwrap();
     assert_eq!(d.on_too_big(1472), TooBig::ProbeFailed);

@@ -163,7 +163,7 @@ impl Connection {
     /// `connectivity:mtu_updated` if the datagram size did.
     pub(super) fn qlog_metrics(&mut self, now: Instant) {
         if let Some(q) = self.qlog.as_mut() {
-            q.mtu(now, self.path.mtu, !self.mtu.searching());
+            q.mtu(now, self.path.mtu, || !self.mtu.searching());
             let rtt = self.recovery.rtt();
             q.metrics(
                 now,

@@ -273,12 +273,14 @@ impl QlogSink {
     }
 
     /// `connectivity:mtu_updated`, only when the size changed (the first
-    /// time without `old`); `done` once the search has nothing left to try.
-    pub(crate) fn mtu(&mut self, now: Instant, mtu: u16, done: bool) {
+    /// time without `old`); `done` (asked only then) once the search has
+    /// nothing left to try.
+    pub(crate) fn mtu(&mut self, now: Instant, mtu: u16, done: impl FnOnce() -> bool) {
         let old = self.last_mtu;
         if old == Some(mtu) || !self.begin(now, "connectivity:mtu_updated") {
             return;
         }
+        let done = done();
         self.last_mtu = Some(mtu);
         if let Some(old) = old {
             let _ = write!(self.out, "\"old\":{old},");

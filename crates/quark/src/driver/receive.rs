@@ -201,17 +201,7 @@ impl Driver {
             return state.proto.handle_too_big(now, remote, quoted, size);
         };
         if let Some(to) = link.misdeliver_target() {
-            let report = Forwarded {
-                remote,
-                local_ip: None,
-                ecn: None,
-                data: quoted.to_vec(),
-                kind: Kind::TooBig {
-                    size,
-                    handed: false,
-                },
-            };
-            link.misdeliver(to, report);
+            link.misdeliver(to, Forwarded::too_big(remote, quoted, size, false));
             return None;
         }
         let applied = state.proto.handle_too_big(now, remote, quoted, size);
