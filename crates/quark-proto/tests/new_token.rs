@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::app::{Echo, run_echo};
-use common::{Sim, Tls, initial_token, packet_types, payload, seed};
+use common::{Sim, Tls, about_half, initial_token, packet_types, payload, seed};
 use quark_proto::{
     AddressToken, ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, ServerConfig,
     TokenMemoryCache, TokenStore,
@@ -252,14 +252,18 @@ fn no_token_without_a_lifetime_or_a_store() {
     assert_eq!(again.retries, 1, "a client without a store keeps none");
 }
 
-/// Long-header packets with the QUIC bit cleared, to the server and to the
-/// client, over `n` connections.
-fn cleared(seen: &[Seen]) -> (usize, usize) {
+/// Long-header packets with the QUIC bit cleared, and all of them, to the
+/// server and to the client, over `n` connections.
+fn cleared(seen: &[Seen]) -> ((usize, usize), (usize, usize)) {
     let count = |to_server: bool| {
-        seen.iter()
+        let way = seen
+            .iter()
             .flat_map(|s| &s.long)
-            .filter(|(dir, _, b)| *dir == to_server && b & 0x40 == 0)
-            .count()
+            .filter(|(dir, ..)| *dir == to_server);
+        (
+            way.clone().filter(|(.., b)| b & 0x40 == 0).count(),
+            way.count(),
+        )
     };
     (count(true), count(false))
 }
@@ -276,7 +280,8 @@ fn long_headers_are_greased_once_parameters_are_in() {
         sim.set_delay(Duration::from_millis(5));
         let mut config = ClientConfig::new(tls.client_config(None));
         config.token_store = None;
-        let seen: Vec<Seen> = (0..8).map(|_| connection(&mut sim, &config).0).collect();
+        // Enough connections that "about half" can be told whatever the seed.
+        let seen: Vec<Seen> = (0..40).map(|_| connection(&mut sim, &config).0).collect();
         // A client without a token sets the bit in its first Initial.
         for s in &seen {
             let first = s.long.iter().find(|(to_server, ..)| *to_server).unwrap();
@@ -284,11 +289,10 @@ fn long_headers_are_greased_once_parameters_are_in() {
         }
         let (up, down) = cleared(&seen);
         if grease {
-            assert!(up > 0 && down > 0, "cleared: {up} up, {down} down");
-            let down_total = seen.iter().flat_map(|s| &s.long).filter(|l| !l.0).count();
-            assert!(down * 4 > down_total, "{down} of {down_total}");
+            assert!(up.0 > 0, "cleared: {up:?} up");
+            assert!(about_half(down), "cleared: {down:?} down");
         } else {
-            assert_eq!((up, down), (0, 0));
+            assert_eq!((up.0, down.0), (0, 0));
         }
     }
 }
@@ -300,7 +304,7 @@ fn a_token_from_a_greasing_server_greases_the_first_initials() {
     let mut sim = Sim::new(seed(7), server.clone(), EndpointConfig::default());
     let (config, _) = client(&tls);
     connection(&mut sim, &config);
-    let first_initials: Vec<u8> = (0..12)
+    let first_initials: Vec<u8> = (0..40)
         .map(|_| {
             let (s, _) = connection(&mut sim, &config);
             assert!(!s.tokens[0].is_empty());
@@ -309,8 +313,8 @@ fn a_token_from_a_greasing_server_greases_the_first_initials() {
         .collect();
     let clear = first_initials.iter().filter(|b| *b & 0x40 == 0).count();
     assert!(
-        (1..12).contains(&clear),
-        "{clear} of 12 first Initials cleared"
+        about_half((clear, first_initials.len())),
+        "{clear} of 40 first Initials cleared"
     );
 
     // The server stops greasing (same token key, new configuration): the
@@ -319,9 +323,14 @@ fn a_token_from_a_greasing_server_greases_the_first_initials() {
         grease_quic_bit: false,
         ..EndpointConfig::default()
     };
+    // Each client clears its first Initial or not at random: go on until one
+    // has (and at least 8 ran), so that the case is met whatever the seed.
     let mut completed = 0;
     let mut cleared_first = 0;
-    for s in 0..8 {
+    for s in 0..32 {
+        if completed >= 8 && cleared_first > 0 {
+            break;
+        }
         let mut sim = Sim::new(seed(8) + s, server.clone(), plain.clone());
         // The client still greases (announces it, and may use the token).
         let greasing = EndpointConfig {
@@ -342,7 +351,7 @@ fn a_token_from_a_greasing_server_greases_the_first_initials() {
         }
         completed += 1;
     }
-    assert_eq!(completed, 8);
+    assert!(completed >= 8);
     assert!(
         cleared_first > 0,
         "no first Initial was cleared: the case was not met"

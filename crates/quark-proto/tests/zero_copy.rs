@@ -83,7 +83,12 @@ fn upload(sim: &mut Sim, c: ConnectionHandle, s: ConnectionHandle, data: &[u8]) 
 }
 
 fn pair(seed_: u64, gro: bool, share: bool) -> (Sim, ConnectionHandle, ConnectionHandle) {
-    let (mut sim, tls) = Sim::pair(seed(seed_));
+    pair_seeded(seed(seed_), gro, share)
+}
+
+/// [`pair`] on exactly `seed_` (`SIM_SEED` not consulted).
+fn pair_seeded(seed_: u64, gro: bool, share: bool) -> (Sim, ConnectionHandle, ConnectionHandle) {
+    let (mut sim, tls) = Sim::pair(seed_);
     sim.gro = gro;
     sim.share = share;
     sim.set_delay(Duration::from_millis(2));
@@ -125,16 +130,23 @@ fn single_datagrams_are_copied() {
 
 #[test]
 fn loss_and_reordering_mix_slices_and_copies_in_order() {
+    // Paced datagrams reach the receiver together (a GRO buffer, the only
+    // receive worth lending) a few times a transfer, and a gap before them
+    // makes them copied: on one seed in about twenty none is lent. So three
+    // seeds, each checked byte for byte, and slices seen in at least one.
+    let first = seed(903);
+    let mut lent = Vec::new();
     for i in 0..3 {
         let data = payload(3_000_000, 4 + i as u8);
-        let (mut sim, c, s) = pair(903 + i, true, true);
+        let (mut sim, c, s) = pair_seeded(first + i, true, true);
         sim.impair(|l| {
             l.loss = 0.01;
             l.reorder = 0.03;
             l.reorder_depth = quark_netem::ReorderDepth::Delay(Duration::from_millis(1));
         });
         let out = upload(&mut sim, c, s, &data);
-        assert!(out.received == data, "seed {i}: the bytes differ");
-        assert!(out.most_shared > 0, "seed {i}: nothing was lent");
+        assert!(out.received == data, "seed {}: the bytes differ", first + i);
+        lent.push(out.most_shared);
     }
+    assert!(lent.iter().any(|&n| n > 0), "nothing was lent: {lent:?}");
 }

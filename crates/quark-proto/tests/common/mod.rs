@@ -85,6 +85,14 @@ impl Tls {
     }
 }
 
+/// Whether `k` of `n` fair coin flips coming up heads is within four standard
+/// deviations of half (a false alarm about once in 16 000 runs per check,
+/// whatever the seed), on enough flips to tell.
+pub fn about_half((k, n): (usize, usize)) -> bool {
+    let sigma = (n as f64 * 0.25).sqrt();
+    n >= 30 && (k as f64 - n as f64 / 2.0).abs() <= 4.0 * sigma
+}
+
 /// The seed for a test: `SIM_SEED` if set, else the given default.
 pub fn seed(default: u64) -> u64 {
     std::env::var("SIM_SEED")
