@@ -198,3 +198,38 @@ fn random_loss_at_the_threshold_leaves_the_window_at_two_bdp() {
     assert!(cwnd >= l.bdp() * 17 / 10, "cwnd {cwnd}, BDP {}", l.bdp());
     assert!(f.goodput >= l.rate * 95 / 100, "goodput {}", f.goodput);
 }
+
+/// The first 700 ms of a 1 Gbit/s, 10 ms path with one BDP of buffer,
+/// ACKs every 10 packets (or 2 ms) lost as often as data, and a sender
+/// that wakes 200 µs late: the lab's 50 MB download at that rate.
+fn fast_start(loss_ppm: u64) -> u64 {
+    let rate = 125_000_000;
+    let mut l = Link::new(rate, Duration::from_millis(5), 1, loss_ppm);
+    l.buffer = l.bdp() / u64::from(super::sim::MTU);
+    l.ack_every = 10;
+    l.ack_delay = Duration::from_millis(2);
+    l.ack_loss = true;
+    l.wake_late = Duration::from_micros(200);
+    let mut s = run(&[(BBR, Duration::ZERO)], l, Duration::ZERO, 7 * SEC / 10);
+    let f = s.pop().expect("one flow");
+    assert_eq!(f.phases, ["startup", "drain", "probe_bw"], "{loss_ppm} ppm");
+    f.goodput * 1000 / rate
+}
+
+#[test]
+fn random_loss_costs_a_fast_start_little() {
+    // Startup must not leave early on random loss, nor ProbeBW cut for it:
+    // at 1-2 % the first 700 ms keep nearly what a clean path gives (the
+    // lab's link loses 12-19 % there against Linux TCP BBR, so this says
+    // where that is not). The v1 model's cut on loss fails it (834 against
+    // 903 per mille at 1 %).
+    let clean = fast_start(0);
+    assert!(clean >= 850, "clean: {clean} per mille of the link");
+    for loss_ppm in [10_000, 20_000] {
+        let lossy = fast_start(loss_ppm);
+        assert!(
+            lossy * 100 >= clean * 95,
+            "{loss_ppm} ppm: {lossy} per mille, clean {clean}"
+        );
+    }
+}
