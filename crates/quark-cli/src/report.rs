@@ -1,4 +1,4 @@
-//! `quark report FILE.json [--html OUT]`: prints the table again and renders HTML.
+//! `quark report FILE.json[.gz] [--html OUT]`: prints the table again and renders HTML.
 
 use std::path::PathBuf;
 
@@ -7,7 +7,8 @@ use quark_lab::results::Report;
 /// Options of `quark report`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// A results file written by `quark bench --json`.
+    /// A results file written by `quark bench --json`, or that file gzipped
+    /// (as docs/results keeps the larger ones).
     file: PathBuf,
     /// Write an HTML report with charts here.
     #[arg(long, value_name = "FILE")]
@@ -15,7 +16,14 @@ pub(crate) struct Args {
 }
 
 fn load(args: &Args) -> anyhow::Result<Report> {
-    let text = std::fs::read_to_string(&args.file)?;
+    let bytes = std::fs::read(&args.file)?;
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)?;
+        text
+    } else {
+        String::from_utf8(bytes)?
+    };
     let mut report = Report::from_json(&text)?;
     // Files from before a column was added get it from their cells.
     quark_lab::experiment::cloud::update(&mut report);

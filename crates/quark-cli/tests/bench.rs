@@ -164,7 +164,18 @@ fn tiny_suite_counts_exactly_and_writes_valid_json_and_html() {
             .unwrap()
             .contains("data-chart=\"cpu-per-gb\"")
     );
-    for f in [json, html, html2] {
+    // And the same file gzipped, as docs/results keeps the larger ones: the
+    // same table.
+    let gz = tmp("again.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut enc, &std::fs::read(&json).unwrap()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let plain = quark().arg("report").arg(&json).output().unwrap();
+    let unzipped = quark().arg("report").arg(&gz).output().unwrap();
+    assert_eq!(unzipped.status.code(), Some(0), "{}", stderr(&unzipped));
+    assert!(!plain.stdout.is_empty());
+    assert_eq!(plain.stdout, unzipped.stdout);
+    for f in [json, html, html2, gz] {
         let _ = std::fs::remove_file(f);
     }
 }
@@ -204,6 +215,17 @@ fn bad_input_gives_one_error_line_and_nonzero_exit() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(stderr(&out).lines().count(), 1);
+    // A gzip header over garbage, and bytes that are not UTF-8.
+    let bad = tmp("bad.json.gz");
+    for junk in [&[0x1f, 0x8b, 8, 0, 1, 2, 3][..], &[0xff, 0xfe, 0x00]] {
+        std::fs::write(&bad, junk).unwrap();
+        let out = quark().arg("report").arg(&bad).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("error: cannot read"), "{err}");
+    }
+    let _ = std::fs::remove_file(bad);
 }
 
 #[test]
