@@ -154,10 +154,9 @@ fn keeps_the_link_when_the_pacer_wakes_late_and_acks_come_in_batches() {
     assert!(f.goodput >= l.rate * 9 / 10, "goodput {}", f.goodput);
 }
 
-/// The lab's 100 Mbit/s link with one BDP of buffer and `loss_ppm` random
-/// loss both ways, RTT `rtt_ms`.
-fn lab_link(rtt_ms: u64, loss_ppm: u64) -> Link {
-    let rate = 12_500_000;
+/// The lab's link at `rate` bytes a second with one BDP of buffer and
+/// `loss_ppm` random loss both ways, RTT `rtt_ms`.
+fn lab_link(rate: u64, rtt_ms: u64, loss_ppm: u64) -> Link {
     let bdp_packets = rate * rtt_ms / 1000 / 1200;
     Link {
         ack_loss: true,
@@ -180,7 +179,7 @@ fn keeps_the_link_at_two_percent_loss_when_acks_come_in_batches() {
         ack_every: 64,
         ack_delay: Duration::from_millis(10),
         wake_late: Duration::from_millis(2),
-        ..lab_link(20, 20_000)
+        ..lab_link(12_500_000, 20, 20_000)
     };
     let f = one(BBR, l);
     assert!(f.goodput >= l.rate * 95 / 100, "goodput {}", f.goodput);
@@ -191,7 +190,7 @@ fn random_loss_at_the_threshold_leaves_the_window_at_two_bdp() {
     // 2 % random loss at 30 ms: with the draft's fixed 2 % a round in two
     // was "too lossy", probes ended and the window sat at the bounds' floor
     // (1.1 BDP). Judged above the path's own loss it stays at cwnd_gain 2.
-    let l = lab_link(30, 20_000);
+    let l = lab_link(12_500_000, 30, 20_000);
     let f = one(BBR, l);
     let n = f.probe_bw.len().max(1) as u64;
     let cwnd = f.probe_bw.iter().map(|s| s.1).sum::<u64>() / n;
@@ -203,17 +202,16 @@ fn random_loss_at_the_threshold_leaves_the_window_at_two_bdp() {
 /// ACKs every 10 packets (or 2 ms) lost as often as data, and a sender
 /// that wakes 200 µs late: the lab's 50 MB download at that rate.
 fn fast_start(loss_ppm: u64) -> u64 {
-    let rate = 125_000_000;
-    let mut l = Link::new(rate, Duration::from_millis(5), 1, loss_ppm);
-    l.buffer = l.bdp() / u64::from(super::sim::MTU);
-    l.ack_every = 10;
-    l.ack_delay = Duration::from_millis(2);
-    l.ack_loss = true;
-    l.wake_late = Duration::from_micros(200);
+    let l = Link {
+        ack_every: 10,
+        ack_delay: Duration::from_millis(2),
+        wake_late: Duration::from_micros(200),
+        ..lab_link(125_000_000, 10, loss_ppm)
+    };
     let mut s = run(&[(BBR, Duration::ZERO)], l, Duration::ZERO, 7 * SEC / 10);
     let f = s.pop().expect("one flow");
     assert_eq!(f.phases, ["startup", "drain", "probe_bw"], "{loss_ppm} ppm");
-    f.goodput * 1000 / rate
+    f.goodput * 1000 / l.rate
 }
 
 #[test]
