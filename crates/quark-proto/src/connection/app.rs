@@ -233,6 +233,12 @@ impl Connection {
         self.recovery.congestion_window()
     }
 
+    /// The congestion controller's phase, for controllers that have phases
+    /// (BBR: `startup`, `drain`, `probe_bw`, `probe_rtt`).
+    pub fn congestion_phase(&self) -> Option<&'static str> {
+        self.recovery.controller().phase()
+    }
+
     /// Next event for the application.
     pub fn poll_event(&mut self) -> Option<Event> {
         if let Some(e) = self.events.pop_front() {

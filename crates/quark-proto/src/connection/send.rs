@@ -220,11 +220,16 @@ impl Connection {
     }
 
     /// Nothing was left to send: if the window had room (and the pacer did not
-    /// hold us back), the application is what limits the rate (RFC 9002 §7.8).
+    /// hold us back), the application is what limits the rate (RFC 9002 §7.8),
+    /// or the transport, when it refused writes that wait for credit or room.
     fn note_app_limited(&mut self, now: Instant) {
         let pacing = self.timers.get(Timer::Pacing).is_some_and(|t| t > now);
         if !pacing && self.recovery.send_allowance() > 0 {
-            self.recovery.on_app_limited();
+            if self.streams.writes_held_back() {
+                self.recovery.on_transport_limited();
+            } else {
+                self.recovery.on_app_limited();
+            }
         }
     }
 

@@ -179,4 +179,18 @@ impl<T> Recovery<T> {
             }
         }
     }
+
+    /// The application had more to send, but the transport refused its writes
+    /// (the peer's flow-control credit, the send budget) while the window was
+    /// open. The window must not grow (RFC 9002 §7.8 counts flow control
+    /// too), but the delivery-rate samples stay valid: as Linux does for a
+    /// full receive window or send buffer. Marking them app-limited hid every
+    /// round of a lossy Startup overshoot, whose holes pin the peer's window
+    /// and our buffers, from BBR's full-pipe check, so Startup went on
+    /// overfilling the queue for twice as long.
+    pub fn on_transport_limited(&mut self) {
+        if self.bytes_in_flight() < self.window() {
+            self.app_limited = true;
+        }
+    }
 }

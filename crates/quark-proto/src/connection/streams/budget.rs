@@ -61,7 +61,10 @@ pub(super) struct SendBudget {
     /// Bytes freed since the last stream was woken from `waiters`.
     freed: usize,
     /// Streams whose `credit_wait` is not `None`.
-    credit_waiters: usize,
+    credit_waiters: u32,
+    /// Streams whose `budget_queued` is set (`waiters` may also hold streams
+    /// that stopped waiting).
+    room_waiters: u32,
     /// When the connection, having had something to send without progress
     /// since the send timeout ago, is closed.
     stall_deadline: Option<Instant>,
@@ -76,6 +79,9 @@ impl SendBudget {
         }
         if entry.credit_wait != CreditWait::None {
             self.credit_waiters -= 1;
+        }
+        if entry.budget_queued {
+            self.room_waiters -= 1;
         }
     }
 
@@ -94,6 +100,9 @@ impl SendBudget {
             entry.credit_wait = CreditWait::None;
             self.credit_waiters -= 1;
         }
+        if std::mem::take(&mut entry.budget_queued) {
+            self.room_waiters -= 1;
+        }
         freed
     }
 }
@@ -106,6 +115,13 @@ impl Streams {
         let twice = usize::try_from(self.cwnd.saturating_mul(2)).unwrap_or(usize::MAX);
         let floor = self.limits.send_budget;
         twice.clamp(floor, self.limits.send_budget_max.max(floor))
+    }
+
+    /// Whether some stream's write was refused for want of the peer's credit
+    /// or of room in the send budget, and waits for it: then the transport,
+    /// not the application, is what left nothing to send.
+    pub(crate) fn writes_held_back(&self) -> bool {
+        self.budget.credit_waiters > 0 || self.budget.room_waiters > 0
     }
 
     /// Bytes held in all send buffers, and room reserved for writes.
@@ -152,6 +168,7 @@ impl Streams {
             // Room held by us (bytes in flight, other streams' reservations):
             // our own acknowledgements and writes free it.
             entry.budget_queued = true;
+            self.budget.room_waiters += 1;
             self.budget.waiters.push_back(id);
         }
         // Otherwise the stream's own limits held it back (unsent bytes,
@@ -225,6 +242,7 @@ impl Streams {
         if !std::mem::take(&mut entry.budget_queued) {
             return false;
         }
+        self.budget.room_waiters -= 1;
         self.events.push_back(StreamEvent::Writable(id));
         true
     }

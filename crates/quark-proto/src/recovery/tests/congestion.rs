@@ -116,24 +116,32 @@ fn ecn_ce_increase_is_a_congestion_event() {
     assert_eq!(h.r.stats().lost_packets, 0);
 }
 
+/// The window stays while the application leaves it unused, and while the
+/// transport does (writes held back by the peer's credit or the send budget).
 #[test]
 fn app_limited_window_does_not_grow() {
-    let mut h = H::new(CcAlgorithm::NewReno, confirmed());
-    h.r.on_app_limited();
-    h.send(0, SpaceId::Data, 0);
-    h.send(0, SpaceId::Data, 1);
-    h.ack(100, SpaceId::Data, &[0..=1]).unwrap();
-    //= https://www.rfc-editor.org/rfc/rfc9002#section-7.8
-    //# When this occurs, the congestion window SHOULD NOT be increased in
-    //# either slow start or congestion avoidance.
-    assert_eq!(h.r.congestion_window(), 12_000);
-    // Filling the window ends the app-limited period.
-    for pn in 2..12 {
-        h.send(100, SpaceId::Data, pn);
+    for transport in [false, true] {
+        let mut h = H::new(CcAlgorithm::NewReno, confirmed());
+        if transport {
+            h.r.on_transport_limited();
+        } else {
+            h.r.on_app_limited();
+        }
+        h.send(0, SpaceId::Data, 0);
+        h.send(0, SpaceId::Data, 1);
+        h.ack(100, SpaceId::Data, &[0..=1]).unwrap();
+        //= https://www.rfc-editor.org/rfc/rfc9002#section-7.8
+        //# When this occurs, the congestion window SHOULD NOT be increased in
+        //# either slow start or congestion avoidance.
+        assert_eq!(h.r.congestion_window(), 12_000);
+        // Filling the window ends the limited period.
+        for pn in 2..12 {
+            h.send(100, SpaceId::Data, pn);
+        }
+        assert_eq!(h.r.send_allowance(), 0);
+        h.ack(200, SpaceId::Data, &[0..=11]).unwrap();
+        assert_eq!(h.r.congestion_window(), 24_000);
     }
-    assert_eq!(h.r.send_allowance(), 0);
-    h.ack(200, SpaceId::Data, &[0..=11]).unwrap();
-    assert_eq!(h.r.congestion_window(), 24_000);
 }
 
 /// Slow start is paced at 2 × cwnd / srtt, congestion avoidance at 5/4 ×
