@@ -601,6 +601,12 @@ impl Streams {
     pub(crate) fn shed(&mut self) {
         self.map.retain(|_, entry| {
             entry.send = None;
+            // The budget's counts start again from zero below: a kept stream
+            // that waited or held room must not be taken from them when it
+            // is freed.
+            entry.reserved = 0;
+            entry.budget_queued = false;
+            entry.credit_wait = budget::CreditWait::None;
             let Some(recv) = entry.recv.as_mut() else {
                 return false;
             };
