@@ -186,8 +186,8 @@ impl<T> Recovery<T> {
     /// too), but the delivery-rate samples stay valid: as Linux does for a
     /// full receive window or send buffer. Marking them app-limited hid every
     /// round of a lossy Startup overshoot, whose holes pin the peer's window
-    /// and our buffers, from BBR's full-pipe check, so Startup went on
-    /// overfilling the queue for twice as long.
+    /// and our buffers, from BBR's full-pipe check, and Startup went on
+    /// overfilling the queue, often to the end of a download.
     pub fn on_transport_limited(&mut self) {
         if self.bytes_in_flight() < self.window() {
             self.app_limited = true;

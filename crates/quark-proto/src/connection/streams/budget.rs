@@ -119,7 +119,9 @@ impl Streams {
 
     /// Whether some stream's write was refused for want of the peer's credit
     /// or of room in the send budget, and waits for it: then the transport,
-    /// not the application, is what left nothing to send.
+    /// not the application, is what left nothing to send. (A stream's own
+    /// buffer limit is not counted: unless configured below the budget it
+    /// never binds first, and its not-sent limit leaves data to send.)
     pub(crate) fn writes_held_back(&self) -> bool {
         self.budget.credit_waiters > 0 || self.budget.room_waiters > 0
     }
