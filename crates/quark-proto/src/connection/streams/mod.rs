@@ -601,12 +601,9 @@ impl Streams {
     pub(crate) fn shed(&mut self) {
         self.map.retain(|_, entry| {
             entry.send = None;
-            // The budget's counts start again from zero below: a kept stream
-            // that waited or held room must not be taken from them when it
-            // is freed.
-            entry.reserved = 0;
-            entry.budget_queued = false;
-            entry.credit_wait = budget::CreditWait::None;
+            // It will write no more: its waits and reservation go, so that
+            // freeing it later takes nothing from the budget reset below.
+            self.budget.release(entry);
             let Some(recv) = entry.recv.as_mut() else {
                 return false;
             };
