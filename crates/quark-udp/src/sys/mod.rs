@@ -104,6 +104,16 @@ impl State {
         report
     }
 
+    /// A `sendmmsg` sent fewer messages than asked: the kernel drops the
+    /// error that stopped it, which may have been a queued report's pending
+    /// error (so nothing else would say the queue holds one). Noted as
+    /// possibly pending: a needless look at the queue costs one system call.
+    pub(crate) fn sent_short(&self) {
+        if self.reports.load(Relaxed) {
+            self.reports_pending.store(true, Relaxed);
+        }
+    }
+
     /// Falls back from `sendmmsg` (or `recvmmsg`) to a loop of single calls.
     pub(crate) fn mmsg_missing(flag: &AtomicBool, call: &str) {
         if flag.swap(false, Relaxed) {
@@ -125,4 +135,7 @@ pub(crate) struct Hooks {
     pub(crate) send_errno_skip: std::sync::atomic::AtomicUsize,
     /// Pretend `sendmmsg` and `recvmmsg` don't exist.
     pub(crate) no_mmsg: AtomicBool,
+    /// The next `sendmmsg` stops after this many messages (as the kernel's
+    /// does when an error stops it after the first).
+    pub(crate) short_send: std::sync::atomic::AtomicUsize,
 }

@@ -127,3 +127,30 @@ async fn without_the_queue_nothing_is_kept() {
     assert!(!sock.reports_pending());
     assert!(reports(&sock).is_empty());
 }
+
+/// `sendmmsg` drops the error that stopped it once a message went out. When
+/// that was a report's pending error (the ICMP came in while the batch was
+/// going out), the short count is the only sign a report waits, and it must
+/// be read: otherwise it waits until the next report, as a path MTU probe's
+/// did in quark's too-big test, which then sent the probe a second time.
+#[tokio::test]
+async fn a_send_cut_short_may_have_met_a_report() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let sock = reporting("127.0.0.1:0");
+    let peer = bind("127.0.0.1:0");
+    let to_peer = peer.local_addr().unwrap();
+    sock.try_send(&[datagram(closed_port("127.0.0.1"), b"x")])
+        .unwrap();
+    woken(&sock).await;
+    // What the kernel's sendmmsg does to the pending error: takes it.
+    let taken = socket2::SockRef::from(&sock).take_error().unwrap();
+    assert!(taken.is_some(), "the report's error was pending");
+    // ... and the batch stops there, after its first message.
+    sock.state.hooks.short_send.store(1, Relaxed);
+    let batch = [datagram(to_peer, b"a"), datagram(to_peer, b"b")];
+    assert_eq!(sock.try_send(&batch).unwrap(), 2, "the rest went next");
+    assert_eq!(recv_msgs(&peer, 2).await.len(), 2);
+    assert!(sock.reports_pending(), "a short count may hide a report");
+    assert_eq!(reports(&sock).len(), 1);
+    assert!(!sock.reports_pending());
+}

@@ -41,6 +41,9 @@ pub(crate) fn send(
         match result {
             Ok(sent) if sent > 0 => {
                 let sent = sent.min(batch.len);
+                if sent < batch.len {
+                    state.sent_short();
+                }
                 if elapsed.counting() {
                     let msgs = &batch.info()[..sent];
                     let datagrams = msgs.iter().map(|m| m.segments).sum();
@@ -103,6 +106,10 @@ fn syscall(fd: BorrowedFd<'_>, state: &State, batch: &mut Batch) -> (io::Result<
                 }
                 len = first_gso;
             }
+        }
+        let short = hooks.short_send.swap(0, Relaxed);
+        if short > 0 {
+            len = len.min(short);
         }
         if hooks.send_errno.load(Relaxed) != 0 {
             if hooks.send_errno_skip.load(Relaxed) > 0 {
