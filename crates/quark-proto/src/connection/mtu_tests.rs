@@ -245,6 +245,38 @@ fn too_big_for_the_probe_makes_its_size_the_next_probe() {
     assert_eq!(d.probe_due(t), None, "the search is over");
 }
 
+/// The acknowledgements of packets sent after a probe can outrun the
+/// router's report about it: the probe is declared lost first, and the report
+/// that follows still ends the search at its size.
+#[test]
+fn too_big_after_the_probe_was_declared_lost_still_applies() {
+    let t = now();
+    let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
+    d.on_probe_sent(65_000, 1, t, Duration::from_millis(10));
+    d.on_sent(2);
+    d.on_acked(2);
+    d.on_probe_failed(1);
+    assert_eq!(d.on_too_big(65_000), TooBig::Ignored, "not below the probe");
+    assert_eq!(d.on_too_big(1472), TooBig::ProbeFailed);
+    assert_eq!(d.probe_due(t), Some(1472), "the report, not a second try");
+    // The same with the second try out: the first one's report fails it too.
+    let mut d = MtuDiscovery::new(BASE_MTU, 65_000, true);
+    d.on_probe_sent(65_000, 1, t, Duration::from_millis(10));
+    d.on_acked(2);
+    d.on_probe_failed(1);
+    assert_eq!(d.probe_due(t), Some(65_000));
+    d.on_probe_sent(65_000, 3, t, Duration::from_millis(10));
+    assert_eq!(d.on_too_big(1472), TooBig::ProbeFailed);
+    assert!(d.timer().is_none(), "the second try is given up");
+    assert_eq!(d.probe_due(t), Some(1472));
+    d.on_probe_sent(1472, 4, t, Duration::from_millis(10));
+    assert!(d.on_probe_acked(4));
+    // Once a probe is acknowledged, older losses say nothing: a report about
+    // a size above the one in use cannot be about anything still out.
+    assert_eq!(d.on_too_big(1480), TooBig::Ignored);
+    assert_eq!(d.current(), 1472);
+}
+
 #[test]
 fn too_big_for_the_size_in_use_falls_back_and_probes_the_report() {
     let (mut d, t) = probe_out(9000, 10);
