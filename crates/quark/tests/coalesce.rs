@@ -10,10 +10,30 @@ use common::{data, echo_server_and_client, sha};
 
 const ALPN: &[u8] = b"test";
 
+/// The fewest sends among up to three fresh connections: on a loaded machine
+/// a timer can add a datagram now and then (seen without GSO beside two busy
+/// loops: 6 sends, the extra ones ~150-byte ACKs), while without the
+/// coalescing every connection takes at least five.
 #[tokio::test]
 async fn a_fresh_connections_request_costs_four_sends() {
-    let (_server, client, config, addr) = echo_server_and_client(ALPN);
     quark_udp::stats::set_enabled(true);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let sent = one_request_on_a_fresh_connection().await;
+        let fewest = sent.send_syscalls == 4;
+        seen.push(sent);
+        if fewest {
+            break;
+        }
+    }
+    let fewest = seen.iter().map(|s| s.send_syscalls).min();
+    assert_eq!(fewest, Some(4), "{seen:#?}");
+}
+
+/// A handshake and one request on a new pair of endpoints: what it sent, both
+/// sides. Closes the connection and waits until the endpoints are quiet.
+async fn one_request_on_a_fresh_connection() -> quark_udp::stats::Stats {
+    let (server, client, config, addr) = echo_server_and_client(ALPN);
     let before = quark_udp::stats::snapshot();
 
     let conn = client
@@ -28,9 +48,12 @@ async fn a_fresh_connections_request_costs_four_sends() {
     let got = recv.read_to_end(usize::MAX).await.unwrap();
     assert_eq!(sha(&got), sha(&body));
 
-    let sent = quark_udp::stats::snapshot().since(&before);
     // Client Initial; server Initial + Handshake; client Handshake (Finished) +
     // 1-RTT (request); server 1-RTT (HANDSHAKE_DONE and the answer).
-    assert_eq!(sent.send_syscalls, 4, "{sent:?}");
+    let sent = quark_udp::stats::snapshot().since(&before);
     conn.close(0, b"done");
+    client.wait_idle().await;
+    server.close(0, b"");
+    server.wait_idle().await;
+    sent
 }
