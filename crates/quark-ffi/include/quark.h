@@ -194,6 +194,25 @@ int64_t quark_connect_on(int64_t endpoint,
                          const char *ca_pem_path,
                          const char *ciphers);
 
+// As `quark_connect_on`, with the PEM roots given as a NUL-terminated
+// string in memory (`ca_pem`, or NULL with `insecure`) instead of a file's
+// name, as `quark_listen_pem` takes the server's certificate: a program
+// that holds its roots needs no file. The endpoint reuses its last TLS
+// configuration while the text is the same.
+//
+// Thread safety: safe from any thread; connects on one endpoint may run
+// at once from several threads.
+//
+// # Safety
+// As `quark_connect_on`; `ca_pem` is a NUL-terminated string or NULL.
+int64_t quark_connect_on_pem(int64_t endpoint,
+                             const char *addr,
+                             const char *server_name,
+                             const char *alpn,
+                             int32_t insecure,
+                             const char *ca_pem,
+                             const char *ciphers);
+
 // Whether the handshake of `conn` is done, like `getsockopt(SO_ERROR)` after
 // a non-blocking `connect(2)`: 0 once it is, `QUARK_ERROR_CONNECT` (or
 // `_REFUSED`, `_UNREACHABLE`) if it failed; while it is under way, blocks, or in non-blocking mode gives

@@ -75,22 +75,26 @@ pub enum Via {
     Own(u32),
     /// This endpoint handle (`quark_connect_on`).
     Endpoint(i64),
+    /// This endpoint handle, with the roots as PEM text rather than a
+    /// file's name (`quark_connect_on_pem`).
+    EndpointPem(i64),
 }
 
-/// `quark_connect_flags` or `quark_connect_on`, as `via` says (`None` for a
-/// NULL `ca_pem_path` or `ciphers`).
+/// `quark_connect_flags`, `quark_connect_on` or `quark_connect_on_pem`, as
+/// `via` says; `ca` is the CA file's name, or with `Via::EndpointPem` its
+/// PEM text (`None` for a NULL `ca` or `ciphers`).
 pub fn connect(
     via: Via,
     addr: &CStr,
     server_name: &CStr,
     alpn: &CStr,
     insecure: bool,
-    ca_pem_path: Option<&CStr>,
+    ca: Option<&CStr>,
     ciphers: Option<&CStr>,
 ) -> i64 {
     let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
     let (addr, name, alpn) = (addr.as_ptr(), server_name.as_ptr(), alpn.as_ptr());
-    let (insecure, ca, ciphers) = (i32::from(insecure), ptr(ca_pem_path), ptr(ciphers));
+    let (insecure, ca, ciphers) = (i32::from(insecure), ptr(ca), ptr(ciphers));
     // SAFETY: the strings are NUL-terminated and borrowed for the call; the
     // optional ones are such a string or NULL, as the calls allow.
     unsafe {
@@ -100,6 +104,9 @@ pub fn connect(
             }
             Via::Endpoint(ep) => {
                 crate::quark_connect_on(ep, addr, name, alpn, insecure, ca, ciphers)
+            }
+            Via::EndpointPem(ep) => {
+                crate::quark_connect_on_pem(ep, addr, name, alpn, insecure, ca, ciphers)
             }
         }
     }

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use quark::Endpoint;
 use quark::connect_first::reachable;
 
-use crate::conn::{client_args, connect_blocking, resolve};
+use crate::conn::{CaArg, client_args, connect_blocking, resolve};
 use crate::error::QuarkError;
 use crate::handshake::Handshake;
 use crate::object::{Conn, Handle, Object, c_str, entry, entry_status, runtime};
@@ -80,6 +80,49 @@ pub unsafe extern "C" fn quark_connect_on(
     ca_pem_path: *const c_char,
     ciphers: *const c_char,
 ) -> i64 {
+    let tls = (insecure, ca_pem_path, CaArg::Path, ciphers);
+    // SAFETY: the caller's contract above.
+    unsafe { connect_on(endpoint, addr, server_name, alpn, tls) }
+}
+
+/// As `quark_connect_on`, with the PEM roots given as a NUL-terminated
+/// string in memory (`ca_pem`, or NULL with `insecure`) instead of a file's
+/// name, as `quark_listen_pem` takes the server's certificate: a program
+/// that holds its roots needs no file. The endpoint reuses its last TLS
+/// configuration while the text is the same.
+///
+/// Thread safety: safe from any thread; connects on one endpoint may run
+/// at once from several threads.
+///
+/// # Safety
+/// As `quark_connect_on`; `ca_pem` is a NUL-terminated string or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn quark_connect_on_pem(
+    endpoint: i64,
+    addr: *const c_char,
+    server_name: *const c_char,
+    alpn: *const c_char,
+    insecure: i32,
+    ca_pem: *const c_char,
+    ciphers: *const c_char,
+) -> i64 {
+    let tls = (insecure, ca_pem, CaArg::Pem, ciphers);
+    // SAFETY: the caller's contract above.
+    unsafe { connect_on(endpoint, addr, server_name, alpn, tls) }
+}
+
+/// `quark_connect_on` and `quark_connect_on_pem`; `tls` is (insecure, the
+/// CA argument, what it holds, ciphers).
+///
+/// # Safety
+/// As `quark_connect_on`.
+unsafe fn connect_on(
+    endpoint: i64,
+    addr: *const c_char,
+    server_name: *const c_char,
+    alpn: *const c_char,
+    (insecure, ca, ca_arg, ciphers): (i32, *const c_char, CaArg, *const c_char),
+) -> i64 {
     entry(|| {
         let handle = table::get(endpoint)?;
         let Object::Endpoint(e) = &handle.object else {
@@ -92,7 +135,8 @@ pub unsafe extern "C" fn quark_connect_on(
                 server_name,
                 alpn,
                 insecure,
-                ca_pem_path,
+                ca,
+                ca_arg,
                 ciphers,
                 Some(&handle.ready.tls),
             )?

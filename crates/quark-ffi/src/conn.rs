@@ -306,6 +306,7 @@ pub(crate) unsafe fn connect(
                 alpn,
                 insecure,
                 ca_pem_path,
+                CaArg::Path,
                 ciphers,
                 None,
             )?
@@ -339,18 +340,29 @@ pub(crate) unsafe fn connect(
     })
 }
 
+/// What a connect call's CA argument holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CaArg {
+    /// A PEM file's name (`quark_connect*`).
+    Path,
+    /// The PEM text itself (`quark_connect_on_pem`).
+    Pem,
+}
+
 /// The peer's address, the server name and the TLS configuration of a
 /// connect call; with `shared`, the configuration of the endpoint's last
 /// connect if its TLS arguments were the same (`tls_cache.rs`).
 ///
 /// # Safety
 /// As `quark_connect_with`.
+#[allow(clippy::too_many_arguments)] // the C call's arguments, as given
 pub(crate) unsafe fn client_args<'a>(
     addr: *const c_char,
     server_name: *const c_char,
     alpn: *const c_char,
     insecure: i32,
-    ca_pem_path: *const c_char,
+    ca: *const c_char,
+    ca_arg: CaArg,
     ciphers: *const c_char,
     shared: Option<&TlsCache>,
 ) -> Result<(Vec<SocketAddr>, &'a str, quark::ClientConfig), QuarkError> {
@@ -360,7 +372,7 @@ pub(crate) unsafe fn client_args<'a>(
             c_str(addr)?,
             c_str(server_name)?,
             c_str(alpn)?,
-            c_str_opt(ca_pem_path)?,
+            c_str_opt(ca)?,
             c_str_opt(ciphers)?,
         )
     };
@@ -371,6 +383,9 @@ pub(crate) unsafe fn client_args<'a>(
     }
     let Some(shared) = shared else {
         let verify = match ca {
+            Some(ca) if !insecure && ca_arg == CaArg::Pem => {
+                tls::Verify::Roots(ca_certs(ca.as_bytes())?)
+            }
             Some(ca) if !insecure => tls::Verify::CaFile(ca.into()),
             _ => tls::Verify::Insecure,
         };
@@ -380,7 +395,7 @@ pub(crate) unsafe fn client_args<'a>(
     let alpn_ciphers = (alpn, ciphers.unwrap_or(""));
     // Stamped before the read: a change during it gives a different stamp
     // next time, so it is noticed then.
-    let stamp = ca.and_then(FileStamp::of);
+    let stamp = ca.filter(|_| ca_arg == CaArg::Path).and_then(FileStamp::of);
     if let Some(s) = &stamp
         && let Some(config) = shared.unchanged(alpn_ciphers.0, alpn_ciphers.1, s)
     {
@@ -389,6 +404,7 @@ pub(crate) unsafe fn client_args<'a>(
     let args = TlsArgs {
         insecure,
         ca_pem: match ca {
+            Some(pem) if ca_arg == CaArg::Pem => Some(pem.as_bytes().to_vec()),
             Some(ca) => Some(std::fs::read(ca).map_err(|_| QuarkError::Tls)?),
             None => None,
         },

@@ -16,7 +16,7 @@
 //! | `quark_ready_fd` / `quark_ready` | an fd for poll / epoll / select, and which handles are ready |
 //! | `quark_listen_flags` / `quark_listen_pem_flags` / `quark_connect_flags` | the same with options: `QUARK_FLAG_CALLER_DRIVEN`, `QUARK_FLAG_NO_RESUMPTION`, `QUARK_FLAG_NO_SPIN_BIT` |
 //! | `quark_process` | caller-driven mode: run the endpoint's I/O and timers on the calling thread |
-//! | `quark_client` / `quark_connect_on` | a client endpoint shared by many connections (one socket); on a non-blocking endpoint the connect returns before the handshake |
+//! | `quark_client` / `quark_connect_on` (`_pem`: the CA roots in memory) | a client endpoint shared by many connections (one socket); on a non-blocking endpoint the connect returns before the handshake |
 //! | `quark_connected` | `getsockopt(SO_ERROR)` after a non-blocking connect: is the handshake done |
 //! | `quark_resumed` | `SSL_session_reused`: did the handshake resume a TLS session |
 //! | `quark_stream_write_ref` / `quark_stream_read_with` | a write that lends the buffer, a read that visits the data in place (no copy at the boundary) |
@@ -63,7 +63,9 @@ mod stream;
 mod table;
 mod tls_cache;
 
-pub use client::{quark_client, quark_connect_on, quark_connected, quark_resumed};
+pub use client::{
+    quark_client, quark_connect_on, quark_connect_on_pem, quark_connected, quark_resumed,
+};
 pub use conn::{
     quark_accept, quark_close, quark_connect, quark_connect_with, quark_listen, quark_listen_pem,
     quark_local_port, quark_set_nonblocking, quark_stream_accept, quark_stream_accept_uni,

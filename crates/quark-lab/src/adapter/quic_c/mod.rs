@@ -9,7 +9,7 @@
 //! event-loop C program, every handle is non-blocking and waits for the
 //! endpoint's ready list (`quark_ready`, module `ready`; the endpoint's
 //! readiness comes through `quark_on_work` from this runtime's reactor);
-//! connections are made with a non-blocking `quark_connect_on` (the
+//! connections are made with a non-blocking `quark_connect_on_pem` (the
 //! handshake runs in the endpoint's processing); connections are closed
 //! with `quark_close_nowait` (the endpoint lingers for them, no thread
 //! waits); only `quark_close` of an endpoint, which blocks by design
@@ -17,7 +17,7 @@
 //! thread.
 //!
 //! Differences that come with the C API: the client's connections share one
-//! client endpoint (`quark_client` / `quark_connect_on`, one UDP socket as
+//! client endpoint (`quark_client` / `quark_connect_on_pem`, one UDP socket as
 //! `quic`'s), the server is one endpoint on one thread (no
 //! `--server-workers`), and libquark's transport settings
 //! are quark's defaults (the `quic` adapter's `QUARK_TUNE` and `--cc` do not
@@ -28,7 +28,6 @@ mod stream;
 
 use std::ffi::CString;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -261,32 +260,6 @@ fn dump_stats(side: &str, conn: i64) {
     });
 }
 
-/// The CA file holding `pem` (libquark reads it at each connect), named by
-/// its contents: one file per certificate, shared by the clients and
-/// processes that use it. A client process exits without dropping its
-/// client, so a file per client was left behind by every run.
-fn ca_file(pem: &str) -> anyhow::Result<PathBuf> {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    pem.hash(&mut h);
-    let dir = std::env::temp_dir();
-    let path = dir.join(format!("quark-lab-quic-c-{:016x}.pem", h.finish()));
-    if std::fs::read_to_string(&path).is_ok_and(|text| text == pem) {
-        return Ok(path);
-    }
-    // Written whole, then renamed: a concurrent reader never sees a part.
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(
-        "quark-lab-quic-c-{:016x}.{}-{n}.tmp",
-        h.finish(),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, pem)?;
-    std::fs::rename(&tmp, &path)?;
-    Ok(path)
-}
-
 /// What every connection of a client connects with.
 struct Target {
     addr: CString,
@@ -326,12 +299,13 @@ impl QuicCClient {
     /// Inside the lab's runtime: the endpoint runs on it.
     fn new(cfg: &ClientConfig) -> anyhow::Result<Self> {
         quark::counters::set_enabled(super::quic::counters_wanted());
-        let ca_file = ca_file(&pem("CERTIFICATE", &cfg.cert))?;
         let target = Target {
             addr: c_string(&cfg.server.to_string())?,
             name: c_string(SERVER_NAME)?,
             alpn: c_string(std::str::from_utf8(ALPN)?)?,
-            ca: c_string(&ca_file.to_string_lossy())?,
+            // The roots in memory: no file to leave behind (a CA file per
+            // certificate was left in the temporary directory by every run).
+            ca: c_string(&pem("CERTIFICATE", &cfg.cert))?,
             ciphers: c_string(cipher_name(cfg.cipher))?,
         };
         // Bound as `quic`'s client is (loopback for a loopback server, not
@@ -367,7 +341,7 @@ impl Client for QuicCClient {
             // `quark_connected` says when it is done (as `connect(2)` and
             // SO_ERROR on a non-blocking socket): no thread waits for it.
             let conn = quark_ffi::call::connect(
-                quark_ffi::call::Via::Endpoint(self.endpoint),
+                quark_ffi::call::Via::EndpointPem(self.endpoint),
                 &t.addr,
                 &t.name,
                 &t.alpn,
@@ -375,7 +349,7 @@ impl Client for QuicCClient {
                 Some(&t.ca),
                 Some(&t.ciphers),
             );
-            check("quark_connect_on", conn).context("QUIC handshake")?;
+            check("quark_connect_on_pem", conn).context("QUIC handshake")?;
             let connected = async {
                 self.ready.register(conn);
                 let done = self
